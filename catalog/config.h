@@ -1,0 +1,61 @@
+/*
+ * config.h - floe's configuration: one declarative table of options, each
+ * settable by a flag and by an environment variable, printed by --help.
+ *
+ * Precedence: flag, then environment, then default. The result is filled
+ * once at start-up and never changed afterwards.
+ */
+#ifndef FLOE_CONFIG_H
+#define FLOE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "log.h"
+
+enum config_action {
+	CONFIG_RUN = 0,
+	CONFIG_HELP,
+	CONFIG_VERSION,
+	CONFIG_PRINT_ROUTES,
+};
+
+struct floe_config {
+	enum config_action action;
+	char *listen_host;     /* without brackets for IPv6 */
+	int listen_port;       /* 0: any free port */
+	char *database_url;    /* NULL: embedded PostgreSQL */
+	char *data_dir;        /* absolute */
+	char *warehouse;       /* file:///absolute/path, no trailing '/' */
+	char *warehouse_path;  /* the warehouse's local directory */
+	int threads;
+	enum log_level log_level;
+	long long max_body_bytes;
+	char *pg_bin_dir;      /* NULL: search */
+	char *pg_user;         /* NULL: postgres, else nobody */
+	/* Raw option values indexed like the option table; freed by
+	 * config_free. */
+	char *raw[16];
+};
+
+/* Looks an environment variable up; getenv when NULL is passed below. */
+typedef const char *(*config_getenv_fn)(const char *name);
+
+/*
+ * Fills cfg from argv and the environment. On failure writes a message
+ * naming the option into errbuf and returns false; cfg must still be passed
+ * to config_free. Validation covers every value; nothing is resolved on
+ * the network.
+ */
+bool config_load(struct floe_config *cfg, int argc, char **argv,
+		 config_getenv_fn env, char *errbuf, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* Prints the usage text with every option, its variable and default. */
+void config_print_help(FILE *out, const char *argv0);
+
+/* Frees everything config_load allocated. Safe to call twice. */
+void config_free(struct floe_config *cfg);
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * error.c - kinds of error, their HTTP status and Iceberg type, and the
+ * error body every non-2xx answer carries.
+ */
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+	int status;
+	const char *type;
+} errkinds[FE_KIND_COUNT] = {
+	[FE_NONE] = { 200, "" },
+	[FE_BAD_REQUEST] = { 400, "BadRequestException" },
+	[FE_NOT_AUTHORIZED] = { 401, "NotAuthorizedException" },
+	[FE_FORBIDDEN] = { 403, "ForbiddenException" },
+	[FE_NOT_FOUND] = { 404, "NotFoundException" },
+	[FE_NO_SUCH_NAMESPACE] = { 404, "NoSuchNamespaceException" },
+	[FE_NO_SUCH_TABLE] = { 404, "NoSuchTableException" },
+	[FE_METHOD_NOT_ALLOWED] = { 405, "MethodNotAllowedException" },
+	[FE_UNSUPPORTED] = { 406, "UnsupportedOperationException" },
+	[FE_ALREADY_EXISTS] = { 409, "AlreadyExistsException" },
+	[FE_NAMESPACE_NOT_EMPTY] = { 409, "NamespaceNotEmptyException" },
+	[FE_COMMIT_FAILED] = { 409, "CommitFailedException" },
+	[FE_TOO_LARGE] = { 413, "RequestEntityTooLargeException" },
+	[FE_UNPROCESSABLE] = { 422, "UnprocessableEntityException" },
+	[FE_INTERNAL] = { 500, "InternalServerError" },
+	[FE_UNAVAILABLE] = { 503, "ServiceUnavailableException" },
+};
+
+bool floe_err(struct floe_error *err, enum floe_errkind kind,
+	      const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL)
+		return false;
+	err->kind = kind;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+int floe_errkind_status(enum floe_errkind kind)
+{
+	if (kind <= FE_NONE || kind >= FE_KIND_COUNT)
+		return 500;
+	return errkinds[kind].status;
+}
+
+const char *floe_errkind_type(enum floe_errkind kind)
+{
+	if (kind <= FE_NONE || kind >= FE_KIND_COUNT)
+		return errkinds[FE_INTERNAL].type;
+	return errkinds[kind].type;
+}
+
+json_t *floe_error_to_json(const struct floe_error *err)
+{
+	enum floe_errkind kind = err->kind;
+	const char *message = err->message;
+
+	if (kind <= FE_NONE || kind >= FE_KIND_COUNT) {
+		kind = FE_INTERNAL;
+		if (message[0] == '\0')
+			message = "internal error";
+	}
+	/* jansson refuses invalid UTF-8; a message quoting client input that
+	 * is not UTF-8 must still produce a body, so fall back to the type. */
+	json_t *msg = json_string(message);
+	if (msg == NULL)
+		msg = json_string(errkinds[kind].type);
+	return json_pack("{s:{s:o, s:s, s:i}}", "error",
+			 "message", msg,
+			 "type", errkinds[kind].type,
+			 "code", errkinds[kind].status);
+}
+
+void floe_error_clear(struct floe_error *err)
+{
+	err->kind = FE_NONE;
+	err->message[0] = '\0';
+}

@@ -1,0 +1,41 @@
+/*
+ * log.h - levelled, subsystem-tagged log lines on standard error.
+ *
+ * One line per call, written with a single write(2) so lines from worker
+ * threads never interleave. The level is set once at start-up.
+ */
+#ifndef FLOE_LOG_H
+#define FLOE_LOG_H
+
+#include <stdbool.h>
+
+enum log_level {
+	LOG_LEVEL_ERROR = 0,
+	LOG_LEVEL_WARN,
+	LOG_LEVEL_INFO,
+	LOG_LEVEL_DEBUG,
+};
+
+/* Sets the most verbose level that is written. */
+void log_set_level(enum log_level level);
+
+/* Parses "error", "warn", "info" or "debug". Returns false if unknown. */
+bool log_level_parse(const char *name, enum log_level *out);
+
+/* True when a line of this level would be written. */
+bool log_enabled(enum log_level level);
+
+/* Writes "<time> <LEVEL> [<subsystem>] <message>". */
+void log_write(enum log_level level, const char *subsystem,
+	       const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#define log_error(sub, ...) log_write(LOG_LEVEL_ERROR, sub, __VA_ARGS__)
+#define log_warn(sub, ...) log_write(LOG_LEVEL_WARN, sub, __VA_ARGS__)
+#define log_info(sub, ...) log_write(LOG_LEVEL_INFO, sub, __VA_ARGS__)
+#define log_debug(sub, ...)                                         \
+	do {                                                        \
+		if (log_enabled(LOG_LEVEL_DEBUG))                   \
+			log_write(LOG_LEVEL_DEBUG, sub, __VA_ARGS__); \
+	} while (0)
+
+#endif

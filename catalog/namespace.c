@@ -1,0 +1,290 @@
+/*
+ * namespace.c - namespace requests: what a valid body is, what the answer
+ * looks like, and the page tokens of listings. The SQL is in the store.
+ */
+#include "namespace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+
+bool page_request_parse(const char *token, const char *size,
+			struct page_request *out, struct floe_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->page_size = NS_PAGE_SIZE_DEFAULT;
+	if (size != NULL) {
+		char *end = NULL;
+		long v = strtol(size, &end, 10);
+		if (*size == '\0' || *end != '\0' || v < 1)
+			return floe_err(err, FE_BAD_REQUEST,
+					"pageSize must be a positive integer");
+		out->page_size = v > NS_PAGE_SIZE_MAX ? NS_PAGE_SIZE_MAX : v;
+	}
+	if (token == NULL)
+		return true;
+	out->paginate = true;
+	if (token[0] == '\0')
+		return true;
+	/* A token is the hex of the last key returned: opaque to clients,
+	 * and it survives any URL encoding unchanged. */
+	size_t len = strlen(token);
+	if (len % 2 != 0 || len / 2 > IDENT_MAX_LEVELS * (IDENT_MAX_NAME_BYTES + 1))
+		goto bad;
+	char *raw = malloc(len / 2 * 3 + 1);
+	if (raw == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	/* Re-encode as %XX so ident_ns_parse validates the levels. */
+	for (size_t i = 0; i < len; i += 2) {
+		if (strchr("0123456789abcdef", token[i]) == NULL ||
+		    strchr("0123456789abcdef", token[i + 1]) == NULL ||
+		    token[i] == '\0' || token[i + 1] == '\0') {
+			free(raw);
+			goto bad;
+		}
+		raw[i / 2 * 3] = '%';
+		raw[i / 2 * 3 + 1] = token[i];
+		raw[i / 2 * 3 + 2] = token[i + 1];
+	}
+	raw[len / 2 * 3] = '\0';
+	struct floe_error ignored;
+	bool ok = ident_ns_parse(raw, len / 2 * 3, &out->after, &ignored);
+	free(raw);
+	if (ok)
+		return true;
+bad:
+	return floe_err(err, FE_BAD_REQUEST,
+			"pageToken is not a token this server issued");
+}
+
+void page_request_clear(struct page_request *page)
+{
+	ident_ns_clear(&page->after);
+}
+
+char *page_token_encode(const struct ns_ident *last)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *joined = ident_ns_join(last);
+	char *token;
+	size_t len;
+
+	if (joined == NULL)
+		return NULL;
+	len = strlen(joined);
+	token = malloc(len * 2 + 1);
+	if (token != NULL) {
+		for (size_t i = 0; i < len; i++) {
+			token[2 * i] = hex[(unsigned char)joined[i] >> 4];
+			token[2 * i + 1] = hex[(unsigned char)joined[i] & 0xF];
+		}
+		token[len * 2] = '\0';
+	}
+	free(joined);
+	return token;
+}
+
+bool ns_check_string_map(const json_t *v, const char *field,
+			 struct floe_error *err)
+{
+	const char *key;
+	json_t *value;
+
+	if (!json_is_object(v))
+		return floe_err(err, FE_BAD_REQUEST,
+				"field '%s' must be an object of strings", field);
+	json_object_foreach((json_t *)v, key, value) {
+		if (!json_is_string(value))
+			return floe_err(err, FE_BAD_REQUEST,
+					"field '%s': the value of '%s' must be a string",
+					field, key);
+	}
+	return true;
+}
+
+static json_t *ns_answer(const struct ns_ident *ns, json_t *properties)
+{
+	json_t *levels = ident_ns_to_json(ns);
+
+	if (levels == NULL || properties == NULL) {
+		json_decref(levels);
+		json_decref(properties);
+		return NULL;
+	}
+	return json_pack("{s:o, s:o}", "namespace", levels,
+			 "properties", properties);
+}
+
+json_t *ns_create(struct store *s, const json_t *body, struct floe_error *err)
+{
+	struct ns_ident ns = { 0 };
+	json_t *props = json_object_get(body, "properties");
+	json_t *answer = NULL;
+
+	if (!ident_ns_from_json(json_object_get(body, "namespace"), "namespace",
+				&ns, err))
+		return NULL;
+	if (props == NULL || json_is_null(props))
+		props = NULL;
+	else if (!ns_check_string_map(props, "properties", err))
+		goto done;
+	json_t *stored = props != NULL ? json_incref(props) : json_object();
+	if (!store_ns_create(s, &ns, stored, err)) {
+		json_decref(stored);
+		goto done;
+	}
+	answer = ns_answer(&ns, stored);
+	if (answer == NULL)
+		floe_err(err, FE_INTERNAL, "out of memory");
+done:
+	ident_ns_clear(&ns);
+	return answer;
+}
+
+json_t *ns_load(struct store *s, const struct ns_ident *ns,
+		struct floe_error *err)
+{
+	json_t *props = NULL;
+	json_t *answer;
+
+	if (!store_ns_load(s, ns, &props, err))
+		return NULL;
+	answer = ns_answer(ns, props);
+	if (answer == NULL)
+		floe_err(err, FE_INTERNAL, "out of memory");
+	return answer;
+}
+
+json_t *ns_list(struct store *s, const struct ns_ident *parent,
+		const struct page_request *page, struct floe_error *err)
+{
+	json_t *list = NULL;
+	json_t *token = json_null();
+	bool more = false;
+	long limit = page->paginate ? page->page_size : -1;
+	const struct ns_ident *after =
+		page->after.nlevels > 0 ? &page->after : NULL;
+
+	if (!store_ns_list(s, parent, after, limit, &list, &more, err))
+		return NULL;
+	if (more && json_array_size(list) > 0) {
+		json_t *last = json_array_get(list, json_array_size(list) - 1);
+		struct ns_ident lastns = { 0 };
+		struct floe_error ignored;
+		char *t = NULL;
+
+		if (ident_ns_from_json(last, "namespace", &lastns, &ignored))
+			t = page_token_encode(&lastns);
+		ident_ns_clear(&lastns);
+		if (t == NULL) {
+			json_decref(list);
+			floe_err(err, FE_INTERNAL, "out of memory");
+			return NULL;
+		}
+		token = json_string(t);
+		free(t);
+	}
+	return json_pack("{s:o, s:o}", "namespaces", list,
+			 "next-page-token", token);
+}
+
+/* True when the string array arr holds key. */
+static bool array_has_string(const json_t *arr, const char *key)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach((json_t *)arr, i, v) {
+		if (strcmp(json_string_value(v), key) == 0)
+			return true;
+	}
+	return false;
+}
+
+json_t *ns_update_properties(struct store *s, const struct ns_ident *ns,
+			     const json_t *body, struct floe_error *err)
+{
+	json_t *removals = json_object_get(body, "removals");
+	json_t *updates = json_object_get(body, "updates");
+	json_t *old = NULL;
+	json_t *updated = NULL;
+	json_t *removed = NULL;
+	json_t *missing = NULL;
+	json_t *answer = NULL;
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	if (removals == NULL || json_is_null(removals))
+		removals = NULL;
+	if (updates == NULL || json_is_null(updates))
+		updates = NULL;
+	if (removals != NULL) {
+		if (!json_is_array(removals))
+			return floe_err(err, FE_BAD_REQUEST,
+					"field 'removals' must be an array of strings"), NULL;
+		json_array_foreach(removals, i, v) {
+			if (!json_is_string(v))
+				return floe_err(err, FE_BAD_REQUEST,
+						"field 'removals' must be an array of strings"), NULL;
+		}
+	}
+	if (updates != NULL && !ns_check_string_map(updates, "updates", err))
+		return NULL;
+	if (removals != NULL && updates != NULL) {
+		json_array_foreach(removals, i, v) {
+			if (json_object_get(updates, json_string_value(v)) != NULL)
+				return floe_err(err, FE_UNPROCESSABLE,
+						"property '%s' is both set and removed",
+						json_string_value(v)), NULL;
+		}
+	}
+
+	json_t *empty_arr = json_array();
+	json_t *empty_obj = json_object();
+	bool ok = store_ns_update_properties(s, ns,
+					     removals ? removals : empty_arr,
+					     updates ? updates : empty_obj,
+					     &old, err);
+	json_decref(empty_arr);
+	json_decref(empty_obj);
+	if (!ok)
+		return NULL;
+
+	updated = json_array();
+	removed = json_array();
+	missing = json_array();
+	if (updated == NULL || removed == NULL || missing == NULL)
+		goto oom;
+	if (updates != NULL) {
+		json_object_foreach(updates, key, v) {
+			if (json_array_append_new(updated, json_string(key)) != 0)
+				goto oom;
+		}
+	}
+	if (removals != NULL) {
+		json_array_foreach(removals, i, v) {
+			const char *k = json_string_value(v);
+			json_t *target = json_object_get(old, k) != NULL ? removed
+									: missing;
+			if (array_has_string(target, k))
+				continue;
+			if (json_array_append_new(target, json_string(k)) != 0)
+				goto oom;
+		}
+	}
+	answer = json_pack("{s:O, s:O, s:O}", "updated", updated,
+			   "removed", removed, "missing", missing);
+	if (answer == NULL)
+		goto oom;
+	goto done;
+oom:
+	floe_err(err, FE_INTERNAL, "out of memory");
+done:
+	json_decref(old);
+	json_decref(updated);
+	json_decref(removed);
+	json_decref(missing);
+	return answer;
+}

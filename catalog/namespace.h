@@ -1,0 +1,62 @@
+/*
+ * namespace.h - the namespace operations of the Iceberg REST API: request
+ * validation and answer shapes. Persistence is the store's.
+ */
+#ifndef FLOE_NAMESPACE_H
+#define FLOE_NAMESPACE_H
+
+#include <stdbool.h>
+#include <jansson.h>
+
+#include "error.h"
+#include "ident.h"
+
+struct store;
+
+#define NS_PAGE_SIZE_DEFAULT 100
+#define NS_PAGE_SIZE_MAX 1000
+
+/* Pagination as the Iceberg spec has it: without a page token, everything
+ * in one answer; with one (even empty), pages of page_size. */
+struct page_request {
+	bool paginate;
+	long page_size;
+	struct ns_ident after; /* empty: from the start */
+};
+
+/* Parses the pageToken and pageSize query values (either may be NULL,
+ * both still percent-encoded). FE_BAD_REQUEST on a bad value. */
+bool page_request_parse(const char *token, const char *size,
+			struct page_request *out, struct floe_error *err) FLOE_WUR;
+
+/* Frees what page_request_parse allocated. */
+void page_request_clear(struct page_request *page);
+
+/* The opaque token that resumes a listing after `last` (caller frees). */
+char *page_token_encode(const struct ns_ident *last);
+
+/* Checks that v is a JSON object whose values are all strings; field names
+ * it in messages. */
+bool ns_check_string_map(const json_t *v, const char *field,
+			 struct floe_error *err) FLOE_WUR;
+
+/* POST /namespaces: returns the answer {"namespace", "properties"}
+ * (new reference) or NULL with err set. */
+json_t *ns_create(struct store *s, const json_t *body,
+		  struct floe_error *err) FLOE_WUR;
+
+/* GET /namespaces/{ns}: {"namespace", "properties"}. */
+json_t *ns_load(struct store *s, const struct ns_ident *ns,
+		struct floe_error *err) FLOE_WUR;
+
+/* GET /namespaces?parent=: {"namespaces", "next-page-token"}. parent may
+ * be NULL for the top level. */
+json_t *ns_list(struct store *s, const struct ns_ident *parent,
+		const struct page_request *page, struct floe_error *err) FLOE_WUR;
+
+/* POST /namespaces/{ns}/properties: {"updated", "removed", "missing"}.
+ * A key both set and removed is FE_UNPROCESSABLE. */
+json_t *ns_update_properties(struct store *s, const struct ns_ident *ns,
+			     const json_t *body, struct floe_error *err) FLOE_WUR;
+
+#endif

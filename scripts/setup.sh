@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs what floe needs on a Debian 12 machine and builds it.
+#   scripts/setup.sh [--python] [BUILD_DIR [MESON_OPTION...]]
+# --python also prepares the test virtual environment in .venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_python=0
+if [ "${1:-}" = "--python" ]; then
+	want_python=1
+	shift
+fi
+build_dir=${1:-build}
+shift || true
+
+packages=(build-essential pkg-config meson ninja-build
+	libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev
+	libssl-dev libcriterion-dev postgresql postgresql-contrib curl)
+if [ "$want_python" = 1 ]; then
+	packages+=(python3 python3-venv python3-pip)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+	echo "setup: installing ${missing[*]}"
+	sudo=""
+	[ "$(id -u)" = 0 ] || sudo="sudo"
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$want_python" = 1 ]; then
+	if [ ! -x .venv/bin/python ]; then
+		python3 -m venv .venv
+	fi
+	stamp=.venv/.requirements.sha
+	sum=$(sha256sum tests/requirements.txt | cut -d' ' -f1)
+	if [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
+		.venv/bin/pip install -q --upgrade pip
+		.venv/bin/pip install -q -r tests/requirements.txt
+		echo "$sum" > "$stamp"
+	fi
+fi
+
+if [ ! -f "$build_dir/build.ninja" ]; then
+	meson setup "$build_dir" "$@"
+else
+	meson configure "$build_dir" "$@" >/dev/null
+fi
+ninja -C "$build_dir"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds floe, and runs every test: the unit
+# tests and the integration tests (real PostgreSQL, real floe, PyIceberg),
+# once on the normal build with warnings as errors and once on an
+# AddressSanitizer + UndefinedBehaviorSanitizer build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh --python build -Dwerror=true
+scripts/setup.sh build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+run_suite() {
+	local build_dir=$1
+	echo "== unit tests ($build_dir)"
+	meson test -C "$build_dir" --suite unit --print-errorlogs
+	echo "== integration tests ($build_dir)"
+	FLOE_BIN="$PWD/$build_dir/server/floe" .venv/bin/python -m pytest tests/integration -q -p no:cacheprovider
+}
+
+run_suite build
+run_suite build-asan

@@ -1,0 +1,19 @@
+/*
+ * app.h - what every request handler is given: the immutable
+ * configuration and the database pool. Passed explicitly, never global.
+ */
+#ifndef FLOE_APP_H
+#define FLOE_APP_H
+
+#include <stdatomic.h>
+
+#include "config.h"
+#include "store.h"
+
+struct app {
+	const struct floe_config *cfg;
+	struct store_pool *pool;
+	atomic_long inflight; /* requests begun and not yet completed */
+};
+
+#endif

@@ -1,0 +1,379 @@
+/*
+ * embedpg.c - runs initdb and postgres as children of floe. What this file
+ * is not: a PostgreSQL manager; it knows one layout and one way to run:
+ *   <data dir>/pg       the cluster
+ *   <data dir>/run      the Unix socket (no TCP listener)
+ *   <data dir>/postgres.log
+ */
+#include "embedpg.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "log.h"
+#include "store.h"
+
+#define PG_PORT "5432"
+
+struct runas {
+	bool drop;
+	uid_t uid;
+	gid_t gid;
+	char name[64];
+};
+
+static char *path_join(const char *a, const char *b)
+{
+	size_t len = strlen(a) + strlen(b) + 2;
+	char *p = malloc(len);
+
+	if (p != NULL)
+		snprintf(p, len, "%s/%s", a, b);
+	return p;
+}
+
+/* src as a single-quoted libpq conninfo value (caller frees). */
+static char *conninfo_quote(const char *src)
+{
+	char *q = malloc(strlen(src) * 2 + 3);
+	size_t n = 0;
+
+	if (q == NULL)
+		return NULL;
+	q[n++] = '\'';
+	for (const char *p = src; *p; p++) {
+		if (*p == '\'' || *p == '\\')
+			q[n++] = '\\';
+		q[n++] = *p;
+	}
+	q[n++] = '\'';
+	q[n] = '\0';
+	return q;
+}
+
+static bool is_executable(const char *dir, const char *name)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return access(path, X_OK) == 0;
+}
+
+/* The directory holding initdb and postgres: the configured one, else the
+ * first PATH entry with both, else the newest /usr/lib/postgresql/N/bin. */
+static char *find_bindir(const struct floe_config *cfg)
+{
+	if (cfg->pg_bin_dir != NULL)
+		return strdup(cfg->pg_bin_dir);
+
+	const char *path = getenv("PATH");
+	if (path != NULL) {
+		char *copy = strdup(path);
+		char *save = NULL;
+		for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir;
+		     dir = strtok_r(NULL, ":", &save)) {
+			if (is_executable(dir, "initdb") &&
+			    is_executable(dir, "postgres")) {
+				char *found = strdup(dir);
+				free(copy);
+				return found;
+			}
+		}
+		free(copy);
+	}
+
+	DIR *d = opendir("/usr/lib/postgresql");
+	long best = -1;
+	if (d != NULL) {
+		struct dirent *e;
+		while ((e = readdir(d)) != NULL) {
+			char *end = NULL;
+			long v = strtol(e->d_name, &end, 10);
+			char bin[512];
+			if (end == e->d_name || *end != '\0')
+				continue;
+			snprintf(bin, sizeof(bin), "/usr/lib/postgresql/%s/bin",
+				 e->d_name);
+			if (v > best && is_executable(bin, "initdb") &&
+			    is_executable(bin, "postgres"))
+				best = v;
+		}
+		closedir(d);
+	}
+	if (best < 0)
+		return NULL;
+	char bin[512];
+	snprintf(bin, sizeof(bin), "/usr/lib/postgresql/%ld/bin", best);
+	return strdup(bin);
+}
+
+static bool resolve_runas(const struct floe_config *cfg, struct runas *ra)
+{
+	memset(ra, 0, sizeof(*ra));
+	if (geteuid() != 0)
+		return true;
+	const char *candidates[2] = { cfg->pg_user ? cfg->pg_user : "postgres",
+				      cfg->pg_user ? NULL : "nobody" };
+	for (int i = 0; i < 2 && candidates[i] != NULL; i++) {
+		struct passwd *pw = getpwnam(candidates[i]);
+		if (pw == NULL || pw->pw_uid == 0)
+			continue;
+		ra->drop = true;
+		ra->uid = pw->pw_uid;
+		ra->gid = pw->pw_gid;
+		snprintf(ra->name, sizeof(ra->name), "%s", pw->pw_name);
+		return true;
+	}
+	log_error("pg", "floe runs as root and PostgreSQL refuses to: no unprivileged user %s to run it as (set --pg-user)",
+		  cfg->pg_user ? cfg->pg_user : "postgres or nobody");
+	return false;
+}
+
+static bool make_dir(const char *path, mode_t mode, const struct runas *ra)
+{
+	if (mkdir(path, mode) != 0 && errno != EEXIST) {
+		log_error("pg", "cannot create %s: %s", path, strerror(errno));
+		return false;
+	}
+	if (ra->drop && chown(path, ra->uid, ra->gid) != 0) {
+		log_error("pg", "cannot give %s to user %s: %s", path, ra->name,
+			  strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Forks and execs argv as the run-as user with stdout and stderr appended
+ * to logfd. The child gets an empty signal mask (floe blocks the signals
+ * it waits for) and its own process group, so a terminal's Ctrl-C reaches
+ * floe only and floe decides when PostgreSQL stops.
+ */
+static pid_t spawn(char *const argv[], const struct runas *ra, int logfd,
+		   const char *cwd)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	setpgid(0, 0);
+	if (ra->drop) {
+		if (setgroups(0, NULL) != 0 || setgid(ra->gid) != 0 ||
+		    setuid(ra->uid) != 0) {
+			dprintf(logfd, "floe: cannot switch to user %s: %s\n",
+				ra->name, strerror(errno));
+			_exit(126);
+		}
+	}
+	if (chdir(cwd) != 0)
+		dprintf(logfd, "floe: cannot enter %s: %s\n", cwd, strerror(errno));
+	int devnull = open("/dev/null", O_RDONLY);
+	if (devnull >= 0)
+		dup2(devnull, STDIN_FILENO);
+	dup2(logfd, STDOUT_FILENO);
+	dup2(logfd, STDERR_FILENO);
+	execv(argv[0], argv);
+	dprintf(logfd, "floe: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+static bool run_initdb(const char *bindir, const char *pgdata,
+		       const struct runas *ra, int logfd, const char *logfile)
+{
+	char *initdb = path_join(bindir, "initdb");
+	char *argv[] = { initdb, "-D", (char *)pgdata, "-U", "floe",
+			 "--auth=trust", "-E", "UTF8", "--no-locale", NULL };
+	int status = 0;
+	pid_t pid;
+
+	if (initdb == NULL)
+		return false;
+	log_info("pg", "initialising a new PostgreSQL cluster in %s", pgdata);
+	pid = spawn(argv, ra, logfd, pgdata);
+	free(initdb);
+	if (pid < 0) {
+		log_error("pg", "cannot start initdb: %s", strerror(errno));
+		return false;
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		log_error("pg", "initdb failed (status %d); see %s", status, logfile);
+		return false;
+	}
+	return true;
+}
+
+bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
+{
+	struct runas ra;
+	char *bindir = NULL;
+	char *postgres = NULL;
+	char *version_file = NULL;
+	int logfd = -1;
+	bool ok = false;
+	char sockopt[64];
+
+	memset(pg, 0, sizeof(*pg));
+	if (!resolve_runas(cfg, &ra))
+		return false;
+	bindir = find_bindir(cfg);
+	if (bindir == NULL) {
+		log_error("pg", "no PostgreSQL server binaries (initdb, postgres) found in PATH or /usr/lib/postgresql/*/bin; install postgresql or set --pg-bin-dir");
+		return false;
+	}
+	pg->pgdata = path_join(cfg->data_dir, "pg");
+	pg->sockdir = path_join(cfg->data_dir, "run");
+	pg->logfile = path_join(cfg->data_dir, "postgres.log");
+	version_file = path_join(cfg->data_dir, "pg/PG_VERSION");
+	postgres = path_join(bindir, "postgres");
+	if (!pg->pgdata || !pg->sockdir || !pg->logfile || !version_file ||
+	    !postgres)
+		goto done;
+
+	/* The socket path must fit sun_path. */
+	if (strlen(pg->sockdir) + sizeof("/.s.PGSQL." PG_PORT) >
+	    sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		log_error("pg", "data directory path %s is too long for a Unix socket; use a shorter --data-dir",
+			  cfg->data_dir);
+		goto done;
+	}
+	if (mkdir(cfg->data_dir, 0755) != 0 && errno != EEXIST) {
+		log_error("pg", "cannot create data directory %s: %s",
+			  cfg->data_dir, strerror(errno));
+		goto done;
+	}
+	if (!make_dir(pg->pgdata, 0700, &ra) || !make_dir(pg->sockdir, 0700, &ra))
+		goto done;
+	logfd = open(pg->logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	if (logfd < 0) {
+		log_error("pg", "cannot open %s: %s", pg->logfile, strerror(errno));
+		goto done;
+	}
+	if (access(version_file, F_OK) != 0 &&
+	    !run_initdb(bindir, pg->pgdata, &ra, logfd, pg->logfile))
+		goto done;
+
+	snprintf(sockopt, sizeof(sockopt), "unix_socket_permissions=0700");
+	char *argv[] = { postgres, "-D", pg->pgdata, "-k", pg->sockdir,
+			 "-p", PG_PORT, "-c", "listen_addresses=", "-c", sockopt,
+			 NULL };
+	pg->pid = spawn(argv, &ra, logfd, pg->pgdata);
+	if (pg->pid < 0) {
+		log_error("pg", "cannot start postgres: %s", strerror(errno));
+		pg->pid = 0;
+		goto done;
+	}
+	log_info("pg", "started PostgreSQL (pid %d%s%s), log in %s", (int)pg->pid,
+		 ra.drop ? ", as user " : "", ra.drop ? ra.name : "", pg->logfile);
+
+	/* Wait until it accepts connections, or dies. */
+	char *host = conninfo_quote(pg->sockdir);
+	size_t clen = (host ? strlen(host) : 0) + 96;
+	char *admin = malloc(clen);
+	pg->conninfo = malloc(clen);
+	if (host == NULL || admin == NULL || pg->conninfo == NULL) {
+		free(host);
+		free(admin);
+		goto done;
+	}
+	snprintf(admin, clen, "host=%s port=" PG_PORT " user=floe dbname=postgres",
+		 host);
+	snprintf(pg->conninfo, clen, "host=%s port=" PG_PORT " user=floe dbname=floe",
+		 host);
+	free(host);
+	bool up = false;
+	for (int i = 0; i < 1200; i++) {
+		int status;
+		if (embedpg_exited(pg, &status)) {
+			log_error("pg", "PostgreSQL exited during start-up (status %d); see %s",
+				  status, pg->logfile);
+			break;
+		}
+		if (PQping(admin) == PQPING_OK) {
+			up = true;
+			break;
+		}
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	if (!up) {
+		if (pg->pid != 0)
+			log_error("pg", "PostgreSQL did not accept connections within 120 s; see %s",
+				  pg->logfile);
+		free(admin);
+		goto done;
+	}
+	struct floe_error err;
+	ok = store_ensure_database(admin, "floe", &err);
+	free(admin);
+	if (!ok)
+		log_error("pg", "cannot create the floe database: %s", err.message);
+done:
+	if (logfd >= 0)
+		close(logfd);
+	free(bindir);
+	free(postgres);
+	free(version_file);
+	if (!ok)
+		embedpg_stop(pg);
+	return ok;
+}
+
+bool embedpg_exited(struct embedpg *pg, int *status)
+{
+	if (pg->pid <= 0)
+		return false;
+	pid_t r = waitpid(pg->pid, status, WNOHANG);
+	if (r == pg->pid) {
+		pg->pid = 0;
+		return true;
+	}
+	return false;
+}
+
+void embedpg_stop(struct embedpg *pg)
+{
+	if (pg->pid > 0) {
+		int status = 0;
+		/* SIGINT: fast shutdown, clients disconnected, checkpoint. */
+		kill(pg->pid, SIGINT);
+		for (int i = 0; i < 600 && pg->pid > 0; i++) {
+			if (embedpg_exited(pg, &status))
+				break;
+			struct timespec ts = { 0, 50 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+		if (pg->pid > 0) {
+			log_warn("pg", "PostgreSQL did not stop in 30 s; sending SIGQUIT");
+			kill(pg->pid, SIGQUIT);
+			while (waitpid(pg->pid, &status, 0) < 0 && errno == EINTR)
+				;
+			pg->pid = 0;
+		}
+		log_info("pg", "PostgreSQL stopped");
+	}
+	free(pg->pgdata);
+	free(pg->sockdir);
+	free(pg->logfile);
+	free(pg->conninfo);
+	memset(pg, 0, sizeof(*pg));
+}

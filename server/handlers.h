@@ -1,0 +1,21 @@
+/*
+ * handlers.h - route handlers. Each turns one HTTP request into calls on
+ * catalog/ and answers it; none holds SQL or domain rules of its own.
+ */
+#ifndef FLOE_HANDLERS_H
+#define FLOE_HANDLERS_H
+
+#include "http.h"
+
+void handle_health(struct http_request *req);
+void handle_ready(struct http_request *req);
+void handle_config(struct http_request *req);
+
+void handle_ns_list(struct http_request *req);
+void handle_ns_create(struct http_request *req);
+void handle_ns_load(struct http_request *req);
+void handle_ns_exists(struct http_request *req);
+void handle_ns_drop(struct http_request *req);
+void handle_ns_update_properties(struct http_request *req);
+
+#endif

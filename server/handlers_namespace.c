@@ -1,0 +1,171 @@
+/*
+ * handlers_namespace.c - the namespace routes of the Iceberg REST API.
+ */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "namespace.h"
+#include "store.h"
+
+/* Borrows a connection or answers 503. */
+static struct store *acquire(struct http_request *req)
+{
+	struct floe_error err;
+	struct store *s = store_pool_acquire(req->app->pool, &err);
+
+	if (s == NULL)
+		http_reply_error(req, &err);
+	return s;
+}
+
+static void answer(struct http_request *req, int status, json_t *body,
+		   const struct floe_error *err)
+{
+	if (body == NULL)
+		http_reply_error(req, err);
+	else
+		http_reply_json(req, status, body);
+}
+
+void handle_ns_list(struct http_request *req)
+{
+	struct floe_error err;
+	struct page_request page = { 0 };
+	struct ns_ident parent = { 0 };
+	char *token = NULL;
+	char *size = NULL;
+	struct store *s = NULL;
+	json_t *body = NULL;
+
+	floe_error_clear(&err);
+	if (!http_query(req, "pageToken", &token, &err) ||
+	    !http_query(req, "pageSize", &size, &err) ||
+	    !page_request_parse(token, size, &page, &err))
+		goto fail;
+	/* parent is decoded by the identifier parser itself ('+', %1F). */
+	const char *raw = http_query_raw(req, "parent");
+	if (raw != NULL && !ident_ns_parse(raw, strlen(raw), &parent, &err))
+		goto fail;
+	s = acquire(req);
+	if (s == NULL)
+		goto done;
+	body = ns_list(s, raw != NULL ? &parent : NULL, &page, &err);
+	store_pool_release(req->app->pool, s);
+	answer(req, 200, body, &err);
+	goto done;
+fail:
+	http_reply_error(req, &err);
+done:
+	free(token);
+	free(size);
+	page_request_clear(&page);
+	ident_ns_clear(&parent);
+}
+
+void handle_ns_create(struct http_request *req)
+{
+	struct floe_error err;
+	json_t *in = NULL;
+	struct store *s;
+
+	if (!http_body_json(req, &in, &err)) {
+		http_reply_error(req, &err);
+		return;
+	}
+	s = acquire(req);
+	if (s != NULL) {
+		json_t *body = ns_create(s, in, &err);
+		store_pool_release(req->app->pool, s);
+		answer(req, 200, body, &err);
+	}
+	json_decref(in);
+}
+
+void handle_ns_load(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	struct store *s;
+
+	if (!http_param_namespace(req, &ns, &err)) {
+		http_reply_error(req, &err);
+		return;
+	}
+	s = acquire(req);
+	if (s != NULL) {
+		json_t *body = ns_load(s, &ns, &err);
+		store_pool_release(req->app->pool, s);
+		answer(req, 200, body, &err);
+	}
+	ident_ns_clear(&ns);
+}
+
+void handle_ns_exists(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	struct store *s;
+	bool exists = false;
+
+	if (!http_param_namespace(req, &ns, &err)) {
+		http_reply_error(req, &err);
+		return;
+	}
+	s = acquire(req);
+	if (s != NULL) {
+		bool ok = store_ns_exists(s, &ns, &exists, &err);
+		store_pool_release(req->app->pool, s);
+		if (!ok)
+			http_reply_error(req, &err);
+		else
+			http_reply_empty(req, exists ? 204 : 404);
+	}
+	ident_ns_clear(&ns);
+}
+
+void handle_ns_drop(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	struct store *s;
+
+	if (!http_param_namespace(req, &ns, &err)) {
+		http_reply_error(req, &err);
+		return;
+	}
+	s = acquire(req);
+	if (s != NULL) {
+		bool ok = store_ns_drop(s, &ns, &err);
+		store_pool_release(req->app->pool, s);
+		if (ok)
+			http_reply_empty(req, 204);
+		else
+			http_reply_error(req, &err);
+	}
+	ident_ns_clear(&ns);
+}
+
+void handle_ns_update_properties(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	json_t *in = NULL;
+	struct store *s;
+
+	if (!http_param_namespace(req, &ns, &err) ||
+	    !http_body_json(req, &in, &err)) {
+		http_reply_error(req, &err);
+		goto done;
+	}
+	s = acquire(req);
+	if (s != NULL) {
+		json_t *body = ns_update_properties(s, &ns, in, &err);
+		store_pool_release(req->app->pool, s);
+		answer(req, 200, body, &err);
+	}
+done:
+	json_decref(in);
+	ident_ns_clear(&ns);
+}

@@ -1,0 +1,47 @@
+/*
+ * handlers_system.c - liveness, readiness and /v1/config.
+ */
+#include "handlers.h"
+
+#include "router.h"
+#include "store.h"
+
+void handle_health(struct http_request *req)
+{
+	http_reply_json(req, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+void handle_ready(struct http_request *req)
+{
+	struct floe_error err;
+	struct store *s = store_pool_acquire(req->app->pool, &err);
+
+	if (s == NULL) {
+		http_reply_error(req, &err);
+		return;
+	}
+	bool ok = store_ping(s, &err);
+	store_pool_release(req->app->pool, s);
+	if (!ok) {
+		/* Whatever failed, the answer to "ready?" is no. */
+		err.kind = FE_UNAVAILABLE;
+		http_reply_error(req, &err);
+		return;
+	}
+	http_reply_json(req, 200, json_pack("{s:s}", "status", "ready"));
+}
+
+void handle_config(struct http_request *req)
+{
+	json_t *endpoints = router_endpoints();
+
+	if (endpoints == NULL) {
+		http_reply_json(req, 500, NULL);
+		return;
+	}
+	/* One warehouse per server: the warehouse query parameter is
+	 * accepted and needs no translation into a prefix. */
+	http_reply_json(req, 200,
+			json_pack("{s:{}, s:{}, s:o}", "defaults", "overrides",
+				  "endpoints", endpoints));
+}

@@ -1,0 +1,513 @@
+/*
+ * http.c - libmicrohttpd glue. Request state lives in *req_cls from the
+ * first callback to the completed callback, which frees it on every path,
+ * aborted connections included. Bodies are capped while they stream in.
+ */
+#include "http.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "log.h"
+#include "router.h"
+
+/* --- request state --- */
+
+static void request_id_init(struct http_request *req)
+{
+	const char *given = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+							"X-Request-Id");
+	if (given != NULL) {
+		size_t len = strlen(given);
+		bool ok = len > 0 && len < sizeof(req->request_id);
+		for (size_t i = 0; ok && i < len; i++) {
+			char c = given[i];
+			ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			     (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+			     c == '.';
+		}
+		if (ok) {
+			memcpy(req->request_id, given, len + 1);
+			return;
+		}
+	}
+	unsigned char rnd[8] = { 0 };
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		/* Still unique enough for a log line within this process. */
+		unsigned long long t = (unsigned long long)req->start.tv_nsec ^
+				       (unsigned long long)(uintptr_t)req;
+		memcpy(rnd, &t, sizeof(rnd));
+	}
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(req->request_id + 2 * i, 3, "%02x", rnd[i]);
+}
+
+static void split_segments(struct http_request *req)
+{
+	char *p = req->segbuf;
+
+	/* "/a/b" -> "a", "b"; "/" -> none; "/a/" -> "a", "" */
+	if (*p == '/')
+		p++;
+	if (*p == '\0')
+		return;
+	for (;;) {
+		if (req->nsegs >= HTTP_MAX_SEGMENTS) {
+			req->too_many_segments = true;
+			return;
+		}
+		req->segs[req->nsegs++] = p;
+		char *slash = strchr(p, '/');
+		if (slash == NULL)
+			return;
+		*slash = '\0';
+		p = slash + 1;
+	}
+}
+
+static struct http_request *request_new(struct app *app,
+					struct MHD_Connection *conn,
+					const char *url, const char *method)
+{
+	struct http_request *req = calloc(1, sizeof(*req));
+
+	if (req == NULL)
+		return NULL;
+	req->app = app;
+	req->conn = conn;
+	req->method = method;
+	clock_gettime(CLOCK_MONOTONIC, &req->start);
+	req->path = strdup(url);
+	req->segbuf = strdup(url);
+	if (req->path == NULL || req->segbuf == NULL) {
+		free(req->path);
+		free(req->segbuf);
+		free(req);
+		return NULL;
+	}
+	split_segments(req);
+	request_id_init(req);
+	return req;
+}
+
+static void request_free(struct http_request *req)
+{
+	if (req->response != NULL)
+		MHD_destroy_response(req->response);
+	free(req->body);
+	free(req->path);
+	free(req->segbuf);
+	free(req);
+}
+
+/* --- answers --- */
+
+static void reply_buffer(struct http_request *req, int status, char *data,
+			 size_t len, const char *content_type)
+{
+	if (req->response != NULL)
+		MHD_destroy_response(req->response);
+	req->response = MHD_create_response_from_buffer(len, data,
+							MHD_RESPMEM_MUST_FREE);
+	if (req->response == NULL) {
+		free(data);
+		return;
+	}
+	req->status = status;
+	MHD_add_response_header(req->response, "X-Request-Id", req->request_id);
+	if (content_type != NULL)
+		MHD_add_response_header(req->response, "Content-Type", content_type);
+}
+
+void http_reply_json(struct http_request *req, int status, json_t *body)
+{
+	char *text = NULL;
+
+	if (body != NULL)
+		text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (text == NULL) {
+		struct floe_error err;
+		floe_err(&err, FE_INTERNAL, "out of memory");
+		if (status != 500)
+			http_reply_error(req, &err);
+		return;
+	}
+	reply_buffer(req, status, text, strlen(text), "application/json");
+}
+
+void http_reply_empty(struct http_request *req, int status)
+{
+	if (req->response != NULL)
+		MHD_destroy_response(req->response);
+	req->response = MHD_create_response_from_buffer(0, NULL,
+							MHD_RESPMEM_PERSISTENT);
+	if (req->response == NULL)
+		return;
+	req->status = status;
+	MHD_add_response_header(req->response, "X-Request-Id", req->request_id);
+}
+
+void http_reply_error(struct http_request *req, const struct floe_error *err)
+{
+	int status = floe_errkind_status(err->kind);
+	json_t *body = floe_error_to_json(err);
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+
+	json_decref(body);
+	if (text == NULL) {
+		static const char fallback[] =
+			"{\"error\":{\"message\":\"out of memory\","
+			"\"type\":\"InternalServerError\",\"code\":500}}";
+		text = strdup(fallback);
+		status = 500;
+		if (text == NULL)
+			return;
+	}
+	if (status >= 500)
+		log_warn("http", "%s %s -> %d %s: %s rid=%s", req->method, req->path,
+			 status, floe_errkind_type(err->kind), err->message,
+			 req->request_id);
+	reply_buffer(req, status, text, strlen(text), "application/json");
+	if (status == 503 && req->response != NULL)
+		MHD_add_response_header(req->response, "Retry-After", "1");
+}
+
+void http_add_header(struct http_request *req, const char *name,
+		     const char *value)
+{
+	if (req->response != NULL)
+		MHD_add_response_header(req->response, name, value);
+}
+
+/* --- request accessors --- */
+
+const char *http_param(const struct http_request *req, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < req->nparams; i++) {
+		if (req->param_name_lens[i] == len &&
+		    strncmp(req->param_names[i], name, len) == 0)
+			return req->param_values[i];
+	}
+	return NULL;
+}
+
+const char *http_query_raw(struct http_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND,
+					   name);
+}
+
+bool http_query(struct http_request *req, const char *name, char **out,
+		struct floe_error *err)
+{
+	const char *raw = http_query_raw(req, name);
+	size_t len = 0;
+
+	*out = NULL;
+	if (raw == NULL)
+		return true;
+	if (!url_decode(raw, strlen(raw), true, out, &len, err))
+		return false;
+	if (!utf8_valid(*out, len) || strlen(*out) != len) {
+		free(*out);
+		*out = NULL;
+		return floe_err(err, FE_BAD_REQUEST,
+				"query parameter '%s' is not valid UTF-8 text", name);
+	}
+	return true;
+}
+
+const char *http_header(struct http_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+bool http_body_json(struct http_request *req, json_t **out,
+		    struct floe_error *err)
+{
+	json_error_t jerr;
+
+	*out = NULL;
+	if (req->body_len == 0)
+		return floe_err(err, FE_BAD_REQUEST,
+				"request body is empty; a JSON object is required");
+	*out = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+	if (*out == NULL)
+		return floe_err(err, FE_BAD_REQUEST,
+				"malformed JSON in request body: %s (line %d, column %d)",
+				jerr.text, jerr.line, jerr.column);
+	if (!json_is_object(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		return floe_err(err, FE_BAD_REQUEST,
+				"request body must be a JSON object");
+	}
+	return true;
+}
+
+bool http_param_namespace(struct http_request *req, struct ns_ident *ns,
+			  struct floe_error *err)
+{
+	const char *raw = http_param(req, "namespace");
+
+	if (raw == NULL)
+		return floe_err(err, FE_BAD_REQUEST, "namespace is missing");
+	return ident_ns_parse(raw, strlen(raw), ns, err);
+}
+
+/* --- libmicrohttpd callbacks --- */
+
+/* Keeps paths and query values percent-encoded: segments are split first
+ * and decoded one by one, so %2F stays inside a namespace level. */
+static size_t unescape_none(void *cls, struct MHD_Connection *conn, char *s)
+{
+	(void)cls;
+	(void)conn;
+	return strlen(s);
+}
+
+static void dispatch(struct http_request *req)
+{
+	struct floe_error err;
+	const struct route *route = NULL;
+	char allow[128];
+
+	floe_error_clear(&err);
+	if (req->body_too_large) {
+		floe_err(&err, FE_TOO_LARGE,
+			 "request body exceeds the limit of %lld bytes",
+			 req->app->cfg->max_body_bytes);
+		http_reply_error(req, &err);
+		return;
+	}
+	switch (router_match(req, &route, allow, sizeof(allow))) {
+	case ROUTE_FOUND:
+		route->handler(req);
+		if (req->response == NULL) {
+			floe_err(&err, FE_INTERNAL, "no answer was produced");
+			http_reply_error(req, &err);
+		}
+		return;
+	case ROUTE_BAD_METHOD:
+		floe_err(&err, FE_METHOD_NOT_ALLOWED,
+			 "method %s is not allowed on %s; allowed: %s",
+			 req->method, req->path, allow);
+		http_reply_error(req, &err);
+		http_add_header(req, "Allow", allow);
+		return;
+	case ROUTE_NO_PATH:
+		break;
+	}
+	floe_err(&err, FE_NOT_FOUND, "no route for %s %s", req->method, req->path);
+	http_reply_error(req, &err);
+}
+
+static enum MHD_Result queue(struct http_request *req)
+{
+	enum MHD_Result r;
+
+	req->queued = true;
+	if (req->response == NULL)
+		return MHD_NO;
+	r = MHD_queue_response(req->conn, (unsigned int)req->status, req->response);
+	MHD_destroy_response(req->response);
+	req->response = NULL;
+	return r;
+}
+
+static bool content_length_too_large(struct http_request *req)
+{
+	const char *cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+						     "Content-Length");
+	char *end = NULL;
+	unsigned long long v;
+
+	if (cl == NULL)
+		return false;
+	errno = 0;
+	v = strtoull(cl, &end, 10);
+	if (errno != 0 || end == cl)
+		return false; /* libmicrohttpd rejects a malformed length */
+	return v > (unsigned long long)req->app->cfg->max_body_bytes;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+				  const char *url, const char *method,
+				  const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **req_cls)
+{
+	struct app *app = cls;
+	struct http_request *req = *req_cls;
+
+	(void)version;
+	if (req == NULL) {
+		req = request_new(app, conn, url, method);
+		if (req == NULL)
+			return MHD_NO;
+		*req_cls = req;
+		atomic_fetch_add(&app->inflight, 1);
+		if (content_length_too_large(req)) {
+			/* Answer now, without reading the body; the connection
+			 * closes afterwards. */
+			struct floe_error err;
+			floe_err(&err, FE_TOO_LARGE,
+				 "request body exceeds the limit of %lld bytes",
+				 app->cfg->max_body_bytes);
+			http_reply_error(req, &err);
+			http_add_header(req, "Connection", "close");
+			return queue(req);
+		}
+		/* Answering on a later call keeps the connection alive. */
+		return MHD_YES;
+	}
+	if (req->queued) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (*upload_data_size > 0) {
+		size_t n = *upload_data_size;
+		size_t max = (size_t)app->cfg->max_body_bytes;
+
+		*upload_data_size = 0;
+		if (req->body_too_large || req->body_len + n > max) {
+			/* Keep reading (and dropping) so the 413 is delivered
+			 * at the end of a chunked body. */
+			req->body_too_large = true;
+			free(req->body);
+			req->body = NULL;
+			req->body_len = 0;
+			return MHD_YES;
+		}
+		if (req->body_len + n + 1 > req->body_cap) {
+			size_t cap = req->body_cap ? req->body_cap : 4096;
+			while (cap < req->body_len + n + 1)
+				cap *= 2;
+			if (cap > max + 1)
+				cap = max + 1;
+			char *nb = realloc(req->body, cap);
+			if (nb == NULL)
+				return MHD_NO;
+			req->body = nb;
+			req->body_cap = cap;
+		}
+		memcpy(req->body + req->body_len, upload_data, n);
+		req->body_len += n;
+		req->body[req->body_len] = '\0';
+		return MHD_YES;
+	}
+	dispatch(req);
+	return queue(req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn,
+			 void **req_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct app *app = cls;
+	struct http_request *req = *req_cls;
+	struct timespec now;
+	long long us;
+
+	(void)conn;
+	if (req == NULL)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	us = (long long)(now.tv_sec - req->start.tv_sec) * 1000000LL +
+	     (now.tv_nsec - req->start.tv_nsec) / 1000;
+	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		log_info("access", "%s %s %d %lldus rid=%s", req->method, req->path,
+			 req->status, us, req->request_id);
+	else
+		log_info("access", "%s %s %d %lldus rid=%s aborted(%d)",
+			 req->method, req->path, req->status, us,
+			 req->request_id, (int)toe);
+	request_free(req);
+	*req_cls = NULL;
+	atomic_fetch_sub(&app->inflight, 1);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char line[512];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n > 0 && line[n - 1] == '\n')
+		line[--n] = '\0';
+	log_warn("http", "%s", line);
+}
+
+struct MHD_Daemon *http_start(struct app *app)
+{
+	const struct floe_config *cfg = app->cfg;
+	struct addrinfo hints, *ai = NULL;
+	char port[16];
+	struct MHD_Daemon *d;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+			     MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+	snprintf(port, sizeof(port), "%d", cfg->listen_port);
+	rc = getaddrinfo(cfg->listen_host, port, &hints, &ai);
+	if (rc != 0) {
+		log_error("http", "cannot resolve listen address %s: %s",
+			  cfg->listen_host, gai_strerror(rc));
+		return NULL;
+	}
+	if (ai->ai_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, app,
+			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+			     MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
+			     MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+			     MHD_OPTION_NOTIFY_COMPLETED, on_completed, app,
+			     MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
+			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
+			     MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
+			     MHD_OPTION_END);
+	if (d == NULL)
+		log_error("http", "cannot listen on %s:%d: %s", cfg->listen_host,
+			  cfg->listen_port, strerror(errno));
+	freeaddrinfo(ai);
+	return d;
+}
+
+int http_bound_port(struct MHD_Daemon *d)
+{
+	const union MHD_DaemonInfo *info =
+		MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	return info ? (int)info->port : -1;
+}
+
+void http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds)
+{
+	MHD_socket fd = MHD_quiesce_daemon(d);
+
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+	for (int i = 0; i < grace_seconds * 20; i++) {
+		if (atomic_load(&app->inflight) == 0)
+			break;
+		usleep(50000);
+	}
+	long left = atomic_load(&app->inflight);
+	if (left > 0)
+		log_warn("http", "%ld requests still running after %d s; stopping anyway",
+			 left, grace_seconds);
+	MHD_stop_daemon(d);
+}

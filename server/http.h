@@ -1,0 +1,102 @@
+/*
+ * http.h - the HTTP layer over libmicrohttpd: per-request state, capped
+ * request bodies, JSON answers, the Iceberg error body, request ids and the
+ * access log. Route handlers see only struct http_request and these calls.
+ */
+#ifndef FLOE_HTTP_H
+#define FLOE_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+#include <jansson.h>
+
+#include "app.h"
+#include "error.h"
+#include "ident.h"
+
+struct MHD_Connection;
+struct MHD_Response;
+struct MHD_Daemon;
+
+#define HTTP_MAX_SEGMENTS 16
+#define HTTP_MAX_PARAMS 6
+
+struct http_request {
+	struct app *app;
+	struct MHD_Connection *conn;
+	const char *method;       /* owned by libmicrohttpd */
+	char *path;               /* the raw path, still percent-encoded */
+	char *segbuf;             /* path split into segments in place */
+	const char *segs[HTTP_MAX_SEGMENTS];
+	size_t nsegs;
+	bool too_many_segments;
+	char request_id[40];
+	struct timespec start;
+
+	char *body;               /* capped at the configured maximum */
+	size_t body_len;
+	size_t body_cap;
+	bool body_too_large;
+
+	/* Route parameters, raw, pointing into segbuf. */
+	const char *param_names[HTTP_MAX_PARAMS]; /* not NUL-terminated */
+	size_t param_name_lens[HTTP_MAX_PARAMS];
+	const char *param_values[HTTP_MAX_PARAMS];
+	size_t nparams;
+
+	/* The answer, queued once the handler returns. */
+	struct MHD_Response *response;
+	int status;
+	bool queued;
+};
+
+/* Starts serving on the configured address. Returns NULL (logged) when
+ * the address cannot be used. */
+struct MHD_Daemon *http_start(struct app *app);
+
+/* The port actually bound (useful with port 0). */
+int http_bound_port(struct MHD_Daemon *d);
+
+/* Stops accepting, waits up to grace_seconds for in-flight requests,
+ * then stops every thread and closes every connection. */
+void http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds);
+
+/* The raw value of route parameter name, or NULL. */
+const char *http_param(const struct http_request *req, const char *name);
+
+/* A query argument, percent-decoded ('+' is a space). *out is NULL when
+ * absent; else a new string (caller frees). FE_BAD_REQUEST when it is not
+ * valid UTF-8 or is malformed. */
+bool http_query(struct http_request *req, const char *name, char **out,
+		struct floe_error *err) FLOE_WUR;
+
+/* The raw query argument (not decoded), or NULL. */
+const char *http_query_raw(struct http_request *req, const char *name);
+
+/* A request header, or NULL. */
+const char *http_header(struct http_request *req, const char *name);
+
+/* Parses the body as a JSON object. FE_BAD_REQUEST when empty, malformed
+ * or not an object. *out is a new reference. */
+bool http_body_json(struct http_request *req, json_t **out,
+		    struct floe_error *err) FLOE_WUR;
+
+/* Parses the route parameter "namespace" into ns. */
+bool http_param_namespace(struct http_request *req, struct ns_ident *ns,
+			  struct floe_error *err) FLOE_WUR;
+
+/* Answers with a JSON body; steals body. */
+void http_reply_json(struct http_request *req, int status, json_t *body);
+
+/* Answers with no body (204, HEAD answers). */
+void http_reply_empty(struct http_request *req, int status);
+
+/* Answers with the Iceberg error body for err; 503 adds Retry-After. */
+void http_reply_error(struct http_request *req, const struct floe_error *err);
+
+/* Adds a header to the answer already made. */
+void http_add_header(struct http_request *req, const char *name,
+		     const char *value);
+
+#endif

@@ -1,0 +1,158 @@
+/*
+ * main.c - floe's start-up and shutdown: configuration, the embedded or
+ * external PostgreSQL, migrations, the HTTP server, and the signal loop
+ * that ties their lifetimes together.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "app.h"
+#include "config.h"
+#include "embedpg.h"
+#include "http.h"
+#include "log.h"
+#include "router.h"
+#include "store.h"
+
+#ifndef FLOE_VERSION
+#define FLOE_VERSION "unknown"
+#endif
+
+/* Seconds in-flight requests get to finish on SIGTERM. */
+#define SHUTDOWN_GRACE_SECONDS 30
+/* Seconds to keep retrying migrations while the database is unreachable
+ * (a compose deployment may start floe before PostgreSQL accepts). */
+#define MIGRATE_RETRY_SECONDS 60
+
+static bool migrate_with_retry(const char *conninfo)
+{
+	struct floe_error err;
+
+	for (int waited = 0;; waited++) {
+		floe_error_clear(&err);
+		if (store_migrate(conninfo, &err))
+			return true;
+		if (err.kind != FE_UNAVAILABLE || waited >= MIGRATE_RETRY_SECONDS) {
+			log_error("main", "cannot prepare the catalog database: %s",
+				  err.message);
+			return false;
+		}
+		if (waited % 10 == 0)
+			log_info("main", "waiting for PostgreSQL to accept connections");
+		sleep(1);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct floe_config cfg;
+	char msg[512];
+	struct embedpg pg = { 0 };
+	struct app app = { 0 };
+	struct MHD_Daemon *d = NULL;
+	const char *conninfo;
+	sigset_t waitset;
+	int exit_code = 1;
+
+	if (!config_load(&cfg, argc, argv, NULL, msg, sizeof(msg))) {
+		fprintf(stderr, "floe: %s\n", msg);
+		config_free(&cfg);
+		return 2;
+	}
+	switch (cfg.action) {
+	case CONFIG_HELP:
+		config_print_help(stdout, "floe");
+		config_free(&cfg);
+		return 0;
+	case CONFIG_VERSION:
+		printf("floe %s\n", FLOE_VERSION);
+		config_free(&cfg);
+		return 0;
+	case CONFIG_PRINT_ROUTES:
+		router_print(stdout);
+		config_free(&cfg);
+		return 0;
+	case CONFIG_RUN:
+		break;
+	}
+	log_set_level(cfg.log_level);
+
+	/* Every thread inherits this mask; the signals are taken only by the
+	 * sigwait loop below. */
+	sigemptyset(&waitset);
+	sigaddset(&waitset, SIGTERM);
+	sigaddset(&waitset, SIGINT);
+	sigaddset(&waitset, SIGHUP);
+	sigaddset(&waitset, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &waitset, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	log_info("main", "floe %s starting: %d threads, warehouse %s", FLOE_VERSION,
+		 cfg.threads, cfg.warehouse);
+	if (cfg.database_url != NULL) {
+		conninfo = cfg.database_url;
+	} else {
+		if (!embedpg_start(&cfg, &pg))
+			goto done;
+		conninfo = pg.conninfo;
+	}
+	if (!migrate_with_retry(conninfo))
+		goto done;
+
+	app.cfg = &cfg;
+	atomic_init(&app.inflight, 0);
+	app.pool = store_pool_new(conninfo, cfg.threads);
+	if (app.pool == NULL) {
+		log_error("main", "out of memory");
+		goto done;
+	}
+	d = http_start(&app);
+	if (d == NULL)
+		goto done;
+	log_info("main", "listening on http://%s%s%s:%d",
+		 strchr(cfg.listen_host, ':') ? "[" : "", cfg.listen_host,
+		 strchr(cfg.listen_host, ':') ? "]" : "", http_bound_port(d));
+
+	for (;;) {
+		int sig = 0;
+		int status = 0;
+
+		if (sigwait(&waitset, &sig) != 0)
+			continue;
+		if (sig == SIGCHLD) {
+			if (embedpg_exited(&pg, &status)) {
+				log_error("pg", "the embedded PostgreSQL exited unexpectedly (%s %d); floe cannot serve without it and is stopping",
+					  WIFSIGNALED(status) ? "signal" : "status",
+					  WIFSIGNALED(status) ? WTERMSIG(status)
+							      : WEXITSTATUS(status));
+				exit_code = 1;
+				break;
+			}
+			continue;
+		}
+		if (sig == SIGHUP) {
+			log_info("main", "SIGHUP ignored: configuration is read at start-up only");
+			continue;
+		}
+		log_info("main", "%s received: finishing in-flight requests",
+			 sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		exit_code = 0;
+		break;
+	}
+done:
+	if (d != NULL)
+		http_stop(d, &app, exit_code == 0 ? SHUTDOWN_GRACE_SECONDS : 2);
+	store_pool_free(&app.pool);
+	embedpg_stop(&pg);
+	log_info("main", "floe stopped");
+	config_free(&cfg);
+	return exit_code;
+}

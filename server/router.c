@@ -1,0 +1,130 @@
+/*
+ * router.c - the route table and the matcher. Paths are compared segment
+ * by segment on the raw (still percent-encoded) path, so an encoded '/'
+ * inside a namespace level never splits a segment.
+ */
+#include "router.h"
+
+#include <string.h>
+
+#include "handlers.h"
+
+static const struct route routes[] = {
+	{ "GET", "/health", handle_health, false },
+	{ "GET", "/ready", handle_ready, false },
+	{ "GET", "/v1/config", handle_config, false },
+	{ "GET", "/v1/{prefix}/namespaces", handle_ns_list, true },
+	{ "POST", "/v1/{prefix}/namespaces", handle_ns_create, true },
+	{ "GET", "/v1/{prefix}/namespaces/{namespace}", handle_ns_load, true },
+	{ "HEAD", "/v1/{prefix}/namespaces/{namespace}", handle_ns_exists, true },
+	{ "DELETE", "/v1/{prefix}/namespaces/{namespace}", handle_ns_drop, true },
+	{ "POST", "/v1/{prefix}/namespaces/{namespace}/properties",
+	  handle_ns_update_properties, true },
+};
+
+#define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
+
+/* Matches pattern against req's segments; with_prefix decides whether the
+ * {prefix} segment is present. Fills req's params on success. */
+static bool pattern_match(const char *pattern, bool with_prefix,
+			  struct http_request *req)
+{
+	const char *p = pattern;
+	size_t seg = 0;
+
+	req->nparams = 0;
+	while (*p == '/') {
+		const char *start = p + 1;
+		const char *end = strchr(start, '/');
+		size_t len = end ? (size_t)(end - start) : strlen(start);
+		bool is_param = len > 2 && start[0] == '{' && start[len - 1] == '}';
+
+		p = start + len;
+		if (is_param && len == 8 && strncmp(start, "{prefix}", 8) == 0 &&
+		    !with_prefix)
+			continue;
+		if (seg >= req->nsegs)
+			return false;
+		if (is_param) {
+			if (req->segs[seg][0] == '\0')
+				return false;
+			if (req->nparams < HTTP_MAX_PARAMS) {
+				/* The name points into the static pattern. */
+				req->param_names[req->nparams] = start + 1;
+				req->param_name_lens[req->nparams] = len - 2;
+				req->param_values[req->nparams] = req->segs[seg];
+				req->nparams++;
+			}
+		} else if (strlen(req->segs[seg]) != len ||
+			   strncmp(req->segs[seg], start, len) != 0) {
+			return false;
+		}
+		seg++;
+	}
+	return seg == req->nsegs;
+}
+
+static void allow_add(char *allow, size_t allowlen, const char *method)
+{
+	if (strstr(allow, method) != NULL)
+		return;
+	size_t n = strlen(allow);
+	snprintf(allow + n, allowlen - n, "%s%s", n ? ", " : "", method);
+}
+
+enum route_result router_match(struct http_request *req,
+			       const struct route **route,
+			       char *allow, size_t allowlen)
+{
+	bool path_seen = false;
+
+	allow[0] = '\0';
+	if (req->too_many_segments)
+		return ROUTE_NO_PATH;
+	/* Without a prefix first: "/v1/namespaces/x" is namespace x, not the
+	 * namespace list under prefix "namespaces". */
+	for (int pass = 0; pass < 2; pass++) {
+		bool with_prefix = pass == 1;
+		for (size_t i = 0; i < ROUTE_COUNT; i++) {
+			bool has_prefix = strstr(routes[i].pattern, "{prefix}") != NULL;
+			if (with_prefix && !has_prefix)
+				continue;
+			if (!pattern_match(routes[i].pattern, with_prefix, req))
+				continue;
+			if (strcmp(routes[i].method, req->method) == 0) {
+				*route = &routes[i];
+				return ROUTE_FOUND;
+			}
+			path_seen = true;
+			allow_add(allow, allowlen, routes[i].method);
+		}
+	}
+	req->nparams = 0;
+	return path_seen ? ROUTE_BAD_METHOD : ROUTE_NO_PATH;
+}
+
+void router_print(FILE *out)
+{
+	for (size_t i = 0; i < ROUTE_COUNT; i++)
+		fprintf(out, "%s %s\n", routes[i].method, routes[i].pattern);
+}
+
+json_t *router_endpoints(void)
+{
+	json_t *arr = json_array();
+	char buf[256];
+
+	if (arr == NULL)
+		return NULL;
+	for (size_t i = 0; i < ROUTE_COUNT; i++) {
+		if (!routes[i].advertise)
+			continue;
+		snprintf(buf, sizeof(buf), "%s %s", routes[i].method,
+			 routes[i].pattern);
+		if (json_array_append_new(arr, json_string(buf)) != 0) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}

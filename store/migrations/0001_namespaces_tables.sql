@@ -1,0 +1,43 @@
+-- 0001: namespaces, tables and the commit log.
+--
+-- Namespaces form a tree: parent_id points at the namespace one level up,
+-- so a namespace cannot be dropped while children or tables reference it.
+-- levels are compared byte-wise ("C") so listings are stable and paginate.
+
+CREATE TABLE namespaces (
+    id          bigserial PRIMARY KEY,
+    parent_id   bigint REFERENCES namespaces (id),
+    levels      text[] COLLATE "C" NOT NULL UNIQUE,
+    properties  jsonb NOT NULL DEFAULT '{}'::jsonb,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    updated_at  timestamptz NOT NULL DEFAULT now(),
+    CHECK (cardinality(levels) >= 1),
+    CHECK (jsonb_typeof(properties) = 'object')
+);
+CREATE INDEX namespaces_parent_idx ON namespaces (parent_id, levels);
+
+CREATE TABLE tables (
+    id                 bigserial PRIMARY KEY,
+    namespace_id       bigint NOT NULL REFERENCES namespaces (id),
+    name               text COLLATE "C" NOT NULL,
+    table_uuid         uuid NOT NULL UNIQUE,
+    metadata_location  text,
+    metadata           text NOT NULL,
+    version            bigint NOT NULL DEFAULT 0,
+    created_at         timestamptz NOT NULL DEFAULT now(),
+    updated_at         timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (namespace_id, name)
+);
+ALTER TABLE tables ALTER COLUMN metadata SET COMPRESSION lz4;
+
+CREATE TABLE commit_log (
+    id                 bigserial PRIMARY KEY,
+    table_uuid         uuid NOT NULL,
+    version            bigint NOT NULL,
+    metadata_location  text NOT NULL,
+    previous_location  text,
+    principal          text NOT NULL DEFAULT 'anonymous',
+    request_id         text,
+    committed_at       timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (table_uuid, version)
+);

@@ -1,0 +1,718 @@
+/*
+ * store.c - the PostgreSQL side of floe: the connection pool, migrations
+ * and every SQL statement, prepared once per connection.
+ *
+ * Identifiers cross into SQL as one text parameter with the levels joined
+ * by 0x1F (which no valid level contains) and are split by
+ * string_to_array on the server, so no value is ever formatted into SQL.
+ */
+#include "store.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "log.h"
+#include "migrations.h"
+
+/* The namespace levels parameter, as an expression. */
+#define LEVELS(p) "string_to_array(" p "::text, E'\\x1f')::text[] COLLATE \"C\""
+
+enum stmt_id {
+	ST_PING,
+	ST_NS_CREATE,
+	ST_NS_LOAD,
+	ST_NS_ID,
+	ST_NS_LIST_TOP,
+	ST_NS_LIST_CHILDREN,
+	ST_NS_DROP,
+	ST_NS_UPDATE_PROPERTIES,
+	ST_COUNT
+};
+
+static const struct {
+	const char *name;
+	const char *sql;
+} statements[ST_COUNT] = {
+	[ST_PING] = { "ping", "SELECT 1" },
+	[ST_NS_CREATE] = { "ns_create",
+		"WITH lv AS (SELECT " LEVELS("$1") " AS levels), "
+		"parent AS (SELECT n.id FROM namespaces n, lv "
+		"  WHERE cardinality(lv.levels) > 1 "
+		"  AND n.levels = lv.levels[1:cardinality(lv.levels) - 1]) "
+		"INSERT INTO namespaces (parent_id, levels, properties) "
+		"SELECT (SELECT id FROM parent), lv.levels, $2::jsonb FROM lv "
+		"WHERE cardinality(lv.levels) = 1 OR EXISTS (SELECT 1 FROM parent) "
+		"ON CONFLICT (levels) DO NOTHING RETURNING id" },
+	[ST_NS_LOAD] = { "ns_load",
+		"SELECT properties::text FROM namespaces WHERE levels = " LEVELS("$1") },
+	[ST_NS_ID] = { "ns_id",
+		"SELECT id FROM namespaces WHERE levels = " LEVELS("$1") },
+	[ST_NS_LIST_TOP] = { "ns_list_top",
+		"SELECT array_to_string(levels, E'\\x1f') FROM namespaces "
+		"WHERE parent_id IS NULL "
+		"AND ($1::text IS NULL OR levels > " LEVELS("$1") ") "
+		"ORDER BY levels LIMIT $2::bigint" },
+	[ST_NS_LIST_CHILDREN] = { "ns_list_children",
+		"SELECT array_to_string(levels, E'\\x1f') FROM namespaces "
+		"WHERE parent_id = $3::bigint "
+		"AND ($1::text IS NULL OR levels > " LEVELS("$1") ") "
+		"ORDER BY levels LIMIT $2::bigint" },
+	[ST_NS_DROP] = { "ns_drop",
+		"DELETE FROM namespaces n WHERE n.levels = " LEVELS("$1") " "
+		"AND NOT EXISTS (SELECT 1 FROM namespaces c WHERE c.parent_id = n.id) "
+		"AND NOT EXISTS (SELECT 1 FROM tables t WHERE t.namespace_id = n.id) "
+		"RETURNING id" },
+	[ST_NS_UPDATE_PROPERTIES] = { "ns_update_properties",
+		"WITH old AS (SELECT id, properties FROM namespaces "
+		"  WHERE levels = " LEVELS("$1") " FOR UPDATE) "
+		"UPDATE namespaces n SET properties = (old.properties - "
+		"  ARRAY(SELECT jsonb_array_elements_text($2::jsonb))) || $3::jsonb, "
+		"  updated_at = now() "
+		"FROM old WHERE n.id = old.id RETURNING old.properties::text" },
+};
+
+struct store {
+	PGconn *conn;
+	bool busy;
+	int index;
+	char sqlstate[6]; /* of the last failed statement, "" if none */
+};
+
+struct store_pool {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char *conninfo;
+	int size;
+	struct store *slots;
+};
+
+/* --- connections --- */
+
+static PGconn *store_connect(const char *conninfo, struct floe_error *err)
+{
+	/* Our defaults come first so that the caller's conninfo, expanded
+	 * in place of dbname, overrides them. */
+	const char *keys[] = { "connect_timeout", "application_name",
+			       "dbname", NULL };
+	const char *values[] = { "5", "floe", conninfo, NULL };
+	PGconn *conn = PQconnectdbParams(keys, values, 1);
+
+	if (conn == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		return NULL;
+	}
+	if (PQstatus(conn) != CONNECTION_OK) {
+		char *msg = PQerrorMessage(conn);
+		size_t len = strlen(msg);
+		while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+			msg[--len] = '\0';
+		log_warn("store", "cannot connect to PostgreSQL: %s", msg);
+		PQfinish(conn);
+		floe_err(err, FE_UNAVAILABLE, "the catalog database is unavailable");
+		return NULL;
+	}
+	return conn;
+}
+
+static bool store_prepare_all(PGconn *conn, struct floe_error *err)
+{
+	for (int i = 0; i < ST_COUNT; i++) {
+		PGresult *r = PQprepare(conn, statements[i].name,
+					statements[i].sql, 0, NULL);
+		bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+		if (!ok)
+			log_error("store", "cannot prepare statement %s: %s",
+				  statements[i].name, PQresultErrorMessage(r));
+		PQclear(r);
+		if (!ok)
+			return floe_err(err, PQstatus(conn) == CONNECTION_OK
+						     ? FE_INTERNAL : FE_UNAVAILABLE,
+					"the catalog database is unavailable");
+	}
+	return true;
+}
+
+/* True when an idle connection has been closed by the server (a restart,
+ * an administrator's terminate): the socket is readable while we expect
+ * nothing, and reading shows the end. */
+static bool store_conn_dead(PGconn *conn)
+{
+	struct pollfd p;
+
+	if (PQstatus(conn) != CONNECTION_OK ||
+	    PQtransactionStatus(conn) != PQTRANS_IDLE)
+		return true;
+	p.fd = PQsocket(conn);
+	p.events = POLLIN;
+	p.revents = 0;
+	if (p.fd < 0)
+		return true;
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	if (!PQconsumeInput(conn))
+		return true;
+	return PQstatus(conn) != CONNECTION_OK;
+}
+
+struct store_pool *store_pool_new(const char *conninfo, int size)
+{
+	struct store_pool *pool = calloc(1, sizeof(*pool));
+
+	if (pool == NULL)
+		return NULL;
+	pool->conninfo = strdup(conninfo);
+	pool->slots = calloc((size_t)size, sizeof(*pool->slots));
+	if (pool->conninfo == NULL || pool->slots == NULL) {
+		free(pool->conninfo);
+		free(pool->slots);
+		free(pool);
+		return NULL;
+	}
+	pool->size = size;
+	for (int i = 0; i < size; i++)
+		pool->slots[i].index = i;
+	pthread_mutex_init(&pool->mu, NULL);
+	pthread_cond_init(&pool->cv, NULL);
+	return pool;
+}
+
+void store_pool_free(struct store_pool **poolp)
+{
+	struct store_pool *pool = *poolp;
+
+	if (pool == NULL)
+		return;
+	for (int i = 0; i < pool->size; i++) {
+		if (pool->slots[i].conn != NULL)
+			PQfinish(pool->slots[i].conn);
+	}
+	pthread_mutex_destroy(&pool->mu);
+	pthread_cond_destroy(&pool->cv);
+	free(pool->slots);
+	free(pool->conninfo);
+	free(pool);
+	*poolp = NULL;
+}
+
+struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err)
+{
+	struct store *s = NULL;
+
+	pthread_mutex_lock(&pool->mu);
+	for (;;) {
+		for (int i = 0; i < pool->size; i++) {
+			if (!pool->slots[i].busy) {
+				s = &pool->slots[i];
+				break;
+			}
+		}
+		if (s != NULL)
+			break;
+		pthread_cond_wait(&pool->cv, &pool->mu);
+	}
+	s->busy = true;
+	pthread_mutex_unlock(&pool->mu);
+
+	s->sqlstate[0] = '\0';
+	if (s->conn != NULL && store_conn_dead(s->conn)) {
+		log_info("store", "connection %d to PostgreSQL was lost; reconnecting",
+			 s->index);
+		PQfinish(s->conn);
+		s->conn = NULL;
+	}
+	if (s->conn == NULL) {
+		s->conn = store_connect(pool->conninfo, err);
+		if (s->conn != NULL && !store_prepare_all(s->conn, err)) {
+			PQfinish(s->conn);
+			s->conn = NULL;
+		}
+		if (s->conn == NULL) {
+			store_pool_release(pool, s);
+			return NULL;
+		}
+	}
+	return s;
+}
+
+void store_pool_release(struct store_pool *pool, struct store *s)
+{
+	pthread_mutex_lock(&pool->mu);
+	s->busy = false;
+	pthread_cond_signal(&pool->cv);
+	pthread_mutex_unlock(&pool->mu);
+}
+
+/*
+ * Runs a prepared statement. Returns the result (caller PQclear()s it) or
+ * NULL with err set: FE_UNAVAILABLE when the connection is gone, otherwise
+ * FE_INTERNAL with the detail logged and the SQLSTATE kept in s->sqlstate
+ * for the caller to map (unique violations and the like).
+ */
+static PGresult *store_exec(struct store *s, enum stmt_id id, int nparams,
+			    const char *const *params, struct floe_error *err)
+{
+	PGresult *r = PQexecPrepared(s->conn, statements[id].name, nparams,
+				     params, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(r);
+
+	s->sqlstate[0] = '\0';
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+		return r;
+	if (PQstatus(s->conn) != CONNECTION_OK) {
+		log_warn("store", "statement %s: connection lost: %s",
+			 statements[id].name, PQerrorMessage(s->conn));
+		PQclear(r);
+		floe_err(err, FE_UNAVAILABLE, "the catalog database is unavailable");
+		return NULL;
+	}
+	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	if (state != NULL)
+		snprintf(s->sqlstate, sizeof(s->sqlstate), "%s", state);
+	/* Serialization failures, deadlocks and shutdowns are transient. */
+	if (state != NULL && (strcmp(state, "40001") == 0 ||
+			      strcmp(state, "40P01") == 0 ||
+			      strncmp(state, "57P", 3) == 0 ||
+			      strncmp(state, "08", 2) == 0)) {
+		log_warn("store", "statement %s: %s", statements[id].name,
+			 PQresultErrorMessage(r));
+		floe_err(err, FE_UNAVAILABLE, "the catalog database is busy; retry");
+	} else {
+		log_error("store", "statement %s failed (%s): %s",
+			  statements[id].name, state ? state : "?",
+			  PQresultErrorMessage(r));
+		floe_err(err, FE_INTERNAL, "internal database error");
+	}
+	PQclear(r);
+	return NULL;
+}
+
+bool store_ping(struct store *s, struct floe_error *err)
+{
+	PGresult *r = store_exec(s, ST_PING, 0, NULL, err);
+
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+/* --- migrations --- */
+
+static bool exec_simple(PGconn *conn, const char *sql, const char *what,
+			struct floe_error *err)
+{
+	PGresult *r = PQexec(conn, sql);
+	ExecStatusType st = PQresultStatus(r);
+	bool ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+
+	if (!ok) {
+		log_error("store", "%s failed: %s", what, PQresultErrorMessage(r));
+		floe_err(err, FE_INTERNAL, "%s failed", what);
+	}
+	PQclear(r);
+	return ok;
+}
+
+/* The advisory lock key shared by every replica's migration run. */
+#define MIGRATION_LOCK "7310593858473447525"
+
+bool store_migrate(const char *conninfo, struct floe_error *err)
+{
+	PGconn *conn = store_connect(conninfo, err);
+	PGresult *r = NULL;
+	int current = 0;
+	bool ok = false;
+
+	if (conn == NULL)
+		return false;
+	if (!exec_simple(conn, "SELECT pg_advisory_lock(" MIGRATION_LOCK ")",
+			 "taking the migration lock", err))
+		goto done;
+	if (!exec_simple(conn,
+			 "CREATE TABLE IF NOT EXISTS floe_schema_version ("
+			 " version integer PRIMARY KEY,"
+			 " name text NOT NULL,"
+			 " applied_at timestamptz NOT NULL DEFAULT now())",
+			 "creating the schema version table", err))
+		goto unlock;
+	r = PQexec(conn, "SELECT coalesce(max(version), 0) FROM floe_schema_version");
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		log_error("store", "reading the schema version: %s",
+			  PQresultErrorMessage(r));
+		floe_err(err, FE_INTERNAL, "reading the schema version failed");
+		goto unlock;
+	}
+	current = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	r = NULL;
+
+	for (size_t i = 0; i < store_migrations_count; i++) {
+		const struct store_migration *m = &store_migrations[i];
+		char version[16];
+		const char *params[2] = { version, m->name };
+
+		if (m->version <= current)
+			continue;
+		log_info("store", "applying migration %s", m->name);
+		if (!exec_simple(conn, "BEGIN", "starting a migration", err))
+			goto unlock;
+		if (!exec_simple(conn, m->sql, m->name, err)) {
+			PQclear(PQexec(conn, "ROLLBACK"));
+			goto unlock;
+		}
+		snprintf(version, sizeof(version), "%d", m->version);
+		r = PQexecParams(conn,
+				 "INSERT INTO floe_schema_version (version, name) "
+				 "VALUES ($1::integer, $2)",
+				 2, NULL, params, NULL, NULL, 0);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			log_error("store", "recording migration %s: %s", m->name,
+				  PQresultErrorMessage(r));
+			PQclear(r);
+			r = NULL;
+			PQclear(PQexec(conn, "ROLLBACK"));
+			floe_err(err, FE_INTERNAL, "recording a migration failed");
+			goto unlock;
+		}
+		PQclear(r);
+		r = NULL;
+		if (!exec_simple(conn, "COMMIT", "committing a migration", err))
+			goto unlock;
+		current = m->version;
+	}
+	ok = true;
+unlock:
+	if (!exec_simple(conn, "SELECT pg_advisory_unlock(" MIGRATION_LOCK ")",
+			 "releasing the migration lock", ok ? err : NULL))
+		ok = false;
+done:
+	PQfinish(conn);
+	return ok;
+}
+
+bool store_ensure_database(const char *admin_conninfo, const char *dbname,
+			   struct floe_error *err)
+{
+	PGconn *conn = store_connect(admin_conninfo, err);
+	const char *params[1] = { dbname };
+	PGresult *r;
+	bool exists;
+	bool ok = false;
+
+	if (conn == NULL)
+		return false;
+	r = PQexecParams(conn, "SELECT 1 FROM pg_database WHERE datname = $1",
+			 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		log_error("store", "looking up database %s: %s", dbname,
+			  PQresultErrorMessage(r));
+		floe_err(err, FE_INTERNAL, "looking up the database failed");
+		PQclear(r);
+		goto done;
+	}
+	exists = PQntuples(r) > 0;
+	PQclear(r);
+	if (!exists) {
+		/* A database name cannot be a parameter; only the fixed name
+		 * of the embedded catalog database is ever created here. */
+		if (strcmp(dbname, "floe") != 0) {
+			floe_err(err, FE_INTERNAL, "refusing to create database %s",
+				 dbname);
+			goto done;
+		}
+		log_info("store", "creating database %s", dbname);
+		if (!exec_simple(conn, "CREATE DATABASE floe", "creating the database",
+				 err))
+			goto done;
+	}
+	ok = true;
+done:
+	PQfinish(conn);
+	return ok;
+}
+
+/* --- namespaces --- */
+
+/* The 0x1F-joined levels of ns, as a new string or NULL (err set). */
+static char *levels_param(const struct ns_ident *ns, struct floe_error *err)
+{
+	char *p = ident_ns_join(ns);
+
+	if (p == NULL)
+		floe_err(err, FE_INTERNAL, "out of memory");
+	return p;
+}
+
+static bool ns_lookup_id(struct store *s, const char *levels, char *id,
+			 size_t idlen, bool *found, struct floe_error *err)
+{
+	const char *params[1] = { levels };
+	PGresult *r = store_exec(s, ST_NS_ID, 1, params, err);
+
+	if (r == NULL)
+		return false;
+	*found = PQntuples(r) > 0;
+	if (*found)
+		snprintf(id, idlen, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return true;
+}
+
+static bool ns_missing(const struct ns_ident *ns, struct floe_error *err)
+{
+	char *name = ident_ns_display(ns);
+	floe_err(err, FE_NO_SUCH_NAMESPACE, "namespace does not exist: %s",
+		 name ? name : "?");
+	free(name);
+	return false;
+}
+
+bool store_ns_create(struct store *s, const struct ns_ident *ns,
+		     const json_t *properties, struct floe_error *err)
+{
+	char *levels = levels_param(ns, err);
+	char *props = NULL;
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (levels == NULL)
+		return false;
+	props = json_dumps(properties, JSON_COMPACT);
+	if (props == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto done;
+	}
+	const char *params[2] = { levels, props };
+	r = store_exec(s, ST_NS_CREATE, 2, params, err);
+	if (r == NULL) {
+		/* 23503: the parent was dropped while we inserted. */
+		if (strcmp(s->sqlstate, "23503") == 0) {
+			struct ns_ident parent = *ns;
+			parent.nlevels--;
+			ns_missing(&parent, err);
+		}
+		goto done;
+	}
+	if (PQntuples(r) == 1) {
+		ok = true;
+		goto done;
+	}
+	bool exists = false;
+	char id[32];
+	if (!ns_lookup_id(s, levels, id, sizeof(id), &exists, err))
+		goto done;
+	if (exists) {
+		char *name = ident_ns_display(ns);
+		floe_err(err, FE_ALREADY_EXISTS, "namespace already exists: %s",
+			 name ? name : "?");
+		free(name);
+	} else {
+		struct ns_ident parent = *ns;
+		parent.nlevels--;
+		ns_missing(&parent, err);
+	}
+done:
+	PQclear(r);
+	free(props);
+	free(levels);
+	return ok;
+}
+
+bool store_ns_load(struct store *s, const struct ns_ident *ns,
+		   json_t **properties, struct floe_error *err)
+{
+	char *levels = levels_param(ns, err);
+	PGresult *r;
+	json_error_t jerr;
+
+	if (levels == NULL)
+		return false;
+	const char *params[1] = { levels };
+	r = store_exec(s, ST_NS_LOAD, 1, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return ns_missing(ns, err);
+	}
+	*properties = json_loads(PQgetvalue(r, 0, 0), 0, &jerr);
+	PQclear(r);
+	if (*properties == NULL)
+		return floe_err(err, FE_INTERNAL, "stored properties are unreadable");
+	return true;
+}
+
+bool store_ns_exists(struct store *s, const struct ns_ident *ns,
+		     bool *exists, struct floe_error *err)
+{
+	char *levels = levels_param(ns, err);
+	char id[32];
+	bool ok;
+
+	if (levels == NULL)
+		return false;
+	ok = ns_lookup_id(s, levels, id, sizeof(id), exists, err);
+	free(levels);
+	return ok;
+}
+
+bool store_ns_list(struct store *s, const struct ns_ident *parent,
+		   const struct ns_ident *after, long limit,
+		   json_t **out, bool *more, struct floe_error *err)
+{
+	char *after_p = NULL;
+	char limit_p[32];
+	char parent_id[32] = "";
+	PGresult *r = NULL;
+	json_t *list = NULL;
+	bool ok = false;
+
+	*out = NULL;
+	*more = false;
+	if (parent != NULL) {
+		char *levels = levels_param(parent, err);
+		bool found = false;
+		if (levels == NULL)
+			return false;
+		ok = ns_lookup_id(s, levels, parent_id, sizeof(parent_id), &found,
+				  err);
+		free(levels);
+		if (!ok)
+			return false;
+		ok = false;
+		if (!found)
+			return ns_missing(parent, err);
+	}
+	if (after != NULL) {
+		after_p = levels_param(after, err);
+		if (after_p == NULL)
+			return false;
+	}
+	/* One row more than asked tells whether another page follows. */
+	snprintf(limit_p, sizeof(limit_p), "%ld", limit + 1);
+	const char *params[3] = { after_p, limit < 0 ? NULL : limit_p, parent_id };
+	r = store_exec(s, parent ? ST_NS_LIST_CHILDREN : ST_NS_LIST_TOP,
+		       parent ? 3 : 2, params, err);
+	if (r == NULL)
+		goto done;
+	list = json_array();
+	if (list == NULL)
+		goto oom;
+	int rows = PQntuples(r);
+	if (limit >= 0 && rows > limit) {
+		*more = true;
+		rows = (int)limit;
+	}
+	for (int i = 0; i < rows; i++) {
+		const char *v = PQgetvalue(r, i, 0);
+		json_t *levels = json_array();
+		if (levels == NULL || json_array_append_new(list, levels) != 0)
+			goto oom;
+		for (const char *p = v;;) {
+			const char *sep = strchr(p, IDENT_SEPARATOR);
+			size_t n = sep ? (size_t)(sep - p) : strlen(p);
+			if (json_array_append_new(levels, json_stringn(p, n)) != 0)
+				goto oom;
+			if (sep == NULL)
+				break;
+			p = sep + 1;
+		}
+	}
+	*out = list;
+	list = NULL;
+	ok = true;
+	goto done;
+oom:
+	floe_err(err, FE_INTERNAL, "out of memory");
+done:
+	json_decref(list);
+	PQclear(r);
+	free(after_p);
+	return ok;
+}
+
+bool store_ns_drop(struct store *s, const struct ns_ident *ns,
+		   struct floe_error *err)
+{
+	char *levels = levels_param(ns, err);
+	PGresult *r;
+	bool ok = false;
+
+	if (levels == NULL)
+		return false;
+	const char *params[1] = { levels };
+	r = store_exec(s, ST_NS_DROP, 1, params, err);
+	if (r == NULL) {
+		/* 23503: a child or table appeared while we deleted. */
+		if (strcmp(s->sqlstate, "23503") == 0)
+			goto not_empty;
+		goto done;
+	}
+	if (PQntuples(r) == 1) {
+		ok = true;
+		goto done;
+	}
+	bool exists = false;
+	char id[32];
+	if (!ns_lookup_id(s, levels, id, sizeof(id), &exists, err))
+		goto done;
+	if (!exists) {
+		ns_missing(ns, err);
+		goto done;
+	}
+not_empty:;
+	char *name = ident_ns_display(ns);
+	floe_err(err, FE_NAMESPACE_NOT_EMPTY,
+		 "namespace is not empty: %s holds tables or namespaces",
+		 name ? name : "?");
+	free(name);
+done:
+	PQclear(r);
+	free(levels);
+	return ok;
+}
+
+bool store_ns_update_properties(struct store *s, const struct ns_ident *ns,
+				const json_t *removals, const json_t *updates,
+				json_t **old_properties, struct floe_error *err)
+{
+	char *levels = levels_param(ns, err);
+	char *rem = json_dumps(removals, JSON_COMPACT);
+	char *upd = json_dumps(updates, JSON_COMPACT);
+	PGresult *r = NULL;
+	json_error_t jerr;
+	bool ok = false;
+
+	if (levels == NULL)
+		goto done;
+	if (rem == NULL || upd == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto done;
+	}
+	const char *params[3] = { levels, rem, upd };
+	r = store_exec(s, ST_NS_UPDATE_PROPERTIES, 3, params, err);
+	if (r == NULL)
+		goto done;
+	if (PQntuples(r) == 0) {
+		ns_missing(ns, err);
+		goto done;
+	}
+	*old_properties = json_loads(PQgetvalue(r, 0, 0), 0, &jerr);
+	if (*old_properties == NULL) {
+		floe_err(err, FE_INTERNAL, "stored properties are unreadable");
+		goto done;
+	}
+	ok = true;
+done:
+	PQclear(r);
+	free(levels);
+	free(rem);
+	free(upd);
+	return ok;
+}

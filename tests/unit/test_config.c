@@ -1,0 +1,143 @@
+/* The option table: defaults, environment, flags, precedence and the
+ * messages a bad value produces. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+static const char *const *fake_env;
+
+static const char *lookup(const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *const *e = fake_env; e && *e; e++) {
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return *e + n + 1;
+	}
+	return NULL;
+}
+
+static bool load(struct floe_config *cfg, const char *const *env,
+		 int argc, const char **argv, char *msg, size_t len)
+{
+	fake_env = env;
+	return config_load(cfg, argc, (char **)argv, lookup, msg, len);
+}
+
+Test(config, defaults)
+{
+	struct floe_config cfg;
+	char msg[256];
+	const char *argv[] = { "floe" };
+	const char *env[] = { NULL };
+	char cwd[1024];
+
+	cr_assert(load(&cfg, env, 1, argv, msg, sizeof(msg)), "%s", msg);
+	cr_assert_str_eq(cfg.listen_host, "127.0.0.1");
+	cr_assert_eq(cfg.listen_port, 8181);
+	cr_assert_null(cfg.database_url);
+	cr_assert(getcwd(cwd, sizeof(cwd)) != NULL);
+	char want[1200];
+	snprintf(want, sizeof(want), "%s/floe-data", cwd);
+	cr_assert_str_eq(cfg.data_dir, want);
+	snprintf(want, sizeof(want), "file://%s/floe-data/warehouse", cwd);
+	cr_assert_str_eq(cfg.warehouse, want);
+	cr_assert_geq(cfg.threads, 1);
+	cr_assert_eq(cfg.log_level, LOG_LEVEL_INFO);
+	cr_assert_eq(cfg.max_body_bytes, 8388608);
+	cr_assert_eq(cfg.action, CONFIG_RUN);
+	config_free(&cfg);
+}
+
+Test(config, environment_then_flags_win)
+{
+	struct floe_config cfg;
+	char msg[256];
+	const char *env[] = { "FLOE_LISTEN=0.0.0.0:9000", "FLOE_THREADS=3",
+			      "FLOE_DATA_DIR=/srv/floe",
+			      "FLOE_DATABASE_URL=postgresql://u@db/floe",
+			      "FLOE_LOG_LEVEL=debug", NULL };
+	const char *argv[] = { "floe", "--threads=5", "--listen", "[::1]:7000",
+			       "--warehouse=file:///data/wh/" };
+
+	cr_assert(load(&cfg, env, 5, argv, msg, sizeof(msg)), "%s", msg);
+	cr_assert_eq(cfg.threads, 5);
+	cr_assert_str_eq(cfg.listen_host, "::1");
+	cr_assert_eq(cfg.listen_port, 7000);
+	cr_assert_str_eq(cfg.data_dir, "/srv/floe");
+	cr_assert_str_eq(cfg.database_url, "postgresql://u@db/floe");
+	cr_assert_str_eq(cfg.warehouse, "file:///data/wh");
+	cr_assert_str_eq(cfg.warehouse_path, "/data/wh");
+	cr_assert_eq(cfg.log_level, LOG_LEVEL_DEBUG);
+	config_free(&cfg);
+}
+
+Test(config, bad_values_name_the_option)
+{
+	static const struct {
+		const char *env;
+		const char *arg;
+		const char *names;
+	} cases[] = {
+		{ NULL, "--threads=0", "FLOE_THREADS" },
+		{ NULL, "--threads=abc", "--threads" },
+		{ "FLOE_THREADS=300", NULL, "FLOE_THREADS" },
+		{ NULL, "--listen=nonsense", "FLOE_LISTEN" },
+		{ NULL, "--listen=host:99999", "--listen" },
+		{ NULL, "--listen=::1:80", "FLOE_LISTEN" },
+		{ NULL, "--log-level=loud", "FLOE_LOG_LEVEL" },
+		{ NULL, "--max-body-bytes=10", "FLOE_MAX_BODY_BYTES" },
+		{ "FLOE_MAX_BODY_BYTES=12k", NULL, "FLOE_MAX_BODY_BYTES" },
+		{ NULL, "--warehouse=s3://bucket/wh", "FLOE_WAREHOUSE" },
+		{ NULL, "--warehouse=file://relative", "FLOE_WAREHOUSE" },
+		{ NULL, "--data-dir=", "FLOE_DATA_DIR" },
+		{ NULL, "--no-such-option=1", "--no-such-option" },
+		{ NULL, "--threads", "--threads" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct floe_config cfg;
+		char msg[256] = "";
+		const char *env[] = { cases[i].env, NULL };
+		const char *argv[] = { "floe", cases[i].arg };
+		bool ok = load(&cfg, env, cases[i].arg ? 2 : 1, argv, msg, sizeof(msg));
+		cr_assert_not(ok, "case %zu accepted", i);
+		cr_assert(strstr(msg, cases[i].names) != NULL,
+			  "case %zu: \"%s\" does not name %s", i, msg, cases[i].names);
+		config_free(&cfg);
+	}
+}
+
+Test(config, actions)
+{
+	struct floe_config cfg;
+	char msg[256];
+	const char *env[] = { NULL };
+	const char *help[] = { "floe", "--help" };
+	const char *routes[] = { "floe", "--print-routes" };
+
+	cr_assert(load(&cfg, env, 2, help, msg, sizeof(msg)));
+	cr_assert_eq(cfg.action, CONFIG_HELP);
+	config_free(&cfg);
+	cr_assert(load(&cfg, env, 2, routes, msg, sizeof(msg)));
+	cr_assert_eq(cfg.action, CONFIG_PRINT_ROUTES);
+	config_free(&cfg);
+}
+
+Test(config, help_lists_every_variable)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	config_print_help(f, "floe");
+	fclose(f);
+	const char *vars[] = { "FLOE_LISTEN", "FLOE_DATABASE_URL", "FLOE_DATA_DIR",
+			       "FLOE_WAREHOUSE", "FLOE_THREADS", "FLOE_LOG_LEVEL",
+			       "FLOE_MAX_BODY_BYTES", "FLOE_PG_BIN_DIR",
+			       "FLOE_PG_USER" };
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		cr_assert(strstr(text, vars[i]) != NULL, "%s missing", vars[i]);
+	free(text);
+}
