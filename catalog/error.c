@@ -27,6 +27,7 @@ static const struct {
 	[FE_TOO_LARGE] = { 413, "RequestEntityTooLargeException" },
 	[FE_UNPROCESSABLE] = { 422, "UnprocessableEntityException" },
 	[FE_INTERNAL] = { 500, "InternalServerError" },
+	[FE_COMMIT_STATE_UNKNOWN] = { 500, "CommitStateUnknownException" },
 	[FE_UNAVAILABLE] = { 503, "ServiceUnavailableException" },
 };
 

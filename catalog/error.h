@@ -30,6 +30,7 @@ enum floe_errkind {
 	FE_TOO_LARGE,            /* 413 RequestEntityTooLargeException */
 	FE_UNPROCESSABLE,        /* 422 UnprocessableEntityException */
 	FE_INTERNAL,             /* 500 InternalServerError */
+	FE_COMMIT_STATE_UNKNOWN, /* 500 CommitStateUnknownException */
 	FE_UNAVAILABLE,          /* 503 ServiceUnavailableException */
 	FE_KIND_COUNT
 };

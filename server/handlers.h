@@ -18,4 +18,16 @@ void handle_ns_exists(struct http_request *req);
 void handle_ns_drop(struct http_request *req);
 void handle_ns_update_properties(struct http_request *req);
 
+void handle_table_list(struct http_request *req);
+void handle_table_create(struct http_request *req);
+void handle_table_register(struct http_request *req);
+void handle_table_load(struct http_request *req);
+void handle_table_exists(struct http_request *req);
+void handle_table_commit(struct http_request *req);
+void handle_table_drop(struct http_request *req);
+void handle_table_rename(struct http_request *req);
+void handle_table_metrics(struct http_request *req);
+void handle_table_credentials(struct http_request *req);
+void handle_transaction_commit(struct http_request *req);
+
 #endif

@@ -143,6 +143,12 @@ void http_reply_json(struct http_request *req, int status, json_t *body)
 	reply_buffer(req, status, text, strlen(text), "application/json");
 }
 
+void http_reply_text(struct http_request *req, int status, char *text,
+		     size_t len)
+{
+	reply_buffer(req, status, text, len, "application/json");
+}
+
 void http_reply_empty(struct http_request *req, int status)
 {
 	if (req->response != NULL)

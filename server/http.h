@@ -89,6 +89,10 @@ bool http_param_namespace(struct http_request *req, struct ns_ident *ns,
 /* Answers with a JSON body; steals body. */
 void http_reply_json(struct http_request *req, int status, json_t *body);
 
+/* Answers with a JSON text already encoded; steals text (malloc'd). */
+void http_reply_text(struct http_request *req, int status, char *text,
+		     size_t len);
+
 /* Answers with no body (204, HEAD answers). */
 void http_reply_empty(struct http_request *req, int status);
 

@@ -20,6 +20,19 @@ static const struct route routes[] = {
 	{ "DELETE", "/v1/{prefix}/namespaces/{namespace}", handle_ns_drop, true },
 	{ "POST", "/v1/{prefix}/namespaces/{namespace}/properties",
 	  handle_ns_update_properties, true },
+	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables", handle_table_list, true },
+	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables", handle_table_create, true },
+	{ "POST", "/v1/{prefix}/namespaces/{namespace}/register", handle_table_register, true },
+	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", handle_table_load, true },
+	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", handle_table_commit, true },
+	{ "DELETE", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", handle_table_drop, true },
+	{ "HEAD", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", handle_table_exists, true },
+	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+	  handle_table_metrics, true },
+	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
+	  handle_table_credentials, true },
+	{ "POST", "/v1/{prefix}/tables/rename", handle_table_rename, true },
+	{ "POST", "/v1/{prefix}/transactions/commit", handle_transaction_commit, true },
 };
 
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))

@@ -31,6 +31,21 @@ enum stmt_id {
 	ST_NS_LIST_CHILDREN,
 	ST_NS_DROP,
 	ST_NS_UPDATE_PROPERTIES,
+	ST_TABLE_LOAD,
+	ST_TABLE_CREATE,
+	ST_TABLE_OVERWRITE,
+	ST_TABLE_CAS,
+	ST_TABLE_LIST,
+	ST_TABLE_DROP,
+	ST_TABLE_RENAME,
+	ST_METRICS_INSERT,
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_IDEM_CLAIM,
+	ST_IDEM_GET,
+	ST_IDEM_FINISH,
+	ST_IDEM_RELEASE,
 	ST_COUNT
 };
 
@@ -74,6 +89,73 @@ static const struct {
 		"  ARRAY(SELECT jsonb_array_elements_text($2::jsonb))) || $3::jsonb, "
 		"  updated_at = now() "
 		"FROM old WHERE n.id = old.id RETURNING old.properties::text" },
+	[ST_TABLE_LOAD] = { "table_load",
+		"SELECT t.id, t.table_uuid, t.metadata_location, t.metadata, t.version "
+		"FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
+		"WHERE n.levels = " LEVELS("$1") " AND t.name = $2" },
+	[ST_TABLE_CREATE] = { "table_create",
+		"WITH ns AS (SELECT id FROM namespaces WHERE levels = " LEVELS("$1") "), "
+		"ins AS (INSERT INTO tables (namespace_id, name, table_uuid, "
+		"  metadata_location, metadata, version) "
+		"  SELECT ns.id, $2, $3::uuid, $4, $5, 1 FROM ns "
+		"  ON CONFLICT (namespace_id, name) DO NOTHING "
+		"  RETURNING table_uuid, version) "
+		"INSERT INTO commit_log (table_uuid, version, metadata_location, "
+		"  previous_location, request_id) "
+		"SELECT table_uuid, version, $4, NULL, $6 FROM ins RETURNING version" },
+	[ST_TABLE_OVERWRITE] = { "table_overwrite",
+		"WITH upd AS (UPDATE tables t SET table_uuid = $3::uuid, "
+		"  metadata_location = $4, metadata = $5, version = t.version + 1, "
+		"  updated_at = now() "
+		"  FROM namespaces n, tables old "
+		"  WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
+		"  AND t.name = $2 AND old.id = t.id "
+		"  RETURNING t.table_uuid, t.version, old.metadata_location AS prev) "
+		"INSERT INTO commit_log (table_uuid, version, metadata_location, "
+		"  previous_location, request_id) "
+		"SELECT table_uuid, version, $4, prev, $6 FROM upd RETURNING version" },
+	[ST_TABLE_CAS] = { "table_cas",
+		"WITH upd AS (UPDATE tables SET metadata_location = $3, metadata = $4, "
+		"  version = version + 1, updated_at = now() "
+		"  WHERE id = $1::bigint AND version = $2::bigint "
+		"  RETURNING table_uuid, version) "
+		"INSERT INTO commit_log (table_uuid, version, metadata_location, "
+		"  previous_location, request_id) "
+		"SELECT table_uuid, version, $3, $5, $6 FROM upd RETURNING version" },
+	[ST_TABLE_LIST] = { "table_list",
+		"SELECT t.name FROM tables t "
+		"WHERE t.namespace_id = $1::bigint AND ($2::text IS NULL OR t.name > $2) "
+		"ORDER BY t.name LIMIT $3::bigint" },
+	[ST_TABLE_DROP] = { "table_drop",
+		"DELETE FROM tables t USING namespaces n "
+		"WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
+		"AND t.name = $2 "
+		"RETURNING t.id, t.table_uuid, t.metadata_location, t.metadata, t.version" },
+	[ST_TABLE_RENAME] = { "table_rename",
+		"UPDATE tables t SET name = $4, updated_at = now(), "
+		"  namespace_id = (SELECT id FROM namespaces WHERE levels = " LEVELS("$3") ") "
+		"FROM namespaces n "
+		"WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
+		"AND t.name = $2 RETURNING t.id" },
+	[ST_METRICS_INSERT] = { "metrics_insert",
+		"INSERT INTO metrics_reports (namespace, table_name, report) "
+		"VALUES (" LEVELS("$1") ", $2, $3::jsonb)" },
+	[ST_BEGIN] = { "begin", "BEGIN" },
+	[ST_COMMIT] = { "commit", "COMMIT" },
+	[ST_ROLLBACK] = { "rollback", "ROLLBACK" },
+	[ST_IDEM_CLAIM] = { "idem_claim",
+		"INSERT INTO idempotency_keys AS k (key, route) VALUES ($1, $2) "
+		"ON CONFLICT (key) DO UPDATE SET route = EXCLUDED.route, status = 0, "
+		"  response = NULL, created_at = now() "
+		"  WHERE k.created_at < now() - make_interval(secs => $3::int) "
+		"RETURNING key" },
+	[ST_IDEM_GET] = { "idem_get",
+		"SELECT status, response, route FROM idempotency_keys WHERE key = $1" },
+	[ST_IDEM_FINISH] = { "idem_finish",
+		"UPDATE idempotency_keys SET status = $2::int, response = $3 "
+		"WHERE key = $1" },
+	[ST_IDEM_RELEASE] = { "idem_release",
+		"DELETE FROM idempotency_keys WHERE key = $1 AND status = 0" },
 };
 
 struct store {
@@ -715,4 +797,417 @@ done:
 	free(rem);
 	free(upd);
 	return ok;
+}
+
+/* --- tables --- */
+
+void store_table_row_clear(struct table_row *row)
+{
+	free(row->metadata_location);
+	free(row->metadata);
+	memset(row, 0, sizeof(*row));
+}
+
+/* Fills row from columns id, uuid, location, metadata, version. */
+static bool row_from_result(PGresult *r, int i, struct table_row *row,
+			    struct floe_error *err)
+{
+	memset(row, 0, sizeof(*row));
+	row->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+	snprintf(row->uuid, sizeof(row->uuid), "%s", PQgetvalue(r, i, 1));
+	if (!PQgetisnull(r, i, 2))
+		row->metadata_location = strdup(PQgetvalue(r, i, 2));
+	row->metadata_len = (size_t)PQgetlength(r, i, 3);
+	row->metadata = malloc(row->metadata_len + 1);
+	if (row->metadata == NULL ||
+	    (!PQgetisnull(r, i, 2) && row->metadata_location == NULL)) {
+		store_table_row_clear(row);
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	memcpy(row->metadata, PQgetvalue(r, i, 3), row->metadata_len + 1);
+	row->version = strtoll(PQgetvalue(r, i, 4), NULL, 10);
+	return true;
+}
+
+static bool table_missing(struct store *s, const struct ns_ident *ns,
+			  const char *name, struct floe_error *err)
+{
+	bool ns_exists = false;
+	char *shown = ident_ns_display(ns);
+
+	if (store_ns_exists(s, ns, &ns_exists, err) && !ns_exists)
+		floe_err(err, FE_NO_SUCH_NAMESPACE, "namespace does not exist: %s",
+			 shown ? shown : "?");
+	else if (ns_exists)
+		floe_err(err, FE_NO_SUCH_TABLE, "table does not exist: %s.%s",
+			 shown ? shown : "?", name);
+	free(shown);
+	return false;
+}
+
+bool store_table_load(struct store *s, const struct ns_ident *ns,
+		      const char *name, struct table_row *row,
+		      struct floe_error *err)
+{
+	char *levels = levels_param(ns, err);
+	PGresult *r;
+	bool ok;
+
+	memset(row, 0, sizeof(*row));
+	if (levels == NULL)
+		return false;
+	const char *params[2] = { levels, name };
+	r = store_exec(s, ST_TABLE_LOAD, 2, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return table_missing(s, ns, name, err);
+	}
+	ok = row_from_result(r, 0, row, err);
+	PQclear(r);
+	return ok;
+}
+
+bool store_table_exists(struct store *s, const struct ns_ident *ns,
+			const char *name, bool *exists, struct floe_error *err)
+{
+	char *levels = levels_param(ns, err);
+	PGresult *r;
+
+	*exists = false;
+	if (levels == NULL)
+		return false;
+	const char *params[2] = { levels, name };
+	r = store_exec(s, ST_TABLE_LOAD, 2, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	*exists = PQntuples(r) > 0;
+	PQclear(r);
+	return true;
+}
+
+static bool table_insert(struct store *s, enum stmt_id id,
+			 const struct ns_ident *ns, const char *name,
+			 const char *uuid, const char *location,
+			 const char *metadata, const char *request_id,
+			 bool *done, struct floe_error *err)
+{
+	char *levels = levels_param(ns, err);
+	PGresult *r;
+
+	*done = false;
+	if (levels == NULL)
+		return false;
+	const char *params[6] = { levels, name, uuid, location, metadata, request_id };
+	r = store_exec(s, id, 6, params, err);
+	free(levels);
+	if (r == NULL) {
+		if (strcmp(s->sqlstate, "23505") == 0)
+			return floe_err(err, FE_ALREADY_EXISTS,
+					"a table with uuid %s is already registered", uuid);
+		return false;
+	}
+	*done = PQntuples(r) == 1;
+	PQclear(r);
+	return true;
+}
+
+bool store_table_create(struct store *s, const struct ns_ident *ns,
+			const char *name, const char *uuid,
+			const char *metadata_location, const char *metadata,
+			const char *request_id, struct floe_error *err)
+{
+	bool inserted;
+	bool exists = false;
+
+	if (!table_insert(s, ST_TABLE_CREATE, ns, name, uuid, metadata_location,
+			  metadata, request_id, &inserted, err))
+		return false;
+	if (inserted)
+		return true;
+	if (!store_table_exists(s, ns, name, &exists, err))
+		return false;
+	if (!exists)
+		return table_missing(s, ns, name, err);
+	char *shown = ident_ns_display(ns);
+	floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s.%s",
+		 shown ? shown : "?", name);
+	free(shown);
+	return false;
+}
+
+bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
+			   const char *name, const char *uuid,
+			   const char *metadata_location, const char *metadata,
+			   const char *request_id, struct floe_error *err)
+{
+	bool updated;
+
+	if (!table_insert(s, ST_TABLE_OVERWRITE, ns, name, uuid, metadata_location,
+			  metadata, request_id, &updated, err))
+		return false;
+	if (!updated)
+		return table_missing(s, ns, name, err);
+	return true;
+}
+
+bool store_table_cas(struct store *s, long long id, long long expected_version,
+		     const char *metadata_location, const char *metadata,
+		     const char *previous_location, const char *request_id,
+		     bool *won, struct floe_error *err)
+{
+	char idp[32], verp[32];
+	PGresult *r;
+
+	*won = false;
+	snprintf(idp, sizeof(idp), "%lld", id);
+	snprintf(verp, sizeof(verp), "%lld", expected_version);
+	const char *params[6] = { idp, verp, metadata_location, metadata,
+				  previous_location, request_id };
+	r = store_exec(s, ST_TABLE_CAS, 6, params, err);
+	if (r == NULL) {
+		/* The statement may have committed before the connection
+		 * broke: the client must not assume either outcome. */
+		if (err != NULL && err->kind == FE_UNAVAILABLE)
+			floe_err(err, FE_COMMIT_STATE_UNKNOWN,
+				 "the database connection broke during the commit; its outcome is unknown");
+		return false;
+	}
+	*won = PQntuples(r) == 1;
+	PQclear(r);
+	return true;
+}
+
+bool store_table_list(struct store *s, const struct ns_ident *ns,
+		      const char *after, long limit, json_t **out, bool *more,
+		      struct floe_error *err)
+{
+	char *levels = levels_param(ns, err);
+	char nsid[32];
+	char limit_p[32];
+	bool found = false;
+	PGresult *r;
+
+	*out = NULL;
+	*more = false;
+	if (levels == NULL)
+		return false;
+	bool ok = ns_lookup_id(s, levels, nsid, sizeof(nsid), &found, err);
+	free(levels);
+	if (!ok)
+		return false;
+	if (!found)
+		return ns_missing(ns, err);
+	snprintf(limit_p, sizeof(limit_p), "%ld", limit + 1);
+	const char *params[3] = { nsid, after, limit < 0 ? NULL : limit_p };
+	r = store_exec(s, ST_TABLE_LIST, 3, params, err);
+	if (r == NULL)
+		return false;
+	json_t *names = json_array();
+	int rows = PQntuples(r);
+	if (limit >= 0 && rows > limit) {
+		*more = true;
+		rows = (int)limit;
+	}
+	for (int i = 0; names != NULL && i < rows; i++) {
+		if (json_array_append_new(names, json_string(PQgetvalue(r, i, 0))) != 0) {
+			json_decref(names);
+			names = NULL;
+		}
+	}
+	PQclear(r);
+	if (names == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	*out = names;
+	return true;
+}
+
+bool store_table_drop(struct store *s, const struct ns_ident *ns,
+		      const char *name, struct table_row *row,
+		      struct floe_error *err)
+{
+	char *levels = levels_param(ns, err);
+	PGresult *r;
+	bool ok;
+
+	memset(row, 0, sizeof(*row));
+	if (levels == NULL)
+		return false;
+	const char *params[2] = { levels, name };
+	r = store_exec(s, ST_TABLE_DROP, 2, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return table_missing(s, ns, name, err);
+	}
+	ok = row_from_result(r, 0, row, err);
+	PQclear(r);
+	return ok;
+}
+
+bool store_table_rename(struct store *s, const struct ns_ident *from_ns,
+			const char *from, const struct ns_ident *to_ns,
+			const char *to, struct floe_error *err)
+{
+	char *fl = levels_param(from_ns, err);
+	char *tl = levels_param(to_ns, err);
+	PGresult *r = NULL;
+	bool ok = false;
+	bool exists = false;
+
+	if (fl == NULL || tl == NULL)
+		goto done;
+	if (!store_ns_exists(s, to_ns, &exists, err))
+		goto done;
+	if (!exists) {
+		ns_missing(to_ns, err);
+		goto done;
+	}
+	const char *params[4] = { fl, from, tl, to };
+	r = store_exec(s, ST_TABLE_RENAME, 4, params, err);
+	if (r == NULL) {
+		if (strcmp(s->sqlstate, "23505") == 0) {
+			char *shown = ident_ns_display(to_ns);
+			floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s.%s",
+				 shown ? shown : "?", to);
+			free(shown);
+		} else if (strcmp(s->sqlstate, "23502") == 0) {
+			ns_missing(to_ns, err); /* dropped meanwhile */
+		}
+		goto done;
+	}
+	if (PQntuples(r) == 0) {
+		table_missing(s, from_ns, from, err);
+		goto done;
+	}
+	ok = true;
+done:
+	PQclear(r);
+	free(fl);
+	free(tl);
+	return ok;
+}
+
+bool store_metrics_insert(struct store *s, const struct ns_ident *ns,
+			  const char *name, const char *report,
+			  struct floe_error *err)
+{
+	char *levels = levels_param(ns, err);
+	PGresult *r;
+
+	if (levels == NULL)
+		return false;
+	const char *params[3] = { levels, name, report };
+	r = store_exec(s, ST_METRICS_INSERT, 3, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+/* --- transactions --- */
+
+static bool exec_noparams(struct store *s, enum stmt_id id, struct floe_error *err)
+{
+	PGresult *r = store_exec(s, id, 0, NULL, err);
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+bool store_begin(struct store *s, struct floe_error *err)
+{
+	return exec_noparams(s, ST_BEGIN, err);
+}
+
+bool store_commit(struct store *s, struct floe_error *err)
+{
+	if (exec_noparams(s, ST_COMMIT, err))
+		return true;
+	if (err != NULL && err->kind == FE_UNAVAILABLE)
+		floe_err(err, FE_COMMIT_STATE_UNKNOWN,
+			 "the database connection broke during the commit; its outcome is unknown");
+	return false;
+}
+
+void store_rollback(struct store *s)
+{
+	struct floe_error ignored;
+	if (PQtransactionStatus(s->conn) != PQTRANS_IDLE)
+		(void)exec_noparams(s, ST_ROLLBACK, &ignored);
+}
+
+/* --- idempotency keys --- */
+
+bool store_idem_claim(struct store *s, const char *key, const char *route,
+		      int lifetime_s, bool *claimed, int *status,
+		      char **response, struct floe_error *err)
+{
+	char life[16];
+	PGresult *r;
+
+	*claimed = false;
+	*status = 0;
+	*response = NULL;
+	snprintf(life, sizeof(life), "%d", lifetime_s);
+	const char *params[3] = { key, route, life };
+	r = store_exec(s, ST_IDEM_CLAIM, 3, params, err);
+	if (r == NULL)
+		return false;
+	*claimed = PQntuples(r) == 1;
+	PQclear(r);
+	if (*claimed)
+		return true;
+	const char *gp[1] = { key };
+	r = store_exec(s, ST_IDEM_GET, 1, gp, err);
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 1) {
+		*status = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+		if (strcmp(PQgetvalue(r, 0, 2), route) != 0) {
+			PQclear(r);
+			return floe_err(err, FE_UNPROCESSABLE,
+					"Idempotency-Key %s was already used for another request",
+					key);
+		}
+		if (!PQgetisnull(r, 0, 1)) {
+			*response = strdup(PQgetvalue(r, 0, 1));
+			if (*response == NULL) {
+				PQclear(r);
+				return floe_err(err, FE_INTERNAL, "out of memory");
+			}
+		}
+	}
+	PQclear(r);
+	return true;
+}
+
+bool store_idem_finish(struct store *s, const char *key, int status,
+		       const char *response, struct floe_error *err)
+{
+	char st[16];
+	PGresult *r;
+
+	snprintf(st, sizeof(st), "%d", status);
+	const char *params[3] = { key, st, response };
+	r = store_exec(s, ST_IDEM_FINISH, 3, params, err);
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+void store_idem_release(struct store *s, const char *key)
+{
+	struct floe_error ignored;
+	const char *params[1] = { key };
+	PGresult *r = store_exec(s, ST_IDEM_RELEASE, 1, params, &ignored);
+	PQclear(r);
 }

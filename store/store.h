@@ -84,4 +84,103 @@ bool store_ns_update_properties(struct store *s, const struct ns_ident *ns,
 				json_t **old_properties,
 				struct floe_error *err) FLOE_WUR;
 
+/* --- tables --- */
+
+/* One row of the tables relation. */
+struct table_row {
+	long long id;
+	char uuid[40];
+	char *metadata_location; /* NULL only for a row being created */
+	char *metadata;          /* the current metadata JSON text */
+	size_t metadata_len;
+	long long version;       /* bumped by every commit */
+};
+
+/* Frees what a load put into row. */
+void store_table_row_clear(struct table_row *row);
+
+/* Loads table name in ns. FE_NO_SUCH_TABLE, or FE_NO_SUCH_NAMESPACE when
+ * the namespace itself is missing. */
+bool store_table_load(struct store *s, const struct ns_ident *ns,
+		      const char *name, struct table_row *row,
+		      struct floe_error *err) FLOE_WUR;
+
+/* Sets *exists (false also when the namespace is missing). */
+bool store_table_exists(struct store *s, const struct ns_ident *ns,
+			const char *name, bool *exists,
+			struct floe_error *err) FLOE_WUR;
+
+/* Inserts a new table at version 1 with its first commit_log row.
+ * FE_ALREADY_EXISTS; FE_NO_SUCH_NAMESPACE. */
+bool store_table_create(struct store *s, const struct ns_ident *ns,
+			const char *name, const char *uuid,
+			const char *metadata_location, const char *metadata,
+			const char *request_id, struct floe_error *err) FLOE_WUR;
+
+/* Replaces a registered table's pointer (register with overwrite):
+ * version bumped, commit_log row written. FE_NO_SUCH_TABLE. */
+bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
+			   const char *name, const char *uuid,
+			   const char *metadata_location, const char *metadata,
+			   const char *request_id, struct floe_error *err) FLOE_WUR;
+
+/*
+ * The compare-and-swap of a commit: moves table id from expected_version
+ * to expected_version + 1 with the new pointer and metadata, and appends
+ * the commit_log row, atomically. *won is false when another writer moved
+ * the table first (nothing changed).
+ */
+bool store_table_cas(struct store *s, long long id, long long expected_version,
+		     const char *metadata_location, const char *metadata,
+		     const char *previous_location, const char *request_id,
+		     bool *won, struct floe_error *err) FLOE_WUR;
+
+/* Lists table names in ns sorting after `after` (NULL: from the start),
+ * at most limit (< 0: all). *out: a new array of names. */
+bool store_table_list(struct store *s, const struct ns_ident *ns,
+		      const char *after, long limit, json_t **out, bool *more,
+		      struct floe_error *err) FLOE_WUR;
+
+/* Deletes the table; *row receives what it held. FE_NO_SUCH_TABLE. */
+bool store_table_drop(struct store *s, const struct ns_ident *ns,
+		      const char *name, struct table_row *row,
+		      struct floe_error *err) FLOE_WUR;
+
+/* Renames a table, possibly into another namespace. FE_NO_SUCH_TABLE,
+ * FE_NO_SUCH_NAMESPACE (destination), FE_ALREADY_EXISTS. */
+bool store_table_rename(struct store *s, const struct ns_ident *from_ns,
+			const char *from, const struct ns_ident *to_ns,
+			const char *to, struct floe_error *err) FLOE_WUR;
+
+/* Keeps a metrics report (a JSON text) sent for a table. */
+bool store_metrics_insert(struct store *s, const struct ns_ident *ns,
+			  const char *name, const char *report,
+			  struct floe_error *err) FLOE_WUR;
+
+/* --- transactions --- */
+
+bool store_begin(struct store *s, struct floe_error *err) FLOE_WUR;
+bool store_commit(struct store *s, struct floe_error *err) FLOE_WUR;
+/* Rolls back; never fails (a broken connection is reset later). */
+void store_rollback(struct store *s);
+
+/* --- idempotency keys --- */
+
+/*
+ * Claims key for a request (route says which). Returns true with
+ * *claimed when this request owns it; otherwise *status and *response
+ * (caller frees) hold the stored answer, or *status is 0 while the first
+ * request is still running. Keys older than lifetime_s are reclaimed.
+ */
+bool store_idem_claim(struct store *s, const char *key, const char *route,
+		      int lifetime_s, bool *claimed, int *status,
+		      char **response, struct floe_error *err) FLOE_WUR;
+
+/* Records the final answer of a claimed key. */
+bool store_idem_finish(struct store *s, const char *key, int status,
+		       const char *response, struct floe_error *err) FLOE_WUR;
+
+/* Releases a claimed key whose outcome must not be replayed (5xx). */
+void store_idem_release(struct store *s, const char *key);
+
 #endif

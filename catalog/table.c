@@ -1,0 +1,725 @@
+/*
+ * table.c - table operations. The commit follows DESIGN.md "The commit":
+ * read, check requirements, apply updates, write the new metadata file,
+ * compare-and-swap the pointer; a lost swap goes round again against the
+ * new base, so a commit whose requirements still hold lands.
+ */
+#include "table.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "store.h"
+#include "tablemeta.h"
+#include "uuid.h"
+
+#define COMMIT_MAX_ATTEMPTS 40
+#define METADATA_FILE_MAX (256u * 1024 * 1024)
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sleeps a random time that grows with the attempt, so writers that
+ * collided spread out. */
+static void backoff(int attempt)
+{
+	unsigned int r = 0;
+	unsigned int cap_us = 500u << (attempt < 6 ? attempt : 6); /* to 32 ms */
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		r = (unsigned int)attempt * 7919u;
+	struct timespec ts = { 0, (long)(r % cap_us) * 1000L };
+	nanosleep(&ts, NULL);
+}
+
+void table_ident_clear(struct table_ident *t)
+{
+	ident_ns_clear(&t->ns);
+	free(t->name);
+	t->name = NULL;
+}
+
+bool table_ident_from_json(const json_t *v, const char *field,
+			   struct table_ident *out, struct floe_error *err)
+{
+	char what[64];
+	const json_t *name = json_object_get(v, "name");
+
+	memset(out, 0, sizeof(*out));
+	if (!json_is_object(v))
+		return floe_err(err, FE_BAD_REQUEST,
+				"field '%s' must be an object with 'namespace' and 'name'",
+				field);
+	snprintf(what, sizeof(what), "%s.namespace", field);
+	if (!ident_ns_from_json(json_object_get(v, "namespace"), what, &out->ns, err))
+		return false;
+	if (!json_is_string(name)) {
+		ident_ns_clear(&out->ns);
+		return floe_err(err, FE_BAD_REQUEST, "field '%s.name' must be a string",
+				field);
+	}
+	if (!ident_name_check(json_string_value(name), json_string_length(name),
+			      "table name", err)) {
+		ident_ns_clear(&out->ns);
+		return false;
+	}
+	out->name = strdup(json_string_value(name));
+	if (out->name == NULL) {
+		ident_ns_clear(&out->ns);
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	return true;
+}
+
+/* Appends name to buf as one path segment: '/', '\', '%' and the whole
+ * names "." and ".." are percent-escaped. */
+static void append_segment(char *buf, size_t cap, size_t *n, const char *name)
+{
+	bool dots = strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
+
+	if (*n + 1 < cap)
+		buf[(*n)++] = '/';
+	for (const char *p = name; *p; p++) {
+		if (*p == '/' || *p == '\\' || *p == '%' || (dots && *p == '.')) {
+			if (*n + 3 < cap) {
+				snprintf(buf + *n, 4, "%%%02X", (unsigned char)*p);
+				*n += 3;
+			}
+		} else if (*n + 1 < cap) {
+			buf[(*n)++] = *p;
+		}
+	}
+	buf[*n] = '\0';
+}
+
+char *table_default_location(const struct table_env *env,
+			     const struct ns_ident *ns, const char *name)
+{
+	size_t cap = strlen(env->warehouse) + 4;
+	size_t n;
+	char *buf;
+
+	for (size_t i = 0; i < ns->nlevels; i++)
+		cap += strlen(ns->levels[i]) * 3 + 1;
+	cap += strlen(name) * 3 + 1;
+	buf = malloc(cap);
+	if (buf == NULL)
+		return NULL;
+	n = (size_t)snprintf(buf, cap, "%s", env->warehouse);
+	for (size_t i = 0; i < ns->nlevels; i++)
+		append_segment(buf, cap, &n, ns->levels[i]);
+	append_segment(buf, cap, &n, name);
+	return buf;
+}
+
+/* floe writes files only inside its warehouse. */
+static bool location_writable(const struct table_env *env, const char *location,
+			      struct floe_error *err)
+{
+	char *path = fileio_local_path(location, err);
+	size_t wl = strlen(env->warehouse_path);
+	bool ok;
+
+	if (path == NULL)
+		return false;
+	ok = strncmp(path, env->warehouse_path, wl) == 0 && path[wl] == '/' &&
+	     path[wl + 1] != '\0';
+	free(path);
+	if (!ok)
+		return floe_err(err, FE_BAD_REQUEST,
+				"table location %s is outside the warehouse %s",
+				location, env->warehouse);
+	return true;
+}
+
+static json_t *load_result(const char *location, json_t *metadata)
+{
+	return json_pack("{s:s?, s:o, s:{}}", "metadata-location", location,
+			 "metadata", metadata, "config");
+}
+
+static char *dump(const json_t *m, size_t *len, struct floe_error *err)
+{
+	char *text = json_dumps(m, JSON_COMPACT);
+	if (text == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		return NULL;
+	}
+	*len = strlen(text);
+	return text;
+}
+
+/* Writes metadata m as file number `version` of the table and creates its
+ * row; the file is removed again if the row cannot be created. */
+static bool create_row(struct store *s, const struct table_env *env,
+		       const struct ns_ident *ns, const char *name, json_t *m,
+		       char **location_out, struct floe_error *err)
+{
+	size_t len;
+	char *text = dump(m, &len, err);
+	char *loc = NULL;
+	const char *table_loc = json_string_value(json_object_get(m, "location"));
+
+	*location_out = NULL;
+	if (text == NULL)
+		return false;
+	if (!location_writable(env, table_loc, err) ||
+	    !fileio_write_metadata(table_loc, 0, text, len, &loc, err)) {
+		free(text);
+		return false;
+	}
+	if (!store_table_create(s, ns, name,
+				json_string_value(json_object_get(m, "table-uuid")),
+				loc, text, env->request_id, err)) {
+		fileio_remove(loc);
+		free(loc);
+		free(text);
+		return false;
+	}
+	free(text);
+	*location_out = loc;
+	return true;
+}
+
+json_t *table_create(struct store *s, const struct table_env *env,
+		     const struct ns_ident *ns, const json_t *body,
+		     struct floe_error *err)
+{
+	const json_t *name = json_object_get(body, "name");
+	const json_t *stage = json_object_get(body, "stage-create");
+	char uuid[UUID_STR_LEN];
+	char *location = NULL;
+	char *loc = NULL;
+	json_t *m = NULL;
+	json_t *result = NULL;
+	bool exists = false;
+
+	if (!json_is_string(name))
+		return floe_err(err, FE_BAD_REQUEST, "missing required field 'name'"), NULL;
+	if (!ident_name_check(json_string_value(name), json_string_length(name),
+			      "table name", err))
+		return NULL;
+	if (stage != NULL && !json_is_boolean(stage) && !json_is_null(stage))
+		return floe_err(err, FE_BAD_REQUEST, "field 'stage-create' must be a boolean"), NULL;
+	if (!uuid_v4(uuid))
+		return floe_err(err, FE_INTERNAL, "no randomness for a table uuid"), NULL;
+	location = table_default_location(env, ns, json_string_value(name));
+	if (location == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
+	m = tablemeta_create(body, location, uuid, now_ms(), err);
+	if (m == NULL)
+		goto done;
+	if (!location_writable(env, json_string_value(json_object_get(m, "location")), err))
+		goto done;
+
+	if (json_is_true(stage)) {
+		/* Nothing is stored; the client commits later with
+		 * assert-create. The namespace must exist and the name be
+		 * free now, or the client learns it only at commit time. */
+		bool ns_exists = false;
+		if (!store_ns_exists(s, ns, &ns_exists, err))
+			goto done;
+		if (!ns_exists) {
+			char *shown = ident_ns_display(ns);
+			floe_err(err, FE_NO_SUCH_NAMESPACE, "namespace does not exist: %s",
+				 shown ? shown : "?");
+			free(shown);
+			goto done;
+		}
+		if (!store_table_exists(s, ns, json_string_value(name), &exists, err))
+			goto done;
+		if (exists) {
+			floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s",
+				 json_string_value(name));
+			goto done;
+		}
+		result = load_result(NULL, m);
+		m = NULL;
+		goto done;
+	}
+	if (!create_row(s, env, ns, json_string_value(name), m, &loc, err))
+		goto done;
+	log_info("table", "created %s (%s) rid=%s", json_string_value(name), uuid,
+		 env->request_id);
+	result = load_result(loc, m);
+	m = NULL;
+done:
+	json_decref(m);
+	free(location);
+	free(loc);
+	if (result == NULL && err->kind == FE_NONE)
+		floe_err(err, FE_INTERNAL, "out of memory");
+	return result;
+}
+
+/* Writes "<escaped s>" into a growing buffer. */
+static char *json_quoted(const char *s)
+{
+	json_t *v = json_string(s);
+	char *q = v ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
+	json_decref(v);
+	return q;
+}
+
+char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
+		 enum snapshots_mode mode, char *etag, size_t etaglen,
+		 size_t *len, struct floe_error *err)
+{
+	struct table_row row;
+	char *out = NULL;
+	char *meta = NULL;
+	size_t metalen;
+	json_t *trimmed = NULL;
+
+	if (!store_table_load(s, ns, name, &row, err))
+		return NULL;
+	/* The file name is unique per commit: a strong validator. */
+	const char *slash = strrchr(row.metadata_location, '/');
+	snprintf(etag, etaglen, "%s%s", slash ? slash + 1 : row.metadata_location,
+		 mode == SNAPSHOTS_REFS ? ";refs" : "");
+	if (mode == SNAPSHOTS_REFS) {
+		json_error_t jerr;
+		json_t *m = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
+		trimmed = m ? tablemeta_only_ref_snapshots(m) : NULL;
+		json_decref(m);
+		if (trimmed == NULL) {
+			floe_err(err, FE_INTERNAL, "stored metadata is unreadable");
+			goto done;
+		}
+		meta = dump(trimmed, &metalen, err);
+		if (meta == NULL)
+			goto done;
+	} else {
+		meta = row.metadata;
+		metalen = row.metadata_len;
+		row.metadata = NULL;
+	}
+	char *qloc = json_quoted(row.metadata_location);
+	if (qloc == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto done;
+	}
+	/* Spliced, not re-encoded: the stored text is already JSON. */
+	static const char a[] = "{\"metadata-location\":";
+	static const char b[] = ",\"metadata\":";
+	static const char c[] = ",\"config\":{}}";
+	size_t ql = strlen(qloc);
+	*len = sizeof(a) - 1 + ql + sizeof(b) - 1 + metalen + sizeof(c) - 1;
+	out = malloc(*len + 1);
+	if (out == NULL) {
+		free(qloc);
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto done;
+	}
+	char *p = out;
+	memcpy(p, a, sizeof(a) - 1);
+	p += sizeof(a) - 1;
+	memcpy(p, qloc, ql);
+	p += ql;
+	memcpy(p, b, sizeof(b) - 1);
+	p += sizeof(b) - 1;
+	memcpy(p, meta, metalen);
+	p += metalen;
+	memcpy(p, c, sizeof(c));
+	free(qloc);
+done:
+	free(meta);
+	json_decref(trimmed);
+	store_table_row_clear(&row);
+	return out;
+}
+
+/* True when updates holds an action that creates a table (assert-create
+ * among the requirements). */
+static bool has_assert_create(const json_t *requirements)
+{
+	size_t i;
+	json_t *r;
+	json_array_foreach(requirements, i, r) {
+		const char *t = json_string_value(json_object_get(r, "type"));
+		if (t != NULL && strcmp(t, "assert-create") == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The commit of a staged create: a new table from the updates alone. */
+static json_t *commit_create(struct store *s, const struct table_env *env,
+			     const struct ns_ident *ns, const char *name,
+			     const json_t *requirements, const json_t *updates,
+			     struct floe_error *err)
+{
+	size_t i;
+	json_t *r;
+	char uuid[UUID_STR_LEN];
+	char *loc = NULL;
+
+	json_array_foreach(requirements, i, r) {
+		const char *t = json_string_value(json_object_get(r, "type"));
+		if (t == NULL || strcmp(t, "assert-create") != 0)
+			return floe_err(err, FE_BAD_REQUEST,
+					"a create commit (assert-create) takes no other requirement, got %s",
+					t ? t : "(no type)"), NULL;
+	}
+	if (!json_is_array(updates))
+		return floe_err(err, FE_BAD_REQUEST, "'updates' must be an array"), NULL;
+	/* A uuid of our own comes first; the client's assign-uuid wins. */
+	json_t *all = json_array();
+	if (!uuid_v4(uuid) || all == NULL) {
+		json_decref(all);
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
+	}
+	json_array_append_new(all, json_pack("{s:s, s:s}", "action", "assign-uuid",
+					     "uuid", uuid));
+	json_array_extend(all, (json_t *)updates);
+	json_t *m = tablemeta_apply_create(all, now_ms(), err);
+	json_decref(all);
+	if (m == NULL)
+		return NULL;
+	if (!create_row(s, env, ns, name, m, &loc, err)) {
+		json_decref(m);
+		return NULL;
+	}
+	log_info("table", "created %s by a staged commit rid=%s", name, env->request_id);
+	json_t *result = json_pack("{s:s, s:o}", "metadata-location", loc, "metadata", m);
+	free(loc);
+	return result;
+}
+
+/*
+ * One round of a commit on an existing table: *lost tells the caller to
+ * go round again (another writer won the swap). On success *result gets
+ * the answer. in_tx: inside a multi-table transaction, where a lost swap
+ * aborts the whole transaction.
+ */
+static bool commit_round(struct store *s, const struct table_env *env,
+			 const struct ns_ident *ns, const char *name,
+			 const json_t *requirements, const json_t *updates,
+			 json_t **result, char **written, bool *lost,
+			 struct floe_error *err)
+{
+	struct table_row row;
+	json_t *base = NULL;
+	json_t *m = NULL;
+	char *text = NULL;
+	char *loc = NULL;
+	json_error_t jerr;
+	bool changed = false;
+	bool won = false;
+	bool ok = false;
+	size_t len;
+
+	*lost = false;
+	*result = NULL;
+	if (written != NULL)
+		*written = NULL;
+	if (!store_table_load(s, ns, name, &row, err))
+		return false;
+	base = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
+	if (base == NULL) {
+		floe_err(err, FE_INTERNAL, "stored metadata is unreadable");
+		goto done;
+	}
+	if (!tablemeta_check_requirements(base, requirements, err))
+		goto done;
+	m = tablemeta_apply(base, row.metadata_location, updates, now_ms(), &changed, err);
+	if (m == NULL)
+		goto done;
+	if (!changed) {
+		*result = json_pack("{s:s, s:O}", "metadata-location",
+				    row.metadata_location, "metadata", base);
+		ok = *result != NULL;
+		goto done;
+	}
+	const char *table_loc = json_string_value(json_object_get(m, "location"));
+	if (!location_writable(env, table_loc, err))
+		goto done;
+	text = dump(m, &len, err);
+	if (text == NULL)
+		goto done;
+	if (!fileio_write_metadata(table_loc, row.version, text, len, &loc, err))
+		goto done;
+	if (!store_table_cas(s, row.id, row.version, loc, text, row.metadata_location,
+			     env->request_id, &won, err)) {
+		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+			fileio_remove(loc);
+		goto done;
+	}
+	if (!won) {
+		/* Never referenced: an orphan unless removed now. */
+		fileio_remove(loc);
+		*lost = true;
+		goto done;
+	}
+	*result = json_pack("{s:s, s:o}", "metadata-location", loc, "metadata", m);
+	m = NULL;
+	if (written != NULL) {
+		*written = loc;
+		loc = NULL;
+	}
+	ok = *result != NULL;
+done:
+	store_table_row_clear(&row);
+	json_decref(base);
+	json_decref(m);
+	free(text);
+	free(loc);
+	return ok;
+}
+
+json_t *table_commit(struct store *s, const struct table_env *env,
+		     const struct ns_ident *ns, const char *name,
+		     const json_t *body, struct floe_error *err)
+{
+	const json_t *requirements = json_object_get(body, "requirements");
+	const json_t *updates = json_object_get(body, "updates");
+	json_t *result = NULL;
+	bool lost = false;
+
+	if (requirements == NULL || json_is_null(requirements))
+		requirements = NULL;
+	else if (!json_is_array(requirements))
+		return floe_err(err, FE_BAD_REQUEST, "'requirements' must be an array"), NULL;
+	if (updates == NULL || !json_is_array(updates))
+		return floe_err(err, FE_BAD_REQUEST, "'updates' must be an array"), NULL;
+	if (requirements != NULL && has_assert_create(requirements))
+		return commit_create(s, env, ns, name, requirements, updates, err);
+
+	for (int attempt = 0; attempt < COMMIT_MAX_ATTEMPTS; attempt++) {
+		if (attempt > 0)
+			backoff(attempt);
+		if (commit_round(s, env, ns, name, requirements, updates, &result, NULL,
+				 &lost, err))
+			return result;
+		if (!lost)
+			return NULL;
+		log_debug("table", "commit to %s lost a race (attempt %d); retrying rid=%s",
+			  name, attempt + 1, env->request_id);
+	}
+	log_warn("table", "commit to %s gave up after %d lost races rid=%s", name,
+		 COMMIT_MAX_ATTEMPTS, env->request_id);
+	return floe_err(err, FE_COMMIT_FAILED,
+			"the table changed under %d attempts to commit; retry", COMMIT_MAX_ATTEMPTS),
+	       NULL;
+}
+
+bool table_commit_transaction(struct store *s, const struct table_env *env,
+			      const json_t *body, struct floe_error *err)
+{
+	const json_t *changes = json_object_get(body, "table-changes");
+	size_t n, i;
+	json_t *c;
+
+	if (!json_is_array(changes) || json_array_size(changes) == 0)
+		return floe_err(err, FE_BAD_REQUEST,
+				"'table-changes' must be a non-empty array");
+	n = json_array_size(changes);
+	struct table_ident *ids = calloc(n, sizeof(*ids));
+	char **written = calloc(n, sizeof(*written));
+	bool ok = false;
+	if (ids == NULL || written == NULL) {
+		free(ids);
+		free(written);
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	json_array_foreach(changes, i, c) {
+		if (!table_ident_from_json(json_object_get(c, "identifier"),
+					   "identifier", &ids[i], err))
+			goto done;
+		const json_t *u = json_object_get(c, "updates");
+		const json_t *r = json_object_get(c, "requirements");
+		if (!json_is_array(u) || (r != NULL && !json_is_null(r) && !json_is_array(r))) {
+			floe_err(err, FE_BAD_REQUEST,
+				 "table change %zu needs 'updates' (and 'requirements') arrays", i);
+			goto done;
+		}
+		if (r != NULL && has_assert_create(r)) {
+			floe_err(err, FE_BAD_REQUEST,
+				 "a transaction cannot create tables (assert-create)");
+			goto done;
+		}
+		for (size_t k = 0; k < i; k++) {
+			bool same = strcmp(ids[k].name, ids[i].name) == 0 &&
+				    ids[k].ns.nlevels == ids[i].ns.nlevels;
+			for (size_t l = 0; same && l < ids[i].ns.nlevels; l++)
+				same = strcmp(ids[k].ns.levels[l], ids[i].ns.levels[l]) == 0;
+			if (same) {
+				floe_err(err, FE_BAD_REQUEST,
+					 "table %s appears twice in one transaction", ids[i].name);
+				goto done;
+			}
+		}
+	}
+
+	for (int attempt = 0; attempt < COMMIT_MAX_ATTEMPTS; attempt++) {
+		bool lost = false;
+		if (attempt > 0)
+			backoff(attempt);
+		if (!store_begin(s, err))
+			goto done;
+		for (i = 0; i < n; i++) {
+			json_t *result = NULL;
+			c = json_array_get(changes, i);
+			const json_t *r = json_object_get(c, "requirements");
+			bool round_ok = commit_round(s, env, &ids[i].ns, ids[i].name,
+						     json_is_array(r) ? r : NULL,
+						     json_object_get(c, "updates"),
+						     &result, &written[i], &lost, err);
+			json_decref(result);
+			if (!round_ok)
+				break;
+		}
+		if (i == n) {
+			if (store_commit(s, err)) {
+				ok = true;
+				goto done;
+			}
+			if (err->kind == FE_COMMIT_STATE_UNKNOWN)
+				goto keep_files;
+		} else {
+			store_rollback(s);
+		}
+		for (size_t k = 0; k < n; k++) {
+			if (written[k] != NULL)
+				fileio_remove(written[k]);
+			free(written[k]);
+			written[k] = NULL;
+		}
+		if (!lost)
+			goto done;
+	}
+	floe_err(err, FE_COMMIT_FAILED,
+		 "the tables changed under %d attempts to commit; retry", COMMIT_MAX_ATTEMPTS);
+	goto done;
+keep_files:
+	log_error("table", "transaction outcome unknown rid=%s", env->request_id);
+done:
+	for (i = 0; i < n; i++) {
+		table_ident_clear(&ids[i]);
+		free(written[i]);
+	}
+	free(ids);
+	free(written);
+	return ok;
+}
+
+json_t *table_register(struct store *s, const struct table_env *env,
+		       const struct ns_ident *ns, const json_t *body,
+		       struct floe_error *err)
+{
+	const json_t *name = json_object_get(body, "name");
+	const json_t *mloc = json_object_get(body, "metadata-location");
+	const json_t *overwrite = json_object_get(body, "overwrite");
+	char *text = NULL;
+	size_t len;
+	json_t *m = NULL;
+	json_error_t jerr;
+	json_t *result = NULL;
+
+	if (!json_is_string(name))
+		return floe_err(err, FE_BAD_REQUEST, "missing required field 'name'"), NULL;
+	if (!ident_name_check(json_string_value(name), json_string_length(name),
+			      "table name", err))
+		return NULL;
+	if (!json_is_string(mloc))
+		return floe_err(err, FE_BAD_REQUEST,
+				"missing required field 'metadata-location'"), NULL;
+	if (overwrite != NULL && !json_is_boolean(overwrite) && !json_is_null(overwrite))
+		return floe_err(err, FE_BAD_REQUEST, "field 'overwrite' must be a boolean"), NULL;
+	if (!location_writable(env, json_string_value(mloc), err))
+		return NULL;
+	if (!fileio_read(json_string_value(mloc), METADATA_FILE_MAX, &text, &len, err))
+		return NULL;
+	m = json_loadb(text, len, 0, &jerr);
+	const char *uuid = json_string_value(json_object_get(m, "table-uuid"));
+	const char *tloc = json_string_value(json_object_get(m, "location"));
+	int64_t fv = json_integer_value(json_object_get(m, "format-version"));
+	if (m == NULL || !json_is_object(m) || uuid == NULL || tloc == NULL ||
+	    fv < 1 || fv > TABLEMETA_MAX_FORMAT_VERSION) {
+		floe_err(err, FE_BAD_REQUEST,
+			 "%s is not Iceberg table metadata floe can register (format 1-%d with table-uuid and location)",
+			 json_string_value(mloc), TABLEMETA_MAX_FORMAT_VERSION);
+		goto done;
+	}
+	/* The stored text is the file's, so loadTable serves the file. */
+	bool ok;
+	if (json_is_true(overwrite)) {
+		bool exists = false;
+		ok = store_table_exists(s, ns, json_string_value(name), &exists, err);
+		if (ok && exists)
+			ok = store_table_overwrite(s, ns, json_string_value(name), uuid,
+						   json_string_value(mloc), text,
+						   env->request_id, err);
+		else if (ok)
+			ok = store_table_create(s, ns, json_string_value(name), uuid,
+						json_string_value(mloc), text,
+						env->request_id, err);
+	} else {
+		ok = store_table_create(s, ns, json_string_value(name), uuid,
+					json_string_value(mloc), text, env->request_id, err);
+	}
+	if (!ok)
+		goto done;
+	result = load_result(json_string_value(mloc), m);
+	m = NULL;
+done:
+	json_decref(m);
+	free(text);
+	return result;
+}
+
+bool table_drop(struct store *s, const struct table_env *env,
+		const struct ns_ident *ns, const char *name, bool purge,
+		struct floe_error *err)
+{
+	struct table_row row;
+	json_error_t jerr;
+
+	if (!store_table_drop(s, ns, name, &row, err))
+		return false;
+	log_info("table", "dropped %s (%s)%s rid=%s", name, row.uuid,
+		 purge ? " with purge" : "", env->request_id);
+	if (purge) {
+		json_t *m = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
+		const char *loc = json_string_value(json_object_get(m, "location"));
+		long removed = 0;
+		struct floe_error perr;
+		/* The table is gone either way; a failed purge is logged. */
+		if (loc != NULL && !fileio_purge(loc, env->warehouse_path, &removed, &perr))
+			log_error("table", "purge of %s failed: %s rid=%s", loc, perr.message,
+				  env->request_id);
+		else
+			log_info("table", "purged %ld files of %s rid=%s", removed,
+				 loc ? loc : "?", env->request_id);
+		json_decref(m);
+	}
+	store_table_row_clear(&row);
+	return true;
+}
+
+bool table_rename(struct store *s, const json_t *body, struct floe_error *err)
+{
+	struct table_ident from, to;
+	bool ok = false;
+
+	if (!table_ident_from_json(json_object_get(body, "source"), "source", &from, err))
+		return false;
+	if (!table_ident_from_json(json_object_get(body, "destination"), "destination",
+				   &to, err)) {
+		table_ident_clear(&from);
+		return false;
+	}
+	ok = store_table_rename(s, &from.ns, from.name, &to.ns, to.name, err);
+	table_ident_clear(&from);
+	table_ident_clear(&to);
+	return ok;
+}

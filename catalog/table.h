@@ -1,0 +1,81 @@
+/*
+ * table.h - the table operations of the Iceberg REST API: create, load,
+ * commit (with the optimistic retry loop), multi-table transactions,
+ * register, rename and drop. Each ties tablemeta (the rules), fileio (the
+ * metadata files) and the store (the pointer and its compare-and-swap).
+ */
+#ifndef FLOE_TABLE_H
+#define FLOE_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "error.h"
+#include "ident.h"
+
+struct store;
+
+/* What the table operations need to know about the deployment. */
+struct table_env {
+	const char *warehouse;      /* file:///... root URL */
+	const char *warehouse_path; /* its local directory */
+	const char *request_id;
+};
+
+/* A table's identity inside one request. */
+struct table_ident {
+	struct ns_ident ns;
+	char *name;
+};
+
+void table_ident_clear(struct table_ident *t);
+
+/* Parses {"namespace": [...], "name": "..."}. */
+bool table_ident_from_json(const json_t *v, const char *field,
+			   struct table_ident *out, struct floe_error *err) FLOE_WUR;
+
+/* The default location of a table: <warehouse>/<levels>/<name>, each
+ * segment escaped so no name can climb out of the warehouse. */
+char *table_default_location(const struct table_env *env,
+			     const struct ns_ident *ns, const char *name);
+
+/* createTable: the LoadTableResult (new reference). */
+json_t *table_create(struct store *s, const struct table_env *env,
+		     const struct ns_ident *ns, const json_t *body,
+		     struct floe_error *err) FLOE_WUR;
+
+enum snapshots_mode { SNAPSHOTS_ALL, SNAPSHOTS_REFS };
+
+/* loadTable: the LoadTableResult as text (caller frees) and its ETag
+ * (without quotes, written into etag). With SNAPSHOTS_ALL the stored
+ * metadata text is spliced in as it is, never parsed. */
+char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
+		 enum snapshots_mode mode, char *etag, size_t etaglen,
+		 size_t *len, struct floe_error *err) FLOE_WUR;
+
+/* updateTable: {"metadata-location", "metadata"} (new reference). */
+json_t *table_commit(struct store *s, const struct table_env *env,
+		     const struct ns_ident *ns, const char *name,
+		     const json_t *body, struct floe_error *err) FLOE_WUR;
+
+/* commitTransaction: every table change lands or none does. */
+bool table_commit_transaction(struct store *s, const struct table_env *env,
+			      const json_t *body, struct floe_error *err) FLOE_WUR;
+
+/* registerTable: the LoadTableResult of the registered table. */
+json_t *table_register(struct store *s, const struct table_env *env,
+		       const struct ns_ident *ns, const json_t *body,
+		       struct floe_error *err) FLOE_WUR;
+
+/* dropTable; with purge the table's files go too (inside the warehouse
+ * only). */
+bool table_drop(struct store *s, const struct table_env *env,
+		const struct ns_ident *ns, const char *name, bool purge,
+		struct floe_error *err) FLOE_WUR;
+
+/* renameTable from a {"source", "destination"} body. */
+bool table_rename(struct store *s, const json_t *body,
+		  struct floe_error *err) FLOE_WUR;
+
+#endif

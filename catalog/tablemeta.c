@@ -1,0 +1,1897 @@
+/*
+ * tablemeta.c - table metadata as the Iceberg Java reference builds it:
+ * createTable's fresh ids, every commit requirement and update action, and
+ * the post-processing of a commit (metadata-log, snapshot-log rewrites,
+ * format-dependent fields).
+ *
+ * All work is on jansson values. A commit copies the base deeply, mutates
+ * the copy, and either returns it or frees it; the base is never touched.
+ */
+#include "tablemeta.h"
+
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define PREVIOUS_VERSIONS_DEFAULT 100
+#define PARTITION_DATA_ID_START 1000
+#define CLOCK_SKEW_MS 60000
+
+/* --- small JSON helpers --- */
+
+static bool bad(struct floe_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static bool bad(struct floe_error *err, const char *fmt, ...)
+{
+	va_list ap;
+	char msg[FLOE_ERROR_MESSAGE_MAX];
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return floe_err(err, FE_BAD_REQUEST, "%s", msg);
+}
+
+/* Reads an integer field. Absent: *present false (if present is given)
+ * or an error naming the field. */
+static bool get_int(const json_t *obj, const char *key, const char *what,
+		    bool *present, int64_t *out, struct floe_error *err)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (present != NULL)
+		*present = v != NULL && !json_is_null(v);
+	if (v == NULL || json_is_null(v)) {
+		if (present != NULL)
+			return true;
+		return bad(err, "%s: missing required field '%s'", what, key);
+	}
+	if (!json_is_integer(v))
+		return bad(err, "%s: field '%s' must be an integer", what, key);
+	*out = json_integer_value(v);
+	return true;
+}
+
+static const char *get_str(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
+
+static int64_t int_or(const json_t *obj, const char *key, int64_t dflt)
+{
+	json_t *v = json_object_get(obj, key);
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+static json_t *array_field(json_t *obj, const char *key)
+{
+	json_t *a = json_object_get(obj, key);
+
+	if (!json_is_array(a)) {
+		a = json_array();
+		json_object_set_new(obj, key, a);
+	}
+	return a;
+}
+
+static json_t *object_field(json_t *obj, const char *key)
+{
+	json_t *o = json_object_get(obj, key);
+
+	if (!json_is_object(o)) {
+		o = json_object();
+		json_object_set_new(obj, key, o);
+	}
+	return o;
+}
+
+/* The element of array whose integer field key equals id, or NULL. */
+static json_t *find_by_id(const json_t *array, const char *key, int64_t id,
+			  size_t *index)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(array, i, e) {
+		json_t *v = json_object_get(e, key);
+		if (json_is_integer(v) && json_integer_value(v) == id) {
+			if (index != NULL)
+				*index = i;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+static int64_t max_id(const json_t *array, const char *key, int64_t dflt)
+{
+	size_t i;
+	json_t *e;
+	int64_t m = dflt;
+
+	json_array_foreach(array, i, e) {
+		int64_t v = int_or(e, key, dflt);
+		if (v > m)
+			m = v;
+	}
+	return m;
+}
+
+static bool set_int(json_t *obj, const char *key, int64_t v)
+{
+	return json_object_set_new(obj, key, json_integer(v)) == 0;
+}
+
+/* --- schemas --- */
+
+static bool type_is_v3_only(const char *t)
+{
+	static const char *const v3[] = { "timestamp_ns", "timestamptz_ns",
+					   "variant", "unknown" };
+	for (size_t i = 0; i < sizeof(v3) / sizeof(v3[0]); i++) {
+		if (strcmp(t, v3[i]) == 0)
+			return true;
+	}
+	return strncmp(t, "geometry", 8) == 0 || strncmp(t, "geography", 9) == 0;
+}
+
+/*
+ * Walks a type, checking its shape and collecting ids. ids is an array of
+ * every field, element, key and value id seen; format is the table's
+ * format version (v3-only types and defaults are refused below v3).
+ */
+static bool walk_type(const json_t *type, int format, json_t *ids,
+		      struct floe_error *err);
+
+static bool walk_field(const json_t *f, int format, json_t *ids,
+		       struct floe_error *err)
+{
+	int64_t id;
+
+	if (!json_is_object(f))
+		return bad(err, "schema: a field must be an object");
+	if (!get_int(f, "id", "schema field", NULL, &id, err))
+		return false;
+	if (!json_is_string(json_object_get(f, "name")))
+		return bad(err, "schema: field %" PRId64 " needs a string 'name'", id);
+	if (!json_is_boolean(json_object_get(f, "required")))
+		return bad(err, "schema: field '%s' needs a boolean 'required'",
+			   get_str(f, "name"));
+	if (format < 3) {
+		json_t *d = json_object_get(f, "initial-default");
+		if (d != NULL && !json_is_null(d))
+			return bad(err, "schema: field '%s' has an initial-default, which needs format version 3",
+				   get_str(f, "name"));
+	}
+	json_array_append_new(ids, json_integer(id));
+	return walk_type(json_object_get(f, "type"), format, ids, err);
+}
+
+static bool walk_type(const json_t *type, int format, json_t *ids,
+		      struct floe_error *err)
+{
+	if (json_is_string(type)) {
+		const char *t = json_string_value(type);
+		if (format < 3 && type_is_v3_only(t))
+			return bad(err, "schema: type %s needs format version 3", t);
+		return true;
+	}
+	if (!json_is_object(type))
+		return bad(err, "schema: a type must be a string or an object");
+	const char *kind = get_str(type, "type");
+	if (kind == NULL)
+		return bad(err, "schema: a nested type needs a 'type'");
+	if (strcmp(kind, "struct") == 0) {
+		json_t *fields = json_object_get(type, "fields");
+		size_t i;
+		json_t *f;
+		if (!json_is_array(fields))
+			return bad(err, "schema: a struct needs a 'fields' array");
+		json_array_foreach(fields, i, f) {
+			if (!walk_field(f, format, ids, err))
+				return false;
+		}
+		return true;
+	}
+	if (strcmp(kind, "list") == 0) {
+		int64_t id;
+		if (!get_int(type, "element-id", "list type", NULL, &id, err))
+			return false;
+		json_array_append_new(ids, json_integer(id));
+		return walk_type(json_object_get(type, "element"), format, ids, err);
+	}
+	if (strcmp(kind, "map") == 0) {
+		int64_t kid, vid;
+		if (!get_int(type, "key-id", "map type", NULL, &kid, err) ||
+		    !get_int(type, "value-id", "map type", NULL, &vid, err))
+			return false;
+		json_array_append_new(ids, json_integer(kid));
+		json_array_append_new(ids, json_integer(vid));
+		return walk_type(json_object_get(type, "key"), format, ids, err) &&
+		       walk_type(json_object_get(type, "value"), format, ids, err);
+	}
+	return bad(err, "schema: unknown nested type '%s'", kind);
+}
+
+/* Checks a schema object; *highest gets its highest id (0 if none). */
+static bool schema_check(const json_t *schema, int format, int64_t *highest,
+			 struct floe_error *err)
+{
+	json_t *ids = json_array();
+	size_t i, j;
+	json_t *v;
+	bool ok;
+
+	if (!json_is_object(schema)) {
+		json_decref(ids);
+		return bad(err, "schema must be an object");
+	}
+	ok = walk_type(schema, format, ids, err);
+	*highest = 0;
+	json_array_foreach(ids, i, v) {
+		int64_t id = json_integer_value(v);
+		if (!ok)
+			break;
+		if (id < 0) {
+			ok = bad(err, "schema: field id %" PRId64 " is negative", id);
+			break;
+		}
+		for (j = i + 1; j < json_array_size(ids); j++) {
+			if (json_integer_value(json_array_get(ids, j)) == id) {
+				ok = bad(err, "schema: field id %" PRId64 " is used twice", id);
+				break;
+			}
+		}
+		if (id > *highest)
+			*highest = id;
+	}
+	json_decref(ids);
+	return ok;
+}
+
+/* True when schema holds a field (at any depth) with this id. */
+static bool schema_has_id(const json_t *type, int64_t id)
+{
+	if (!json_is_object(type))
+		return false;
+	const char *kind = get_str(type, "type");
+	if (kind == NULL)
+		return false;
+	if (strcmp(kind, "struct") == 0) {
+		size_t i;
+		json_t *f;
+		json_array_foreach(json_object_get(type, "fields"), i, f) {
+			if (int_or(f, "id", -1) == id ||
+			    schema_has_id(json_object_get(f, "type"), id))
+				return true;
+		}
+		return false;
+	}
+	if (strcmp(kind, "list") == 0)
+		return int_or(type, "element-id", -1) == id ||
+		       schema_has_id(json_object_get(type, "element"), id);
+	if (strcmp(kind, "map") == 0)
+		return int_or(type, "key-id", -1) == id ||
+		       int_or(type, "value-id", -1) == id ||
+		       schema_has_id(json_object_get(type, "key"), id) ||
+		       schema_has_id(json_object_get(type, "value"), id);
+	return false;
+}
+
+/* --- fresh ids for createTable --- */
+
+struct idmap {
+	json_t *map;    /* object: decimal old id -> new id */
+	int64_t next;   /* last id assigned */
+};
+
+static bool idmap_put(struct idmap *m, int64_t old, int64_t fresh)
+{
+	char key[32];
+	snprintf(key, sizeof(key), "%" PRId64, old);
+	return json_object_set_new(m->map, key, json_integer(fresh)) == 0;
+}
+
+static bool idmap_get(const struct idmap *m, int64_t old, int64_t *fresh)
+{
+	char key[32];
+	snprintf(key, sizeof(key), "%" PRId64, old);
+	json_t *v = json_object_get(m->map, key);
+	if (v == NULL)
+		return false;
+	*fresh = json_integer_value(v);
+	return true;
+}
+
+/*
+ * Renumbers a type in place as Iceberg's AssignFreshIds does: every
+ * direct field of a struct first, then each field's type in order; a
+ * list's element id, a map's key and value ids, before recursing.
+ */
+static bool reassign_type(json_t *type, struct idmap *m)
+{
+	if (!json_is_object(type))
+		return true;
+	const char *kind = get_str(type, "type");
+	if (strcmp(kind, "struct") == 0) {
+		json_t *fields = json_object_get(type, "fields");
+		size_t i;
+		json_t *f;
+		json_array_foreach(fields, i, f) {
+			int64_t fresh = ++m->next;
+			if (!idmap_put(m, int_or(f, "id", -1), fresh) ||
+			    !set_int(f, "id", fresh))
+				return false;
+		}
+		json_array_foreach(fields, i, f) {
+			if (!reassign_type(json_object_get(f, "type"), m))
+				return false;
+		}
+		return true;
+	}
+	if (strcmp(kind, "list") == 0) {
+		int64_t fresh = ++m->next;
+		if (!idmap_put(m, int_or(type, "element-id", -1), fresh) ||
+		    !set_int(type, "element-id", fresh))
+			return false;
+		return reassign_type(json_object_get(type, "element"), m);
+	}
+	if (strcmp(kind, "map") == 0) {
+		int64_t k = ++m->next;
+		int64_t v = ++m->next;
+		if (!idmap_put(m, int_or(type, "key-id", -1), k) ||
+		    !set_int(type, "key-id", k) ||
+		    !idmap_put(m, int_or(type, "value-id", -1), v) ||
+		    !set_int(type, "value-id", v))
+			return false;
+		return reassign_type(json_object_get(type, "key"), m) &&
+		       reassign_type(json_object_get(type, "value"), m);
+	}
+	return true;
+}
+
+static bool valid_direction(const char *d)
+{
+	return d != NULL && (strcmp(d, "asc") == 0 || strcmp(d, "desc") == 0);
+}
+
+static bool valid_null_order(const char *n)
+{
+	return n != NULL &&
+	       (strcmp(n, "nulls-first") == 0 || strcmp(n, "nulls-last") == 0);
+}
+
+/* Checks a sort field; schema is the schema its source-id must be in
+ * (NULL: not checked). */
+static bool sort_field_check(const json_t *f, const json_t *schema,
+			     struct floe_error *err)
+{
+	int64_t src;
+
+	if (!json_is_object(f))
+		return bad(err, "sort order: a field must be an object");
+	if (!get_int(f, "source-id", "sort field", NULL, &src, err))
+		return false;
+	if (!json_is_string(json_object_get(f, "transform")))
+		return bad(err, "sort field: 'transform' must be a string");
+	if (!valid_direction(get_str(f, "direction")))
+		return bad(err, "sort field: 'direction' must be asc or desc");
+	if (!valid_null_order(get_str(f, "null-order")))
+		return bad(err, "sort field: 'null-order' must be nulls-first or nulls-last");
+	if (schema != NULL && !schema_has_id(schema, src))
+		return bad(err, "sort order: source id %" PRId64 " is not in the current schema", src);
+	return true;
+}
+
+static bool partition_field_check(const json_t *f, const json_t *schema,
+				  struct floe_error *err)
+{
+	int64_t src;
+
+	if (!json_is_object(f))
+		return bad(err, "partition spec: a field must be an object");
+	if (!get_int(f, "source-id", "partition field", NULL, &src, err))
+		return false;
+	if (!json_is_string(json_object_get(f, "transform")))
+		return bad(err, "partition field: 'transform' must be a string");
+	if (!json_is_string(json_object_get(f, "name")))
+		return bad(err, "partition field: 'name' must be a string");
+	if (schema != NULL && !schema_has_id(schema, src))
+		return bad(err, "partition spec: source id %" PRId64 " is not in the current schema", src);
+	return true;
+}
+
+static const char *const reserved_properties[] = {
+	"format-version", "uuid", "snapshot-count", "current-snapshot-id",
+	"current-snapshot-summary", "current-snapshot-timestamp-ms",
+	"current-schema", "default-partition-spec", "default-sort-order",
+};
+
+static bool is_reserved_property(const char *k)
+{
+	for (size_t i = 0; i < sizeof(reserved_properties) / sizeof(char *); i++) {
+		if (strcmp(k, reserved_properties[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool check_string_map(const json_t *v, const char *what,
+			     struct floe_error *err)
+{
+	const char *k;
+	json_t *x;
+
+	if (!json_is_object(v))
+		return bad(err, "%s must be an object of strings", what);
+	json_object_foreach((json_t *)v, k, x) {
+		if (!json_is_string(x))
+			return bad(err, "%s: the value of '%s' must be a string", what, k);
+	}
+	return true;
+}
+
+static char *strip_trailing_slash(const char *s)
+{
+	char *c = strdup(s);
+	size_t n = c ? strlen(c) : 0;
+
+	while (n > 1 && c[n - 1] == '/')
+		c[--n] = '\0';
+	return c;
+}
+
+/* Parses properties["format-version"]; *format stays as is when absent. */
+static bool format_from_properties(const json_t *props, int *format,
+				   struct floe_error *err)
+{
+	const char *fv = get_str(props, "format-version");
+	char *end = NULL;
+	long v;
+
+	if (json_object_get(props, "format-version") == NULL)
+		return true;
+	if (fv == NULL)
+		return bad(err, "property format-version must be a string");
+	v = strtol(fv, &end, 10);
+	if (*fv == '\0' || *end != '\0' || v < 1 ||
+	    v > TABLEMETA_MAX_FORMAT_VERSION)
+		return bad(err, "unsupported format-version '%s': floe supports 1 to %d",
+			   fv, TABLEMETA_MAX_FORMAT_VERSION);
+	*format = (int)v;
+	return true;
+}
+
+static json_t *empty_metadata(int format, int64_t now_ms)
+{
+	return json_pack("{s:i, s:I, s:i, s:[], s:i, s:[], s:i, s:i, s:[], s:i,"
+			 " s:{}, s:I, s:{}, s:[], s:[], s:[], s:[], s:[]}",
+			 "format-version", format,
+			 "last-updated-ms", (json_int_t)now_ms,
+			 "last-column-id", 0,
+			 "schemas",
+			 "current-schema-id", -1,
+			 "partition-specs",
+			 "default-spec-id", -1,
+			 "last-partition-id", PARTITION_DATA_ID_START - 1,
+			 "sort-orders",
+			 "default-sort-order-id", -1,
+			 "properties",
+			 "current-snapshot-id", (json_int_t)-1,
+			 "refs",
+			 "snapshots",
+			 "statistics",
+			 "partition-statistics",
+			 "snapshot-log",
+			 "metadata-log");
+}
+
+static void normalize_format_fields(json_t *m);
+
+json_t *tablemeta_create(const json_t *request, const char *location,
+			 const char *uuid, int64_t now_ms, struct floe_error *err)
+{
+	json_t *m = NULL;
+	json_t *schema = NULL;
+	json_t *spec = NULL;
+	json_t *order = NULL;
+	json_t *props = NULL;
+	struct idmap ids = { json_object(), 0 };
+	const json_t *rprops = json_object_get(request, "properties");
+	int format = 2;
+	int64_t highest;
+	char *loc = NULL;
+
+	if (ids.map == NULL)
+		goto oom;
+	if (!json_is_string(json_object_get(request, "name"))) {
+		bad(err, "missing required field 'name'");
+		goto fail;
+	}
+	if (rprops != NULL && !json_is_null(rprops)) {
+		if (!check_string_map(rprops, "properties", err) ||
+		    !format_from_properties(rprops, &format, err))
+			goto fail;
+	} else {
+		rprops = NULL;
+	}
+	const json_t *rschema = json_object_get(request, "schema");
+	if (rschema == NULL || json_is_null(rschema)) {
+		bad(err, "missing required field 'schema'");
+		goto fail;
+	}
+	if (!schema_check(rschema, format, &highest, err))
+		goto fail;
+
+	/* Schema: fresh ids, schema-id 0, identifier fields remapped. */
+	schema = json_deep_copy(rschema);
+	if (schema == NULL || !reassign_type(schema, &ids))
+		goto oom;
+	set_int(schema, "schema-id", 0);
+	json_object_set_new(schema, "type", json_string("struct"));
+	json_t *idf = json_object_get(rschema, "identifier-field-ids");
+	if (idf != NULL && !json_is_null(idf)) {
+		json_t *fresh_idf = json_array();
+		size_t i;
+		json_t *v;
+		if (!json_is_array(idf)) {
+			json_decref(fresh_idf);
+			bad(err, "schema: identifier-field-ids must be an array");
+			goto fail;
+		}
+		json_array_foreach(idf, i, v) {
+			int64_t fresh;
+			if (!json_is_integer(v) ||
+			    !idmap_get(&ids, json_integer_value(v), &fresh)) {
+				json_decref(fresh_idf);
+				bad(err, "schema: identifier field %s is not in the schema",
+				    json_is_integer(v) ? "id" : "(not an integer)");
+				goto fail;
+			}
+			json_array_append_new(fresh_idf, json_integer(fresh));
+		}
+		json_object_set_new(schema, "identifier-field-ids", fresh_idf);
+	}
+
+	/* Partition spec: spec-id 0, source ids remapped, field ids 1000+. */
+	const json_t *rspec = json_object_get(request, "partition-spec");
+	json_t *pfields = json_array();
+	spec = json_pack("{s:i, s:o}", "spec-id", 0, "fields", pfields);
+	if (spec == NULL)
+		goto oom;
+	if (rspec != NULL && !json_is_null(rspec)) {
+		json_t *rf = json_object_get(rspec, "fields");
+		size_t i;
+		json_t *f;
+		if (!json_is_array(rf)) {
+			bad(err, "partition-spec needs a 'fields' array");
+			goto fail;
+		}
+		json_array_foreach(rf, i, f) {
+			int64_t src;
+			if (!partition_field_check(f, NULL, err))
+				goto fail;
+			if (!idmap_get(&ids, int_or(f, "source-id", -1), &src)) {
+				bad(err, "partition-spec: source id %" PRId64 " is not in the schema",
+				    int_or(f, "source-id", -1));
+				goto fail;
+			}
+			json_t *nf = json_pack("{s:s, s:O, s:I, s:I}",
+					       "name", get_str(f, "name"),
+					       "transform", json_object_get(f, "transform"),
+					       "source-id", (json_int_t)src,
+					       "field-id",
+					       (json_int_t)(PARTITION_DATA_ID_START + (int64_t)i));
+			if (nf == NULL || json_array_append_new(pfields, nf) != 0)
+				goto oom;
+		}
+	}
+
+	/* Sort order: unsorted is order 0; a sorted one is order 1. */
+	const json_t *rorder = json_object_get(request, "write-order");
+	json_t *ofields = json_array();
+	json_t *rof = json_is_object(rorder) ? json_object_get(rorder, "fields") : NULL;
+	if (rorder != NULL && !json_is_null(rorder) &&
+	    (!json_is_object(rorder) || !json_is_array(rof))) {
+		json_decref(ofields);
+		bad(err, "write-order needs a 'fields' array");
+		goto fail;
+	}
+	order = json_pack("{s:i, s:o}", "order-id",
+			  json_array_size(rof) > 0 ? 1 : 0, "fields", ofields);
+	if (order == NULL)
+		goto oom;
+	{
+		size_t i;
+		json_t *f;
+		json_array_foreach(rof, i, f) {
+			int64_t src;
+			if (!sort_field_check(f, NULL, err))
+				goto fail;
+			if (!idmap_get(&ids, int_or(f, "source-id", -1), &src)) {
+				bad(err, "write-order: source id %" PRId64 " is not in the schema",
+				    int_or(f, "source-id", -1));
+				goto fail;
+			}
+			json_t *nf = json_deep_copy(f);
+			if (nf == NULL || !set_int(nf, "source-id", src) ||
+			    json_array_append_new(ofields, nf) != 0)
+				goto oom;
+		}
+	}
+
+	/* Properties: reserved keys dropped, zstd unless chosen. */
+	props = json_object();
+	if (props == NULL)
+		goto oom;
+	if (rprops != NULL) {
+		const char *k;
+		json_t *v;
+		json_object_foreach((json_t *)rprops, k, v) {
+			if (!is_reserved_property(k))
+				json_object_set(props, k, v);
+		}
+	}
+	if (json_object_get(props, "write.parquet.compression-codec") == NULL)
+		json_object_set_new(props, "write.parquet.compression-codec",
+				    json_string("zstd"));
+
+	const json_t *rloc = json_object_get(request, "location");
+	if (rloc != NULL && !json_is_null(rloc)) {
+		if (!json_is_string(rloc) || json_string_length(rloc) == 0) {
+			bad(err, "location must be a non-empty string");
+			goto fail;
+		}
+		loc = strip_trailing_slash(json_string_value(rloc));
+	} else {
+		loc = strip_trailing_slash(location);
+	}
+	if (loc == NULL)
+		goto oom;
+
+	m = empty_metadata(format, now_ms);
+	if (m == NULL)
+		goto oom;
+	json_object_set_new(m, "table-uuid", json_string(uuid));
+	json_object_set_new(m, "location", json_string(loc));
+	set_int(m, "last-sequence-number", 0);
+	set_int(m, "last-column-id", ids.next);
+	set_int(m, "current-schema-id", 0);
+	json_array_append(json_object_get(m, "schemas"), schema);
+	set_int(m, "default-spec-id", 0);
+	json_array_append(json_object_get(m, "partition-specs"), spec);
+	set_int(m, "last-partition-id",
+		PARTITION_DATA_ID_START - 1 + (int64_t)json_array_size(pfields));
+	set_int(m, "default-sort-order-id", int_or(order, "order-id", 0));
+	json_array_append(json_object_get(m, "sort-orders"), order);
+	json_object_set(m, "properties", props);
+	if (format >= 3)
+		set_int(m, "next-row-id", 0);
+	normalize_format_fields(m);
+	goto done;
+oom:
+	floe_err(err, FE_INTERNAL, "out of memory");
+fail:
+	json_decref(m);
+	m = NULL;
+done:
+	json_decref(ids.map);
+	json_decref(schema);
+	json_decref(spec);
+	json_decref(order);
+	json_decref(props);
+	free(loc);
+	return m;
+}
+
+/* --- requirements --- */
+
+static bool req_failed(struct floe_error *err, const char *type,
+		       const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static bool req_failed(struct floe_error *err, const char *type,
+		       const char *fmt, ...)
+{
+	va_list ap;
+	char msg[FLOE_ERROR_MESSAGE_MAX - 64];
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return floe_err(err, FE_COMMIT_FAILED, "Requirement failed: %s (%s)", msg,
+			type);
+}
+
+/* The id a requirement asserts, as checked against a metadata field. */
+static bool check_id_requirement(const json_t *base, const json_t *r,
+				 const char *type, const char *field,
+				 const char *meta_key, const char *what,
+				 struct floe_error *err)
+{
+	int64_t want = 0;
+	if (!get_int(r, field, type, NULL, &want, err))
+		return false;
+	int64_t have = int_or(base, meta_key, -1);
+	if (want != have)
+		return req_failed(err, type, "%s changed: expected id %" PRId64
+				  " != %" PRId64, what, want, have);
+	return true;
+}
+
+bool tablemeta_check_requirements(const json_t *base,
+				  const json_t *requirements,
+				  struct floe_error *err)
+{
+	size_t i;
+	json_t *r;
+
+	if (requirements == NULL || json_is_null(requirements))
+		return true;
+	if (!json_is_array(requirements))
+		return bad(err, "'requirements' must be an array");
+	json_array_foreach(requirements, i, r) {
+		const char *type = get_str(r, "type");
+		if (!json_is_object(r) || type == NULL)
+			return bad(err, "requirement %zu needs a string 'type'", i);
+		if (strcmp(type, "assert-create") == 0) {
+			if (base != NULL)
+				return req_failed(err, type, "table already exists");
+			continue;
+		}
+		if (base == NULL)
+			return bad(err, "requirement %s needs an existing table; only assert-create applies to a new one",
+				   type);
+		if (strcmp(type, "assert-table-uuid") == 0) {
+			const char *want = get_str(r, "uuid");
+			const char *have = get_str(base, "table-uuid");
+			if (want == NULL)
+				return bad(err, "assert-table-uuid: missing required field 'uuid'");
+			if (have == NULL || strcasecmp(want, have) != 0)
+				return req_failed(err, type,
+						  "UUID does not match: expected %s != %s",
+						  have ? have : "(none)", want);
+		} else if (strcmp(type, "assert-ref-snapshot-id") == 0) {
+			const char *ref = get_str(r, "ref");
+			bool present;
+			int64_t want = 0;
+			if (ref == NULL)
+				return bad(err, "assert-ref-snapshot-id: missing required field 'ref'");
+			if (!get_int(r, "snapshot-id", type, &present, &want, err))
+				return false;
+			json_t *cur = json_object_get(json_object_get(base, "refs"), ref);
+			const char *kind = cur ? get_str(cur, "type") : NULL;
+			if (kind == NULL)
+				kind = "branch";
+			if (!present && cur != NULL)
+				return req_failed(err, type, "%s %s was created concurrently",
+						  kind, ref);
+			if (present && cur == NULL)
+				return req_failed(err, type,
+						  "branch or tag %s is missing, expected %" PRId64,
+						  ref, want);
+			if (present && int_or(cur, "snapshot-id", -1) != want)
+				return req_failed(err, type,
+						  "%s %s has changed: expected id %" PRId64
+						  " != %" PRId64, kind, ref, want,
+						  int_or(cur, "snapshot-id", -1));
+		} else if (strcmp(type, "assert-last-assigned-field-id") == 0) {
+			if (!check_id_requirement(base, r, type, "last-assigned-field-id",
+						  "last-column-id",
+						  "last assigned field id", err))
+				return false;
+		} else if (strcmp(type, "assert-current-schema-id") == 0) {
+			if (!check_id_requirement(base, r, type, "current-schema-id",
+						  "current-schema-id", "current schema",
+						  err))
+				return false;
+		} else if (strcmp(type, "assert-last-assigned-partition-id") == 0) {
+			if (!check_id_requirement(base, r, type,
+						  "last-assigned-partition-id",
+						  "last-partition-id",
+						  "last assigned partition id", err))
+				return false;
+		} else if (strcmp(type, "assert-default-spec-id") == 0) {
+			if (!check_id_requirement(base, r, type, "default-spec-id",
+						  "default-spec-id",
+						  "default partition spec", err))
+				return false;
+		} else if (strcmp(type, "assert-default-sort-order-id") == 0) {
+			if (!check_id_requirement(base, r, type, "default-sort-order-id",
+						  "default-sort-order-id",
+						  "default sort order", err))
+				return false;
+		} else {
+			return bad(err, "unknown requirement type '%s'", type);
+		}
+	}
+	return true;
+}
+
+/* --- updates --- */
+
+struct apply {
+	json_t *m;           /* the working copy */
+	int64_t now;
+	bool changed;
+	int64_t last_schema; /* last added in this commit, -2: none */
+	int64_t last_spec;
+	int64_t last_order;
+	json_t *added_schemas;   /* ids added in this commit */
+	json_t *added_specs;
+	json_t *added_orders;
+	json_t *added_snapshots; /* snapshot ids added in this commit */
+	json_t *main_targets;    /* snapshot ids main was set to, in order */
+	bool snapshots_removed;
+};
+
+#define NONE_ADDED (-2)
+
+static bool int_array_has(const json_t *arr, int64_t v)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(arr, i, e) {
+		if (json_integer_value(e) == v)
+			return true;
+	}
+	return false;
+}
+
+static int format_of(const json_t *m)
+{
+	return (int)int_or(m, "format-version", 2);
+}
+
+static const json_t *current_schema(const json_t *m)
+{
+	return find_by_id(json_object_get(m, "schemas"), "schema-id",
+			  int_or(m, "current-schema-id", -1), NULL);
+}
+
+static bool up_assign_uuid(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	const char *uuid = get_str(u, "uuid");
+	if (uuid == NULL)
+		return bad(err, "assign-uuid: missing required field 'uuid'");
+	const char *cur = get_str(a->m, "table-uuid");
+	if (cur != NULL && strcmp(cur, uuid) == 0)
+		return true;
+	json_object_set_new(a->m, "table-uuid", json_string(uuid));
+	a->changed = true;
+	return true;
+}
+
+static bool up_upgrade_format(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	int64_t v;
+	if (!get_int(u, "format-version", "upgrade-format-version", NULL, &v, err))
+		return false;
+	int cur = format_of(a->m);
+	if (v > TABLEMETA_MAX_FORMAT_VERSION || v < 1)
+		return bad(err, "Cannot upgrade table to unsupported format version: v%" PRId64
+			   " (floe supports up to v%d)", v, TABLEMETA_MAX_FORMAT_VERSION);
+	if (v < cur)
+		return bad(err, "Cannot downgrade v%d table to v%" PRId64, cur, v);
+	if (v == cur)
+		return true;
+	set_int(a->m, "format-version", v);
+	if (v >= 3 && json_object_get(a->m, "next-row-id") == NULL)
+		set_int(a->m, "next-row-id", 0);
+	a->changed = true;
+	return true;
+}
+
+static bool up_add_schema(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	const json_t *schema = json_object_get(u, "schema");
+	int64_t highest;
+	json_t *schemas = array_field(a->m, "schemas");
+	size_t i;
+	json_t *s;
+
+	if (schema == NULL)
+		return bad(err, "add-schema: missing required field 'schema'");
+	if (!schema_check(schema, format_of(a->m), &highest, err))
+		return false;
+	int64_t last_col = int_or(a->m, "last-column-id", 0);
+	int64_t new_last = highest > last_col ? highest : last_col;
+	json_t *idf = json_object_get(schema, "identifier-field-ids");
+	json_t *empty = json_array();
+
+	/* An identical schema (fields and identifier fields) keeps its id. */
+	int64_t found = NONE_ADDED;
+	json_array_foreach(schemas, i, s) {
+		json_t *sidf = json_object_get(s, "identifier-field-ids");
+		if (json_equal(json_object_get(s, "fields"),
+			       json_object_get(schema, "fields")) &&
+		    json_equal(sidf ? sidf : empty, idf ? idf : empty)) {
+			found = int_or(s, "schema-id", -1);
+			break;
+		}
+	}
+	json_decref(empty);
+	if (found != NONE_ADDED && new_last == last_col) {
+		a->last_schema = int_array_has(a->added_schemas, found) ? found
+								       : NONE_ADDED;
+		return true;
+	}
+	if (found == NONE_ADDED) {
+		int64_t id = json_array_size(schemas) == 0
+				     ? 0 : max_id(schemas, "schema-id", -1) + 1;
+		json_t *copy = json_deep_copy(schema);
+		if (copy == NULL)
+			return floe_err(err, FE_INTERNAL, "out of memory");
+		json_object_set_new(copy, "type", json_string("struct"));
+		set_int(copy, "schema-id", id);
+		json_array_append_new(schemas, copy);
+		json_array_append_new(a->added_schemas, json_integer(id));
+		found = id;
+	}
+	set_int(a->m, "last-column-id", new_last);
+	a->last_schema = found;
+	a->changed = true;
+	return true;
+}
+
+/* Resolves -1 to the one added last in this commit. */
+static bool resolve_last(int64_t *id, int64_t last, const char *what,
+			 struct floe_error *err)
+{
+	if (*id != -1)
+		return true;
+	if (last == NONE_ADDED)
+		return bad(err, "Cannot set last added %s: no %s has been added", what,
+			   what);
+	*id = last;
+	return true;
+}
+
+static bool up_set_current_schema(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	int64_t id;
+	if (!get_int(u, "schema-id", "set-current-schema", NULL, &id, err) ||
+	    !resolve_last(&id, a->last_schema, "schema", err))
+		return false;
+	if (id == int_or(a->m, "current-schema-id", -1))
+		return true;
+	if (find_by_id(json_object_get(a->m, "schemas"), "schema-id", id, NULL) == NULL)
+		return bad(err, "Cannot set current schema to unknown schema: %" PRId64, id);
+	set_int(a->m, "current-schema-id", id);
+	a->changed = true;
+	return true;
+}
+
+static bool spec_fields_same(const json_t *x, const json_t *y)
+{
+	if (json_array_size(x) != json_array_size(y))
+		return false;
+	for (size_t i = 0; i < json_array_size(x); i++) {
+		const json_t *fx = json_array_get(x, i);
+		const json_t *fy = json_array_get(y, i);
+		if (int_or(fx, "source-id", -1) != int_or(fy, "source-id", -2) ||
+		    !json_equal(json_object_get(fx, "transform"),
+				json_object_get(fy, "transform")) ||
+		    !json_equal(json_object_get(fx, "name"), json_object_get(fy, "name")))
+			return false;
+	}
+	return true;
+}
+
+static bool up_add_spec(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	const json_t *spec = json_object_get(u, "spec");
+	json_t *specs = array_field(a->m, "partition-specs");
+	const json_t *fields = json_object_get(spec, "fields");
+	const json_t *schema = current_schema(a->m);
+	size_t i;
+	json_t *f;
+
+	if (!json_is_object(spec) || !json_is_array(fields))
+		return bad(err, "add-spec: 'spec' must be an object with a 'fields' array");
+	if (schema == NULL)
+		return bad(err, "add-spec: the table has no current schema");
+	int64_t last_pid = int_or(a->m, "last-partition-id",
+				  PARTITION_DATA_ID_START - 1);
+	int64_t next_pid = last_pid;
+	json_t *nfields = json_array();
+	json_array_foreach(fields, i, f) {
+		bool present;
+		int64_t fid = 0;
+		if (!partition_field_check(f, schema, err) ||
+		    !get_int(f, "field-id", "partition field", &present, &fid, err)) {
+			json_decref(nfields);
+			return false;
+		}
+		if (!present)
+			fid = ++next_pid;
+		if (format_of(a->m) == 1 &&
+		    fid != PARTITION_DATA_ID_START + (int64_t)i) {
+			json_decref(nfields);
+			return bad(err, "add-spec: a v1 spec needs sequential field ids from %d",
+				   PARTITION_DATA_ID_START);
+		}
+		json_t *nf = json_deep_copy(f);
+		set_int(nf, "field-id", fid);
+		json_array_append_new(nfields, nf);
+		if (fid > next_pid)
+			next_pid = fid;
+	}
+	json_t *s;
+	int64_t found = NONE_ADDED;
+	json_array_foreach(specs, i, s) {
+		if (spec_fields_same(json_object_get(s, "fields"), nfields)) {
+			found = int_or(s, "spec-id", -1);
+			break;
+		}
+	}
+	if (found != NONE_ADDED) {
+		json_decref(nfields);
+		a->last_spec = int_array_has(a->added_specs, found) ? found : NONE_ADDED;
+		return true;
+	}
+	int64_t id = json_array_size(specs) == 0 ? 0 : max_id(specs, "spec-id", -1) + 1;
+	json_array_append_new(specs, json_pack("{s:I, s:o}", "spec-id", (json_int_t)id,
+					       "fields", nfields));
+	json_array_append_new(a->added_specs, json_integer(id));
+	set_int(a->m, "last-partition-id", next_pid > last_pid ? next_pid : last_pid);
+	a->last_spec = id;
+	a->changed = true;
+	return true;
+}
+
+static bool up_set_default_spec(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	int64_t id;
+	if (!get_int(u, "spec-id", "set-default-spec", NULL, &id, err) ||
+	    !resolve_last(&id, a->last_spec, "spec", err))
+		return false;
+	if (id == int_or(a->m, "default-spec-id", -1))
+		return true;
+	if (find_by_id(json_object_get(a->m, "partition-specs"), "spec-id", id, NULL) == NULL)
+		return bad(err, "Cannot set default partition spec to unknown spec: %" PRId64, id);
+	set_int(a->m, "default-spec-id", id);
+	a->changed = true;
+	return true;
+}
+
+static bool up_add_sort_order(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	const json_t *order = json_object_get(u, "sort-order");
+	const json_t *fields = json_object_get(order, "fields");
+	json_t *orders = array_field(a->m, "sort-orders");
+	const json_t *schema = current_schema(a->m);
+	size_t i;
+	json_t *f;
+
+	if (!json_is_object(order) || !json_is_array(fields))
+		return bad(err, "add-sort-order: 'sort-order' must be an object with a 'fields' array");
+	json_array_foreach(fields, i, f) {
+		if (!sort_field_check(f, json_array_size(fields) ? schema : NULL, err))
+			return false;
+	}
+	if (json_array_size(fields) > 0 && schema == NULL)
+		return bad(err, "add-sort-order: the table has no current schema");
+	int64_t found = NONE_ADDED;
+	json_t *o;
+	json_array_foreach(orders, i, o) {
+		if (json_equal(json_object_get(o, "fields"), fields)) {
+			found = int_or(o, "order-id", -1);
+			break;
+		}
+	}
+	if (found != NONE_ADDED) {
+		a->last_order = int_array_has(a->added_orders, found) ? found : NONE_ADDED;
+		return true;
+	}
+	int64_t id = 0;
+	if (json_array_size(fields) > 0) {
+		id = max_id(orders, "order-id", 0) + 1;
+		if (id < 1)
+			id = 1;
+	}
+	json_array_append_new(orders, json_pack("{s:I, s:O}", "order-id", (json_int_t)id,
+						"fields", fields));
+	json_array_append_new(a->added_orders, json_integer(id));
+	a->last_order = id;
+	a->changed = true;
+	return true;
+}
+
+static bool up_set_default_sort_order(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	int64_t id;
+	if (!get_int(u, "sort-order-id", "set-default-sort-order", NULL, &id, err) ||
+	    !resolve_last(&id, a->last_order, "sort order", err))
+		return false;
+	if (id == int_or(a->m, "default-sort-order-id", -1))
+		return true;
+	if (find_by_id(json_object_get(a->m, "sort-orders"), "order-id", id, NULL) == NULL)
+		return bad(err, "Cannot set default sort order to unknown order: %" PRId64, id);
+	set_int(a->m, "default-sort-order-id", id);
+	a->changed = true;
+	return true;
+}
+
+static bool up_add_snapshot(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	const json_t *snap = json_object_get(u, "snapshot");
+	json_t *snaps = array_field(a->m, "snapshots");
+	int64_t id, ts, seq = 0, parent = 0;
+	bool has_seq, has_parent;
+	int format = format_of(a->m);
+
+	if (!json_is_object(snap))
+		return bad(err, "add-snapshot: missing required field 'snapshot'");
+	if (json_array_size(json_object_get(a->m, "schemas")) == 0 ||
+	    json_array_size(json_object_get(a->m, "partition-specs")) == 0 ||
+	    json_array_size(json_object_get(a->m, "sort-orders")) == 0)
+		return bad(err, "add-snapshot: the table needs a schema, a partition spec and a sort order first");
+	if (!get_int(snap, "snapshot-id", "snapshot", NULL, &id, err) ||
+	    !get_int(snap, "timestamp-ms", "snapshot", NULL, &ts, err) ||
+	    !get_int(snap, "sequence-number", "snapshot", &has_seq, &seq, err) ||
+	    !get_int(snap, "parent-snapshot-id", "snapshot", &has_parent, &parent, err))
+		return false;
+	if (!json_is_string(json_object_get(snap, "manifest-list")) &&
+	    !(format == 1 && json_is_array(json_object_get(snap, "manifests"))))
+		return bad(err, "snapshot %" PRId64 ": missing required field 'manifest-list'", id);
+	const json_t *summary = json_object_get(snap, "summary");
+	if (summary != NULL && !json_is_null(summary) &&
+	    (!json_is_object(summary) || !json_is_string(json_object_get(summary, "operation"))))
+		return bad(err, "snapshot %" PRId64 ": 'summary' must be an object with an 'operation'", id);
+	if (find_by_id(snaps, "snapshot-id", id, NULL) != NULL)
+		return bad(err, "Snapshot already exists for id: %" PRId64, id);
+
+	int64_t last_seq = int_or(a->m, "last-sequence-number", 0);
+	if (format >= 2 && has_parent && seq <= last_seq)
+		return floe_err(err, FE_COMMIT_FAILED,
+				"Validation failed, please retry: Cannot add snapshot with sequence number %" PRId64
+				" older than last sequence number %" PRId64, seq, last_seq);
+
+	json_t *copy = json_deep_copy(snap);
+	if (copy == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	if (format >= 3) {
+		int64_t first_row, added_rows;
+		bool has_first, has_added;
+		if (!get_int(snap, "first-row-id", "snapshot", &has_first, &first_row, err) ||
+		    !get_int(snap, "added-rows", "snapshot", &has_added, &added_rows, err)) {
+			json_decref(copy);
+			return false;
+		}
+		if (!has_first) {
+			json_decref(copy);
+			return bad(err, "snapshot %" PRId64 ": a v3 snapshot needs 'first-row-id'", id);
+		}
+		if (!has_added || added_rows < 0) {
+			json_decref(copy);
+			return bad(err, "snapshot %" PRId64 ": a v3 snapshot needs a non-negative 'added-rows'", id);
+		}
+		int64_t next_row = int_or(a->m, "next-row-id", 0);
+		if (first_row < next_row) {
+			json_decref(copy);
+			return floe_err(err, FE_COMMIT_FAILED,
+					"Validation failed, please retry: Cannot add a snapshot whose first-row-id %" PRId64
+					" is behind next-row-id %" PRId64, first_row, next_row);
+		}
+		set_int(a->m, "next-row-id", next_row + added_rows);
+	}
+	json_array_append_new(snaps, copy);
+	if (format >= 2 && has_seq && seq > last_seq)
+		set_int(a->m, "last-sequence-number", seq);
+	json_array_append_new(a->added_snapshots, json_integer(id));
+	a->changed = true;
+	return true;
+}
+
+static bool ref_retention(const json_t *u, const char *key, bool *present,
+			  int64_t *v, struct floe_error *err)
+{
+	if (!get_int(u, key, "set-snapshot-ref", present, v, err))
+		return false;
+	if (*present && *v <= 0)
+		return bad(err, "set-snapshot-ref: '%s' must be greater than 0", key);
+	return true;
+}
+
+static void log_main_change(struct apply *a, int64_t id)
+{
+	int64_t ts = a->now;
+	if (int_array_has(a->added_snapshots, id)) {
+		const json_t *s = find_by_id(json_object_get(a->m, "snapshots"),
+					     "snapshot-id", id, NULL);
+		ts = int_or(s, "timestamp-ms", a->now);
+	}
+	json_array_append_new(array_field(a->m, "snapshot-log"),
+			      json_pack("{s:I, s:I}", "timestamp-ms", (json_int_t)ts,
+					"snapshot-id", (json_int_t)id));
+	json_array_append_new(a->main_targets, json_integer(id));
+}
+
+static bool up_set_snapshot_ref(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	const char *name = get_str(u, "ref-name");
+	const char *type = get_str(u, "type");
+	int64_t id, min_keep = 0, max_snap = 0, max_ref = 0;
+	bool has_min, has_snap, has_ref;
+	char kind[8];
+
+	if (name == NULL || *name == '\0')
+		return bad(err, "set-snapshot-ref: missing required field 'ref-name'");
+	if (type == NULL)
+		return bad(err, "set-snapshot-ref: missing required field 'type'");
+	if (strcasecmp(type, "branch") == 0)
+		snprintf(kind, sizeof(kind), "branch");
+	else if (strcasecmp(type, "tag") == 0)
+		snprintf(kind, sizeof(kind), "tag");
+	else
+		return bad(err, "set-snapshot-ref: type must be branch or tag, not '%s'", type);
+	if (!get_int(u, "snapshot-id", "set-snapshot-ref", NULL, &id, err) ||
+	    !ref_retention(u, "min-snapshots-to-keep", &has_min, &min_keep, err) ||
+	    !ref_retention(u, "max-snapshot-age-ms", &has_snap, &max_snap, err) ||
+	    !ref_retention(u, "max-ref-age-ms", &has_ref, &max_ref, err))
+		return false;
+	if (strcmp(kind, "tag") == 0 && (has_min || has_snap))
+		return bad(err, "set-snapshot-ref: tags do not take min-snapshots-to-keep or max-snapshot-age-ms");
+	if (strcmp(name, "main") == 0 && strcmp(kind, "branch") != 0)
+		return bad(err, "set-snapshot-ref: main must be a branch");
+	if (find_by_id(json_object_get(a->m, "snapshots"), "snapshot-id", id, NULL) == NULL)
+		return bad(err, "Cannot set %s to unknown snapshot: %" PRId64, name, id);
+
+	json_t *ref = json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)id, "type", kind);
+	if (has_min)
+		set_int(ref, "min-snapshots-to-keep", min_keep);
+	if (has_snap)
+		set_int(ref, "max-snapshot-age-ms", max_snap);
+	if (has_ref)
+		set_int(ref, "max-ref-age-ms", max_ref);
+	json_t *refs = object_field(a->m, "refs");
+	if (json_equal(json_object_get(refs, name), ref)) {
+		json_decref(ref);
+		return true;
+	}
+	json_object_set_new(refs, name, ref);
+	if (strcmp(name, "main") == 0) {
+		set_int(a->m, "current-snapshot-id", id);
+		log_main_change(a, id);
+	}
+	a->changed = true;
+	return true;
+}
+
+static bool up_remove_snapshot_ref(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	const char *name = get_str(u, "ref-name");
+	json_t *refs = object_field(a->m, "refs");
+
+	if (name == NULL)
+		return bad(err, "remove-snapshot-ref: missing required field 'ref-name'");
+	if (json_object_get(refs, name) == NULL)
+		return true;
+	json_object_del(refs, name);
+	if (strcmp(name, "main") == 0)
+		set_int(a->m, "current-snapshot-id", -1);
+	a->changed = true;
+	return true;
+}
+
+/* Drops entries of array whose "snapshot-id" is id. */
+static void drop_by_snapshot(json_t *array, int64_t id)
+{
+	size_t idx;
+	while (find_by_id(array, "snapshot-id", id, &idx) != NULL)
+		json_array_remove(array, idx);
+}
+
+static bool up_remove_snapshots(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	const json_t *ids = json_object_get(u, "snapshot-ids");
+	json_t *snaps = array_field(a->m, "snapshots");
+	size_t i;
+	json_t *v;
+
+	if (!json_is_array(ids))
+		return bad(err, "remove-snapshots: 'snapshot-ids' must be an array of integers");
+	json_array_foreach(ids, i, v) {
+		if (!json_is_integer(v))
+			return bad(err, "remove-snapshots: 'snapshot-ids' must be an array of integers");
+	}
+	json_array_foreach(ids, i, v) {
+		int64_t id = json_integer_value(v);
+		size_t idx;
+		if (find_by_id(snaps, "snapshot-id", id, &idx) == NULL)
+			continue;
+		json_array_remove(snaps, idx);
+		drop_by_snapshot(array_field(a->m, "statistics"), id);
+		drop_by_snapshot(array_field(a->m, "partition-statistics"), id);
+		json_t *refs = object_field(a->m, "refs");
+		const char *name;
+		json_t *ref;
+		void *tmp;
+		json_object_foreach_safe(refs, tmp, name, ref) {
+			if (int_or(ref, "snapshot-id", -1) == id) {
+				if (strcmp(name, "main") == 0)
+					set_int(a->m, "current-snapshot-id", -1);
+				json_object_del(refs, name);
+			}
+		}
+		a->snapshots_removed = true;
+		a->changed = true;
+	}
+	return true;
+}
+
+static bool up_set_location(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	const char *loc = get_str(u, "location");
+	if (loc == NULL || *loc == '\0')
+		return bad(err, "set-location: missing required field 'location'");
+	char *s = strip_trailing_slash(loc);
+	if (s == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	const char *cur = get_str(a->m, "location");
+	if (cur == NULL || strcmp(cur, s) != 0) {
+		json_object_set_new(a->m, "location", json_string(s));
+		a->changed = true;
+	}
+	free(s);
+	return true;
+}
+
+static bool up_set_properties(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	const json_t *upd = json_object_get(u, "updates");
+	const char *k;
+	json_t *v;
+
+	if (upd == NULL)
+		upd = json_object_get(u, "updated");
+	if (upd == NULL)
+		return bad(err, "set-properties: missing required field 'updates'");
+	if (!check_string_map(upd, "set-properties updates", err))
+		return false;
+	json_t *props = object_field(a->m, "properties");
+	json_object_foreach((json_t *)upd, k, v) {
+		if (!json_equal(json_object_get(props, k), v)) {
+			json_object_set(props, k, v);
+			a->changed = true;
+		}
+	}
+	return true;
+}
+
+static bool up_remove_properties(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	const json_t *rem = json_object_get(u, "removals");
+	size_t i;
+	json_t *v;
+
+	if (rem == NULL)
+		rem = json_object_get(u, "removed");
+	if (!json_is_array(rem))
+		return bad(err, "remove-properties: 'removals' must be an array of strings");
+	json_array_foreach(rem, i, v) {
+		if (!json_is_string(v))
+			return bad(err, "remove-properties: 'removals' must be an array of strings");
+	}
+	json_t *props = object_field(a->m, "properties");
+	json_array_foreach(rem, i, v) {
+		if (json_object_del(props, json_string_value(v)) == 0)
+			a->changed = true;
+	}
+	return true;
+}
+
+/* set-statistics and set-partition-statistics: replace by snapshot id. */
+static bool set_stats(struct apply *a, const json_t *u, const char *field,
+		      const char *list, struct floe_error *err)
+{
+	const json_t *st = json_object_get(u, field);
+	int64_t id;
+
+	if (!json_is_object(st))
+		return bad(err, "missing required field '%s'", field);
+	if (!get_int(st, "snapshot-id", field, NULL, &id, err))
+		return false;
+	if (!json_is_string(json_object_get(st, "statistics-path")))
+		return bad(err, "%s: missing required field 'statistics-path'", field);
+	json_t *arr = array_field(a->m, list);
+	size_t idx;
+	json_t *cur = find_by_id(arr, "snapshot-id", id, &idx);
+	if (cur != NULL && json_equal(cur, st))
+		return true;
+	if (cur != NULL)
+		json_array_set(arr, idx, (json_t *)st);
+	else
+		json_array_append(arr, (json_t *)st);
+	a->changed = true;
+	return true;
+}
+
+static bool remove_stats(struct apply *a, const json_t *u, const char *list,
+			 const char *what, struct floe_error *err)
+{
+	int64_t id;
+	if (!get_int(u, "snapshot-id", what, NULL, &id, err))
+		return false;
+	json_t *arr = array_field(a->m, list);
+	if (find_by_id(arr, "snapshot-id", id, NULL) == NULL)
+		return true;
+	drop_by_snapshot(arr, id);
+	a->changed = true;
+	return true;
+}
+
+/* remove-partition-specs and remove-schemas. */
+static bool remove_ids(struct apply *a, const json_t *u, const char *field,
+		       const char *list, const char *idkey, const char *current_key,
+		       const char *what, struct floe_error *err)
+{
+	const json_t *ids = json_object_get(u, field);
+	size_t i;
+	json_t *v;
+
+	if (!json_is_array(ids))
+		return bad(err, "'%s' must be an array of integers", field);
+	json_array_foreach(ids, i, v) {
+		if (!json_is_integer(v))
+			return bad(err, "'%s' must be an array of integers", field);
+		if (json_integer_value(v) == int_or(a->m, current_key, -1))
+			return bad(err, "Cannot remove the %s %" PRId64, what,
+				   (int64_t)json_integer_value(v));
+	}
+	json_t *arr = array_field(a->m, list);
+	json_array_foreach(ids, i, v) {
+		size_t idx;
+		if (find_by_id(arr, idkey, json_integer_value(v), &idx) != NULL) {
+			json_array_remove(arr, idx);
+			a->changed = true;
+		}
+	}
+	return true;
+}
+
+static bool up_add_encryption_key(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	const json_t *key = json_object_get(u, "encryption-key");
+	const char *kid = get_str(key, "key-id");
+	size_t i;
+	json_t *k;
+
+	if (!json_is_object(key) || kid == NULL)
+		return bad(err, "add-encryption-key: 'encryption-key' needs a string 'key-id'");
+	if (!json_is_string(json_object_get(key, "encrypted-key-metadata")))
+		return bad(err, "add-encryption-key: 'encryption-key' needs 'encrypted-key-metadata'");
+	json_t *keys = array_field(a->m, "encryption-keys");
+	json_array_foreach(keys, i, k) {
+		if (strcmp(get_str(k, "key-id") ? get_str(k, "key-id") : "", kid) == 0) {
+			if (json_equal(k, key))
+				return true;
+			json_array_set(keys, i, (json_t *)key);
+			a->changed = true;
+			return true;
+		}
+	}
+	json_array_append(keys, (json_t *)key);
+	a->changed = true;
+	return true;
+}
+
+static bool up_remove_encryption_key(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	const char *kid = get_str(u, "key-id");
+	size_t i;
+	json_t *k;
+
+	if (kid == NULL)
+		return bad(err, "remove-encryption-key: missing required field 'key-id'");
+	json_t *keys = array_field(a->m, "encryption-keys");
+	json_array_foreach(keys, i, k) {
+		const char *x = get_str(k, "key-id");
+		if (x != NULL && strcmp(x, kid) == 0) {
+			json_array_remove(keys, i);
+			a->changed = true;
+			return true;
+		}
+	}
+	return true;
+}
+
+static bool apply_one(struct apply *a, const json_t *u, struct floe_error *err)
+{
+	const char *action = get_str(u, "action");
+
+	if (!json_is_object(u) || action == NULL)
+		return bad(err, "an update needs a string 'action'");
+	if (strcmp(action, "assign-uuid") == 0)
+		return up_assign_uuid(a, u, err);
+	if (strcmp(action, "upgrade-format-version") == 0)
+		return up_upgrade_format(a, u, err);
+	if (strcmp(action, "add-schema") == 0)
+		return up_add_schema(a, u, err);
+	if (strcmp(action, "set-current-schema") == 0)
+		return up_set_current_schema(a, u, err);
+	if (strcmp(action, "add-spec") == 0)
+		return up_add_spec(a, u, err);
+	if (strcmp(action, "set-default-spec") == 0)
+		return up_set_default_spec(a, u, err);
+	if (strcmp(action, "add-sort-order") == 0)
+		return up_add_sort_order(a, u, err);
+	if (strcmp(action, "set-default-sort-order") == 0)
+		return up_set_default_sort_order(a, u, err);
+	if (strcmp(action, "add-snapshot") == 0)
+		return up_add_snapshot(a, u, err);
+	if (strcmp(action, "set-snapshot-ref") == 0)
+		return up_set_snapshot_ref(a, u, err);
+	if (strcmp(action, "remove-snapshot-ref") == 0)
+		return up_remove_snapshot_ref(a, u, err);
+	if (strcmp(action, "remove-snapshots") == 0)
+		return up_remove_snapshots(a, u, err);
+	if (strcmp(action, "set-location") == 0)
+		return up_set_location(a, u, err);
+	if (strcmp(action, "set-properties") == 0)
+		return up_set_properties(a, u, err);
+	if (strcmp(action, "remove-properties") == 0)
+		return up_remove_properties(a, u, err);
+	if (strcmp(action, "set-statistics") == 0)
+		return set_stats(a, u, "statistics", "statistics", err);
+	if (strcmp(action, "remove-statistics") == 0)
+		return remove_stats(a, u, "statistics", "remove-statistics", err);
+	if (strcmp(action, "set-partition-statistics") == 0)
+		return set_stats(a, u, "partition-statistics", "partition-statistics", err);
+	if (strcmp(action, "remove-partition-statistics") == 0)
+		return remove_stats(a, u, "partition-statistics",
+				    "remove-partition-statistics", err);
+	if (strcmp(action, "remove-partition-specs") == 0)
+		return remove_ids(a, u, "spec-ids", "partition-specs", "spec-id",
+				  "default-spec-id", "default partition spec", err);
+	if (strcmp(action, "remove-schemas") == 0)
+		return remove_ids(a, u, "schema-ids", "schemas", "schema-id",
+				  "current-schema-id", "current schema", err);
+	if (strcmp(action, "add-encryption-key") == 0)
+		return up_add_encryption_key(a, u, err);
+	if (strcmp(action, "remove-encryption-key") == 0)
+		return up_remove_encryption_key(a, u, err);
+	return bad(err, "unknown update action '%s'", action);
+}
+
+/* --- post-processing --- */
+
+/* v1 carries the current schema and default spec at the top level too;
+ * v3 writes a missing current snapshot as null, older versions as -1. */
+static void normalize_format_fields(json_t *m)
+{
+	int format = format_of(m);
+	json_t *cur = json_object_get(m, "current-snapshot-id");
+	bool none = cur == NULL || json_is_null(cur) ||
+		    (json_is_integer(cur) && json_integer_value(cur) == -1);
+
+	if (none)
+		json_object_set_new(m, "current-snapshot-id",
+				    format >= 3 ? json_null() : json_integer(-1));
+	if (format == 1) {
+		const json_t *schema = current_schema(m);
+		const json_t *spec = find_by_id(json_object_get(m, "partition-specs"),
+						"spec-id", int_or(m, "default-spec-id", -1),
+						NULL);
+		if (schema != NULL)
+			json_object_set(m, "schema", (json_t *)schema);
+		if (spec != NULL)
+			json_object_set(m, "partition-spec", json_object_get(spec, "fields"));
+		json_object_del(m, "last-sequence-number");
+	} else {
+		json_object_del(m, "schema");
+		json_object_del(m, "partition-spec");
+		if (json_object_get(m, "last-sequence-number") == NULL)
+			set_int(m, "last-sequence-number", 0);
+	}
+	if (format >= 3 && json_object_get(m, "next-row-id") == NULL)
+		set_int(m, "next-row-id", 0);
+	if (format < 3)
+		json_object_del(m, "next-row-id");
+	json_t *keys = json_object_get(m, "encryption-keys");
+	if (keys != NULL && json_array_size(keys) == 0)
+		json_object_del(m, "encryption-keys");
+}
+
+static int64_t previous_versions_max(const json_t *m)
+{
+	const char *v = get_str(json_object_get(m, "properties"),
+				"write.metadata.previous-versions-max");
+	char *end = NULL;
+	long long n;
+
+	if (v == NULL)
+		return PREVIOUS_VERSIONS_DEFAULT;
+	n = strtoll(v, &end, 10);
+	if (*v == '\0' || *end != '\0')
+		return PREVIOUS_VERSIONS_DEFAULT;
+	return n < 1 ? 1 : n;
+}
+
+static bool rewrite_snapshot_log(struct apply *a, struct floe_error *err)
+{
+	json_t *snaps = json_object_get(a->m, "snapshots");
+	json_t *log = array_field(a->m, "snapshot-log");
+	int64_t current = int_or(a->m, "current-snapshot-id", -1);
+	json_t *intermediate = json_array();
+	size_t i;
+	json_t *v;
+
+	/* Snapshots added here that main passed through on the way. */
+	json_array_foreach(a->main_targets, i, v) {
+		int64_t id = json_integer_value(v);
+		if (id != current && int_array_has(a->added_snapshots, id))
+			json_array_append(intermediate, v);
+	}
+	if (json_array_size(intermediate) == 0 && !a->snapshots_removed) {
+		json_decref(intermediate);
+		return true;
+	}
+	json_t *fresh = json_array();
+	json_t *e;
+	json_array_foreach(log, i, e) {
+		int64_t id = int_or(e, "snapshot-id", -1);
+		if (find_by_id(snaps, "snapshot-id", id, NULL) != NULL) {
+			if (!int_array_has(intermediate, id))
+				json_array_append(fresh, e);
+		} else {
+			/* History before a removed snapshot would claim it was
+			 * current when it no longer exists: drop it all. */
+			json_array_clear(fresh);
+		}
+	}
+	json_decref(intermediate);
+	size_t n = json_array_size(fresh);
+	if (current != -1 && n > 0 &&
+	    int_or(json_array_get(fresh, n - 1), "snapshot-id", -1) != current) {
+		json_decref(fresh);
+		return bad(err, "Cannot set invalid snapshot log: latest entry is not the current snapshot");
+	}
+	json_object_set_new(a->m, "snapshot-log", fresh);
+	return true;
+}
+
+static bool spec_fits_schema(const json_t *m, struct floe_error *err)
+{
+	const json_t *schema = current_schema(m);
+	const json_t *spec = find_by_id(json_object_get(m, "partition-specs"), "spec-id",
+					int_or(m, "default-spec-id", -1), NULL);
+	const json_t *order = find_by_id(json_object_get(m, "sort-orders"), "order-id",
+					 int_or(m, "default-sort-order-id", -1), NULL);
+	size_t i;
+	json_t *f;
+
+	if (schema == NULL)
+		return true;
+	json_array_foreach(json_object_get(spec, "fields"), i, f) {
+		if (!schema_has_id(schema, int_or(f, "source-id", -1)))
+			return bad(err, "the default partition spec uses field %" PRId64
+				   ", which the current schema no longer has; evolve the spec first",
+				   int_or(f, "source-id", -1));
+	}
+	json_array_foreach(json_object_get(order, "fields"), i, f) {
+		if (!schema_has_id(schema, int_or(f, "source-id", -1)))
+			return bad(err, "the default sort order uses field %" PRId64
+				   ", which the current schema no longer has; change the sort order first",
+				   int_or(f, "source-id", -1));
+	}
+	return true;
+}
+
+static bool finish(struct apply *a, const json_t *base, const char *base_location,
+		   struct floe_error *err)
+{
+	if (!rewrite_snapshot_log(a, err) || !spec_fits_schema(a->m, err))
+		return false;
+	/* A timestamp far ahead of this server's clock breaks time travel. */
+	const char *logs[] = { "snapshot-log", "metadata-log" };
+	for (size_t k = 0; k < 2; k++) {
+		json_t *log = json_object_get(a->m, logs[k]);
+		size_t n = json_array_size(log);
+		if (n > 0) {
+			int64_t last = int_or(json_array_get(log, n - 1), "timestamp-ms", 0);
+			if (last - CLOCK_SKEW_MS > a->now)
+				return bad(err, "Invalid update timestamp %" PRId64
+					   ": before the last %s entry %" PRId64,
+					   a->now, logs[k], last);
+		}
+	}
+	if (base_location != NULL && base != NULL) {
+		json_t *mlog = array_field(a->m, "metadata-log");
+		int64_t max = previous_versions_max(a->m);
+		while ((int64_t)json_array_size(mlog) > max - 1 && json_array_size(mlog) > 0)
+			json_array_remove(mlog, 0);
+		json_array_append_new(mlog, json_pack("{s:I, s:s}", "timestamp-ms",
+						      (json_int_t)int_or(base, "last-updated-ms", 0),
+						      "metadata-file", base_location));
+	}
+	set_int(a->m, "last-updated-ms", a->now);
+	/* Keep main and current-snapshot-id in agreement. */
+	json_t *main_ref = json_object_get(json_object_get(a->m, "refs"), "main");
+	int64_t current = int_or(a->m, "current-snapshot-id", -1);
+	if (main_ref == NULL && current != -1)
+		json_object_set_new(object_field(a->m, "refs"), "main",
+				    json_pack("{s:I, s:s}", "snapshot-id",
+					      (json_int_t)current, "type", "branch"));
+	normalize_format_fields(a->m);
+	return true;
+}
+
+static void apply_init(struct apply *a, json_t *m, int64_t now)
+{
+	memset(a, 0, sizeof(*a));
+	a->m = m;
+	a->now = now;
+	a->last_schema = a->last_spec = a->last_order = NONE_ADDED;
+	a->added_schemas = json_array();
+	a->added_specs = json_array();
+	a->added_orders = json_array();
+	a->added_snapshots = json_array();
+	a->main_targets = json_array();
+}
+
+static void apply_free(struct apply *a)
+{
+	json_decref(a->added_schemas);
+	json_decref(a->added_specs);
+	json_decref(a->added_orders);
+	json_decref(a->added_snapshots);
+	json_decref(a->main_targets);
+}
+
+static bool apply_all(struct apply *a, const json_t *updates, struct floe_error *err)
+{
+	size_t i;
+	json_t *u;
+
+	if (updates == NULL || json_is_null(updates))
+		return true;
+	if (!json_is_array(updates))
+		return bad(err, "'updates' must be an array");
+	json_array_foreach(updates, i, u) {
+		if (!apply_one(a, u, err))
+			return false;
+	}
+	return true;
+}
+
+json_t *tablemeta_apply(const json_t *base, const char *base_location,
+			const json_t *updates, int64_t now_ms, bool *changed,
+			struct floe_error *err)
+{
+	struct apply a;
+	json_t *m = json_deep_copy(base);
+
+	*changed = false;
+	if (m == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		return NULL;
+	}
+	/* Older metadata may lack refs: main follows the current snapshot. */
+	if (json_object_get(m, "refs") == NULL) {
+		int64_t cur = int_or(m, "current-snapshot-id", -1);
+		json_t *refs = json_object();
+		if (cur != -1)
+			json_object_set_new(refs, "main",
+					    json_pack("{s:I, s:s}", "snapshot-id",
+						      (json_int_t)cur, "type", "branch"));
+		json_object_set_new(m, "refs", refs);
+	}
+	apply_init(&a, m, now_ms);
+	bool ok = apply_all(&a, updates, err) &&
+		  (!a.changed || finish(&a, base, base_location, err));
+	*changed = a.changed;
+	apply_free(&a);
+	if (!ok) {
+		json_decref(m);
+		*changed = false;
+		return NULL;
+	}
+	if (!*changed) {
+		json_decref(m);
+		return json_deep_copy(base);
+	}
+	return m;
+}
+
+json_t *tablemeta_apply_create(const json_t *updates, int64_t now_ms,
+			       struct floe_error *err)
+{
+	struct apply a;
+	int format = 2;
+	size_t i;
+	json_t *u;
+
+	if (!json_is_array(updates)) {
+		bad(err, "'updates' must be an array");
+		return NULL;
+	}
+	json_array_foreach(updates, i, u) {
+		const char *action = get_str(u, "action");
+		if (action != NULL && strcmp(action, "upgrade-format-version") == 0) {
+			int64_t v;
+			if (!get_int(u, "format-version", "upgrade-format-version", NULL, &v,
+				     err))
+				return NULL;
+			if (v < 1 || v > TABLEMETA_MAX_FORMAT_VERSION) {
+				bad(err, "unsupported format version %" PRId64 ": floe supports 1 to %d",
+				    v, TABLEMETA_MAX_FORMAT_VERSION);
+				return NULL;
+			}
+			format = (int)v;
+			break;
+		}
+	}
+	json_t *m = empty_metadata(format, now_ms);
+	if (m == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		return NULL;
+	}
+	if (format >= 2)
+		set_int(m, "last-sequence-number", 0);
+	apply_init(&a, m, now_ms);
+	bool ok = apply_all(&a, updates, err);
+	if (ok && get_str(m, "table-uuid") == NULL)
+		ok = bad(err, "a staged create must assign the table uuid (assign-uuid)");
+	if (ok && json_array_size(json_object_get(m, "schemas")) == 0)
+		ok = bad(err, "a staged create must add a schema");
+	if (ok && int_or(m, "current-schema-id", -1) < 0)
+		ok = bad(err, "a staged create must set the current schema");
+	if (ok && get_str(m, "location") == NULL)
+		ok = bad(err, "a staged create must set the table location");
+	if (ok && json_array_size(json_object_get(m, "partition-specs")) == 0) {
+		json_array_append_new(json_object_get(m, "partition-specs"),
+				      json_pack("{s:i, s:[]}", "spec-id", 0, "fields"));
+		set_int(m, "default-spec-id", 0);
+	}
+	if (ok && json_array_size(json_object_get(m, "sort-orders")) == 0) {
+		json_array_append_new(json_object_get(m, "sort-orders"),
+				      json_pack("{s:i, s:[]}", "order-id", 0, "fields"));
+		set_int(m, "default-sort-order-id", 0);
+	}
+	if (ok && (int_or(m, "default-spec-id", -1) < 0 ||
+		   int_or(m, "default-sort-order-id", -1) < 0))
+		ok = bad(err, "a staged create must set the default partition spec and sort order");
+	if (ok) {
+		a.changed = true;
+		ok = finish(&a, NULL, NULL, err);
+	}
+	apply_free(&a);
+	if (!ok) {
+		json_decref(m);
+		return NULL;
+	}
+	return m;
+}
+
+json_t *tablemeta_only_ref_snapshots(const json_t *metadata)
+{
+	json_t *m = json_copy((json_t *)metadata);
+	json_t *kept = json_array();
+	json_t *refs = json_object_get(metadata, "refs");
+	size_t i;
+	json_t *s;
+
+	if (m == NULL || kept == NULL) {
+		json_decref(m);
+		json_decref(kept);
+		return NULL;
+	}
+	json_array_foreach(json_object_get(metadata, "snapshots"), i, s) {
+		int64_t id = int_or(s, "snapshot-id", -1);
+		const char *name;
+		json_t *ref;
+		json_object_foreach(refs, name, ref) {
+			if (int_or(ref, "snapshot-id", -2) == id) {
+				json_array_append(kept, s);
+				break;
+			}
+		}
+	}
+	json_object_set_new(m, "snapshots", kept);
+	return m;
+}

@@ -1,0 +1,473 @@
+/*
+ * handlers_table.c - the table routes of the Iceberg REST API, and
+ * commitTransaction.
+ */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ident.h"
+#include "log.h"
+#include "namespace.h"
+#include "store.h"
+#include "table.h"
+
+static struct store *acquire(struct http_request *req)
+{
+	struct floe_error err;
+	struct store *s = store_pool_acquire(req->app->pool, &err);
+
+	if (s == NULL)
+		http_reply_error(req, &err);
+	return s;
+}
+
+static void release(struct http_request *req, struct store *s)
+{
+	store_pool_release(req->app->pool, s);
+}
+
+static struct table_env env_of(struct http_request *req)
+{
+	struct table_env env = {
+		.warehouse = req->app->cfg->warehouse,
+		.warehouse_path = req->app->cfg->warehouse_path,
+		.request_id = req->request_id,
+	};
+	return env;
+}
+
+/* Parses {namespace} and {table} from the path. */
+static bool table_params(struct http_request *req, struct ns_ident *ns,
+			 char **name, struct floe_error *err)
+{
+	const char *raw = http_param(req, "table");
+	size_t len = 0;
+
+	*name = NULL;
+	if (!http_param_namespace(req, ns, err))
+		return false;
+	if (raw == NULL || !url_decode(raw, strlen(raw), true, name, &len, err) ||
+	    !ident_name_check(*name, len, "table name", err)) {
+		ident_ns_clear(ns);
+		free(*name);
+		*name = NULL;
+		return false;
+	}
+	return true;
+}
+
+void handle_table_list(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	char *token = NULL;
+	char *size = NULL;
+	struct page_request page = { 0 };
+	json_t *names = NULL;
+	bool more = false;
+	struct store *s;
+
+	floe_error_clear(&err);
+	if (!http_param_namespace(req, &ns, &err) ||
+	    !http_query(req, "pageToken", &token, &err) ||
+	    !http_query(req, "pageSize", &size, &err) ||
+	    !page_request_parse(token, size, &page, &err)) {
+		http_reply_error(req, &err);
+		goto done;
+	}
+	/* A table page token is the token of a one-level name. */
+	if (page.after.nlevels > 1) {
+		floe_err(&err, FE_BAD_REQUEST, "pageToken is not a token this server issued");
+		http_reply_error(req, &err);
+		goto done;
+	}
+	s = acquire(req);
+	if (s == NULL)
+		goto done;
+	bool ok = store_table_list(s, &ns,
+				   page.after.nlevels ? page.after.levels[0] : NULL,
+				   page.paginate ? page.page_size : -1, &names, &more, &err);
+	release(req, s);
+	if (!ok) {
+		http_reply_error(req, &err);
+		goto done;
+	}
+	json_t *ids = json_array();
+	size_t i;
+	json_t *n;
+	json_array_foreach(names, i, n) {
+		json_array_append_new(ids, json_pack("{s:o, s:O}", "namespace",
+						     ident_ns_to_json(&ns), "name", n));
+	}
+	json_t *tok = json_null();
+	if (more && json_array_size(names) > 0) {
+		struct ns_ident last = { 1, { (char *)json_string_value(
+						  json_array_get(names, json_array_size(names) - 1)) } };
+		char *t = page_token_encode(&last);
+		tok = t ? json_string(t) : json_null();
+		free(t);
+	}
+	http_reply_json(req, 200, json_pack("{s:o, s:o}", "identifiers", ids,
+					    "next-page-token", tok));
+done:
+	json_decref(names);
+	free(token);
+	free(size);
+	page_request_clear(&page);
+	ident_ns_clear(&ns);
+}
+
+void handle_table_create(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	json_t *in = NULL;
+	struct store *s;
+
+	floe_error_clear(&err);
+	if (!http_param_namespace(req, &ns, &err) || !http_body_json(req, &in, &err)) {
+		http_reply_error(req, &err);
+		goto done;
+	}
+	s = acquire(req);
+	if (s == NULL)
+		goto done;
+	struct table_env env = env_of(req);
+	json_t *out = table_create(s, &env, &ns, in, &err);
+	release(req, s);
+	if (out == NULL)
+		http_reply_error(req, &err);
+	else
+		http_reply_json(req, 200, out);
+done:
+	json_decref(in);
+	ident_ns_clear(&ns);
+}
+
+void handle_table_register(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	json_t *in = NULL;
+	struct store *s;
+
+	floe_error_clear(&err);
+	if (!http_param_namespace(req, &ns, &err) || !http_body_json(req, &in, &err)) {
+		http_reply_error(req, &err);
+		goto done;
+	}
+	s = acquire(req);
+	if (s == NULL)
+		goto done;
+	struct table_env env = env_of(req);
+	json_t *out = table_register(s, &env, &ns, in, &err);
+	release(req, s);
+	if (out == NULL)
+		http_reply_error(req, &err);
+	else
+		http_reply_json(req, 200, out);
+done:
+	json_decref(in);
+	ident_ns_clear(&ns);
+}
+
+/* True when an If-None-Match header lists etag (or is "*"). */
+static bool etag_matches(const char *header, const char *etag)
+{
+	size_t elen = strlen(etag);
+
+	if (header == NULL)
+		return false;
+	for (const char *p = header; *p;) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p == '*')
+			return true;
+		if (strncmp(p, "W/", 2) == 0)
+			p += 2;
+		if (*p == '"' && strncmp(p + 1, etag, elen) == 0 && p[1 + elen] == '"')
+			return true;
+		while (*p && *p != ',')
+			p++;
+	}
+	return false;
+}
+
+void handle_table_load(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	char *name = NULL;
+	char *snaps = NULL;
+	char etag[512];
+	enum snapshots_mode mode = SNAPSHOTS_ALL;
+	struct store *s;
+	size_t len = 0;
+
+	floe_error_clear(&err);
+	if (!table_params(req, &ns, &name, &err) ||
+	    !http_query(req, "snapshots", &snaps, &err)) {
+		http_reply_error(req, &err);
+		goto done;
+	}
+	if (snaps != NULL) {
+		if (strcasecmp(snaps, "refs") == 0) {
+			mode = SNAPSHOTS_REFS;
+		} else if (strcasecmp(snaps, "all") != 0) {
+			floe_err(&err, FE_BAD_REQUEST,
+				 "snapshots must be 'all' or 'refs', not '%s'", snaps);
+			http_reply_error(req, &err);
+			goto done;
+		}
+	}
+	s = acquire(req);
+	if (s == NULL)
+		goto done;
+	char *text = table_load(s, &ns, name, mode, etag, sizeof(etag), &len, &err);
+	release(req, s);
+	if (text == NULL) {
+		http_reply_error(req, &err);
+		goto done;
+	}
+	char quoted[sizeof(etag) + 2];
+	snprintf(quoted, sizeof(quoted), "\"%s\"", etag);
+	if (etag_matches(http_header(req, "If-None-Match"), etag)) {
+		free(text);
+		http_reply_empty(req, 304);
+	} else {
+		http_reply_text(req, 200, text, len);
+	}
+	http_add_header(req, "ETag", quoted);
+done:
+	free(snaps);
+	free(name);
+	ident_ns_clear(&ns);
+}
+
+void handle_table_exists(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	char *name = NULL;
+	bool exists = false;
+	struct store *s;
+
+	if (!table_params(req, &ns, &name, &err)) {
+		http_reply_error(req, &err);
+		return;
+	}
+	s = acquire(req);
+	if (s != NULL) {
+		bool ok = store_table_exists(s, &ns, name, &exists, &err);
+		release(req, s);
+		if (!ok)
+			http_reply_error(req, &err);
+		else
+			http_reply_empty(req, exists ? 204 : 404);
+	}
+	free(name);
+	ident_ns_clear(&ns);
+}
+
+void handle_table_commit(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	char *name = NULL;
+	json_t *in = NULL;
+	struct store *s;
+
+	floe_error_clear(&err);
+	if (!table_params(req, &ns, &name, &err) || !http_body_json(req, &in, &err)) {
+		http_reply_error(req, &err);
+		goto done;
+	}
+	/* An identifier in the body, when given, must name this table. */
+	const json_t *ident = json_object_get(in, "identifier");
+	if (ident != NULL && !json_is_null(ident)) {
+		struct table_ident t;
+		if (!table_ident_from_json(ident, "identifier", &t, &err)) {
+			http_reply_error(req, &err);
+			goto done;
+		}
+		bool same = strcmp(t.name, name) == 0 && t.ns.nlevels == ns.nlevels;
+		for (size_t i = 0; same && i < ns.nlevels; i++)
+			same = strcmp(t.ns.levels[i], ns.levels[i]) == 0;
+		table_ident_clear(&t);
+		if (!same) {
+			floe_err(&err, FE_BAD_REQUEST,
+				 "the body's identifier names another table than the path");
+			http_reply_error(req, &err);
+			goto done;
+		}
+	}
+	s = acquire(req);
+	if (s == NULL)
+		goto done;
+	struct table_env env = env_of(req);
+	json_t *out = table_commit(s, &env, &ns, name, in, &err);
+	release(req, s);
+	if (out == NULL)
+		http_reply_error(req, &err);
+	else
+		http_reply_json(req, 200, out);
+done:
+	json_decref(in);
+	free(name);
+	ident_ns_clear(&ns);
+}
+
+void handle_table_drop(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	char *name = NULL;
+	char *purge = NULL;
+	struct store *s;
+
+	floe_error_clear(&err);
+	if (!table_params(req, &ns, &name, &err) ||
+	    !http_query(req, "purgeRequested", &purge, &err)) {
+		http_reply_error(req, &err);
+		goto done;
+	}
+	if (purge != NULL && strcasecmp(purge, "true") != 0 &&
+	    strcasecmp(purge, "false") != 0) {
+		floe_err(&err, FE_BAD_REQUEST, "purgeRequested must be true or false");
+		http_reply_error(req, &err);
+		goto done;
+	}
+	s = acquire(req);
+	if (s == NULL)
+		goto done;
+	struct table_env env = env_of(req);
+	bool ok = table_drop(s, &env, &ns, name,
+			     purge != NULL && strcasecmp(purge, "true") == 0, &err);
+	release(req, s);
+	if (ok)
+		http_reply_empty(req, 204);
+	else
+		http_reply_error(req, &err);
+done:
+	free(purge);
+	free(name);
+	ident_ns_clear(&ns);
+}
+
+void handle_table_rename(struct http_request *req)
+{
+	struct floe_error err;
+	json_t *in = NULL;
+	struct store *s;
+
+	if (!http_body_json(req, &in, &err)) {
+		http_reply_error(req, &err);
+		return;
+	}
+	s = acquire(req);
+	if (s != NULL) {
+		bool ok = table_rename(s, in, &err);
+		release(req, s);
+		if (ok)
+			http_reply_empty(req, 204);
+		else
+			http_reply_error(req, &err);
+	}
+	json_decref(in);
+}
+
+void handle_table_metrics(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	char *name = NULL;
+	json_t *in = NULL;
+	struct store *s;
+
+	floe_error_clear(&err);
+	if (!table_params(req, &ns, &name, &err) || !http_body_json(req, &in, &err)) {
+		http_reply_error(req, &err);
+		goto done;
+	}
+	const char *type = json_string_value(json_object_get(in, "report-type"));
+	if (type == NULL) {
+		floe_err(&err, FE_BAD_REQUEST, "missing required field 'report-type'");
+		http_reply_error(req, &err);
+		goto done;
+	}
+	s = acquire(req);
+	if (s == NULL)
+		goto done;
+	bool exists = false;
+	bool ok = store_table_exists(s, &ns, name, &exists, &err);
+	if (ok && !exists) {
+		floe_err(&err, FE_NO_SUCH_TABLE, "table does not exist: %s", name);
+		ok = false;
+	}
+	if (ok)
+		ok = store_metrics_insert(s, &ns, name, req->body, &err);
+	release(req, s);
+	if (ok)
+		http_reply_empty(req, 204);
+	else
+		http_reply_error(req, &err);
+done:
+	json_decref(in);
+	free(name);
+	ident_ns_clear(&ns);
+}
+
+void handle_table_credentials(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	char *name = NULL;
+	struct store *s;
+	bool exists = false;
+
+	if (!table_params(req, &ns, &name, &err)) {
+		http_reply_error(req, &err);
+		return;
+	}
+	s = acquire(req);
+	if (s != NULL) {
+		bool ok = store_table_exists(s, &ns, name, &exists, &err);
+		release(req, s);
+		if (ok && !exists)
+			ok = floe_err(&err, FE_NO_SUCH_TABLE, "table does not exist: %s", name);
+		/* Local storage needs no credentials: an empty list. */
+		if (ok)
+			http_reply_json(req, 200, json_pack("{s:[]}", "storage-credentials"));
+		else
+			http_reply_error(req, &err);
+	}
+	free(name);
+	ident_ns_clear(&ns);
+}
+
+void handle_transaction_commit(struct http_request *req)
+{
+	struct floe_error err;
+	json_t *in = NULL;
+	struct store *s;
+
+	floe_error_clear(&err);
+	if (!http_body_json(req, &in, &err)) {
+		http_reply_error(req, &err);
+		return;
+	}
+	s = acquire(req);
+	if (s != NULL) {
+		struct table_env env = env_of(req);
+		bool ok = table_commit_transaction(s, &env, in, &err);
+		release(req, s);
+		if (ok)
+			http_reply_empty(req, 204);
+		else
+			http_reply_error(req, &err);
+	}
+	json_decref(in);
+}
