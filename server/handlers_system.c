@@ -3,6 +3,7 @@
  */
 #include "handlers.h"
 
+#include "idempotency.h"
 #include "router.h"
 #include "store.h"
 
@@ -42,6 +43,7 @@ void handle_config(struct http_request *req)
 	/* One warehouse per server: the warehouse query parameter is
 	 * accepted and needs no translation into a prefix. */
 	http_reply_json(req, 200,
-			json_pack("{s:{}, s:{}, s:o}", "defaults", "overrides",
-				  "endpoints", endpoints));
+			json_pack("{s:{}, s:{}, s:o, s:s}", "defaults", "overrides",
+				  "endpoints", endpoints, "idempotency-key-lifetime",
+				  IDEMPOTENCY_LIFETIME));
 }

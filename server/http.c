@@ -16,6 +16,7 @@
 #include <microhttpd.h>
 
 #include "log.h"
+#include "idempotency.h"
 #include "router.h"
 
 /* --- request state --- */
@@ -101,6 +102,7 @@ static void request_free(struct http_request *req)
 {
 	if (req->response != NULL)
 		MHD_destroy_response(req->response);
+	free(req->captured);
 	free(req->body);
 	free(req->path);
 	free(req->segbuf);
@@ -121,6 +123,13 @@ static void reply_buffer(struct http_request *req, int status, char *data,
 		return;
 	}
 	req->status = status;
+	free(req->captured);
+	req->captured = NULL;
+	req->captured_len = 0;
+	if (req->capture && len > 0) {
+		req->captured = strndup(data, len);
+		req->captured_len = req->captured ? len : 0;
+	}
 	MHD_add_response_header(req->response, "X-Request-Id", req->request_id);
 	if (content_type != NULL)
 		MHD_add_response_header(req->response, "Content-Type", content_type);
@@ -158,6 +167,9 @@ void http_reply_empty(struct http_request *req, int status)
 	if (req->response == NULL)
 		return;
 	req->status = status;
+	free(req->captured);
+	req->captured = NULL;
+	req->captured_len = 0;
 	MHD_add_response_header(req->response, "X-Request-Id", req->request_id);
 }
 
@@ -298,7 +310,12 @@ static void dispatch(struct http_request *req)
 	}
 	switch (router_match(req, &route, allow, sizeof(allow))) {
 	case ROUTE_FOUND:
-		route->handler(req);
+		if (http_header(req, "Idempotency-Key") != NULL &&
+		    (strcmp(req->method, "POST") == 0 ||
+		     strcmp(req->method, "DELETE") == 0))
+			idempotent_run(req, route->handler);
+		else
+			route->handler(req);
 		if (req->response == NULL) {
 			floe_err(&err, FE_INTERNAL, "no answer was produced");
 			http_reply_error(req, &err);

@@ -49,6 +49,9 @@ struct http_request {
 	struct MHD_Response *response;
 	int status;
 	bool queued;
+	bool capture;            /* keep a copy of the body (idempotency) */
+	char *captured;
+	size_t captured_len;
 };
 
 /* Starts serving on the configured address. Returns NULL (logged) when

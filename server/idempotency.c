@@ -1,0 +1,119 @@
+/*
+ * idempotency.c - claims a key before the handler runs and records the
+ * answer after it. The store connection is released while the handler
+ * runs, because the handler borrows one of its own.
+ */
+#include "idempotency.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "store.h"
+
+/* Keys are kept past the advertised lifetime to allow for clock skew. */
+#define KEEP_SECONDS (IDEMPOTENCY_LIFETIME_SECONDS + 5 * 60)
+#define WAIT_STEPS 100 /* x 100 ms for a first request still running */
+
+static bool key_is_uuid(const char *k)
+{
+	if (strlen(k) != 36)
+		return false;
+	for (int i = 0; i < 36; i++) {
+		char c = k[i];
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+		if (dash ? c != '-' :
+			   !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+			     (c >= 'A' && c <= 'F')))
+			return false;
+	}
+	return true;
+}
+
+static void replay(struct http_request *req, int status, char *response)
+{
+	if (response == NULL || response[0] == '\0') {
+		free(response);
+		http_reply_empty(req, status);
+	} else {
+		http_reply_text(req, status, response, strlen(response));
+	}
+	http_add_header(req, "Idempotency-Replayed", "true");
+	log_info("http", "replayed the answer to Idempotency-Key %s rid=%s",
+		 http_header(req, "Idempotency-Key"), req->request_id);
+}
+
+void idempotent_run(struct http_request *req,
+		    void (*handler)(struct http_request *req))
+{
+	const char *key = http_header(req, "Idempotency-Key");
+	struct floe_error err;
+	char route[1024];
+	bool claimed = false;
+	int status = 0;
+	char *response = NULL;
+
+	floe_error_clear(&err);
+	if (!key_is_uuid(key)) {
+		floe_err(&err, FE_BAD_REQUEST, "Idempotency-Key must be a UUID (36 characters)");
+		http_reply_error(req, &err);
+		return;
+	}
+	/* The same key with another body is another request: refused. */
+	unsigned long long h = 1469598103934665603ULL;
+	for (size_t i = 0; i < req->body_len; i++) {
+		h ^= (unsigned char)req->body[i];
+		h *= 1099511628211ULL;
+	}
+	snprintf(route, sizeof(route), "%s %s #%016llx", req->method, req->path, h);
+	for (int step = 0;; step++) {
+		struct store *s = store_pool_acquire(req->app->pool, &err);
+		if (s == NULL) {
+			http_reply_error(req, &err);
+			return;
+		}
+		bool ok = store_idem_claim(s, key, route, KEEP_SECONDS, &claimed, &status,
+					   &response, &err);
+		store_pool_release(req->app->pool, s);
+		if (!ok) {
+			http_reply_error(req, &err);
+			return;
+		}
+		if (claimed)
+			break;
+		if (status != 0) {
+			replay(req, status, response);
+			return;
+		}
+		free(response);
+		response = NULL;
+		if (step >= WAIT_STEPS) {
+			floe_err(&err, FE_COMMIT_FAILED,
+				 "a request with Idempotency-Key %s is still running; retry later",
+				 key);
+			http_reply_error(req, &err);
+			return;
+		}
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+
+	req->capture = true;
+	handler(req);
+
+	struct store *s = store_pool_acquire(req->app->pool, &err);
+	if (s == NULL) {
+		log_warn("http", "cannot record the answer to Idempotency-Key %s rid=%s",
+			 key, req->request_id);
+		return;
+	}
+	if (req->status > 0 && req->status < 500) {
+		if (!store_idem_finish(s, key, req->status, req->captured, &err))
+			log_warn("http", "cannot record the answer to Idempotency-Key %s: %s rid=%s",
+				 key, err.message, req->request_id);
+	} else {
+		store_idem_release(s, key);
+	}
+	store_pool_release(req->app->pool, s);
+}

@@ -1,0 +1,21 @@
+/*
+ * idempotency.h - the Idempotency-Key header of mutation routes: a retry
+ * with the same key within the advertised lifetime gets the first answer
+ * and changes nothing.
+ */
+#ifndef FLOE_IDEMPOTENCY_H
+#define FLOE_IDEMPOTENCY_H
+
+#include "http.h"
+
+/* The lifetime advertised in /v1/config; keys live a little longer. */
+#define IDEMPOTENCY_LIFETIME "PT30M"
+#define IDEMPOTENCY_LIFETIME_SECONDS (30 * 60)
+
+/* Runs handler under req's Idempotency-Key: replays a finished answer,
+ * waits briefly for one still running, else runs it and records what it
+ * answered (2xx and 4xx; a 5xx is not recorded so a retry runs again). */
+void idempotent_run(struct http_request *req,
+		    void (*handler)(struct http_request *req));
+
+#endif
