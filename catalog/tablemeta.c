@@ -282,6 +282,115 @@ static bool schema_has_id(const json_t *type, int64_t id)
 	return false;
 }
 
+/* The type of the field (or element, key, value) with this id, or NULL. */
+static const json_t *schema_find_type(const json_t *type, int64_t id)
+{
+	if (!json_is_object(type))
+		return NULL;
+	const char *kind = get_str(type, "type");
+	const json_t *t;
+	if (kind == NULL)
+		return NULL;
+	if (strcmp(kind, "struct") == 0) {
+		size_t i;
+		json_t *f;
+		json_array_foreach(json_object_get(type, "fields"), i, f) {
+			if (int_or(f, "id", -1) == id)
+				return json_object_get(f, "type");
+			if ((t = schema_find_type(json_object_get(f, "type"), id)) != NULL)
+				return t;
+		}
+		return NULL;
+	}
+	if (strcmp(kind, "list") == 0) {
+		if (int_or(type, "element-id", -1) == id)
+			return json_object_get(type, "element");
+		return schema_find_type(json_object_get(type, "element"), id);
+	}
+	if (strcmp(kind, "map") == 0) {
+		if (int_or(type, "key-id", -1) == id)
+			return json_object_get(type, "key");
+		if (int_or(type, "value-id", -1) == id)
+			return json_object_get(type, "value");
+		if ((t = schema_find_type(json_object_get(type, "key"), id)) != NULL)
+			return t;
+		return schema_find_type(json_object_get(type, "value"), id);
+	}
+	return NULL;
+}
+
+static bool type_in(const char *t, const char *const *set)
+{
+	for (; *set; set++) {
+		size_t n = strlen(*set);
+		/* decimal(p,s) and fixed[n] match their family name. */
+		if (strncmp(t, *set, n) == 0 && (t[n] == '\0' || t[n] == '(' || t[n] == '['))
+			return true;
+	}
+	return false;
+}
+
+/* Parses "name[N]" with N > 0. */
+static bool transform_arg(const char *tr, const char *name, long *n)
+{
+	size_t l = strlen(name);
+	char *end = NULL;
+
+	if (strncmp(tr, name, l) != 0 || tr[l] != '[')
+		return false;
+	*n = strtol(tr + l + 1, &end, 10);
+	return end != tr + l + 1 && end[0] == ']' && end[1] == '\0' && *n > 0;
+}
+
+/*
+ * Checks that a partition or sort transform is one Iceberg defines and
+ * applies to the source field's type (NULL type: not checked).
+ */
+static bool transform_check(const char *tr, const json_t *type, const char *what,
+			    struct floe_error *err)
+{
+	static const char *const times[] = { "date", "timestamp", "timestamptz",
+					      "timestamp_ns", "timestamptz_ns", NULL };
+	static const char *const hours[] = { "timestamp", "timestamptz", "timestamp_ns",
+					      "timestamptz_ns", NULL };
+	static const char *const buckets[] = { "int", "long", "decimal", "date", "time",
+						"timestamp", "timestamptz", "timestamp_ns",
+						"timestamptz_ns", "string", "uuid", "fixed",
+						"binary", NULL };
+	static const char *const truncs[] = { "int", "long", "decimal", "string",
+					       "binary", NULL };
+	const char *t = json_string_value(type);
+	const char *const *allowed = NULL;
+	long n;
+
+	if (strcmp(tr, "void") == 0)
+		return true;
+	if (strcmp(tr, "identity") == 0) {
+		if (type != NULL && t == NULL)
+			return bad(err, "%s: identity cannot apply to a nested type", what);
+		if (t != NULL && (strcmp(t, "variant") == 0 || strncmp(t, "geo", 3) == 0))
+			return bad(err, "%s: identity cannot apply to %s", what, t);
+		return true;
+	}
+	if (transform_arg(tr, "bucket", &n))
+		allowed = buckets;
+	else if (transform_arg(tr, "truncate", &n))
+		allowed = truncs;
+	else if (strcmp(tr, "year") == 0 || strcmp(tr, "month") == 0 ||
+		 strcmp(tr, "day") == 0)
+		allowed = times;
+	else if (strcmp(tr, "hour") == 0)
+		allowed = hours;
+	else
+		return bad(err, "%s: unknown transform '%s'", what, tr);
+	if (type == NULL)
+		return true;
+	if (t == NULL || !type_in(t, allowed))
+		return bad(err, "%s: transform %s cannot apply to type %s", what, tr,
+			   t ? t : "(nested)");
+	return true;
+}
+
 /* --- fresh ids for createTable --- */
 
 struct idmap {
@@ -384,7 +493,8 @@ static bool sort_field_check(const json_t *f, const json_t *schema,
 		return bad(err, "sort field: 'null-order' must be nulls-first or nulls-last");
 	if (schema != NULL && !schema_has_id(schema, src))
 		return bad(err, "sort order: source id %" PRId64 " is not in the current schema", src);
-	return true;
+	return transform_check(get_str(f, "transform"),
+			       schema ? schema_find_type(schema, src) : NULL, "sort field", err);
 }
 
 static bool partition_field_check(const json_t *f, const json_t *schema,
@@ -402,7 +512,9 @@ static bool partition_field_check(const json_t *f, const json_t *schema,
 		return bad(err, "partition field: 'name' must be a string");
 	if (schema != NULL && !schema_has_id(schema, src))
 		return bad(err, "partition spec: source id %" PRId64 " is not in the current schema", src);
-	return true;
+	return transform_check(get_str(f, "transform"),
+			       schema ? schema_find_type(schema, src) : NULL,
+			       "partition field", err);
 }
 
 static const char *const reserved_properties[] = {
@@ -466,6 +578,24 @@ static bool format_from_properties(const json_t *props, int *format,
 	return true;
 }
 
+/* commit.retry.* settings are integers; engines fail later on others. */
+static bool retry_properties_valid(const json_t *props, struct floe_error *err)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)props, k, v) {
+		const char *s = json_string_value(v);
+		char *end = NULL;
+		if (strncmp(k, "commit.retry.", 13) != 0)
+			continue;
+		strtoll(s, &end, 10);
+		if (*s == '\0' || *end != '\0')
+			return bad(err, "property %s must be an integer, not '%s'", k, s);
+	}
+	return true;
+}
+
 static json_t *empty_metadata(int format, int64_t now_ms)
 {
 	return json_pack("{s:i, s:I, s:i, s:[], s:i, s:[], s:i, s:i, s:[], s:i,"
@@ -514,7 +644,8 @@ json_t *tablemeta_create(const json_t *request, const char *location,
 	}
 	if (rprops != NULL && !json_is_null(rprops)) {
 		if (!check_string_map(rprops, "properties", err) ||
-		    !format_from_properties(rprops, &format, err))
+		    !format_from_properties(rprops, &format, err) ||
+		    !retry_properties_valid(rprops, err))
 			goto fail;
 	} else {
 		rprops = NULL;
@@ -573,7 +704,7 @@ json_t *tablemeta_create(const json_t *request, const char *location,
 		}
 		json_array_foreach(rf, i, f) {
 			int64_t src;
-			if (!partition_field_check(f, NULL, err))
+			if (!partition_field_check(f, rschema, err))
 				goto fail;
 			if (!idmap_get(&ids, int_or(f, "source-id", -1), &src)) {
 				bad(err, "partition-spec: source id %" PRId64 " is not in the schema",
@@ -610,7 +741,7 @@ json_t *tablemeta_create(const json_t *request, const char *location,
 		json_t *f;
 		json_array_foreach(rof, i, f) {
 			int64_t src;
-			if (!sort_field_check(f, NULL, err))
+			if (!sort_field_check(f, rschema, err))
 				goto fail;
 			if (!idmap_get(&ids, int_or(f, "source-id", -1), &src)) {
 				bad(err, "write-order: source id %" PRId64 " is not in the schema",
@@ -1154,6 +1285,14 @@ static bool up_add_snapshot(struct apply *a, const json_t *u, struct floe_error 
 	json_t *copy = json_deep_copy(snap);
 	if (copy == NULL)
 		return floe_err(err, FE_INTERNAL, "out of memory");
+	/* Absent and null mean the same; the written form omits nulls. */
+	const char *key;
+	json_t *val;
+	void *tmp;
+	json_object_foreach_safe(copy, tmp, key, val) {
+		if (json_is_null(val))
+			json_object_del(copy, key);
+	}
 	if (format >= 3) {
 		int64_t first_row, added_rows;
 		bool has_first, has_added;
