@@ -327,6 +327,11 @@ bool config_load(struct floe_config *cfg, int argc, char **argv,
 					    options[id].flag, options[id].env);
 			value = argv[++i];
 		}
+		/* An empty environment variable means "unset"; an empty
+		 * --threads= on the command line is a mistake. */
+		if (id == OPT_THREADS && value[0] == '\0')
+			return fail(errbuf, errlen,
+				    "invalid value \"\" for --threads (FLOE_THREADS): expected an integer from 1 to 256");
 		if (!set_raw(cfg, id, value, errbuf, errlen))
 			return false;
 		from_flag[id] = true;

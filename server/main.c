@@ -32,10 +32,30 @@
  * (a compose deployment may start floe before PostgreSQL accepts). */
 #define MIGRATE_RETRY_SECONDS 60
 
-static bool migrate_with_retry(const char *conninfo)
+/* Waits up to one second for SIGTERM or SIGINT (blocked, so pending
+ * until taken here). Returns true when one arrived. */
+static bool stop_requested(void)
+{
+	struct timespec one = { 1, 0 };
+	sigset_t stops;
+
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGINT);
+	int sig = sigtimedwait(&stops, NULL, &one);
+	if (sig == SIGTERM || sig == SIGINT) {
+		log_info("main", "%s received during start-up: stopping",
+			 sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		return true;
+	}
+	return false;
+}
+
+static bool migrate_with_retry(const char *conninfo, bool *stopped)
 {
 	struct floe_error err;
 
+	*stopped = false;
 	for (int waited = 0;; waited++) {
 		floe_error_clear(&err);
 		if (store_migrate(conninfo, &err))
@@ -47,7 +67,10 @@ static bool migrate_with_retry(const char *conninfo)
 		}
 		if (waited % 10 == 0)
 			log_info("main", "waiting for PostgreSQL to accept connections");
-		sleep(1);
+		if (stop_requested()) {
+			*stopped = true;
+			return false;
+		}
 	}
 }
 
@@ -104,8 +127,12 @@ int main(int argc, char **argv)
 			goto done;
 		conninfo = pg.conninfo;
 	}
-	if (!migrate_with_retry(conninfo))
+	bool stopped = false;
+	if (!migrate_with_retry(conninfo, &stopped)) {
+		if (stopped)
+			exit_code = 0;
 		goto done;
+	}
 
 	app.cfg = &cfg;
 	atomic_init(&app.inflight, 0);

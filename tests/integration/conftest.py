@@ -1,0 +1,671 @@
+"""Fixtures and helpers for floe's integration tests.
+
+The tests run the real floe binary against a real PostgreSQL server:
+
+* ``postgres`` (session): a private PostgreSQL cluster (initdb in a temporary
+  directory, TCP on 127.0.0.1 plus a Unix socket, fsync off).  Each floe
+  instance gets a fresh database from ``postgres.new_database()``.
+* ``floe`` (module): one floe daemon on a fresh database, shared by the tests
+  of a module.  Tests that need an empty catalog use ``fresh_floe``.
+* ``floe_factory`` (function): starts floe with arbitrary arguments and
+  environment, and cleans up whatever it started.
+
+The binary is taken from ``$FLOE_BIN``, else ``<repo>/build/server/floe``.
+PostgreSQL binaries are looked up on ``PATH``, then in
+``/usr/lib/postgresql/<newest>/bin``.  When the tests run as root, PostgreSQL
+runs as the ``postgres`` system user.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import requests
+
+REPO = Path(__file__).resolve().parents[2]
+IS_ROOT = os.geteuid() == 0
+PG_SYSTEM_USER = "postgres"
+
+# The options of the daemon: every one is a flag and an environment variable.
+FLOE_OPTIONS = {
+    "--listen": "FLOE_LISTEN",
+    "--database": "FLOE_DATABASE_URL",
+    "--data-dir": "FLOE_DATA_DIR",
+    "--warehouse": "FLOE_WAREHOUSE",
+    "--threads": "FLOE_THREADS",
+    "--log-level": "FLOE_LOG_LEVEL",
+    "--max-body-bytes": "FLOE_MAX_BODY_BYTES",
+    "--pg-bin-dir": "FLOE_PG_BIN_DIR",
+    "--pg-user": "FLOE_PG_USER",
+}
+
+ERROR_KEYS = {"message", "type", "code", "stack"}
+
+
+# --------------------------------------------------------------------------
+# small helpers
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def make_shared_tmpdir(prefix: str) -> Path:
+    """A fresh directory under /tmp that other users can traverse.
+
+    When the tests run as root, PostgreSQL runs as another user and must be
+    able to reach its data directory, so the directory cannot live under
+    pytest's private (0700) temporary tree.
+    """
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    d.chmod(0o755)
+    return d
+
+
+def ns_path(levels, sep: str = "%1F") -> str:
+    """The path form of a namespace: levels percent-encoded, joined by %1F."""
+    return sep.join(quote(level, safe="") for level in levels)
+
+
+def pid_alive(pid: int) -> bool:
+    """True if the process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("State:"):
+                    return "Z" not in line.split()[1]
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def proc_status(pid: int) -> dict:
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            out[key] = value.strip()
+    return out
+
+
+def is_descendant(pid: int, ancestor: int) -> bool:
+    seen = 0
+    while pid > 1 and seen < 64:
+        if pid == ancestor:
+            return True
+        try:
+            pid = int(proc_status(pid)["PPid"])
+        except (FileNotFoundError, KeyError, ValueError):
+            return False
+        seen += 1
+    return pid == ancestor
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
+
+
+def assert_request_id(resp: requests.Response) -> str:
+    rid = resp.headers.get("X-Request-Id")
+    assert rid, (
+        f"{resp.request.method} {resp.request.url} -> {resp.status_code}: "
+        f"no X-Request-Id header (headers: {dict(resp.headers)})"
+    )
+    return rid
+
+
+def describe(resp: requests.Response) -> str:
+    return (
+        f"{resp.request.method} {resp.request.url} -> {resp.status_code} "
+        f"{resp.text[:600]!r}"
+    )
+
+
+def assert_error_body(body, status: int, type_: str | None = None, where: str = ""):
+    """Validate an Iceberg error body: {"error": {"message", "type", "code"}}."""
+    assert isinstance(body, dict), f"{where}: error body is not an object: {body!r}"
+    assert set(body) == {"error"}, f"{where}: top-level keys must be exactly ['error']: {body!r}"
+    err = body["error"]
+    assert isinstance(err, dict), f"{where}: 'error' is not an object: {body!r}"
+    missing = {"message", "type", "code"} - set(err)
+    assert not missing, f"{where}: error lacks {sorted(missing)}: {body!r}"
+    extra = set(err) - ERROR_KEYS
+    assert not extra, f"{where}: error has unknown keys {sorted(extra)}: {body!r}"
+    assert isinstance(err["message"], str) and err["message"].strip(), f"{where}: empty message: {body!r}"
+    assert isinstance(err["type"], str) and err["type"], f"{where}: empty type: {body!r}"
+    assert isinstance(err["code"], int) and not isinstance(err["code"], bool), f"{where}: code not an int: {body!r}"
+    assert err["code"] == status, f"{where}: code {err['code']} != HTTP status {status}: {body!r}"
+    if "stack" in err:
+        assert isinstance(err["stack"], list) and all(isinstance(s, str) for s in err["stack"]), body
+    if type_ is not None:
+        assert err["type"] == type_, f"{where}: expected type {type_}, got {err['type']}: {body!r}"
+    return err
+
+
+def assert_error(resp: requests.Response, status: int, type_: str | None = None,
+                 message_has=None) -> dict:
+    """Assert an error response: status, X-Request-Id, JSON error body.
+
+    ``message_has``: a string or a tuple of strings; the message must contain
+    at least one of them (case-insensitive).
+    """
+    where = describe(resp)
+    assert resp.status_code == status, f"expected {status}: {where}"
+    assert_request_id(resp)
+    ctype = resp.headers.get("Content-Type", "")
+    assert ctype.startswith("application/json"), f"error Content-Type {ctype!r}: {where}"
+    try:
+        body = resp.json()
+    except ValueError:
+        raise AssertionError(f"error body is not JSON: {where}") from None
+    err = assert_error_body(body, status, type_, where)
+    if message_has is not None:
+        options = (message_has,) if isinstance(message_has, str) else tuple(message_has)
+        msg = err["message"].lower()
+        assert any(o.lower() in msg for o in options), (
+            f"message {err['message']!r} should mention one of {options}: {where}"
+        )
+    return err
+
+
+def assert_ok_json(resp: requests.Response, status: int = 200):
+    where = describe(resp)
+    assert resp.status_code == status, f"expected {status}: {where}"
+    assert_request_id(resp)
+    ctype = resp.headers.get("Content-Type", "")
+    assert ctype.startswith("application/json"), f"Content-Type {ctype!r}: {where}"
+    return resp.json()
+
+
+# --------------------------------------------------------------------------
+# raw HTTP, for requests that a client library would not send
+
+
+class RawResponse:
+    def __init__(self, status: int, reason: str, headers: dict, body: bytes, elapsed: float):
+        self.status = status
+        self.reason = reason
+        self.headers = headers  # lower-case keys
+        self.body = body
+        self.elapsed = elapsed
+
+    def json(self):
+        return json.loads(self.body.decode("utf-8"))
+
+    def __repr__(self):
+        return f"RawResponse({self.status} {self.reason}, {self.headers}, {self.body[:300]!r})"
+
+
+def read_raw_response(sock: socket.socket, timeout: float = 10.0, skip_interim: bool = True,
+                      head: bool = False) -> RawResponse:
+    """Read one HTTP/1.1 response (Content-Length or chunked or until close).
+
+    ``head``: the request was a HEAD, so the response has no body whatever
+    its headers say.
+    """
+    start = time.monotonic()
+    sock.settimeout(timeout)
+    buf = b""
+
+    def recv_more():
+        nonlocal buf
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise EOFError("connection closed")
+        buf += chunk
+
+    while True:
+        while b"\r\n\r\n" not in buf:
+            recv_more()
+        head_bytes, _, rest = buf.partition(b"\r\n\r\n")
+        lines = head_bytes.decode("latin-1").split("\r\n")
+        m = re.match(r"HTTP/\d\.\d (\d{3}) ?(.*)", lines[0])
+        assert m, f"bad status line {lines[0]!r}"
+        status = int(m.group(1))
+        headers = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        buf = rest
+        if 100 <= status < 200 and skip_interim:
+            continue
+        break
+
+    body = b""
+    if head or status in (204, 304):
+        pass
+    elif "content-length" in headers:
+        n = int(headers["content-length"])
+        while len(buf) < n:
+            recv_more()
+        body = buf[:n]
+    elif "chunked" in headers.get("transfer-encoding", "").lower():
+        while True:
+            while b"\r\n" not in buf:
+                recv_more()
+            size_line, _, buf = buf.partition(b"\r\n")
+            size = int(size_line.split(b";")[0], 16)
+            while len(buf) < size + 2:
+                recv_more()
+            body += buf[:size]
+            buf = buf[size + 2:]
+            if size == 0:
+                break
+    else:
+        try:
+            while True:
+                recv_more()
+        except (EOFError, ConnectionResetError):
+            pass
+        body = buf
+    return RawResponse(status, m.group(2), headers, body, time.monotonic() - start)
+
+
+def raw_request(host: str, port: int, data: bytes, timeout: float = 10.0) -> RawResponse:
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(data)
+        return read_raw_response(s, timeout)
+
+
+# --------------------------------------------------------------------------
+# PostgreSQL
+
+
+def find_pg_bin_dir() -> Path:
+    initdb = shutil.which("initdb")
+    if initdb and shutil.which("postgres") and shutil.which("pg_ctl"):
+        # Resolve symlinks so that postgres finds its share directory.
+        return Path(os.path.realpath(initdb)).parent
+    base = Path("/usr/lib/postgresql")
+    versions = []
+    if base.is_dir():
+        for d in base.iterdir():
+            if (d / "bin" / "initdb").exists() and d.name.split(".")[0].isdigit():
+                versions.append((int(d.name.split(".")[0]), d / "bin"))
+    if not versions:
+        pytest.fail("PostgreSQL binaries (initdb, postgres, pg_ctl) not found on PATH "
+                    "nor in /usr/lib/postgresql/<version>/bin; install the postgresql package")
+    return max(versions)[1]
+
+
+def _pg_uid_gid():
+    try:
+        pw = pwd.getpwnam(PG_SYSTEM_USER)
+    except KeyError:
+        pytest.fail(f"running as root but there is no '{PG_SYSTEM_USER}' system user to run PostgreSQL")
+    return pw.pw_uid, pw.pw_gid
+
+
+def _chown_tree(path: Path, uid: int, gid: int):
+    os.chown(path, uid, gid)
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.chown(os.path.join(root, name), uid, gid)
+
+
+class PostgresServer:
+    """A private PostgreSQL cluster for the tests."""
+
+    _db_counter = itertools.count(1)
+
+    def __init__(self, bin_dir: Path, name: str = "pg"):
+        self.bin_dir = bin_dir
+        self.base = make_shared_tmpdir(f"floe-it-{name}-")
+        self.data_dir = self.base / "data"
+        self.socket_dir = self.base / "sock"
+        self.logfile = self.base / "postgres.log"
+        self.host = "127.0.0.1"
+        self.port = free_port()
+        self.socket_dir.mkdir()
+        if IS_ROOT:
+            uid, gid = _pg_uid_gid()
+            _chown_tree(self.base, uid, gid)
+        self._icu = None
+
+    def _run(self, argv, check=True, timeout=120):
+        if IS_ROOT:
+            argv = ["runuser", "-u", PG_SYSTEM_USER, "--"] + argv
+        res = subprocess.run(argv, cwd=self.base, capture_output=True, text=True, timeout=timeout)
+        if check and res.returncode != 0:
+            raise RuntimeError(
+                f"{' '.join(argv)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}\n"
+                f"--- postgres log ---\n{self.log()}"
+            )
+        return res
+
+    def log(self) -> str:
+        try:
+            return self.logfile.read_text(errors="replace")[-6000:]
+        except OSError:
+            return ""
+
+    def init(self):
+        self._run([str(self.bin_dir / "initdb"), "-D", str(self.data_dir), "-U", "postgres",
+                   "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
+        return self
+
+    def start(self):
+        opts = (f"-p {self.port} -k {self.socket_dir} -c listen_addresses={self.host} "
+                f"-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+                f"-c max_connections=300 -c shared_buffers=32MB")
+        self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-l", str(self.logfile),
+                   "-w", "-t", "60", "-o", opts, "start"])
+        return self
+
+    def stop(self, mode: str = "fast"):
+        self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", mode, "-w", "-t", "60", "stop"])
+
+    def is_running(self) -> bool:
+        return self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "status"],
+                         check=False).returncode == 0
+
+    def destroy(self):
+        if self.is_running():
+            self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "immediate",
+                       "-w", "stop"], check=False)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def url(self, dbname: str = "postgres") -> str:
+        return f"postgresql://postgres@{self.host}:{self.port}/{dbname}"
+
+    def connect(self, dbname: str = "postgres"):
+        import psycopg
+        return psycopg.connect(self.url(dbname), autocommit=True)
+
+    def new_database(self, icu: bool = True) -> str:
+        """Create an empty database and return its postgresql:// URL.
+
+        By default the database's collation is ICU en-US where the server
+        supports it, as on many real installations: floe must not depend on
+        the database collation for its byte-order listings.
+        """
+        name = f"floe_{os.getpid()}_{next(self._db_counter)}"
+        with self.connect() as conn:
+            if icu and self._icu is not False:
+                try:
+                    conn.execute(
+                        f'CREATE DATABASE "{name}" TEMPLATE template0 ENCODING \'UTF8\' '
+                        f"LOCALE 'C.UTF-8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US'")
+                    self._icu = True
+                    return self.url(name)
+                except Exception:
+                    self._icu = False
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+
+@pytest.fixture(scope="session")
+def pg_bin_dir() -> Path:
+    return find_pg_bin_dir()
+
+
+@pytest.fixture(scope="session")
+def postgres(pg_bin_dir):
+    server = PostgresServer(pg_bin_dir, "shared").init().start()
+    yield server
+    server.destroy()
+
+
+@pytest.fixture(scope="module")
+def dedicated_postgres(pg_bin_dir):
+    """A PostgreSQL cluster of its own, for tests that stop and start it."""
+    server = PostgresServer(pg_bin_dir, "dedicated").init().start()
+    yield server
+    server.destroy()
+
+
+# --------------------------------------------------------------------------
+# floe
+
+
+def floe_binary() -> Path:
+    path = Path(os.environ.get("FLOE_BIN") or REPO / "build" / "server" / "floe")
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(f"floe binary not found at {path}: build it first (or set FLOE_BIN)")
+    return path
+
+
+def clean_env(**extra) -> dict:
+    """The test runner's environment without any FLOE_* variable, plus extra."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOE_")}
+    env.update({k: str(v) for k, v in extra.items() if v is not None})
+    return env
+
+
+def run_floe(args, env=None, timeout: float = 20, cwd=None) -> subprocess.CompletedProcess:
+    """Run floe to completion (for --help, --version, bad options)."""
+    return subprocess.run([str(floe_binary())] + list(args), env=clean_env(**(env or {})),
+                          capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL, cwd=cwd)
+
+
+class Floe:
+    """A running floe daemon."""
+
+    def __init__(self, args=(), env=None, workdir: Path | None = None, listen_host="127.0.0.1",
+                 port: int | None = None, listen_via="env"):
+        self.workdir = workdir or make_shared_tmpdir("floe-it-run-")
+        self._own_workdir = workdir is None
+        self.host = listen_host
+        self.port = port or free_port(listen_host)
+        hostpart = f"[{listen_host}]" if ":" in listen_host else listen_host
+        self.listen = f"{hostpart}:{self.port}"
+        self.url = f"http://{hostpart}:{self.port}"
+        env = dict(env or {})
+        args = list(args)
+        env.setdefault("FLOE_DATA_DIR", str(self.workdir / "data"))
+        if listen_via == "env":
+            env.setdefault("FLOE_LISTEN", self.listen)
+        elif listen_via == "flag":
+            args.append(f"--listen={self.listen}")
+        self.args = args
+        self.env = env
+        self.stderr_path = self.workdir / "floe.stderr"
+        self.stdout_path = self.workdir / "floe.stdout"
+        self._stderr = open(self.stderr_path, "wb")
+        self._stdout = open(self.stdout_path, "wb")
+        self.proc = subprocess.Popen([str(floe_binary())] + args, env=clean_env(**env),
+                                     stdout=self._stdout, stderr=self._stderr,
+                                     stdin=subprocess.DEVNULL, cwd=self.workdir)
+        self.session = requests.Session()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def log(self) -> str:
+        """floe's stderr so far."""
+        if not self._stderr.closed:
+            self._stderr.flush()
+        return self.stderr_path.read_bytes().decode("utf-8", errors="replace")
+
+    def log_tail(self, n: int = 4000) -> str:
+        return self.log()[-n:]
+
+    def wait_ready(self, timeout: float = 30.0):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"floe exited with {self.proc.returncode} before it was ready; stderr:\n{self.log_tail()}")
+            try:
+                r = requests.get(self.url + "/ready", timeout=2)
+                if r.status_code == 200:
+                    return self
+                last = f"{r.status_code} {r.text[:200]}"
+            except requests.RequestException as e:
+                last = repr(e)
+            time.sleep(0.05)
+        raise AssertionError(
+            f"floe not ready within {timeout}s (last answer: {last}); stderr:\n{self.log_tail()}")
+
+    def stop(self, sig=signal.SIGTERM, timeout: float = 30.0) -> int:
+        """Send a signal and wait for the exit; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+                raise AssertionError(
+                    f"floe did not exit within {timeout}s of {sig!r}; stderr:\n{self.log_tail()}")
+        self._close_files()
+        return self.proc.returncode
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._close_files()
+
+    def _close_files(self):
+        for f in (self._stderr, self._stdout):
+            if not f.closed:
+                f.close()
+        self.session.close()
+
+    def cleanup(self):
+        self.kill()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # HTTP helpers -------------------------------------------------------
+    def request(self, method: str, path: str, **kw) -> requests.Response:
+        kw.setdefault("timeout", 15)
+        return self.session.request(method, self.url + path, **kw)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, **kw):
+        return self.request("POST", path, **kw)
+
+    def head(self, path, **kw):
+        return self.request("HEAD", path, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+    def raw(self, data: bytes, timeout: float = 10.0) -> RawResponse:
+        return raw_request(self.host, self.port, data, timeout)
+
+    def create_namespace(self, levels, properties=None, base="/v1"):
+        body = {"namespace": list(levels)}
+        if properties is not None:
+            body["properties"] = properties
+        r = self.post(f"{base}/namespaces", json=body)
+        assert r.status_code == 200, f"create {levels}: {describe(r)}"
+        return r.json()
+
+    def list_namespaces(self, parent=None, base="/v1"):
+        params = {}
+        if parent is not None:
+            params["parent"] = "\x1f".join(parent)
+        r = self.get(f"{base}/namespaces", params=params)
+        assert r.status_code == 200, describe(r)
+        body = r.json()
+        return [list(ns) for ns in body["namespaces"]]
+
+    def access_log_lines(self, rid: str, timeout: float = 3.0):
+        """The access-log lines of one request id (waits for the log to flush)."""
+        pat = re.compile(rf"rid={re.escape(rid)}(?![\w-])")
+
+        def lines():
+            return [l for l in self.log().splitlines() if pat.search(l)]
+        return wait_until(lines, timeout) or []
+
+
+@pytest.fixture
+def floe_factory(tmp_path_factory):
+    """Start floe daemons with arbitrary args/env; all are killed at teardown.
+
+    floe_factory(args=[...], env={...}, ready=True, ready_timeout=30, ...)
+    returns a Floe.  When ``ready`` is true it waits for GET /ready = 200.
+    """
+    started = []
+
+    def start(args=(), env=None, ready=True, ready_timeout=30.0, **kw):
+        f = Floe(args=args, env=env, **kw)
+        started.append(f)
+        if ready:
+            f.wait_ready(ready_timeout)
+        return f
+
+    yield start
+    for f in started:
+        f.cleanup()
+
+
+def _start_floe_on_fresh_db(postgres, **kw) -> Floe:
+    f = Floe(env={"FLOE_DATABASE_URL": postgres.new_database()}, **kw)
+    try:
+        f.wait_ready(30)
+    except BaseException:
+        f.cleanup()
+        raise
+    return f
+
+
+def _stop_and_check(f: Floe):
+    try:
+        code = f.stop(signal.SIGTERM, timeout=30)
+        assert code == 0, f"floe exited with {code} after SIGTERM; stderr:\n{f.log_tail()}"
+    finally:
+        f.cleanup()
+
+
+@pytest.fixture(scope="module")
+def floe(postgres):
+    """One floe daemon on a fresh database, shared by a module's tests."""
+    f = _start_floe_on_fresh_db(postgres)
+    yield f
+    _stop_and_check(f)
+
+
+@pytest.fixture
+def fresh_floe(postgres):
+    """A floe daemon on a fresh, empty database, for one test."""
+    f = _start_floe_on_fresh_db(postgres)
+    yield f
+    _stop_and_check(f)
+
+
+@pytest.fixture
+def uniq(request):
+    """A short name unique to the test, for namespaces in a shared catalog."""
+    uniq.counter = getattr(uniq, "counter", 0) + 1
+    name = re.sub(r"[^A-Za-z0-9]+", "_", request.node.name)[-40:]
+    return f"t{uniq.counter}_{name}"

@@ -1,0 +1,585 @@
+"""The floe daemon: options, embedded PostgreSQL, shutdown, database outages,
+several replicas on one database."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import (
+    FLOE_OPTIONS,
+    IS_ROOT,
+    assert_error,
+    assert_ok_json,
+    describe,
+    free_port,
+    is_descendant,
+    make_shared_tmpdir,
+    pid_alive,
+    port_open,
+    proc_status,
+    read_raw_response,
+    run_floe,
+    wait_until,
+)
+
+EMBEDDED_READY_TIMEOUT = 120
+
+
+# ---------------------------------------------------------------- command line
+
+
+def test_help_lists_every_option(tmp_path):
+    res = run_floe(["--help"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    for flag, var in FLOE_OPTIONS.items():
+        assert flag in out, f"--help does not mention {flag}:\n{out}"
+        assert var in out, f"--help does not mention {var}:\n{out}"
+    for word in ("--help", "--version", "--print-routes"):
+        assert word in out, f"--help does not mention {word}:\n{out}"
+    for default in ("127.0.0.1:8181", "8388608", "info", "floe-data"):
+        assert default in out, f"--help does not show the default {default!r}:\n{out}"
+    assert list(tmp_path.iterdir()) == [], "--help created files"
+
+
+def test_version(tmp_path):
+    res = run_floe(["--version"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"floe\S*\s+\S*\d", res.stdout, re.I), res.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_print_routes(tmp_path):
+    res = run_floe(["--print-routes"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    lines = [l.strip() for l in res.stdout.splitlines() if l.strip()]
+    for l in lines:
+        assert re.fullmatch(r"(GET|HEAD|POST|PUT|DELETE|PATCH) /\S*", l), f"bad route line {l!r}"
+    assert len(lines) == len(set(lines)), "duplicate routes"
+    for must in ("GET /health", "GET /ready", "GET /v1/config"):
+        assert must in lines, lines
+    normal = {re.sub(r"^(\w+) /v1/(?!\{prefix\}/)(?!config$)", r"\1 /v1/{prefix}/", l) for l in lines}
+    for route in ("GET /v1/{prefix}/namespaces", "POST /v1/{prefix}/namespaces",
+                  "GET /v1/{prefix}/namespaces/{namespace}", "HEAD /v1/{prefix}/namespaces/{namespace}",
+                  "DELETE /v1/{prefix}/namespaces/{namespace}",
+                  "POST /v1/{prefix}/namespaces/{namespace}/properties"):
+        assert route in normal, f"{route} missing from --print-routes:\n{res.stdout}"
+    assert list(tmp_path.iterdir()) == []
+
+
+BAD_OPTIONS = [
+    (["--threads=0"], {}, ("--threads", "FLOE_THREADS")),
+    (["--threads=abc"], {}, ("--threads", "FLOE_THREADS")),
+    (["--threads=-1"], {}, ("--threads", "FLOE_THREADS")),
+    (["--threads=257"], {}, ("--threads", "FLOE_THREADS")),
+    (["--threads="], {}, ("--threads", "FLOE_THREADS")),
+    (["--listen=nonsense"], {}, ("--listen", "FLOE_LISTEN")),
+    (["--listen=127.0.0.1"], {}, ("--listen", "FLOE_LISTEN")),
+    (["--listen=127.0.0.1:99999"], {}, ("--listen", "FLOE_LISTEN")),
+    (["--listen=127.0.0.1:http"], {}, ("--listen", "FLOE_LISTEN")),
+    (["--log-level=loud"], {}, ("--log-level", "FLOE_LOG_LEVEL")),
+    (["--max-body-bytes=1023"], {}, ("--max-body-bytes", "FLOE_MAX_BODY_BYTES")),
+    (["--max-body-bytes=abc"], {}, ("--max-body-bytes", "FLOE_MAX_BODY_BYTES")),
+    (["--max-body-bytes=-5"], {}, ("--max-body-bytes", "FLOE_MAX_BODY_BYTES")),
+    (["--no-such-flag"], {}, ("--no-such-flag",)),
+    (["--threads=2", "stray-argument"], {}, ("stray-argument",)),
+    ([], {"FLOE_THREADS": "0"}, ("FLOE_THREADS", "--threads")),
+    ([], {"FLOE_THREADS": "abc"}, ("FLOE_THREADS", "--threads")),
+    ([], {"FLOE_LOG_LEVEL": "loud"}, ("FLOE_LOG_LEVEL", "--log-level")),
+    ([], {"FLOE_LISTEN": "nonsense"}, ("FLOE_LISTEN", "--listen")),
+    ([], {"FLOE_MAX_BODY_BYTES": "10"}, ("FLOE_MAX_BODY_BYTES", "--max-body-bytes")),
+]
+
+
+@pytest.mark.parametrize("args,env,names", BAD_OPTIONS,
+                         ids=[" ".join(a) or " ".join(f"{k}={v}" for k, v in e.items()) for a, e, _ in BAD_OPTIONS])
+def test_bad_option_exits_2(tmp_path, args, env, names):
+    env = dict(env)
+    env.setdefault("FLOE_DATA_DIR", str(tmp_path / "data"))
+    # a database nobody listens on: a floe that wrongly accepts the option fails differently
+    env.setdefault("FLOE_DATABASE_URL", f"postgresql://postgres@127.0.0.1:{free_port()}/none?connect_timeout=2")
+    try:
+        res = run_floe(args, env=env, timeout=20, cwd=tmp_path)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"floe {args} {env} did not exit: the bad value was accepted")
+    assert res.returncode == 2, f"exit {res.returncode}; stderr:\n{res.stderr}"
+    assert any(n in res.stderr for n in names), f"stderr should name one of {names}:\n{res.stderr}"
+
+
+# ---------------------------------------------------------------- options in effect
+
+
+def test_logs_listening_line(postgres, floe_factory):
+    f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database()})
+    assert "listening on" in f.log(), f.log_tail()
+    assert str(f.port) in [l for l in f.log().splitlines() if "listening on" in l][0]
+
+
+def test_listen_flag_beats_env(postgres, floe_factory):
+    env_port = free_port()
+    f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database(),
+                          "FLOE_LISTEN": f"127.0.0.1:{env_port}"}, listen_via="flag")
+    assert f.port != env_port
+    assert requests.get(f.url + "/health", timeout=5).status_code == 200
+    assert not port_open("127.0.0.1", env_port), "floe listens on the FLOE_LISTEN port despite --listen"
+
+
+def test_database_flag_beats_env(postgres, floe_factory):
+    bad = f"postgresql://postgres@127.0.0.1:{free_port()}/none?connect_timeout=2"
+    f = floe_factory(args=[f"--database={postgres.new_database()}"], env={"FLOE_DATABASE_URL": bad})
+    assert_ok_json(f.get("/v1/namespaces"))
+
+
+def test_database_as_conninfo(postgres, floe_factory):
+    url = postgres.new_database()
+    dbname = url.rsplit("/", 1)[1]
+    conninfo = f"host={postgres.host} port={postgres.port} user=postgres dbname={dbname}"
+    f = floe_factory(env={"FLOE_DATABASE_URL": conninfo})
+    f.create_namespace(["via_conninfo"])
+    assert ["via_conninfo"] in f.list_namespaces()
+
+
+def test_every_option_as_flag(postgres, pg_bin_dir, floe_factory, tmp_path):
+    port = free_port()
+    args = [
+        f"--listen=127.0.0.1:{port}",
+        f"--database={postgres.new_database()}",
+        f"--data-dir={tmp_path / 'd'}",
+        f"--warehouse=file://{tmp_path / 'wh'}",
+        "--threads=3",
+        "--log-level=debug",
+        "--max-body-bytes=2048",
+        f"--pg-bin-dir={pg_bin_dir}",
+        "--pg-user=postgres",
+    ]
+    f = floe_factory(args=args, port=port, listen_via="none")
+    f.create_namespace(["all_flags"])
+    r = f.post("/v1/namespaces", data=b"x" * 4096, headers={"Content-Type": "application/json"})
+    assert_error(r, 413, "RequestEntityTooLargeException")
+
+
+def test_every_option_as_env(postgres, pg_bin_dir, floe_factory, tmp_path):
+    port = free_port()
+    env = {
+        "FLOE_LISTEN": f"127.0.0.1:{port}",
+        "FLOE_DATABASE_URL": postgres.new_database(),
+        "FLOE_DATA_DIR": str(tmp_path / "d"),
+        "FLOE_WAREHOUSE": f"file://{tmp_path / 'wh'}",
+        "FLOE_THREADS": "3",
+        "FLOE_LOG_LEVEL": "debug",
+        "FLOE_MAX_BODY_BYTES": "2048",
+        "FLOE_PG_BIN_DIR": str(pg_bin_dir),
+        "FLOE_PG_USER": "postgres",
+    }
+    f = floe_factory(env=env, port=port)
+    f.create_namespace(["all_env"])
+    r = f.post("/v1/namespaces", data=b"x" * 4096, headers={"Content-Type": "application/json"})
+    assert_error(r, 413, "RequestEntityTooLargeException")
+
+
+@pytest.mark.parametrize("level", ["error", "warn", "info", "debug"])
+def test_log_levels_are_accepted(postgres, floe_factory, level):
+    f = floe_factory(args=[f"--log-level={level}"], env={"FLOE_DATABASE_URL": postgres.new_database()})
+    assert f.get("/health").status_code == 200
+
+
+def test_one_thread_serves_concurrent_clients(postgres, floe_factory):
+    f = floe_factory(args=["--threads=1"], env={"FLOE_DATABASE_URL": postgres.new_database()})
+    f.create_namespace(["one_thread"])
+
+    def call(i):
+        return requests.get(f.url + "/v1/namespaces/one_thread", timeout=20).status_code
+
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        codes = list(ex.map(call, range(64)))
+    assert codes == [200] * 64
+
+
+def test_ipv6_listen(postgres, floe_factory):
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database()}, listen_host="::1")
+    assert f.listen.startswith("[::1]:")
+    assert requests.get(f.url + "/health", timeout=5).json() == {"status": "ok"}
+
+
+def test_restart_on_same_database_keeps_data(postgres, floe_factory):
+    url = postgres.new_database()
+    f = floe_factory(env={"FLOE_DATABASE_URL": url})
+    f.create_namespace(["kept"], {"k": "v"})
+    assert f.stop() == 0, f.log_tail()
+    g = floe_factory(env={"FLOE_DATABASE_URL": url})
+    assert assert_ok_json(g.get("/v1/namespaces/kept"))["properties"] == {"k": "v"}
+
+
+# ---------------------------------------------------------------- shutdown
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_exits_0_and_closes_port(postgres, floe_factory, sig):
+    f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database()})
+    f.create_namespace(["x"])
+    code = f.stop(sig, timeout=20)
+    assert code == 0, f"exit {code} after {sig!r}; stderr:\n{f.log_tail()}"
+    assert not port_open(f.host, f.port)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_while_waiting_for_the_database(floe_factory, sig):
+    """A floe still waiting for its database at start-up stops when told to."""
+    url = f"postgresql://postgres@127.0.0.1:{free_port()}/none?connect_timeout=2"
+    f = floe_factory(env={"FLOE_DATABASE_URL": url}, ready=False)
+    time.sleep(2)
+    assert f.proc.poll() is None, f"floe gave up on the database at once:\n{f.log_tail()}"
+    t0 = time.monotonic()
+    f.proc.send_signal(sig)
+    try:
+        f.proc.wait(10)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"floe ignored {sig!r} while waiting for PostgreSQL; stderr:\n{f.log_tail()}")
+    assert time.monotonic() - t0 < 10
+
+
+def test_idle_keepalive_connection_does_not_block_shutdown(postgres, floe_factory):
+    f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database()})
+    s = requests.Session()
+    assert s.get(f.url + "/health", timeout=5).status_code == 200  # connection stays open
+    t0 = time.monotonic()
+    code = f.stop(signal.SIGTERM, timeout=20)
+    assert code == 0, f.log_tail()
+    assert time.monotonic() - t0 < 15
+    s.close()
+
+
+def test_request_in_flight_at_sigterm_is_answered(postgres, floe_factory):
+    """A request whose body is still arriving when SIGTERM comes is finished."""
+    f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database()})
+    body = b'{"namespace": ["in_flight"], "properties": {"k": "v"}}'
+    head = (f"POST /v1/namespaces HTTP/1.1\r\nHost: {f.host}:{f.port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+    with socket.create_connection((f.host, f.port), timeout=10) as s:
+        s.sendall(head + body[:10])
+        time.sleep(0.5)
+        f.proc.send_signal(signal.SIGTERM)
+        time.sleep(1.0)
+        assert f.proc.poll() is None, f"floe exited with a request in flight; stderr:\n{f.log_tail()}"
+        # no new connections are served meanwhile
+        try:
+            r = requests.get(f.url + "/health", timeout=2)
+            pytest.fail(f"floe answered a new request while shutting down: {describe(r)}")
+        except requests.RequestException:
+            pass
+        s.sendall(body[10:])
+        resp = read_raw_response(s, timeout=10)
+    assert resp.status == 200, resp
+    assert resp.json()["namespace"] == ["in_flight"]
+    f.proc.wait(20)
+    assert f.proc.returncode == 0, f.log_tail()
+
+
+def test_shutdown_under_load(postgres, floe_factory):
+    """Responses sent while shutting down are complete; the exit is clean."""
+    f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database()})
+    f.create_namespace(["load"])
+    stop = threading.Event()
+    problems = []
+    completed = [0]
+
+    def client():
+        s = requests.Session()
+        while not stop.is_set():
+            try:
+                r = s.get(f.url + "/v1/namespaces/load", timeout=10)
+            except (requests.ConnectionError, requests.Timeout):
+                time.sleep(0.01)
+                continue
+            except Exception as e:  # a truncated or garbled answer
+                problems.append(repr(e))
+                continue
+            if r.status_code == 200:
+                try:
+                    assert r.json()["namespace"] == ["load"]
+                    completed[0] += 1
+                except Exception as e:
+                    problems.append(f"bad 200 body {r.content!r}: {e!r}")
+            elif r.status_code != 503:
+                problems.append(describe(r))
+
+    threads = [threading.Thread(target=client) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    code = f.stop(signal.SIGTERM, timeout=20)
+    stop.set()
+    for t in threads:
+        t.join(20)
+    assert code == 0, f.log_tail()
+    assert completed[0] > 0
+    assert not problems, problems[:5]
+
+
+# ---------------------------------------------------------------- database outage
+
+
+def test_database_restart(dedicated_postgres, floe_factory):
+    pg = dedicated_postgres
+    f = floe_factory(env={"FLOE_DATABASE_URL": pg.new_database(), "FLOE_THREADS": "2"})
+    f.create_namespace(["before_outage"], {"k": "v"})
+    assert f.get("/ready").status_code == 200
+
+    pg.stop("fast")
+    try:
+        calls = [
+            ("GET", "/ready", None),
+            ("GET", "/v1/namespaces", None),
+            ("GET", "/v1/namespaces/before_outage", None),
+            ("POST", "/v1/namespaces", {"namespace": ["during_outage"]}),
+            ("POST", "/v1/namespaces/before_outage/properties", {"updates": {"k": "w"}}),
+            ("DELETE", "/v1/namespaces/before_outage", None),
+            ("GET", "/ready", None),
+            ("GET", "/v1/someprefix/namespaces", None),
+        ]
+        for method, path, body in calls:
+            t0 = time.monotonic()
+            try:
+                r = requests.request(method, f.url + path, json=body, timeout=10)
+            except requests.Timeout:
+                pytest.fail(f"{method} {path} not answered within 10 s while PostgreSQL is down")
+            assert time.monotonic() - t0 < 10
+            assert_error(r, 503, "ServiceUnavailableException")
+            assert r.headers.get("Retry-After", "").strip().isdigit(), \
+                f"503 without a Retry-After (seconds): {dict(r.headers)}"
+
+        r = requests.head(f.url + "/v1/namespaces/before_outage", timeout=10)
+        assert r.status_code == 503 and r.content == b"", describe(r)
+
+        def call(i):
+            return requests.get(f.url + "/v1/namespaces", timeout=10).status_code
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            assert set(ex.map(call, range(16))) == {503}
+
+        # liveness does not depend on the database
+        assert requests.get(f.url + "/health", timeout=10).status_code == 200
+        assert f.proc.poll() is None, f"floe died while PostgreSQL was down:\n{f.log_tail()}"
+    finally:
+        pg.start()
+
+    statuses = []
+
+    def recovered():
+        ok = 0
+        for path in ("/ready", "/v1/namespaces", "/v1/namespaces/before_outage"):
+            try:
+                r = requests.get(f.url + path, timeout=10)
+            except requests.RequestException as e:
+                statuses.append(repr(e))
+                return False
+            statuses.append(r.status_code)
+            ok += r.status_code == 200
+        return ok == 3
+
+    assert wait_until(recovered, 30, 0.5), f"not recovered in 30 s: {statuses[-12:]}\n{f.log_tail()}"
+    bad = [s for s in statuses if s not in (200, 503)]
+    assert not bad, f"answers other than 200/503 while recovering: {bad}"
+    # every worker's connection works again
+    for _ in range(20):
+        r = f.get("/v1/namespaces/before_outage")
+        assert r.status_code == 200, describe(r)
+        assert r.json()["properties"] == {"k": "v"}, "a request during the outage changed data"
+    assert ["during_outage"] not in f.list_namespaces()
+    f.create_namespace(["after_outage"])
+    assert f.proc.poll() is None
+    assert f.stop() == 0, f.log_tail()
+
+
+# ---------------------------------------------------------------- replicas
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_daemons_started_together_share_one_fresh_database(postgres, floe_factory, n):
+    url = postgres.new_database()
+    daemons = [floe_factory(env={"FLOE_DATABASE_URL": url}, ready=False) for _ in range(n)]
+    for d in daemons:
+        d.wait_ready(30)
+    for i, d in enumerate(daemons):
+        d.create_namespace([f"from_{i}"], {"by": str(i)})
+    expected = [[f"from_{i}"] for i in range(n)]
+    for d in daemons:
+        assert d.list_namespaces() == expected
+        for i in range(n):
+            assert assert_ok_json(d.get(f"/v1/namespaces/from_{i}"))["properties"] == {"by": str(i)}
+    r = daemons[-1].post("/v1/namespaces", json={"namespace": ["from_0"]})
+    assert_error(r, 409, "AlreadyExistsException")
+    for d in daemons:
+        assert d.stop() == 0, d.log_tail()
+
+
+# ---------------------------------------------------------------- embedded PostgreSQL
+
+
+@pytest.fixture
+def embedded_workdir():
+    """A world-traversable directory under /tmp; kills a leftover postgres at the end."""
+    d = make_shared_tmpdir("floe-it-embedded-")
+    yield d
+    pidfile = d / "data" / "pg" / "postmaster.pid"
+    try:
+        pid = int(pidfile.read_text().splitlines()[0])
+        if pid_alive(pid) and "postgres" in Path(f"/proc/{pid}/comm").read_text():
+            os.kill(pid, signal.SIGKILL)
+    except (OSError, ValueError, IndexError):
+        pass
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def postmaster_pid(data_dir: Path):
+    try:
+        return int((data_dir / "pg" / "postmaster.pid").read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def listening_tcp_inodes():
+    inodes = set()
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as fh:
+                next(fh)
+                for line in fh:
+                    parts = line.split()
+                    if parts[3] == "0A":  # LISTEN
+                        inodes.add(parts[9])
+        except FileNotFoundError:
+            pass
+    return inodes
+
+
+def socket_inodes(pid):
+    out = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        m = re.fullmatch(r"socket:\[(\d+)\]", link)
+        if m:
+            out.add(m.group(1))
+    return out
+
+
+def start_embedded(floe_factory, workdir, args=(), env=None):
+    env = dict(env or {})
+    env["FLOE_DATA_DIR"] = str(workdir / "data")
+    return floe_factory(args=args, env=env, workdir=workdir, ready_timeout=EMBEDDED_READY_TIMEOUT)
+
+
+def check_postgres_child(f, data_dir: Path, expect_uid=None):
+    pgpid = postmaster_pid(data_dir)
+    assert pgpid, f"no {data_dir}/pg/postmaster.pid while floe runs; stderr:\n{f.log_tail()}"
+    assert pid_alive(pgpid)
+    assert is_descendant(pgpid, f.pid), f"postgres {pgpid} is not a child of floe {f.pid}"
+    if IS_ROOT:
+        uid = int(proc_status(pgpid)["Uid"].split()[0])
+        assert uid != 0, "the embedded postgres runs as root"
+        if expect_uid is not None:
+            assert uid == expect_uid, f"postgres runs as uid {uid}, expected {expect_uid}"
+    # only a Unix socket in <data dir>/run; no TCP listener
+    assert not (socket_inodes(pgpid) & listening_tcp_inodes()), "the embedded postgres listens on TCP"
+    run = data_dir / "run"
+    sockets = [p for p in run.iterdir() if stat.S_ISSOCK(p.lstat().st_mode)] if run.is_dir() else []
+    assert sockets, f"no Unix socket in {run}"
+    return pgpid
+
+
+def test_embedded_lifecycle(embedded_workdir, floe_factory):
+    data = embedded_workdir / "data"
+    f = start_embedded(floe_factory, embedded_workdir)
+    assert "listening on" in f.log()
+    assert (data / "pg" / "PG_VERSION").is_file(), "initdb did not run in <data dir>/pg"
+    pgpid = check_postgres_child(f, data)
+    if IS_ROOT:
+        expected = pwd.getpwnam("postgres").pw_uid
+        assert int(proc_status(pgpid)["Uid"].split()[0]) == expected
+    pg_version_mtime = (data / "pg" / "PG_VERSION").stat().st_mtime_ns
+
+    f.create_namespace(["persist"], {"k": "v"})
+    f.create_namespace(["persist", "child"])
+
+    code = f.stop(signal.SIGTERM, timeout=30)
+    assert code == 0, f"exit {code}; stderr:\n{f.log_tail()}"
+    assert wait_until(lambda: not pid_alive(pgpid), 10), "the postgres child outlived floe"
+    assert not port_open(f.host, f.port)
+
+    # second start: no new initdb, data still there; stopped with SIGINT
+    g = start_embedded(floe_factory, embedded_workdir)
+    assert (data / "pg" / "PG_VERSION").stat().st_mtime_ns == pg_version_mtime, "initdb ran again"
+    assert assert_ok_json(g.get("/v1/namespaces/persist"))["properties"] == {"k": "v"}
+    assert g.list_namespaces(parent=["persist"]) == [["persist", "child"]]
+    pgpid2 = check_postgres_child(g, data)
+    code = g.stop(signal.SIGINT, timeout=30)
+    assert code == 0, f"exit {code} after SIGINT; stderr:\n{g.log_tail()}"
+    assert wait_until(lambda: not pid_alive(pgpid2), 10), "the postgres child outlived floe"
+
+
+def test_embedded_postgres_killed(embedded_workdir, floe_factory):
+    data = embedded_workdir / "data"
+    f = start_embedded(floe_factory, embedded_workdir)
+    f.create_namespace(["survivor"])
+    pgpid = check_postgres_child(f, data)
+    log_before = len(f.log())
+    os.kill(pgpid, signal.SIGKILL)
+    try:
+        f.proc.wait(15)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"floe still runs 15 s after its postgres died; stderr:\n{f.log_tail()}")
+    assert f.proc.returncode != 0, "floe exited 0 after its postgres was killed"
+    after = f.log()[log_before:]
+    assert re.search(r"postgres", after, re.I), f"no log line about postgres after the kill:\n{after}"
+
+    # the next start recovers the crashed cluster
+    g = start_embedded(floe_factory, embedded_workdir)
+    assert_ok_json(g.get("/v1/namespaces/survivor"))
+    assert g.stop() == 0, g.log_tail()
+
+
+def test_embedded_with_explicit_pg_bin_dir(embedded_workdir, floe_factory, pg_bin_dir):
+    f = start_embedded(floe_factory, embedded_workdir, args=[f"--pg-bin-dir={pg_bin_dir}"])
+    f.create_namespace(["x"])
+    assert f.stop() == 0, f.log_tail()
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="--pg-user applies when floe runs as root")
+def test_embedded_pg_user(embedded_workdir, floe_factory):
+    nobody = pwd.getpwnam("nobody").pw_uid
+    f = start_embedded(floe_factory, embedded_workdir, env={"FLOE_PG_USER": "nobody"})
+    check_postgres_child(f, embedded_workdir / "data", expect_uid=nobody)
+    assert f.stop() == 0, f.log_tail()
+
+
+def test_embedded_bad_pg_bin_dir(embedded_workdir, floe_factory):
+    f = floe_factory(args=["--pg-bin-dir=/nonexistent/pg/bin"],
+                     env={"FLOE_DATA_DIR": str(embedded_workdir / "data")},
+                     workdir=embedded_workdir, ready=False)
+    try:
+        f.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"floe with a missing --pg-bin-dir did not exit; stderr:\n{f.log_tail()}")
+    assert f.proc.returncode != 0
+    assert re.search(r"pg-bin-dir|PG_BIN_DIR|initdb|/nonexistent/pg/bin", f.log()), f.log_tail()
