@@ -7,6 +7,7 @@
 #include "table.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,59 @@
 
 #define COMMIT_MAX_ATTEMPTS 40
 #define METADATA_FILE_MAX (256u * 1024 * 1024)
+
+struct commit_locks {
+	pthread_mutex_t stripe[COMMIT_LOCK_STRIPES];
+};
+
+struct commit_locks *commit_locks_new(void)
+{
+	struct commit_locks *l = malloc(sizeof(*l));
+
+	if (l == NULL)
+		return NULL;
+	for (int i = 0; i < COMMIT_LOCK_STRIPES; i++)
+		pthread_mutex_init(&l->stripe[i], NULL);
+	return l;
+}
+
+void commit_locks_free(struct commit_locks **locks)
+{
+	if (*locks == NULL)
+		return;
+	for (int i = 0; i < COMMIT_LOCK_STRIPES; i++)
+		pthread_mutex_destroy(&(*locks)->stripe[i]);
+	free(*locks);
+	*locks = NULL;
+}
+
+/* The stripe of a table: FNV-1a over its levels and name. */
+static unsigned stripe_of(const struct ns_ident *ns, const char *name)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i <= ns->nlevels; i++) {
+		const char *p = i < ns->nlevels ? ns->levels[i] : name;
+		for (; *p; p++) {
+			h ^= (unsigned char)*p;
+			h *= 16777619u;
+		}
+		h ^= 0x1f;
+		h *= 16777619u;
+	}
+	return h % COMMIT_LOCK_STRIPES;
+}
+
+static void stripe_lock(const struct table_env *env, unsigned stripe)
+{
+	if (env->locks != NULL)
+		pthread_mutex_lock(&env->locks->stripe[stripe]);
+}
+
+static void stripe_unlock(const struct table_env *env, unsigned stripe)
+{
+	if (env->locks != NULL)
+		pthread_mutex_unlock(&env->locks->stripe[stripe]);
+}
 
 static int64_t now_ms(void)
 {
@@ -494,11 +548,15 @@ json_t *table_commit(struct store *s, const struct table_env *env,
 	if (requirements != NULL && has_assert_create(requirements))
 		return commit_create(s, env, ns, name, requirements, updates, err);
 
+	unsigned stripe = stripe_of(ns, name);
 	for (int attempt = 0; attempt < COMMIT_MAX_ATTEMPTS; attempt++) {
 		if (attempt > 0)
 			backoff(attempt);
-		if (commit_round(s, env, ns, name, requirements, updates, &result, NULL,
-				 &lost, err))
+		stripe_lock(env, stripe);
+		bool ok = commit_round(s, env, ns, name, requirements, updates, &result,
+				       NULL, &lost, err);
+		stripe_unlock(env, stripe);
+		if (ok)
 			return result;
 		if (!lost)
 			return NULL;
@@ -511,6 +569,11 @@ json_t *table_commit(struct store *s, const struct table_env *env,
 			"the table changed under %d attempts to commit; retry", COMMIT_MAX_ATTEMPTS),
 	       NULL;
 }
+
+static bool transaction_round(struct store *s, const struct table_env *env,
+			      const json_t *changes, struct table_ident *ids,
+			      char **written, size_t n, bool *lost,
+			      struct floe_error *err);
 
 bool table_commit_transaction(struct store *s, const struct table_env *env,
 			      const json_t *body, struct floe_error *err)
@@ -560,40 +623,29 @@ bool table_commit_transaction(struct store *s, const struct table_env *env,
 		}
 	}
 
+	/* Every stripe involved, each once, in ascending order: two
+	 * transactions over the same tables cannot deadlock. */
+	bool used[COMMIT_LOCK_STRIPES] = { false };
+	for (i = 0; i < n; i++)
+		used[stripe_of(&ids[i].ns, ids[i].name)] = true;
+
 	for (int attempt = 0; attempt < COMMIT_MAX_ATTEMPTS; attempt++) {
 		bool lost = false;
 		if (attempt > 0)
 			backoff(attempt);
-		if (!store_begin(s, err))
+		for (unsigned k = 0; k < COMMIT_LOCK_STRIPES; k++)
+			if (used[k])
+				stripe_lock(env, k);
+		bool tx_ok = transaction_round(s, env, changes, ids, written, n, &lost, err);
+		for (unsigned k = COMMIT_LOCK_STRIPES; k-- > 0;)
+			if (used[k])
+				stripe_unlock(env, k);
+		if (tx_ok) {
+			ok = true;
 			goto done;
-		for (i = 0; i < n; i++) {
-			json_t *result = NULL;
-			c = json_array_get(changes, i);
-			const json_t *r = json_object_get(c, "requirements");
-			bool round_ok = commit_round(s, env, &ids[i].ns, ids[i].name,
-						     json_is_array(r) ? r : NULL,
-						     json_object_get(c, "updates"),
-						     &result, &written[i], &lost, err);
-			json_decref(result);
-			if (!round_ok)
-				break;
 		}
-		if (i == n) {
-			if (store_commit(s, err)) {
-				ok = true;
-				goto done;
-			}
-			if (err->kind == FE_COMMIT_STATE_UNKNOWN)
-				goto keep_files;
-		} else {
-			store_rollback(s);
-		}
-		for (size_t k = 0; k < n; k++) {
-			if (written[k] != NULL)
-				fileio_remove(written[k]);
-			free(written[k]);
-			written[k] = NULL;
-		}
+		if (err->kind == FE_COMMIT_STATE_UNKNOWN)
+			goto keep_files;
 		if (!lost)
 			goto done;
 	}
@@ -610,6 +662,48 @@ done:
 	free(ids);
 	free(written);
 	return ok;
+}
+
+/* One attempt at a transaction: all rounds inside BEGIN ... COMMIT. On
+ * any failure the files written are removed (unless the outcome is
+ * unknown) and *lost tells whether another attempt may succeed. */
+static bool transaction_round(struct store *s, const struct table_env *env,
+			      const json_t *changes, struct table_ident *ids,
+			      char **written, size_t n, bool *lost,
+			      struct floe_error *err)
+{
+	size_t i;
+
+	*lost = false;
+	if (!store_begin(s, err))
+		return false;
+	for (i = 0; i < n; i++) {
+		json_t *result = NULL;
+		const json_t *c = json_array_get(changes, i);
+		const json_t *r = json_object_get(c, "requirements");
+		bool round_ok = commit_round(s, env, &ids[i].ns, ids[i].name,
+					     json_is_array(r) ? r : NULL,
+					     json_object_get(c, "updates"), &result,
+					     &written[i], lost, err);
+		json_decref(result);
+		if (!round_ok)
+			break;
+	}
+	if (i == n) {
+		if (store_commit(s, err))
+			return true;
+		if (err->kind == FE_COMMIT_STATE_UNKNOWN)
+			return false;
+	} else {
+		store_rollback(s);
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (written[k] != NULL)
+			fileio_remove(written[k]);
+		free(written[k]);
+		written[k] = NULL;
+	}
+	return false;
 }
 
 json_t *table_register(struct store *s, const struct table_env *env,

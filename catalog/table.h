@@ -16,11 +16,28 @@
 
 struct store;
 
+/*
+ * Striped locks that serialise the commits of one replica to one table:
+ * writers on this replica queue instead of racing, so no work is wasted
+ * on swaps that would lose. The compare-and-swap in PostgreSQL still
+ * decides between replicas.
+ */
+#define COMMIT_LOCK_STRIPES 256
+
+struct commit_locks;
+
+/* New locks, or NULL when out of memory. */
+struct commit_locks *commit_locks_new(void);
+
+/* Frees the locks; sets *locks to NULL. */
+void commit_locks_free(struct commit_locks **locks);
+
 /* What the table operations need to know about the deployment. */
 struct table_env {
 	const char *warehouse;      /* file:///... root URL */
 	const char *warehouse_path; /* its local directory */
 	const char *request_id;
+	struct commit_locks *locks; /* may be NULL: no local serialisation */
 };
 
 /* A table's identity inside one request. */

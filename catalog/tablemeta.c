@@ -853,6 +853,27 @@ static bool check_id_requirement(const json_t *base, const json_t *r,
 	return true;
 }
 
+/* assert-ref-snapshot-id against the ref cur (NULL: absent). */
+static bool check_ref_requirement(const json_t *cur, const char *ref, bool present,
+				  int64_t want, const char *type,
+				  struct floe_error *err)
+{
+	const char *kind = cur ? get_str(cur, "type") : NULL;
+
+	if (kind == NULL)
+		kind = "branch";
+	if (!present && cur != NULL)
+		return req_failed(err, type, "%s %s was created concurrently", kind, ref);
+	if (present && cur == NULL)
+		return req_failed(err, type, "branch or tag %s is missing, expected %" PRId64,
+				  ref, want);
+	if (present && int_or(cur, "snapshot-id", -1) != want)
+		return req_failed(err, type,
+				  "%s %s has changed: expected id %" PRId64 " != %" PRId64,
+				  kind, ref, want, int_or(cur, "snapshot-id", -1));
+	return true;
+}
+
 bool tablemeta_check_requirements(const json_t *base,
 				  const json_t *requirements,
 				  struct floe_error *err)
@@ -893,22 +914,21 @@ bool tablemeta_check_requirements(const json_t *base,
 				return bad(err, "assert-ref-snapshot-id: missing required field 'ref'");
 			if (!get_int(r, "snapshot-id", type, &present, &want, err))
 				return false;
+			json_t *synth = NULL;
 			json_t *cur = json_object_get(json_object_get(base, "refs"), ref);
-			const char *kind = cur ? get_str(cur, "type") : NULL;
-			if (kind == NULL)
-				kind = "branch";
-			if (!present && cur != NULL)
-				return req_failed(err, type, "%s %s was created concurrently",
-						  kind, ref);
-			if (present && cur == NULL)
-				return req_failed(err, type,
-						  "branch or tag %s is missing, expected %" PRId64,
-						  ref, want);
-			if (present && int_or(cur, "snapshot-id", -1) != want)
-				return req_failed(err, type,
-						  "%s %s has changed: expected id %" PRId64
-						  " != %" PRId64, kind, ref, want,
-						  int_or(cur, "snapshot-id", -1));
+			/* Metadata written before refs existed: main is the
+			 * current snapshot. */
+			if (json_object_get(base, "refs") == NULL && strcmp(ref, "main") == 0 &&
+			    int_or(base, "current-snapshot-id", -1) != -1) {
+				synth = json_pack("{s:I, s:s}", "snapshot-id",
+						  (json_int_t)int_or(base, "current-snapshot-id", -1),
+						  "type", "branch");
+				cur = synth;
+			}
+			bool held = check_ref_requirement(cur, ref, present, want, type, err);
+			json_decref(synth);
+			if (!held)
+				return false;
 		} else if (strcmp(type, "assert-last-assigned-field-id") == 0) {
 			if (!check_id_requirement(base, r, type, "last-assigned-field-id",
 						  "last-column-id",
@@ -1293,6 +1313,9 @@ static bool up_add_snapshot(struct apply *a, const json_t *u, struct floe_error 
 		if (json_is_null(val))
 			json_object_del(copy, key);
 	}
+	/* Sequence number 0 (v1) is written as absent. */
+	if (int_or(copy, "sequence-number", -1) == 0)
+		json_object_del(copy, "sequence-number");
 	if (format >= 3) {
 		int64_t first_row, added_rows;
 		bool has_first, has_added;

@@ -9,10 +9,12 @@
 
 #include "config.h"
 #include "store.h"
+#include "table.h"
 
 struct app {
 	const struct floe_config *cfg;
 	struct store_pool *pool;
+	struct commit_locks *locks;
 	atomic_long inflight; /* requests begun and not yet completed */
 };
 

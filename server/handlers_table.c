@@ -35,6 +35,7 @@ static struct table_env env_of(struct http_request *req)
 		.warehouse = req->app->cfg->warehouse,
 		.warehouse_path = req->app->cfg->warehouse_path,
 		.request_id = req->request_id,
+		.locks = req->app->locks,
 	};
 	return env;
 }

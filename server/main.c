@@ -137,7 +137,8 @@ int main(int argc, char **argv)
 	app.cfg = &cfg;
 	atomic_init(&app.inflight, 0);
 	app.pool = store_pool_new(conninfo, cfg.threads);
-	if (app.pool == NULL) {
+	app.locks = commit_locks_new();
+	if (app.pool == NULL || app.locks == NULL) {
 		log_error("main", "out of memory");
 		goto done;
 	}
@@ -178,6 +179,7 @@ done:
 	if (d != NULL)
 		http_stop(d, &app, exit_code == 0 ? SHUTDOWN_GRACE_SECONDS : 2);
 	store_pool_free(&app.pool);
+	commit_locks_free(&app.locks);
 	embedpg_stop(&pg);
 	log_info("main", "floe stopped");
 	config_free(&cfg);

@@ -99,10 +99,10 @@ static const struct {
 		"  metadata_location, metadata, version) "
 		"  SELECT ns.id, $2, $3::uuid, $4, $5, 1 FROM ns "
 		"  ON CONFLICT (namespace_id, name) DO NOTHING "
-		"  RETURNING table_uuid, version) "
-		"INSERT INTO commit_log (table_uuid, version, metadata_location, "
+		"  RETURNING id, table_uuid, version) "
+		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
 		"  previous_location, request_id) "
-		"SELECT table_uuid, version, $4, NULL, $6 FROM ins RETURNING version" },
+		"SELECT id, table_uuid, version, $4, NULL, $6 FROM ins RETURNING version" },
 	[ST_TABLE_OVERWRITE] = { "table_overwrite",
 		"WITH upd AS (UPDATE tables t SET table_uuid = $3::uuid, "
 		"  metadata_location = $4, metadata = $5, version = t.version + 1, "
@@ -110,18 +110,18 @@ static const struct {
 		"  FROM namespaces n, tables old "
 		"  WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
 		"  AND t.name = $2 AND old.id = t.id "
-		"  RETURNING t.table_uuid, t.version, old.metadata_location AS prev) "
-		"INSERT INTO commit_log (table_uuid, version, metadata_location, "
+		"  RETURNING t.id, t.table_uuid, t.version, old.metadata_location AS prev) "
+		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
 		"  previous_location, request_id) "
-		"SELECT table_uuid, version, $4, prev, $6 FROM upd RETURNING version" },
+		"SELECT id, table_uuid, version, $4, prev, $6 FROM upd RETURNING version" },
 	[ST_TABLE_CAS] = { "table_cas",
 		"WITH upd AS (UPDATE tables SET metadata_location = $3, metadata = $4, "
 		"  version = version + 1, updated_at = now() "
 		"  WHERE id = $1::bigint AND version = $2::bigint "
-		"  RETURNING table_uuid, version) "
-		"INSERT INTO commit_log (table_uuid, version, metadata_location, "
+		"  RETURNING id, table_uuid, version) "
+		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
 		"  previous_location, request_id) "
-		"SELECT table_uuid, version, $3, $5, $6 FROM upd RETURNING version" },
+		"SELECT id, table_uuid, version, $3, $5, $6 FROM upd RETURNING version" },
 	[ST_TABLE_LIST] = { "table_list",
 		"SELECT t.name FROM tables t "
 		"WHERE t.namespace_id = $1::bigint AND ($2::text IS NULL OR t.name > $2) "
@@ -175,6 +175,16 @@ struct store_pool {
 
 /* --- connections --- */
 
+/* Server notices (NOTICE, WARNING) go to the log, not to stderr raw. */
+static void store_notice(void *arg, const char *message)
+{
+	(void)arg;
+	size_t len = strlen(message);
+	while (len > 0 && message[len - 1] == '\n')
+		len--;
+	log_debug("store", "%.*s", (int)len, message);
+}
+
 static PGconn *store_connect(const char *conninfo, struct floe_error *err)
 {
 	/* Our defaults come first so that the caller's conninfo, expanded
@@ -198,6 +208,7 @@ static PGconn *store_connect(const char *conninfo, struct floe_error *err)
 		floe_err(err, FE_UNAVAILABLE, "the catalog database is unavailable");
 		return NULL;
 	}
+	PQsetNoticeProcessor(conn, store_notice, NULL);
 	return conn;
 }
 

@@ -30,8 +30,12 @@ CREATE TABLE tables (
 );
 ALTER TABLE tables ALTER COLUMN metadata SET COMPRESSION lz4;
 
+-- One row per successful commit. table_id is the tables row the commit
+-- went to (a table dropped and registered again is a new row, so its
+-- versions start over without clashing with the old ones).
 CREATE TABLE commit_log (
     id                 bigserial PRIMARY KEY,
+    table_id           bigint NOT NULL,
     table_uuid         uuid NOT NULL,
     version            bigint NOT NULL,
     metadata_location  text NOT NULL,
@@ -39,5 +43,6 @@ CREATE TABLE commit_log (
     principal          text NOT NULL DEFAULT 'anonymous',
     request_id         text,
     committed_at       timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (table_uuid, version)
+    UNIQUE (table_id, version)
 );
+CREATE INDEX commit_log_uuid_idx ON commit_log (table_uuid, version);
