@@ -212,6 +212,22 @@ static char *dump(const json_t *m, size_t *len, struct floe_error *err)
 	return text;
 }
 
+/* The snapshots=refs form of m as text (caller frees), or NULL when it
+ * would be the same as m (every snapshot is a ref target). Computed once
+ * per commit so that loadTable never parses metadata. */
+static char *refs_text(const json_t *m)
+{
+	json_t *trimmed = tablemeta_only_ref_snapshots(m);
+	char *text = NULL;
+
+	if (trimmed != NULL &&
+	    json_array_size(json_object_get(trimmed, "snapshots")) !=
+		    json_array_size(json_object_get(m, "snapshots")))
+		text = json_dumps(trimmed, JSON_COMPACT);
+	json_decref(trimmed);
+	return text;
+}
+
 /* Writes metadata m as file number `version` of the table and creates its
  * row; the file is removed again if the row cannot be created. */
 static bool create_row(struct store *s, const struct table_env *env,
@@ -231,15 +247,18 @@ static bool create_row(struct store *s, const struct table_env *env,
 		free(text);
 		return false;
 	}
+	char *refs = refs_text(m);
 	if (!store_table_create(s, ns, name,
 				json_string_value(json_object_get(m, "table-uuid")),
-				loc, text, env->request_id, err)) {
+				loc, text, refs, env->request_id, err)) {
 		fileio_remove(loc);
 		free(loc);
 		free(text);
+		free(refs);
 		return false;
 	}
 	free(text);
+	free(refs);
 	*location_out = loc;
 	return true;
 }
@@ -332,31 +351,16 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 	char *out = NULL;
 	char *meta = NULL;
 	size_t metalen;
-	json_t *trimmed = NULL;
 
-	if (!store_table_load(s, ns, name, &row, err))
+	if (!store_table_load_as(s, ns, name, mode == SNAPSHOTS_REFS, &row, err))
 		return NULL;
 	/* The file name is unique per commit: a strong validator. */
 	const char *slash = strrchr(row.metadata_location, '/');
 	snprintf(etag, etaglen, "%s%s", slash ? slash + 1 : row.metadata_location,
 		 mode == SNAPSHOTS_REFS ? ";refs" : "");
-	if (mode == SNAPSHOTS_REFS) {
-		json_error_t jerr;
-		json_t *m = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
-		trimmed = m ? tablemeta_only_ref_snapshots(m) : NULL;
-		json_decref(m);
-		if (trimmed == NULL) {
-			floe_err(err, FE_INTERNAL, "stored metadata is unreadable");
-			goto done;
-		}
-		meta = dump(trimmed, &metalen, err);
-		if (meta == NULL)
-			goto done;
-	} else {
-		meta = row.metadata;
-		metalen = row.metadata_len;
-		row.metadata = NULL;
-	}
+	meta = row.metadata;
+	metalen = row.metadata_len;
+	row.metadata = NULL;
 	char *qloc = json_quoted(row.metadata_location);
 	if (qloc == NULL) {
 		floe_err(err, FE_INTERNAL, "out of memory");
@@ -387,7 +391,6 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 	free(qloc);
 done:
 	free(meta);
-	json_decref(trimmed);
 	store_table_row_clear(&row);
 	return out;
 }
@@ -465,6 +468,7 @@ static bool commit_round(struct store *s, const struct table_env *env,
 	json_t *base = NULL;
 	json_t *m = NULL;
 	char *text = NULL;
+	char *refs = NULL;
 	char *loc = NULL;
 	json_error_t jerr;
 	bool changed = false;
@@ -502,8 +506,9 @@ static bool commit_round(struct store *s, const struct table_env *env,
 		goto done;
 	if (!fileio_write_metadata(table_loc, row.version, text, len, &loc, err))
 		goto done;
-	if (!store_table_cas(s, row.id, row.version, loc, text, row.metadata_location,
-			     env->request_id, &won, err)) {
+	refs = refs_text(m);
+	if (!store_table_cas(s, row.id, row.version, loc, text, refs,
+			     row.metadata_location, env->request_id, &won, err)) {
 		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
 			fileio_remove(loc);
 		goto done;
@@ -526,6 +531,7 @@ done:
 	json_decref(base);
 	json_decref(m);
 	free(text);
+	free(refs);
 	free(loc);
 	return ok;
 }
@@ -746,21 +752,24 @@ json_t *table_register(struct store *s, const struct table_env *env,
 	}
 	/* The stored text is the file's, so loadTable serves the file. */
 	bool ok;
+	char *refs = refs_text(m);
 	if (json_is_true(overwrite)) {
 		bool exists = false;
 		ok = store_table_exists(s, ns, json_string_value(name), &exists, err);
 		if (ok && exists)
 			ok = store_table_overwrite(s, ns, json_string_value(name), uuid,
-						   json_string_value(mloc), text,
+						   json_string_value(mloc), text, refs,
 						   env->request_id, err);
 		else if (ok)
 			ok = store_table_create(s, ns, json_string_value(name), uuid,
-						json_string_value(mloc), text,
+						json_string_value(mloc), text, refs,
 						env->request_id, err);
 	} else {
 		ok = store_table_create(s, ns, json_string_value(name), uuid,
-					json_string_value(mloc), text, env->request_id, err);
+					json_string_value(mloc), text, refs,
+					env->request_id, err);
 	}
+	free(refs);
 	if (!ok)
 		goto done;
 	result = load_result(json_string_value(mloc), m);

@@ -32,6 +32,7 @@ enum stmt_id {
 	ST_NS_DROP,
 	ST_NS_UPDATE_PROPERTIES,
 	ST_TABLE_LOAD,
+	ST_TABLE_LOAD_REFS,
 	ST_TABLE_CREATE,
 	ST_TABLE_OVERWRITE,
 	ST_TABLE_CAS,
@@ -93,11 +94,16 @@ static const struct {
 		"SELECT t.id, t.table_uuid, t.metadata_location, t.metadata, t.version "
 		"FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
 		"WHERE n.levels = " LEVELS("$1") " AND t.name = $2" },
+	[ST_TABLE_LOAD_REFS] = { "table_load_refs",
+		"SELECT t.id, t.table_uuid, t.metadata_location, "
+		"  coalesce(t.refs_metadata, t.metadata), t.version "
+		"FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
+		"WHERE n.levels = " LEVELS("$1") " AND t.name = $2" },
 	[ST_TABLE_CREATE] = { "table_create",
 		"WITH ns AS (SELECT id FROM namespaces WHERE levels = " LEVELS("$1") "), "
 		"ins AS (INSERT INTO tables (namespace_id, name, table_uuid, "
-		"  metadata_location, metadata, version) "
-		"  SELECT ns.id, $2, $3::uuid, $4, $5, 1 FROM ns "
+		"  metadata_location, metadata, refs_metadata, version) "
+		"  SELECT ns.id, $2, $3::uuid, $4, $5, $7, 1 FROM ns "
 		"  ON CONFLICT (namespace_id, name) DO NOTHING "
 		"  RETURNING id, table_uuid, version) "
 		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
@@ -105,7 +111,8 @@ static const struct {
 		"SELECT id, table_uuid, version, $4, NULL, $6 FROM ins RETURNING version" },
 	[ST_TABLE_OVERWRITE] = { "table_overwrite",
 		"WITH upd AS (UPDATE tables t SET table_uuid = $3::uuid, "
-		"  metadata_location = $4, metadata = $5, version = t.version + 1, "
+		"  metadata_location = $4, metadata = $5, refs_metadata = $7, "
+		"  version = t.version + 1, "
 		"  updated_at = now() "
 		"  FROM namespaces n, tables old "
 		"  WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
@@ -116,7 +123,7 @@ static const struct {
 		"SELECT id, table_uuid, version, $4, prev, $6 FROM upd RETURNING version" },
 	[ST_TABLE_CAS] = { "table_cas",
 		"WITH upd AS (UPDATE tables SET metadata_location = $3, metadata = $4, "
-		"  version = version + 1, updated_at = now() "
+		"  refs_metadata = $7, version = version + 1, updated_at = now() "
 		"  WHERE id = $1::bigint AND version = $2::bigint "
 		"  RETURNING id, table_uuid, version) "
 		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
@@ -860,6 +867,13 @@ bool store_table_load(struct store *s, const struct ns_ident *ns,
 		      const char *name, struct table_row *row,
 		      struct floe_error *err)
 {
+	return store_table_load_as(s, ns, name, false, row, err);
+}
+
+bool store_table_load_as(struct store *s, const struct ns_ident *ns,
+			 const char *name, bool refs_only, struct table_row *row,
+			 struct floe_error *err)
+{
 	char *levels = levels_param(ns, err);
 	PGresult *r;
 	bool ok;
@@ -868,7 +882,7 @@ bool store_table_load(struct store *s, const struct ns_ident *ns,
 	if (levels == NULL)
 		return false;
 	const char *params[2] = { levels, name };
-	r = store_exec(s, ST_TABLE_LOAD, 2, params, err);
+	r = store_exec(s, refs_only ? ST_TABLE_LOAD_REFS : ST_TABLE_LOAD, 2, params, err);
 	free(levels);
 	if (r == NULL)
 		return false;
@@ -903,8 +917,8 @@ bool store_table_exists(struct store *s, const struct ns_ident *ns,
 static bool table_insert(struct store *s, enum stmt_id id,
 			 const struct ns_ident *ns, const char *name,
 			 const char *uuid, const char *location,
-			 const char *metadata, const char *request_id,
-			 bool *done, struct floe_error *err)
+			 const char *metadata, const char *refs_metadata,
+			 const char *request_id, bool *done, struct floe_error *err)
 {
 	char *levels = levels_param(ns, err);
 	PGresult *r;
@@ -912,8 +926,9 @@ static bool table_insert(struct store *s, enum stmt_id id,
 	*done = false;
 	if (levels == NULL)
 		return false;
-	const char *params[6] = { levels, name, uuid, location, metadata, request_id };
-	r = store_exec(s, id, 6, params, err);
+	const char *params[7] = { levels, name, uuid, location, metadata, request_id,
+				  refs_metadata };
+	r = store_exec(s, id, 7, params, err);
 	free(levels);
 	if (r == NULL) {
 		if (strcmp(s->sqlstate, "23505") == 0)
@@ -929,13 +944,14 @@ static bool table_insert(struct store *s, enum stmt_id id,
 bool store_table_create(struct store *s, const struct ns_ident *ns,
 			const char *name, const char *uuid,
 			const char *metadata_location, const char *metadata,
-			const char *request_id, struct floe_error *err)
+			const char *refs_metadata, const char *request_id,
+			struct floe_error *err)
 {
 	bool inserted;
 	bool exists = false;
 
 	if (!table_insert(s, ST_TABLE_CREATE, ns, name, uuid, metadata_location,
-			  metadata, request_id, &inserted, err))
+			  metadata, refs_metadata, request_id, &inserted, err))
 		return false;
 	if (inserted)
 		return true;
@@ -953,12 +969,13 @@ bool store_table_create(struct store *s, const struct ns_ident *ns,
 bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
 			   const char *name, const char *uuid,
 			   const char *metadata_location, const char *metadata,
-			   const char *request_id, struct floe_error *err)
+			   const char *refs_metadata, const char *request_id,
+			   struct floe_error *err)
 {
 	bool updated;
 
 	if (!table_insert(s, ST_TABLE_OVERWRITE, ns, name, uuid, metadata_location,
-			  metadata, request_id, &updated, err))
+			  metadata, refs_metadata, request_id, &updated, err))
 		return false;
 	if (!updated)
 		return table_missing(s, ns, name, err);
@@ -967,8 +984,8 @@ bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
 
 bool store_table_cas(struct store *s, long long id, long long expected_version,
 		     const char *metadata_location, const char *metadata,
-		     const char *previous_location, const char *request_id,
-		     bool *won, struct floe_error *err)
+		     const char *refs_metadata, const char *previous_location,
+		     const char *request_id, bool *won, struct floe_error *err)
 {
 	char idp[32], verp[32];
 	PGresult *r;
@@ -976,9 +993,9 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
 	*won = false;
 	snprintf(idp, sizeof(idp), "%lld", id);
 	snprintf(verp, sizeof(verp), "%lld", expected_version);
-	const char *params[6] = { idp, verp, metadata_location, metadata,
-				  previous_location, request_id };
-	r = store_exec(s, ST_TABLE_CAS, 6, params, err);
+	const char *params[7] = { idp, verp, metadata_location, metadata,
+				  previous_location, request_id, refs_metadata };
+	r = store_exec(s, ST_TABLE_CAS, 7, params, err);
 	if (r == NULL) {
 		/* The statement may have committed before the connection
 		 * broke: the client must not assume either outcome. */

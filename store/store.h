@@ -105,24 +105,33 @@ bool store_table_load(struct store *s, const struct ns_ident *ns,
 		      const char *name, struct table_row *row,
 		      struct floe_error *err) FLOE_WUR;
 
+/* Like store_table_load; with refs_only, row->metadata is the form that
+ * keeps only the snapshots refs point at (snapshots=refs). */
+bool store_table_load_as(struct store *s, const struct ns_ident *ns,
+			 const char *name, bool refs_only, struct table_row *row,
+			 struct floe_error *err) FLOE_WUR;
+
 /* Sets *exists (false also when the namespace is missing). */
 bool store_table_exists(struct store *s, const struct ns_ident *ns,
 			const char *name, bool *exists,
 			struct floe_error *err) FLOE_WUR;
 
 /* Inserts a new table at version 1 with its first commit_log row.
+ * refs_metadata: the snapshots=refs form, NULL when it equals metadata.
  * FE_ALREADY_EXISTS; FE_NO_SUCH_NAMESPACE. */
 bool store_table_create(struct store *s, const struct ns_ident *ns,
 			const char *name, const char *uuid,
 			const char *metadata_location, const char *metadata,
-			const char *request_id, struct floe_error *err) FLOE_WUR;
+			const char *refs_metadata, const char *request_id,
+			struct floe_error *err) FLOE_WUR;
 
 /* Replaces a registered table's pointer (register with overwrite):
  * version bumped, commit_log row written. FE_NO_SUCH_TABLE. */
 bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
 			   const char *name, const char *uuid,
 			   const char *metadata_location, const char *metadata,
-			   const char *request_id, struct floe_error *err) FLOE_WUR;
+			   const char *refs_metadata, const char *request_id,
+			   struct floe_error *err) FLOE_WUR;
 
 /*
  * The compare-and-swap of a commit: moves table id from expected_version
@@ -132,8 +141,8 @@ bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
  */
 bool store_table_cas(struct store *s, long long id, long long expected_version,
 		     const char *metadata_location, const char *metadata,
-		     const char *previous_location, const char *request_id,
-		     bool *won, struct floe_error *err) FLOE_WUR;
+		     const char *refs_metadata, const char *previous_location,
+		     const char *request_id, bool *won, struct floe_error *err) FLOE_WUR;
 
 /* Lists table names in ns sorting after `after` (NULL: from the start),
  * at most limit (< 0: all). *out: a new array of names. */

@@ -23,12 +23,16 @@ CREATE TABLE tables (
     table_uuid         uuid NOT NULL UNIQUE,
     metadata_location  text,
     metadata           text NOT NULL,
+    -- the metadata with only the snapshots refs point at (loadTable with
+    -- snapshots=refs); NULL when that is the whole metadata
+    refs_metadata      text,
     version            bigint NOT NULL DEFAULT 0,
     created_at         timestamptz NOT NULL DEFAULT now(),
     updated_at         timestamptz NOT NULL DEFAULT now(),
     UNIQUE (namespace_id, name)
 );
 ALTER TABLE tables ALTER COLUMN metadata SET COMPRESSION lz4;
+ALTER TABLE tables ALTER COLUMN refs_metadata SET COMPRESSION lz4;
 
 -- One row per successful commit. table_id is the tables row the commit
 -- went to (a table dropped and registered again is a new row, so its
