@@ -195,6 +195,29 @@ static bool location_writable(const struct table_env *env, const char *location,
 	return true;
 }
 
+/* A table location floe may use: inside the warehouse, and neither
+ * holding nor held by another table's location (a purge of one would
+ * take the other's files). uuid: the table's own, or NULL. */
+static bool location_usable(struct store *s, const struct table_env *env,
+			    const char *location, const char *uuid,
+			    struct floe_error *err)
+{
+	char *other = NULL;
+
+	if (!location_writable(env, location, err))
+		return false;
+	if (!store_table_location_clash(s, location, uuid, &other, err))
+		return false;
+	if (other != NULL) {
+		floe_err(err, FE_BAD_REQUEST,
+			 "table location %s overlaps the location of table %s", location,
+			 other);
+		free(other);
+		return false;
+	}
+	return true;
+}
+
 static json_t *load_result(const char *location, json_t *metadata)
 {
 	return json_pack("{s:s?, s:o, s:{}}", "metadata-location", location,
@@ -242,15 +265,29 @@ static bool create_row(struct store *s, const struct table_env *env,
 	*location_out = NULL;
 	if (text == NULL)
 		return false;
-	if (!location_writable(env, table_loc, err) ||
-	    !fileio_write_metadata(table_loc, 0, text, len, &loc, err)) {
+	const char *uuid = json_string_value(json_object_get(m, "table-uuid"));
+	if (!location_usable(s, env, table_loc, uuid, err)) {
+		/* A clash with a table of the same name that was created
+		 * meanwhile is that table existing: 409, not 400. */
+		bool exists = false;
+		struct floe_error ignored;
+		if (err->kind == FE_BAD_REQUEST &&
+		    store_table_exists(s, ns, name, &exists, &ignored) && exists) {
+			char *shown = ident_ns_display(ns);
+			floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s.%s",
+				 shown ? shown : "?", name);
+			free(shown);
+		}
+		free(text);
+		return false;
+	}
+	if (!fileio_write_metadata(table_loc, 0, text, len, &loc, err)) {
 		free(text);
 		return false;
 	}
 	char *refs = refs_text(m);
-	if (!store_table_create(s, ns, name,
-				json_string_value(json_object_get(m, "table-uuid")),
-				loc, text, refs, env->request_id, err)) {
+	if (!store_table_create(s, ns, name, uuid, loc, text, refs, table_loc,
+				env->request_id, err)) {
 		fileio_remove(loc);
 		free(loc);
 		free(text);
@@ -429,6 +466,12 @@ static json_t *commit_create(struct store *s, const struct table_env *env,
 	}
 	if (!json_is_array(updates))
 		return floe_err(err, FE_BAD_REQUEST, "'updates' must be an array"), NULL;
+	bool exists = false;
+	if (!store_table_exists(s, ns, name, &exists, err))
+		return NULL;
+	if (exists)
+		return floe_err(err, FE_COMMIT_FAILED,
+				"Requirement failed: table already exists (assert-create)"), NULL;
 	/* A uuid of our own comes first; the client's assign-uuid wins. */
 	json_t *all = json_array();
 	if (!uuid_v4(uuid) || all == NULL) {
@@ -499,15 +542,18 @@ static bool commit_round(struct store *s, const struct table_env *env,
 		goto done;
 	}
 	const char *table_loc = json_string_value(json_object_get(m, "location"));
-	if (!location_writable(env, table_loc, err))
-		goto done;
+	const char *base_loc = json_string_value(json_object_get(base, "location"));
+	if (base_loc == NULL || table_loc == NULL || strcmp(base_loc, table_loc) != 0) {
+		if (!location_usable(s, env, table_loc, row.uuid, err))
+			goto done;
+	}
 	text = dump(m, &len, err);
 	if (text == NULL)
 		goto done;
 	if (!fileio_write_metadata(table_loc, row.version, text, len, &loc, err))
 		goto done;
 	refs = refs_text(m);
-	if (!store_table_cas(s, row.id, row.version, loc, text, refs,
+	if (!store_table_cas(s, row.id, row.version, loc, text, refs, table_loc,
 			     row.metadata_location, env->request_id, &won, err)) {
 		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
 			fileio_remove(loc);
@@ -551,6 +597,8 @@ json_t *table_commit(struct store *s, const struct table_env *env,
 		return floe_err(err, FE_BAD_REQUEST, "'requirements' must be an array"), NULL;
 	if (updates == NULL || !json_is_array(updates))
 		return floe_err(err, FE_BAD_REQUEST, "'updates' must be an array"), NULL;
+	if (!tablemeta_check_actions(updates, err))
+		return NULL;
 	if (requirements != NULL && has_assert_create(requirements))
 		return commit_create(s, env, ns, name, requirements, updates, err);
 
@@ -611,6 +659,8 @@ bool table_commit_transaction(struct store *s, const struct table_env *env,
 				 "table change %zu needs 'updates' (and 'requirements') arrays", i);
 			goto done;
 		}
+		if (!tablemeta_check_actions(u, err))
+			goto done;
 		if (r != NULL && has_assert_create(r)) {
 			floe_err(err, FE_BAD_REQUEST,
 				 "a transaction cannot create tables (assert-create)");
@@ -752,21 +802,23 @@ json_t *table_register(struct store *s, const struct table_env *env,
 	}
 	/* The stored text is the file's, so loadTable serves the file. */
 	bool ok;
+	if (!location_usable(s, env, tloc, uuid, err))
+		goto done;
 	char *refs = refs_text(m);
 	if (json_is_true(overwrite)) {
 		bool exists = false;
 		ok = store_table_exists(s, ns, json_string_value(name), &exists, err);
 		if (ok && exists)
 			ok = store_table_overwrite(s, ns, json_string_value(name), uuid,
-						   json_string_value(mloc), text, refs,
+						   json_string_value(mloc), text, refs, tloc,
 						   env->request_id, err);
 		else if (ok)
 			ok = store_table_create(s, ns, json_string_value(name), uuid,
-						json_string_value(mloc), text, refs,
+						json_string_value(mloc), text, refs, tloc,
 						env->request_id, err);
 	} else {
 		ok = store_table_create(s, ns, json_string_value(name), uuid,
-					json_string_value(mloc), text, refs,
+					json_string_value(mloc), text, refs, tloc,
 					env->request_id, err);
 	}
 	free(refs);
@@ -797,7 +849,14 @@ bool table_drop(struct store *s, const struct table_env *env,
 		long removed = 0;
 		struct floe_error perr;
 		/* The table is gone either way; a failed purge is logged. */
-		if (loc != NULL && !fileio_purge(loc, env->warehouse_path, &removed, &perr))
+		char *other = NULL;
+		if (loc != NULL && store_table_location_clash(s, loc, NULL, &other, &perr) &&
+		    other != NULL) {
+			log_warn("table", "purge of %s skipped: table %s lives there too rid=%s",
+				 loc, other, env->request_id);
+			free(other);
+		} else if (loc != NULL &&
+			   !fileio_purge(loc, env->warehouse_path, &removed, &perr))
 			log_error("table", "purge of %s failed: %s rid=%s", loc, perr.message,
 				  env->request_id);
 		else

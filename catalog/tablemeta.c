@@ -1662,6 +1662,38 @@ static bool up_remove_encryption_key(struct apply *a, const json_t *u, struct fl
 	return true;
 }
 
+static const char *const known_actions[] = {
+	"assign-uuid", "upgrade-format-version", "add-schema", "set-current-schema",
+	"add-spec", "set-default-spec", "add-sort-order", "set-default-sort-order",
+	"add-snapshot", "set-snapshot-ref", "remove-snapshot-ref", "remove-snapshots",
+	"set-location", "set-properties", "remove-properties", "set-statistics",
+	"remove-statistics", "set-partition-statistics", "remove-partition-statistics",
+	"remove-partition-specs", "remove-schemas", "add-encryption-key",
+	"remove-encryption-key", NULL,
+};
+
+bool tablemeta_check_actions(const json_t *updates, struct floe_error *err)
+{
+	size_t i;
+	json_t *u;
+
+	if (!json_is_array(updates))
+		return bad(err, "'updates' must be an array");
+	json_array_foreach(updates, i, u) {
+		const char *action = get_str(u, "action");
+		const char *const *k;
+		if (!json_is_object(u) || action == NULL)
+			return bad(err, "update %zu needs a string 'action'", i);
+		for (k = known_actions; *k != NULL; k++) {
+			if (strcmp(*k, action) == 0)
+				break;
+		}
+		if (*k == NULL)
+			return bad(err, "unknown update action '%s'", action);
+	}
+	return true;
+}
+
 static bool apply_one(struct apply *a, const json_t *u, struct floe_error *err)
 {
 	const char *action = get_str(u, "action");

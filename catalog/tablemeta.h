@@ -40,6 +40,10 @@ bool tablemeta_check_requirements(const json_t *base,
 				  const json_t *requirements,
 				  struct floe_error *err) FLOE_WUR;
 
+/* Checks that updates is an array of objects whose actions are all known,
+ * before anything else is looked at (FE_BAD_REQUEST). */
+bool tablemeta_check_actions(const json_t *updates, struct floe_error *err) FLOE_WUR;
+
 /*
  * Applies updates (a JSON array of update objects) in order to a copy of
  * base. base_location is the metadata file base was read from (NULL when

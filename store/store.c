@@ -37,6 +37,7 @@ enum stmt_id {
 	ST_TABLE_OVERWRITE,
 	ST_TABLE_CAS,
 	ST_TABLE_LIST,
+	ST_TABLE_LOCATION_CLASH,
 	ST_TABLE_DROP,
 	ST_TABLE_RENAME,
 	ST_METRICS_INSERT,
@@ -102,8 +103,8 @@ static const struct {
 	[ST_TABLE_CREATE] = { "table_create",
 		"WITH ns AS (SELECT id FROM namespaces WHERE levels = " LEVELS("$1") "), "
 		"ins AS (INSERT INTO tables (namespace_id, name, table_uuid, "
-		"  metadata_location, metadata, refs_metadata, version) "
-		"  SELECT ns.id, $2, $3::uuid, $4, $5, $7, 1 FROM ns "
+		"  metadata_location, metadata, refs_metadata, location, version) "
+		"  SELECT ns.id, $2, $3::uuid, $4, $5, $7, $8, 1 FROM ns "
 		"  ON CONFLICT (namespace_id, name) DO NOTHING "
 		"  RETURNING id, table_uuid, version) "
 		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
@@ -111,7 +112,7 @@ static const struct {
 		"SELECT id, table_uuid, version, $4, NULL, $6 FROM ins RETURNING version" },
 	[ST_TABLE_OVERWRITE] = { "table_overwrite",
 		"WITH upd AS (UPDATE tables t SET table_uuid = $3::uuid, "
-		"  metadata_location = $4, metadata = $5, refs_metadata = $7, "
+		"  metadata_location = $4, metadata = $5, refs_metadata = $7, location = $8, "
 		"  version = t.version + 1, "
 		"  updated_at = now() "
 		"  FROM namespaces n, tables old "
@@ -123,12 +124,19 @@ static const struct {
 		"SELECT id, table_uuid, version, $4, prev, $6 FROM upd RETURNING version" },
 	[ST_TABLE_CAS] = { "table_cas",
 		"WITH upd AS (UPDATE tables SET metadata_location = $3, metadata = $4, "
-		"  refs_metadata = $7, version = version + 1, updated_at = now() "
+		"  refs_metadata = $7, location = $8, version = version + 1, "
+		"  updated_at = now() "
 		"  WHERE id = $1::bigint AND version = $2::bigint "
 		"  RETURNING id, table_uuid, version) "
 		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
 		"  previous_location, request_id) "
 		"SELECT id, table_uuid, version, $3, $5, $6 FROM upd RETURNING version" },
+	[ST_TABLE_LOCATION_CLASH] = { "table_location_clash",
+		"SELECT array_to_string(n.levels, '.') || '.' || t.name FROM tables t "
+		"JOIN namespaces n ON n.id = t.namespace_id "
+		"WHERE t.table_uuid IS DISTINCT FROM $2::uuid AND (t.location = $1 "
+		"  OR starts_with(t.location, $1 || '/') OR starts_with($1, t.location || '/')) "
+		"LIMIT 1" },
 	[ST_TABLE_LIST] = { "table_list",
 		"SELECT t.name FROM tables t "
 		"WHERE t.namespace_id = $1::bigint AND ($2::text IS NULL OR t.name > $2) "
@@ -918,7 +926,8 @@ static bool table_insert(struct store *s, enum stmt_id id,
 			 const struct ns_ident *ns, const char *name,
 			 const char *uuid, const char *location,
 			 const char *metadata, const char *refs_metadata,
-			 const char *request_id, bool *done, struct floe_error *err)
+			 const char *table_location, const char *request_id,
+			 bool *done, struct floe_error *err)
 {
 	char *levels = levels_param(ns, err);
 	PGresult *r;
@@ -926,9 +935,9 @@ static bool table_insert(struct store *s, enum stmt_id id,
 	*done = false;
 	if (levels == NULL)
 		return false;
-	const char *params[7] = { levels, name, uuid, location, metadata, request_id,
-				  refs_metadata };
-	r = store_exec(s, id, 7, params, err);
+	const char *params[8] = { levels, name, uuid, location, metadata, request_id,
+				  refs_metadata, table_location };
+	r = store_exec(s, id, 8, params, err);
 	free(levels);
 	if (r == NULL) {
 		if (strcmp(s->sqlstate, "23505") == 0)
@@ -944,14 +953,15 @@ static bool table_insert(struct store *s, enum stmt_id id,
 bool store_table_create(struct store *s, const struct ns_ident *ns,
 			const char *name, const char *uuid,
 			const char *metadata_location, const char *metadata,
-			const char *refs_metadata, const char *request_id,
-			struct floe_error *err)
+			const char *refs_metadata, const char *table_location,
+			const char *request_id, struct floe_error *err)
 {
 	bool inserted;
 	bool exists = false;
 
 	if (!table_insert(s, ST_TABLE_CREATE, ns, name, uuid, metadata_location,
-			  metadata, refs_metadata, request_id, &inserted, err))
+			  metadata, refs_metadata, table_location, request_id,
+			  &inserted, err))
 		return false;
 	if (inserted)
 		return true;
@@ -969,13 +979,14 @@ bool store_table_create(struct store *s, const struct ns_ident *ns,
 bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
 			   const char *name, const char *uuid,
 			   const char *metadata_location, const char *metadata,
-			   const char *refs_metadata, const char *request_id,
-			   struct floe_error *err)
+			   const char *refs_metadata, const char *table_location,
+			   const char *request_id, struct floe_error *err)
 {
 	bool updated;
 
 	if (!table_insert(s, ST_TABLE_OVERWRITE, ns, name, uuid, metadata_location,
-			  metadata, refs_metadata, request_id, &updated, err))
+			  metadata, refs_metadata, table_location, request_id,
+			  &updated, err))
 		return false;
 	if (!updated)
 		return table_missing(s, ns, name, err);
@@ -984,8 +995,9 @@ bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
 
 bool store_table_cas(struct store *s, long long id, long long expected_version,
 		     const char *metadata_location, const char *metadata,
-		     const char *refs_metadata, const char *previous_location,
-		     const char *request_id, bool *won, struct floe_error *err)
+		     const char *refs_metadata, const char *table_location,
+		     const char *previous_location, const char *request_id,
+		     bool *won, struct floe_error *err)
 {
 	char idp[32], verp[32];
 	PGresult *r;
@@ -993,9 +1005,10 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
 	*won = false;
 	snprintf(idp, sizeof(idp), "%lld", id);
 	snprintf(verp, sizeof(verp), "%lld", expected_version);
-	const char *params[7] = { idp, verp, metadata_location, metadata,
-				  previous_location, request_id, refs_metadata };
-	r = store_exec(s, ST_TABLE_CAS, 7, params, err);
+	const char *params[8] = { idp, verp, metadata_location, metadata,
+				  previous_location, request_id, refs_metadata,
+				  table_location };
+	r = store_exec(s, ST_TABLE_CAS, 8, params, err);
 	if (r == NULL) {
 		/* The statement may have committed before the connection
 		 * broke: the client must not assume either outcome. */
@@ -1238,4 +1251,25 @@ void store_idem_release(struct store *s, const char *key)
 	const char *params[1] = { key };
 	PGresult *r = store_exec(s, ST_IDEM_RELEASE, 1, params, &ignored);
 	PQclear(r);
+}
+
+bool store_table_location_clash(struct store *s, const char *location,
+				const char *uuid, char **other,
+				struct floe_error *err)
+{
+	const char *params[2] = { location, uuid };
+	PGresult *r = store_exec(s, ST_TABLE_LOCATION_CLASH, 2, params, err);
+
+	*other = NULL;
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) > 0) {
+		*other = strdup(PQgetvalue(r, 0, 0));
+		if (*other == NULL) {
+			PQclear(r);
+			return floe_err(err, FE_INTERNAL, "out of memory");
+		}
+	}
+	PQclear(r);
+	return true;
 }

@@ -122,16 +122,16 @@ bool store_table_exists(struct store *s, const struct ns_ident *ns,
 bool store_table_create(struct store *s, const struct ns_ident *ns,
 			const char *name, const char *uuid,
 			const char *metadata_location, const char *metadata,
-			const char *refs_metadata, const char *request_id,
-			struct floe_error *err) FLOE_WUR;
+			const char *refs_metadata, const char *table_location,
+			const char *request_id, struct floe_error *err) FLOE_WUR;
 
 /* Replaces a registered table's pointer (register with overwrite):
  * version bumped, commit_log row written. FE_NO_SUCH_TABLE. */
 bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
 			   const char *name, const char *uuid,
 			   const char *metadata_location, const char *metadata,
-			   const char *refs_metadata, const char *request_id,
-			   struct floe_error *err) FLOE_WUR;
+			   const char *refs_metadata, const char *table_location,
+			   const char *request_id, struct floe_error *err) FLOE_WUR;
 
 /*
  * The compare-and-swap of a commit: moves table id from expected_version
@@ -141,8 +141,16 @@ bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
  */
 bool store_table_cas(struct store *s, long long id, long long expected_version,
 		     const char *metadata_location, const char *metadata,
-		     const char *refs_metadata, const char *previous_location,
-		     const char *request_id, bool *won, struct floe_error *err) FLOE_WUR;
+		     const char *refs_metadata, const char *table_location,
+		     const char *previous_location, const char *request_id,
+		     bool *won, struct floe_error *err) FLOE_WUR;
+
+/* Names another table (in *other, caller frees; NULL if none) whose
+ * location equals, contains or lies inside location. uuid is the table's
+ * own (excluded), or NULL. */
+bool store_table_location_clash(struct store *s, const char *location,
+				const char *uuid, char **other,
+				struct floe_error *err) FLOE_WUR;
 
 /* Lists table names in ns sorting after `after` (NULL: from the start),
  * at most limit (< 0: all). *out: a new array of names. */

@@ -21,6 +21,7 @@ CREATE TABLE tables (
     namespace_id       bigint NOT NULL REFERENCES namespaces (id),
     name               text COLLATE "C" NOT NULL,
     table_uuid         uuid NOT NULL UNIQUE,
+    location           text NOT NULL,     -- the table's base location
     metadata_location  text,
     metadata           text NOT NULL,
     -- the metadata with only the snapshots refs point at (loadTable with
