@@ -2075,10 +2075,16 @@ json_t *tablemeta_only_ref_snapshots(const json_t *metadata)
 		json_decref(kept);
 		return NULL;
 	}
+	/* Without refs (older metadata), main is the current snapshot. */
+	int64_t implied = refs == NULL ? int_or(metadata, "current-snapshot-id", -1) : -1;
 	json_array_foreach(json_object_get(metadata, "snapshots"), i, s) {
 		int64_t id = int_or(s, "snapshot-id", -1);
 		const char *name;
 		json_t *ref;
+		if (implied != -1 && id == implied) {
+			json_array_append(kept, s);
+			continue;
+		}
 		json_object_foreach(refs, name, ref) {
 			if (int_or(ref, "snapshot-id", -2) == id) {
 				json_array_append(kept, s);
