@@ -29,6 +29,15 @@ static const struct {
 	[FE_INTERNAL] = { 500, "InternalServerError" },
 	[FE_COMMIT_STATE_UNKNOWN] = { 500, "CommitStateUnknownException" },
 	[FE_UNAVAILABLE] = { 503, "ServiceUnavailableException" },
+	[FE_NO_SUCH_REFERENCE] = { 404, "NoSuchReferenceException" },
+	[FE_NO_SUCH_SNAPSHOT] = { 404, "NoSuchSnapshotException" },
+	[FE_NOT_FAST_FORWARD] = { 409, "NotFastForwardException" },
+	[FE_NO_SUCH_HOOK] = { 404, "NoSuchAuditHookException" },
+	[FE_NO_SUCH_RUN] = { 404, "NoSuchWapRunException" },
+	[FE_RUN_STATE] = { 409, "WapRunStateException" },
+	[FE_NO_HOOK] = { 412, "NoAuditHookException" },
+	[FE_AUDIT_REJECTED] = { 422, "AuditRejectedException" },
+	[FE_AUDIT_UNAVAILABLE] = { 503, "AuditUnavailableException" },
 };
 
 bool floe_err(struct floe_error *err, enum floe_errkind kind,

@@ -501,11 +501,51 @@ static json_t *commit_create(struct store *s, const struct table_env *env,
  * the answer. in_tx: inside a multi-table transaction, where a lost swap
  * aborts the whole transaction.
  */
+static int64_t current_snapshot(const json_t *m)
+{
+	json_t *v = json_object_get(m, "current-snapshot-id");
+	return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+static bool property_true(const json_t *m, const char *key)
+{
+	const char *v = json_string_value(json_object_get(json_object_get(m, "properties"),
+							 key));
+	return v != NULL && strcasecmp(v, "true") == 0;
+}
+
+/* Enforced publish: main may move only through a WAP publish when the
+ * table or one of its namespaces sets floe.wap.required. */
+static bool main_move_allowed(struct store *s, const struct ns_ident *ns,
+			      const char *name, const json_t *base,
+			      const json_t *m, struct floe_error *err)
+{
+	char *where = NULL;
+
+	if (current_snapshot(base) == current_snapshot(m))
+		return true;
+	if (property_true(base, "floe.wap.required") ||
+	    property_true(m, "floe.wap.required"))
+		return floe_err(err, FE_FORBIDDEN,
+				"main of table %s can only move through a write-audit-publish run: the table sets floe.wap.required=true",
+				name);
+	if (!store_ns_wap_required(s, ns, &where, err))
+		return false;
+	if (where != NULL) {
+		floe_err(err, FE_FORBIDDEN,
+			 "main of table %s can only move through a write-audit-publish run: namespace %s sets floe.wap.required=true",
+			 name, where);
+		free(where);
+		return false;
+	}
+	return true;
+}
+
 static bool commit_round(struct store *s, const struct table_env *env,
 			 const struct ns_ident *ns, const char *name,
 			 const json_t *requirements, const json_t *updates,
-			 json_t **result, char **written, bool *lost,
-			 struct floe_error *err)
+			 bool allow_main_move, json_t **result, char **written,
+			 bool *lost, struct floe_error *err)
 {
 	struct table_row row;
 	json_t *base = NULL;
@@ -541,6 +581,8 @@ static bool commit_round(struct store *s, const struct table_env *env,
 		ok = *result != NULL;
 		goto done;
 	}
+	if (!allow_main_move && !main_move_allowed(s, ns, name, base, m, err))
+		goto done;
 	const char *table_loc = json_string_value(json_object_get(m, "location"));
 	const char *base_loc = json_string_value(json_object_get(base, "location"));
 	if (base_loc == NULL || table_loc == NULL || strcmp(base_loc, table_loc) != 0) {
@@ -588,8 +630,6 @@ json_t *table_commit(struct store *s, const struct table_env *env,
 {
 	const json_t *requirements = json_object_get(body, "requirements");
 	const json_t *updates = json_object_get(body, "updates");
-	json_t *result = NULL;
-	bool lost = false;
 
 	if (requirements == NULL || json_is_null(requirements))
 		requirements = NULL;
@@ -601,14 +641,23 @@ json_t *table_commit(struct store *s, const struct table_env *env,
 		return NULL;
 	if (requirements != NULL && has_assert_create(requirements))
 		return commit_create(s, env, ns, name, requirements, updates, err);
+	return table_commit_changes(s, env, ns, name, requirements, updates, false, err);
+}
 
+json_t *table_commit_changes(struct store *s, const struct table_env *env,
+			     const struct ns_ident *ns, const char *name,
+			     const json_t *requirements, const json_t *updates,
+			     bool allow_main_move, struct floe_error *err)
+{
+	json_t *result = NULL;
+	bool lost = false;
 	unsigned stripe = stripe_of(ns, name);
 	for (int attempt = 0; attempt < COMMIT_MAX_ATTEMPTS; attempt++) {
 		if (attempt > 0)
 			backoff(attempt);
 		stripe_lock(env, stripe);
-		bool ok = commit_round(s, env, ns, name, requirements, updates, &result,
-				       NULL, &lost, err);
+		bool ok = commit_round(s, env, ns, name, requirements, updates,
+				       allow_main_move, &result, NULL, &lost, err);
 		stripe_unlock(env, stripe);
 		if (ok)
 			return result;
@@ -739,7 +788,7 @@ static bool transaction_round(struct store *s, const struct table_env *env,
 		const json_t *r = json_object_get(c, "requirements");
 		bool round_ok = commit_round(s, env, &ids[i].ns, ids[i].name,
 					     json_is_array(r) ? r : NULL,
-					     json_object_get(c, "updates"), &result,
+					     json_object_get(c, "updates"), false, &result,
 					     &written[i], lost, err);
 		json_decref(result);
 		if (!round_ok)

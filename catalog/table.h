@@ -76,6 +76,16 @@ json_t *table_commit(struct store *s, const struct table_env *env,
 		     const struct ns_ident *ns, const char *name,
 		     const json_t *body, struct floe_error *err) FLOE_WUR;
 
+/*
+ * The commit engine for floe's own callers (refs, write-audit-publish):
+ * requirements and updates as in updateTable. allow_main_move lets a
+ * commit move main under floe.wap.required (only a WAP publish may).
+ */
+json_t *table_commit_changes(struct store *s, const struct table_env *env,
+			     const struct ns_ident *ns, const char *name,
+			     const json_t *requirements, const json_t *updates,
+			     bool allow_main_move, struct floe_error *err) FLOE_WUR;
+
 /* commitTransaction: every table change lands or none does. */
 bool table_commit_transaction(struct store *s, const struct table_env *env,
 			      const json_t *body, struct floe_error *err) FLOE_WUR;

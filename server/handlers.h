@@ -30,4 +30,20 @@ void handle_table_metrics(struct http_request *req);
 void handle_table_credentials(struct http_request *req);
 void handle_transaction_commit(struct http_request *req);
 
+void handle_refs_list(struct http_request *req);
+void handle_refs_create(struct http_request *req);
+void handle_refs_get(struct http_request *req);
+void handle_refs_drop(struct http_request *req);
+void handle_refs_fast_forward(struct http_request *req);
+void handle_hooks_create(struct http_request *req);
+void handle_hooks_list(struct http_request *req);
+void handle_hooks_get(struct http_request *req);
+void handle_hooks_delete(struct http_request *req);
+void handle_wap_stage(struct http_request *req);
+void handle_wap_publish(struct http_request *req);
+void handle_wap_get(struct http_request *req);
+void handle_wap_list(struct http_request *req);
+void handle_wap_abandon(struct http_request *req);
+void handle_audit_log(struct http_request *req);
+
 #endif

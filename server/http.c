@@ -195,7 +195,8 @@ void http_reply_error(struct http_request *req, const struct floe_error *err)
 			 req->request_id);
 	reply_buffer(req, status, text, strlen(text), "application/json");
 	if (status == 503 && req->response != NULL)
-		MHD_add_response_header(req->response, "Retry-After", "1");
+		MHD_add_response_header(req->response, "Retry-After",
+					err->kind == FE_AUDIT_UNAVAILABLE ? "30" : "1");
 }
 
 void http_add_header(struct http_request *req, const char *name,

@@ -17,6 +17,7 @@
 #include "app.h"
 #include "config.h"
 #include "embedpg.h"
+#include "hooks.h"
 #include "http.h"
 #include "log.h"
 #include "router.h"
@@ -107,6 +108,11 @@ int main(int argc, char **argv)
 		break;
 	}
 	log_set_level(cfg.log_level);
+	if (!hooks_global_init()) {
+		fprintf(stderr, "floe: cannot initialise libcurl\n");
+		config_free(&cfg);
+		return 1;
+	}
 
 	/* Every thread inherits this mask; the signals are taken only by the
 	 * sigwait loop below. */

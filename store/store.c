@@ -22,6 +22,15 @@
 /* The namespace levels parameter, as an expression. */
 #define LEVELS(p) "string_to_array(" p "::text, E'\\x1f')::text[] COLLATE \"C\""
 
+/* A timestamp column as RFC 3339 UTC text. */
+#define TS(c) "to_char(" c " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+#define HOOK_COLUMNS "SELECT id, name, url, secret IS NOT NULL, " \
+	"array_to_string(scope_namespace, E'\\x1f'), scope_table, timeout_ms, " \
+	TS("created_at") " FROM audit_hooks "
+#define RUN_COLUMNS "SELECT id, table_uuid, array_to_string(namespace, E'\\x1f'), table_name, " \
+	"branch, state, base_snapshot_id, audited_snapshot_id, published_snapshot_id, " \
+	"audits::text, " TS("created_at") ", " TS("updated_at") ", seq "
+
 enum stmt_id {
 	ST_PING,
 	ST_NS_CREATE,
@@ -48,6 +57,18 @@ enum stmt_id {
 	ST_IDEM_GET,
 	ST_IDEM_FINISH,
 	ST_IDEM_RELEASE,
+	ST_NS_WAP_REQUIRED,
+	ST_HOOK_INSERT,
+	ST_HOOK_LIST,
+	ST_HOOK_GET,
+	ST_HOOK_DELETE,
+	ST_HOOKS_IN_SCOPE,
+	ST_RUN_INSERT,
+	ST_RUN_GET,
+	ST_RUN_LIST,
+	ST_RUN_TRANSITION,
+	ST_EVENT_INSERT,
+	ST_EVENT_LIST,
 	ST_COUNT
 };
 
@@ -171,6 +192,60 @@ static const struct {
 		"WHERE key = $1" },
 	[ST_IDEM_RELEASE] = { "idem_release",
 		"DELETE FROM idempotency_keys WHERE key = $1 AND status = 0" },
+	[ST_NS_WAP_REQUIRED] = { "ns_wap_required",
+		"WITH lv AS (SELECT " LEVELS("$1") " AS l) "
+		"SELECT array_to_string(n.levels, '.') FROM namespaces n, lv "
+		"WHERE cardinality(n.levels) <= cardinality(lv.l) "
+		"AND n.levels = lv.l[1:cardinality(n.levels)] "
+		"AND lower(n.properties->>'floe.wap.required') = 'true' "
+		"ORDER BY cardinality(n.levels) LIMIT 1" },
+	[ST_HOOK_INSERT] = { "hook_insert",
+		"INSERT INTO audit_hooks (id, name, url, secret, scope_namespace, "
+		"  scope_table, timeout_ms) "
+		"VALUES ($1::uuid, $2, $3, $4, string_to_array($5::text, E'\\x1f'), $6, $7::int)" },
+	[ST_HOOK_LIST] = { "hook_list", HOOK_COLUMNS "ORDER BY created_at, id" },
+	[ST_HOOK_GET] = { "hook_get", HOOK_COLUMNS "WHERE id = $1::uuid" },
+	[ST_HOOK_DELETE] = { "hook_delete",
+		"DELETE FROM audit_hooks WHERE id = $1::uuid RETURNING id" },
+	[ST_HOOKS_IN_SCOPE] = { "hooks_in_scope",
+		"WITH lv AS (SELECT " LEVELS("$1") " AS l) "
+		"SELECT h.id, h.name, h.url, h.secret, h.timeout_ms FROM audit_hooks h, lv "
+		"WHERE h.scope_namespace IS NULL "
+		"OR (h.scope_table IS NULL AND cardinality(h.scope_namespace) <= cardinality(lv.l) "
+		"    AND h.scope_namespace = lv.l[1:cardinality(h.scope_namespace)]) "
+		"OR (h.scope_table = $2 AND h.scope_namespace = lv.l) "
+		"ORDER BY h.created_at, h.id" },
+	[ST_RUN_INSERT] = { "run_insert",
+		"INSERT INTO wap_runs (id, table_uuid, namespace, table_name, branch, state, "
+		"  base_snapshot_id) "
+		"VALUES ($1::uuid, $2::uuid, " LEVELS("$3") ", $4, $5, 'staged', $6::bigint)" },
+	[ST_RUN_GET] = { "run_get", RUN_COLUMNS "FROM wap_runs WHERE id = $1::uuid" },
+	[ST_RUN_LIST] = { "run_list", RUN_COLUMNS "FROM wap_runs "
+		"WHERE table_uuid = $1::uuid AND ($2::bigint IS NULL OR seq < $2::bigint) "
+		"ORDER BY seq DESC LIMIT $3::bigint" },
+	[ST_RUN_TRANSITION] = { "run_transition",
+		"UPDATE wap_runs SET state = $2, "
+		"  audited_snapshot_id = coalesce($4::bigint, audited_snapshot_id), "
+		"  published_snapshot_id = coalesce($5::bigint, published_snapshot_id), "
+		"  audits = coalesce($6::jsonb, audits), updated_at = now() "
+		"WHERE id = $1::uuid AND state = ANY (string_to_array($3::text, ',')) "
+		"RETURNING id" },
+	[ST_EVENT_INSERT] = { "event_insert",
+		"INSERT INTO audit_events (event, request_id, namespace, table_name, run_id, "
+		"  details) "
+		"VALUES ($1, $2, string_to_array($3::text, E'\\x1f'), $4, $5::uuid, "
+		"  coalesce($6::jsonb, '{}'::jsonb))" },
+	[ST_EVENT_LIST] = { "event_list",
+		"SELECT id, " TS("at") ", event, principal, request_id, "
+		"  array_to_string(namespace, E'\\x1f'), table_name, run_id, details::text "
+		"FROM audit_events "
+		"WHERE id > $1::bigint "
+		"AND ($2::text IS NULL OR (cardinality(namespace) >= cardinality(" LEVELS("$2") ") "
+		"     AND namespace[1:cardinality(" LEVELS("$2") ")] = " LEVELS("$2") ")) "
+		"AND ($3::text IS NULL OR table_name = $3) "
+		"AND ($4::text IS NULL OR run_id = $4::uuid) "
+		"AND ($5::text IS NULL OR at >= $5::timestamptz) "
+		"ORDER BY id LIMIT $6::bigint" },
 };
 
 struct store {
@@ -1271,5 +1346,379 @@ bool store_table_location_clash(struct store *s, const char *location,
 		}
 	}
 	PQclear(r);
+	return true;
+}
+
+/* --- enforced publish --- */
+
+bool store_ns_wap_required(struct store *s, const struct ns_ident *ns,
+			   char **where, struct floe_error *err)
+{
+	char *levels = levels_param(ns, err);
+	PGresult *r;
+
+	*where = NULL;
+	if (levels == NULL)
+		return false;
+	const char *params[1] = { levels };
+	r = store_exec(s, ST_NS_WAP_REQUIRED, 1, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) > 0)
+		*where = strdup(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return true;
+}
+
+/* --- JSON from rows --- */
+
+static json_t *col_str(PGresult *r, int i, int c)
+{
+	return PQgetisnull(r, i, c) ? json_null() : json_string(PQgetvalue(r, i, c));
+}
+
+static json_t *col_int(PGresult *r, int i, int c)
+{
+	return PQgetisnull(r, i, c) ? json_null()
+				    : json_integer(strtoll(PQgetvalue(r, i, c), NULL, 10));
+}
+
+/* A 0x1F-joined levels column as a JSON array (null when NULL). */
+static json_t *col_levels(PGresult *r, int i, int c)
+{
+	if (PQgetisnull(r, i, c))
+		return json_null();
+	json_t *arr = json_array();
+	for (const char *p = PQgetvalue(r, i, c);;) {
+		const char *sep = strchr(p, IDENT_SEPARATOR);
+		size_t n = sep ? (size_t)(sep - p) : strlen(p);
+		json_array_append_new(arr, json_stringn(p, n));
+		if (sep == NULL)
+			break;
+		p = sep + 1;
+	}
+	return arr;
+}
+
+static json_t *col_json(PGresult *r, int i, int c)
+{
+	json_error_t jerr;
+	if (PQgetisnull(r, i, c))
+		return json_null();
+	json_t *v = json_loads(PQgetvalue(r, i, c), 0, &jerr);
+	return v ? v : json_null();
+}
+
+/* --- audit hooks --- */
+
+static json_t *hook_from_row(PGresult *r, int i)
+{
+	json_t *scope = json_object();
+	if (!PQgetisnull(r, i, 4))
+		json_object_set_new(scope, "namespace", col_levels(r, i, 4));
+	if (!PQgetisnull(r, i, 5))
+		json_object_set_new(scope, "table", col_str(r, i, 5));
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:b, s:o}",
+			 "id", col_str(r, i, 0), "name", col_str(r, i, 1),
+			 "url", col_str(r, i, 2), "scope", scope,
+			 "timeout-ms", col_int(r, i, 6),
+			 "has-secret", strcmp(PQgetvalue(r, i, 3), "t") == 0,
+			 "created-at", col_str(r, i, 7));
+}
+
+bool store_hook_insert(struct store *s, const char *id, const char *name,
+		       const char *url, const char *secret,
+		       const struct ns_ident *scope_ns, const char *scope_table,
+		       long timeout_ms, json_t **hook, struct floe_error *err)
+{
+	char *levels = NULL;
+	char tmo[32];
+	PGresult *r;
+
+	*hook = NULL;
+	if (scope_ns != NULL && scope_ns->nlevels > 0) {
+		levels = levels_param(scope_ns, err);
+		if (levels == NULL)
+			return false;
+	}
+	snprintf(tmo, sizeof(tmo), "%ld", timeout_ms);
+	const char *params[7] = { id, name, url, secret, levels, scope_table, tmo };
+	r = store_exec(s, ST_HOOK_INSERT, 7, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return store_hook_get(s, id, hook, err);
+}
+
+bool store_hook_list(struct store *s, json_t **hooks, struct floe_error *err)
+{
+	PGresult *r = store_exec(s, ST_HOOK_LIST, 0, NULL, err);
+
+	*hooks = NULL;
+	if (r == NULL)
+		return false;
+	json_t *arr = json_array();
+	for (int i = 0; i < PQntuples(r); i++)
+		json_array_append_new(arr, hook_from_row(r, i));
+	PQclear(r);
+	*hooks = arr;
+	return true;
+}
+
+bool store_hook_get(struct store *s, const char *id, json_t **hook,
+		    struct floe_error *err)
+{
+	const char *params[1] = { id };
+	PGresult *r = store_exec(s, ST_HOOK_GET, 1, params, err);
+
+	*hook = NULL;
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 1)
+		*hook = hook_from_row(r, 0);
+	PQclear(r);
+	return true;
+}
+
+bool store_hook_delete(struct store *s, const char *id, bool *deleted,
+		       struct floe_error *err)
+{
+	const char *params[1] = { id };
+	PGresult *r = store_exec(s, ST_HOOK_DELETE, 1, params, err);
+
+	*deleted = false;
+	if (r == NULL)
+		return false;
+	*deleted = PQntuples(r) == 1;
+	PQclear(r);
+	return true;
+}
+
+bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns,
+			  const char *table, json_t **hooks,
+			  struct floe_error *err)
+{
+	char *levels = levels_param(ns, err);
+	PGresult *r;
+
+	*hooks = NULL;
+	if (levels == NULL)
+		return false;
+	const char *params[2] = { levels, table };
+	r = store_exec(s, ST_HOOKS_IN_SCOPE, 2, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	json_t *arr = json_array();
+	for (int i = 0; i < PQntuples(r); i++)
+		json_array_append_new(arr, json_pack("{s:o, s:o, s:o, s:o, s:o}",
+						     "id", col_str(r, i, 0),
+						     "name", col_str(r, i, 1),
+						     "url", col_str(r, i, 2),
+						     "secret", col_str(r, i, 3),
+						     "timeout-ms", col_int(r, i, 4)));
+	PQclear(r);
+	*hooks = arr;
+	return true;
+}
+
+/* --- WAP runs --- */
+
+static json_t *run_from_row(PGresult *r, int i)
+{
+	json_t *run = json_pack("{s:o, s:{s:o, s:o}, s:o, s:o, s:o, s:o, s:o, s:o}",
+				"id", col_str(r, i, 0),
+				"table", "namespace", col_levels(r, i, 2),
+				"name", col_str(r, i, 3),
+				"branch", col_str(r, i, 4), "state", col_str(r, i, 5),
+				"base-snapshot-id", col_int(r, i, 6),
+				"created-at", col_str(r, i, 10),
+				"updated-at", col_str(r, i, 11),
+				"audits", col_json(r, i, 9));
+	if (run == NULL)
+		return NULL;
+	if (!PQgetisnull(r, i, 7))
+		json_object_set_new(run, "audited-snapshot-id", col_int(r, i, 7));
+	if (!PQgetisnull(r, i, 8))
+		json_object_set_new(run, "published-snapshot-id", col_int(r, i, 8));
+	/* Not part of the answer; used by callers and stripped before. */
+	json_object_set_new(run, "_table-uuid", col_str(r, i, 1));
+	json_object_set_new(run, "_seq", col_int(r, i, 12));
+	return run;
+}
+
+bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
+		      const struct ns_ident *ns, const char *table,
+		      const char *branch, long long base_snapshot,
+		      struct floe_error *err)
+{
+	char *levels = levels_param(ns, err);
+	char base[32];
+	PGresult *r;
+
+	if (levels == NULL)
+		return false;
+	snprintf(base, sizeof(base), "%lld", base_snapshot);
+	const char *params[6] = { id, table_uuid, levels, table, branch,
+				  base_snapshot >= 0 ? base : NULL };
+	r = store_exec(s, ST_RUN_INSERT, 6, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+bool store_run_get(struct store *s, const char *id, json_t **run,
+		   struct floe_error *err)
+{
+	const char *params[1] = { id };
+	PGresult *r = store_exec(s, ST_RUN_GET, 1, params, err);
+
+	*run = NULL;
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 1)
+		*run = run_from_row(r, 0);
+	PQclear(r);
+	return true;
+}
+
+bool store_run_list(struct store *s, const char *table_uuid, long long before_seq,
+		    long limit, json_t **runs, bool *more, struct floe_error *err)
+{
+	char before[32], lim[32];
+	PGresult *r;
+
+	*runs = NULL;
+	*more = false;
+	snprintf(before, sizeof(before), "%lld", before_seq);
+	snprintf(lim, sizeof(lim), "%ld", limit + 1);
+	const char *params[3] = { table_uuid, before_seq > 0 ? before : NULL,
+				  limit < 0 ? NULL : lim };
+	r = store_exec(s, ST_RUN_LIST, 3, params, err);
+	if (r == NULL)
+		return false;
+	int rows = PQntuples(r);
+	if (limit >= 0 && rows > limit) {
+		*more = true;
+		rows = (int)limit;
+	}
+	json_t *arr = json_array();
+	for (int i = 0; i < rows; i++)
+		json_array_append_new(arr, run_from_row(r, i));
+	PQclear(r);
+	*runs = arr;
+	return true;
+}
+
+bool store_run_transition(struct store *s, const char *id, const char *from_states,
+			  const char *to_state, long long audited,
+			  long long published, const json_t *audits, bool *moved,
+			  struct floe_error *err)
+{
+	char a[32], p[32];
+	char *audits_text = NULL;
+	PGresult *r;
+
+	*moved = false;
+	snprintf(a, sizeof(a), "%lld", audited);
+	snprintf(p, sizeof(p), "%lld", published);
+	if (audits != NULL) {
+		audits_text = json_dumps(audits, JSON_COMPACT);
+		if (audits_text == NULL)
+			return floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	const char *params[6] = { id, to_state, from_states, audited >= 0 ? a : NULL,
+				  published >= 0 ? p : NULL, audits_text };
+	r = store_exec(s, ST_RUN_TRANSITION, 6, params, err);
+	free(audits_text);
+	if (r == NULL)
+		return false;
+	*moved = PQntuples(r) == 1;
+	PQclear(r);
+	return true;
+}
+
+/* --- audit events --- */
+
+bool store_event_insert(struct store *s, const char *event, const char *request_id,
+			const struct ns_ident *ns, const char *table,
+			const char *run_id, const json_t *details,
+			struct floe_error *err)
+{
+	char *levels = NULL;
+	char *det = NULL;
+	PGresult *r;
+
+	if (ns != NULL && ns->nlevels > 0) {
+		levels = levels_param(ns, err);
+		if (levels == NULL)
+			return false;
+	}
+	if (details != NULL) {
+		det = json_dumps(details, JSON_COMPACT);
+		if (det == NULL) {
+			free(levels);
+			return floe_err(err, FE_INTERNAL, "out of memory");
+		}
+	}
+	const char *params[6] = { event, request_id, levels, table, run_id, det };
+	r = store_exec(s, ST_EVENT_INSERT, 6, params, err);
+	free(levels);
+	free(det);
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+bool store_event_list(struct store *s, long long after_id, const struct ns_ident *ns,
+		      const char *table, const char *run_id, const char *since,
+		      long limit, json_t **events, bool *more,
+		      struct floe_error *err)
+{
+	char after[32], lim[32];
+	char *levels = NULL;
+	PGresult *r;
+
+	*events = NULL;
+	*more = false;
+	if (ns != NULL && ns->nlevels > 0) {
+		levels = levels_param(ns, err);
+		if (levels == NULL)
+			return false;
+	}
+	snprintf(after, sizeof(after), "%lld", after_id);
+	snprintf(lim, sizeof(lim), "%ld", limit + 1);
+	const char *params[6] = { after, levels, table, run_id, since,
+				  limit < 0 ? NULL : lim };
+	r = store_exec(s, ST_EVENT_LIST, 6, params, err);
+	free(levels);
+	if (r == NULL) {
+		/* 22007/22008: a since that is no timestamp. */
+		if (strncmp(s->sqlstate, "22", 2) == 0)
+			return floe_err(err, FE_BAD_REQUEST,
+					"since must be an RFC 3339 timestamp");
+		return false;
+	}
+	int rows = PQntuples(r);
+	if (limit >= 0 && rows > limit) {
+		*more = true;
+		rows = (int)limit;
+	}
+	json_t *arr = json_array();
+	for (int i = 0; i < rows; i++)
+		json_array_append_new(arr, json_pack(
+			"{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+			"id", col_int(r, i, 0), "at", col_str(r, i, 1),
+			"event", col_str(r, i, 2), "principal", col_str(r, i, 3),
+			"request-id", col_str(r, i, 4), "namespace", col_levels(r, i, 5),
+			"table", col_str(r, i, 6), "run-id", col_str(r, i, 7),
+			"details", col_json(r, i, 8)));
+	PQclear(r);
+	*events = arr;
 	return true;
 }

@@ -200,4 +200,61 @@ bool store_idem_finish(struct store *s, const char *key, int status,
 /* Releases a claimed key whose outcome must not be replayed (5xx). */
 void store_idem_release(struct store *s, const char *key);
 
+/* --- write-audit-publish --- */
+
+/* *where names the nearest namespace of ns (itself or an ancestor) with
+ * floe.wap.required=true (caller frees), or NULL when none has it. */
+bool store_ns_wap_required(struct store *s, const struct ns_ident *ns,
+			   char **where, struct floe_error *err) FLOE_WUR;
+
+/* Audit hooks. Hooks come back as the JSON the API answers with. */
+bool store_hook_insert(struct store *s, const char *id, const char *name,
+		       const char *url, const char *secret,
+		       const struct ns_ident *scope_ns, const char *scope_table,
+		       long timeout_ms, json_t **hook,
+		       struct floe_error *err) FLOE_WUR;
+bool store_hook_list(struct store *s, json_t **hooks,
+		     struct floe_error *err) FLOE_WUR;
+/* *hook is NULL when there is no such hook. */
+bool store_hook_get(struct store *s, const char *id, json_t **hook,
+		    struct floe_error *err) FLOE_WUR;
+bool store_hook_delete(struct store *s, const char *id, bool *deleted,
+		       struct floe_error *err) FLOE_WUR;
+/* The hooks whose scope covers table in ns, with their secrets:
+ * [{"id","name","url","secret","timeout-ms"}]. */
+bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns,
+			  const char *table, json_t **hooks,
+			  struct floe_error *err) FLOE_WUR;
+
+/* WAP runs. A run comes back as the API's JSON plus "_table-uuid" and
+ * "_seq", which callers strip. */
+bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
+		      const struct ns_ident *ns, const char *table,
+		      const char *branch, long long base_snapshot,
+		      struct floe_error *err) FLOE_WUR;
+/* *run is NULL when there is no such run. */
+bool store_run_get(struct store *s, const char *id, json_t **run,
+		   struct floe_error *err) FLOE_WUR;
+/* Newest first, runs with seq below before_seq (0: from the newest). */
+bool store_run_list(struct store *s, const char *table_uuid, long long before_seq,
+		    long limit, json_t **runs, bool *more,
+		    struct floe_error *err) FLOE_WUR;
+/* Moves run id to to_state if its state is one of from_states (comma
+ * separated); audited/published < 0 and audits NULL leave those as they
+ * are. *moved is false when the state did not match. */
+bool store_run_transition(struct store *s, const char *id, const char *from_states,
+			  const char *to_state, long long audited,
+			  long long published, const json_t *audits, bool *moved,
+			  struct floe_error *err) FLOE_WUR;
+
+/* The audit log (append-only). */
+bool store_event_insert(struct store *s, const char *event, const char *request_id,
+			const struct ns_ident *ns, const char *table,
+			const char *run_id, const json_t *details,
+			struct floe_error *err) FLOE_WUR;
+bool store_event_list(struct store *s, long long after_id, const struct ns_ident *ns,
+		      const char *table, const char *run_id, const char *since,
+		      long limit, json_t **events, bool *more,
+		      struct floe_error *err) FLOE_WUR;
+
 #endif

@@ -1,0 +1,645 @@
+/*
+ * wap.c - write-audit-publish. A publish goes: check the run and the
+ * branch, fix the audited snapshot, release the database, call the hooks
+ * in parallel, then either one atomic commit moves main to exactly the
+ * audited snapshot (guarded by main's snapshot at audit time) or nothing
+ * moves. The run's state machine lives in wap_runs; every step is an
+ * audit event.
+ */
+#include "wap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hooks.h"
+#include "log.h"
+#include "refs.h"
+#include "store.h"
+#include "uuid.h"
+
+#define RUNS_PAGE_MAX 1000
+
+void audit_record(struct store *s, const struct table_env *env, const char *event,
+		  const struct ns_ident *ns, const char *table, const char *run_id,
+		  json_t *details)
+{
+	struct floe_error err;
+
+	if (!store_event_insert(s, event, env->request_id, ns, table, run_id, details,
+				&err))
+		log_error("audit", "cannot record %s for run %s: %s rid=%s", event,
+			  run_id ? run_id : "-", err.message, env->request_id);
+	json_decref(details);
+}
+
+static void rfc3339_now(char *out, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	size_t n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, len - n, ".%03ldZ", ts.tv_nsec / 1000000L);
+}
+
+static json_t *load_metadata(struct store *s, const struct ns_ident *ns,
+			     const char *table, char **metadata_location,
+			     struct floe_error *err)
+{
+	struct table_row row;
+	json_error_t jerr;
+	json_t *m;
+
+	if (!store_table_load(s, ns, table, &row, err))
+		return NULL;
+	m = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
+	if (metadata_location != NULL) {
+		*metadata_location = row.metadata_location;
+		row.metadata_location = NULL;
+	}
+	store_table_row_clear(&row);
+	if (m == NULL)
+		floe_err(err, FE_INTERNAL, "stored metadata is unreadable");
+	return m;
+}
+
+static long long current_snapshot(const json_t *m)
+{
+	json_t *v = json_object_get(m, "current-snapshot-id");
+	return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+}
+
+/* Removes the internal fields of a stored run. */
+static json_t *public_run(json_t *run)
+{
+	if (run != NULL) {
+		json_object_del(run, "_table-uuid");
+		json_object_del(run, "_seq");
+	}
+	return run;
+}
+
+/* The run run_id of this table, or NULL with FE_NO_SUCH_RUN. */
+static json_t *find_run(struct store *s, const char *table_uuid, const char *run_id,
+			struct floe_error *err)
+{
+	json_t *run = NULL;
+
+	if (!hook_id_valid(run_id))
+		return floe_err(err, FE_NO_SUCH_RUN, "no write-audit-publish run %s", run_id),
+		       NULL;
+	if (!store_run_get(s, run_id, &run, err))
+		return NULL;
+	if (run == NULL ||
+	    strcasecmp(json_string_value(json_object_get(run, "_table-uuid")), table_uuid) != 0) {
+		json_decref(run);
+		return floe_err(err, FE_NO_SUCH_RUN,
+				"no write-audit-publish run %s on this table", run_id),
+		       NULL;
+	}
+	return run;
+}
+
+static json_t *reload_run(struct store *s, const char *run_id, struct floe_error *err)
+{
+	json_t *run = NULL;
+	if (!store_run_get(s, run_id, &run, err))
+		return NULL;
+	if (run == NULL)
+		floe_err(err, FE_NO_SUCH_RUN, "no write-audit-publish run %s", run_id);
+	return public_run(run);
+}
+
+json_t *wap_stage(struct store *s, const struct table_env *env,
+		  const struct ns_ident *ns, const char *table, const json_t *body,
+		  struct floe_error *err)
+{
+	const json_t *branch = json_object_get(body, "branch");
+	const json_t *adopt = json_object_get(body, "adopt");
+	char id[UUID_STR_LEN];
+	char name[300];
+	json_t *m = NULL;
+	json_t *run = NULL;
+
+	if (branch != NULL && !json_is_null(branch)) {
+		if (!json_is_string(branch))
+			return floe_err(err, FE_BAD_REQUEST, "field 'branch' must be a string"), NULL;
+		if (!ident_name_check(json_string_value(branch), json_string_length(branch),
+				      "branch", err))
+			return NULL;
+		if (strcmp(json_string_value(branch), "main") == 0)
+			return floe_err(err, FE_BAD_REQUEST, "main cannot be a staging branch"), NULL;
+	}
+	if (adopt != NULL && !json_is_null(adopt) && !json_is_boolean(adopt))
+		return floe_err(err, FE_BAD_REQUEST, "field 'adopt' must be a boolean"), NULL;
+	if (json_is_true(adopt) && !json_is_string(branch))
+		return floe_err(err, FE_BAD_REQUEST, "adopt needs the name of the branch"), NULL;
+	if (!uuid_v4(id))
+		return floe_err(err, FE_INTERNAL, "no randomness for a run id"), NULL;
+	if (json_is_string(branch))
+		snprintf(name, sizeof(name), "%s", json_string_value(branch));
+	else
+		snprintf(name, sizeof(name), "wap-%s", id);
+
+	m = load_metadata(s, ns, table, NULL, err);
+	if (m == NULL)
+		return NULL;
+	const char *uuid = json_string_value(json_object_get(m, "table-uuid"));
+	long long main_at = current_snapshot(m);
+	json_t *existing = json_object_get(json_object_get(m, "refs"), name);
+	if (json_is_true(adopt)) {
+		if (existing == NULL) {
+			floe_err(err, FE_NO_SUCH_REFERENCE, "table %s has no branch %s to adopt",
+				 table, name);
+			goto done;
+		}
+		const char *type = json_string_value(json_object_get(existing, "type"));
+		if (type == NULL || strcmp(type, "branch") != 0) {
+			floe_err(err, FE_BAD_REQUEST, "%s is a tag; only a branch can be adopted",
+				 name);
+			goto done;
+		}
+	} else {
+		if (existing != NULL) {
+			floe_err(err, FE_ALREADY_EXISTS,
+				 "table %s already has a branch or tag %s (adopt it instead)",
+				 table, name);
+			goto done;
+		}
+		if (main_at < 0) {
+			floe_err(err, FE_BAD_REQUEST,
+				 "main of table %s has no snapshot to branch from; write a branch and adopt it",
+				 table);
+			goto done;
+		}
+		json_t *reqs = json_pack("[{s:s, s:s}]", "type", "assert-ref-snapshot-id",
+					 "ref", name);
+		json_t *ups = json_pack("[{s:s, s:s, s:s, s:I}]", "action", "set-snapshot-ref",
+					"ref-name", name, "type", "branch", "snapshot-id",
+					(json_int_t)main_at);
+		json_t *res = table_commit_changes(s, env, ns, table, reqs, ups, false, err);
+		json_decref(reqs);
+		json_decref(ups);
+		if (res == NULL)
+			goto done;
+		json_decref(res);
+	}
+	if (!store_run_insert(s, id, uuid, ns, table, name, main_at, err))
+		goto done;
+	audit_record(s, env, "wap.staged", ns, table, id,
+		     json_pack("{s:s, s:b, s:I}", "branch", name, "adopted",
+			       json_is_true(adopt), "base-snapshot-id", (json_int_t)main_at));
+	log_info("wap", "run %s staged on %s branch %s rid=%s", id, table, name,
+		 env->request_id);
+	run = reload_run(s, id, err);
+done:
+	json_decref(m);
+	return run;
+}
+
+json_t *wap_get(struct store *s, const struct ns_ident *ns, const char *table,
+		const char *run_id, struct floe_error *err)
+{
+	json_t *m = load_metadata(s, ns, table, NULL, err);
+	json_t *run;
+
+	if (m == NULL)
+		return NULL;
+	run = find_run(s, json_string_value(json_object_get(m, "table-uuid")), run_id, err);
+	json_decref(m);
+	return public_run(run);
+}
+
+json_t *wap_list(struct store *s, const struct ns_ident *ns, const char *table,
+		 const char *token, long page_size, struct floe_error *err)
+{
+	json_t *m = load_metadata(s, ns, table, NULL, err);
+	json_t *runs = NULL;
+	bool more = false;
+	long long before = 0;
+
+	if (m == NULL)
+		return NULL;
+	if (token != NULL && *token != '\0') {
+		char *end = NULL;
+		before = strtoll(token, &end, 10);
+		if (*end != '\0' || before <= 0) {
+			json_decref(m);
+			return floe_err(err, FE_BAD_REQUEST,
+					"pageToken is not a token this server issued"), NULL;
+		}
+	}
+	long limit = token == NULL ? -1 : (page_size > RUNS_PAGE_MAX ? RUNS_PAGE_MAX : page_size);
+	bool ok = store_run_list(s, json_string_value(json_object_get(m, "table-uuid")),
+				 before, limit, &runs, &more, err);
+	json_decref(m);
+	if (!ok)
+		return NULL;
+	json_t *next = json_null();
+	if (more && json_array_size(runs) > 0) {
+		char t[32];
+		json_t *last = json_array_get(runs, json_array_size(runs) - 1);
+		snprintf(t, sizeof(t), "%lld",
+			 (long long)json_integer_value(json_object_get(last, "_seq")));
+		next = json_string(t);
+	}
+	size_t i;
+	json_t *r;
+	json_array_foreach(runs, i, r)
+		public_run(r);
+	return json_pack("{s:o, s:o}", "runs", runs, "next-page-token", next);
+}
+
+json_t *wap_abandon(struct store *s, const struct table_env *env,
+		    const struct ns_ident *ns, const char *table, const char *run_id,
+		    struct floe_error *err)
+{
+	json_t *m = load_metadata(s, ns, table, NULL, err);
+	json_t *run = NULL;
+	json_t *out = NULL;
+	bool moved = false;
+
+	if (m == NULL)
+		return NULL;
+	run = find_run(s, json_string_value(json_object_get(m, "table-uuid")), run_id, err);
+	if (run == NULL)
+		goto done;
+	const char *state = json_string_value(json_object_get(run, "state"));
+	if (strcmp(state, "published") == 0 || strcmp(state, "abandoned") == 0 ||
+	    strcmp(state, "auditing") == 0) {
+		floe_err(err, FE_RUN_STATE, "run %s is %s and cannot be abandoned", run_id,
+			 state);
+		goto done;
+	}
+	if (!store_run_transition(s, run_id, "staged,rejected,audit-failed", "abandoned",
+				  -1, -1, NULL, &moved, err))
+		goto done;
+	if (!moved) {
+		floe_err(err, FE_RUN_STATE, "run %s changed state meanwhile; look again", run_id);
+		goto done;
+	}
+	const char *branch = json_string_value(json_object_get(run, "branch"));
+	bool dropped = false;
+	if (json_object_get(json_object_get(m, "refs"), branch) != NULL) {
+		struct floe_error derr;
+		dropped = refs_drop(s, env, ns, table, branch, &derr);
+		if (!dropped)
+			log_warn("wap", "run %s abandoned but branch %s stays: %s rid=%s", run_id,
+				 branch, derr.message, env->request_id);
+	}
+	audit_record(s, env, "wap.abandoned", ns, table, run_id,
+		     json_pack("{s:s, s:b}", "branch", branch, "branch-dropped", dropped));
+	out = reload_run(s, run_id, err);
+done:
+	json_decref(run);
+	json_decref(m);
+	return out;
+}
+
+/* The schema a snapshot was written with, else the current one. */
+static const json_t *snapshot_schema(const json_t *m, const json_t *snap)
+{
+	json_t *sid = json_object_get(snap, "schema-id");
+	long long want = json_is_integer(sid) ? json_integer_value(sid)
+					      : json_integer_value(json_object_get(m, "current-schema-id"));
+	size_t i;
+	json_t *sc;
+	json_array_foreach(json_object_get(m, "schemas"), i, sc) {
+		if (json_integer_value(json_object_get(sc, "schema-id")) == want)
+			return sc;
+	}
+	return json_null();
+}
+
+static const json_t *find_snapshot(const json_t *m, long long id)
+{
+	size_t i;
+	json_t *snap;
+	json_array_foreach(json_object_get(m, "snapshots"), i, snap) {
+		if (json_integer_value(json_object_get(snap, "snapshot-id")) == id)
+			return snap;
+	}
+	return NULL;
+}
+
+/* Moves the run from auditing to state and records its audits; failures
+ * are logged (the answer to the client is already decided). */
+static void finish_run(struct store *s, const struct table_env *env,
+		       const char *run_id, const char *state, long long audited,
+		       long long published, const json_t *audits)
+{
+	struct floe_error err;
+	bool moved = false;
+
+	if (!store_run_transition(s, run_id, "auditing", state, audited, published,
+				  audits, &moved, &err) || !moved)
+		log_error("wap", "run %s could not move to %s rid=%s", run_id, state,
+			  env->request_id);
+}
+
+/* The publish commit: main to exactly `audited`, guarded by main's
+ * snapshot at audit time; the branch is dropped when asked and still at
+ * the audited snapshot. Returns the committed metadata or NULL. */
+static json_t *publish_commit(struct store *s, const struct table_env *env,
+			      const struct ns_ident *ns, const char *table,
+			      const char *branch, long long main_at, long long audited,
+			      bool drop_branch, bool *branch_dropped,
+			      struct floe_error *err)
+{
+	json_t *reqs = json_array();
+	json_t *ups = json_array();
+	json_t *main_req = json_pack("{s:s, s:s}", "type", "assert-ref-snapshot-id", "ref",
+				     "main");
+
+	if (main_at >= 0)
+		json_object_set_new(main_req, "snapshot-id", json_integer(main_at));
+	json_array_append_new(reqs, main_req);
+	json_array_append_new(ups, json_pack("{s:s, s:s, s:s, s:I}", "action",
+					     "set-snapshot-ref", "ref-name", "main", "type",
+					     "branch", "snapshot-id", (json_int_t)audited));
+	if (drop_branch) {
+		json_array_append_new(reqs, json_pack("{s:s, s:s, s:I}", "type",
+						      "assert-ref-snapshot-id", "ref", branch,
+						      "snapshot-id", (json_int_t)audited));
+		json_array_append_new(ups, json_pack("{s:s, s:s}", "action",
+						     "remove-snapshot-ref", "ref-name", branch));
+	}
+	json_t *res = table_commit_changes(s, env, ns, table, reqs, ups, true, err);
+	json_decref(reqs);
+	json_decref(ups);
+	*branch_dropped = res != NULL && drop_branch;
+	return res;
+}
+
+json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
+		    const struct ns_ident *ns, const char *table, const char *run_id,
+		    const json_t *body, struct floe_error *err)
+{
+	const json_t *want = json_object_get(body, "snapshot-id");
+	const json_t *keep = json_object_get(body, "keep-branch");
+	struct store *s = NULL;
+	json_t *m = NULL;
+	json_t *run = NULL;
+	json_t *hooks = NULL;
+	json_t *audits = NULL;
+	json_t *out = NULL;
+	char *metadata_location = NULL;
+	struct hook_call *calls = NULL;
+	char **bodies = NULL;
+	char (*deliveries)[UUID_STR_LEN] = NULL;
+	size_t n = 0;
+	bool moved = false;
+
+	if (want != NULL && !json_is_null(want) && !json_is_integer(want))
+		return floe_err(err, FE_BAD_REQUEST, "field 'snapshot-id' must be an integer"), NULL;
+	if (keep != NULL && !json_is_null(keep) && !json_is_boolean(keep))
+		return floe_err(err, FE_BAD_REQUEST, "field 'keep-branch' must be a boolean"), NULL;
+
+	s = store_pool_acquire(pool, err);
+	if (s == NULL)
+		return NULL;
+	m = load_metadata(s, ns, table, &metadata_location, err);
+	if (m == NULL)
+		goto done;
+	const char *table_uuid = json_string_value(json_object_get(m, "table-uuid"));
+	run = find_run(s, table_uuid, run_id, err);
+	if (run == NULL)
+		goto done;
+	const char *state = json_string_value(json_object_get(run, "state"));
+	if (strcmp(state, "staged") != 0 && strcmp(state, "rejected") != 0 &&
+	    strcmp(state, "audit-failed") != 0) {
+		floe_err(err, FE_RUN_STATE, "run %s is %s and cannot be published", run_id, state);
+		goto done;
+	}
+	const char *branch = json_string_value(json_object_get(run, "branch"));
+	json_t *bref = json_object_get(json_object_get(m, "refs"), branch);
+	if (bref == NULL) {
+		floe_err(err, FE_NO_SUCH_REFERENCE, "the run's branch %s no longer exists", branch);
+		goto done;
+	}
+	long long head = json_integer_value(json_object_get(bref, "snapshot-id"));
+	long long audited = head;
+	if (json_is_integer(want)) {
+		audited = json_integer_value(want);
+		if (find_snapshot(m, audited) == NULL || !refs_is_ancestor(m, audited, head)) {
+			floe_err(err, FE_BAD_REQUEST, "snapshot %lld is not on branch %s", audited,
+				 branch);
+			goto done;
+		}
+	}
+	long long main_at = current_snapshot(m);
+	if (main_at >= 0 && !refs_is_ancestor(m, main_at, audited)) {
+		floe_err(err, FE_NOT_FAST_FORWARD,
+			 "main (snapshot %lld) is not an ancestor of the audited snapshot %lld; main cannot be fast-forwarded",
+			 main_at, audited);
+		audit_record(s, env, "wap.conflict", ns, table, run_id,
+			     json_pack("{s:I, s:I, s:s}", "main-snapshot-id", (json_int_t)main_at,
+				       "snapshot-id", (json_int_t)audited, "reason",
+				       "main is not an ancestor"));
+		goto done;
+	}
+	if (!store_hooks_in_scope(s, ns, table, &hooks, err))
+		goto done;
+	n = json_array_size(hooks);
+	if (n == 0) {
+		floe_err(err, FE_NO_HOOK,
+			 "no audit hook covers table %s: an unaudited publish is not a publish", table);
+		goto done;
+	}
+	if (!store_run_transition(s, run_id, "staged,rejected,audit-failed", "auditing",
+				  audited, -1, NULL, &moved, err))
+		goto done;
+	if (!moved) {
+		floe_err(err, FE_RUN_STATE, "run %s is being published by another request", run_id);
+		goto done;
+	}
+
+	/* The payloads, one per hook (each has its own delivery id). */
+	const json_t *snap = find_snapshot(m, audited);
+	char now[40];
+	rfc3339_now(now, sizeof(now));
+	calls = calloc(n, sizeof(*calls));
+	bodies = calloc(n, sizeof(*bodies));
+	deliveries = calloc(n, sizeof(*deliveries));
+	if (calls == NULL || bodies == NULL || deliveries == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		finish_run(s, env, run_id, "audit-failed", -1, -1, NULL);
+		goto done;
+	}
+	json_t *parent = json_object_get(snap, "parent-snapshot-id");
+	for (size_t i = 0; i < n; i++) {
+		json_t *h = json_array_get(hooks, i);
+		if (!uuid_v4(deliveries[i]))
+			snprintf(deliveries[i], UUID_STR_LEN, "%s", run_id);
+		json_t *payload = json_pack(
+			"{s:s, s:s, s:s, s:{s:o, s:s}, s:s, s:s, s:I, s:O, s:o, s:O, s:O, s:s, s:s, s:s}",
+			"event", "wap.audit", "run-id", run_id, "delivery-id", deliveries[i],
+			"table", "namespace", ident_ns_to_json(ns), "name", table,
+			"table-uuid", table_uuid, "branch", branch,
+			"snapshot-id", (json_int_t)audited,
+			"parent-snapshot-id", json_is_integer(parent) ? parent : json_null(),
+			"main-snapshot-id", main_at >= 0 ? json_integer(main_at) : json_null(),
+			"snapshot", snap, "schema", snapshot_schema(m, snap),
+			"metadata-location", metadata_location, "requested-at", now,
+			"requested-by", "anonymous");
+		bodies[i] = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
+		json_decref(payload);
+		calls[i].url = json_string_value(json_object_get(h, "url"));
+		calls[i].secret = json_string_value(json_object_get(h, "secret"));
+		calls[i].delivery_id = deliveries[i];
+		calls[i].body = bodies[i] ? bodies[i] : "{}";
+		calls[i].timeout_ms = (long)json_integer_value(json_object_get(h, "timeout-ms"));
+	}
+
+	/* No connection, row or lock is held while the hooks run. */
+	store_pool_release(pool, s);
+	s = NULL;
+	log_info("wap", "run %s: auditing snapshot %lld of %s with %zu hooks rid=%s", run_id,
+		 audited, table, n, env->request_id);
+	hooks_call_all(calls, n);
+	s = store_pool_acquire(pool, err);
+	if (s == NULL) {
+		/* The run stays "auditing"; see the closing remark in the log. */
+		log_error("wap", "run %s: database gone after its audit rid=%s", run_id,
+			  env->request_id);
+		goto done;
+	}
+
+	static const char *const verdicts[] = { "pass", "reject", "error" };
+	audits = json_array();
+	size_t rejected = n, failed = n;
+	for (size_t i = 0; i < n; i++) {
+		json_t *h = json_array_get(hooks, i);
+		char at[40];
+		rfc3339_now(at, sizeof(at));
+		json_t *a = json_pack("{s:O, s:O, s:s, s:I, s:s}", "hook-id",
+				      json_object_get(h, "id"), "hook-name",
+				      json_object_get(h, "name"), "verdict",
+				      verdicts[calls[i].verdict], "latency-ms",
+				      (json_int_t)calls[i].latency_ms, "at", at);
+		if (calls[i].http_status > 0)
+			json_object_set_new(a, "http-status", json_integer(calls[i].http_status));
+		if (calls[i].reason[0] != '\0')
+			json_object_set_new(a, "reason", json_string(calls[i].reason));
+		json_array_append(audits, a);
+		json_t *details = json_deep_copy(a);
+		json_object_set_new(details, "attempts", json_integer(calls[i].attempts));
+		json_object_set_new(details, "delivery-id", json_string(deliveries[i]));
+		json_object_set_new(details, "snapshot-id", json_integer(audited));
+		audit_record(s, env, "wap.hook-called", ns, table, run_id, details);
+		json_decref(a);
+		if (calls[i].verdict == HOOK_REJECT && rejected == n)
+			rejected = i;
+		if (calls[i].verdict == HOOK_ERROR && failed == n)
+			failed = i;
+	}
+	if (rejected < n) {
+		const char *hname = json_string_value(json_object_get(json_array_get(hooks, rejected),
+								      "name"));
+		finish_run(s, env, run_id, "rejected", audited, -1, audits);
+		audit_record(s, env, "wap.rejected", ns, table, run_id,
+			     json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
+				       calls[rejected].reason, "snapshot-id", (json_int_t)audited));
+		floe_err(err, FE_AUDIT_REJECTED, "audit hook %s rejected snapshot %lld: %s", hname,
+			 audited, calls[rejected].reason);
+		goto done;
+	}
+	if (failed < n) {
+		const char *hname = json_string_value(json_object_get(json_array_get(hooks, failed),
+								      "name"));
+		finish_run(s, env, run_id, "audit-failed", audited, -1, audits);
+		audit_record(s, env, "wap.audit-failed", ns, table, run_id,
+			     json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
+				       calls[failed].reason, "snapshot-id", (json_int_t)audited));
+		floe_err(err, FE_AUDIT_UNAVAILABLE,
+			 "audit hook %s could not give a verdict (%s); nothing was published, publish again later",
+			 hname, calls[failed].reason);
+		goto done;
+	}
+
+	/* Every hook passed: one commit moves main, guarded by main at audit
+	 * time. The branch goes unless kept or moved on meanwhile. */
+	bool dropped = false;
+	struct floe_error cerr;
+	floe_error_clear(&cerr);
+	json_t *res = publish_commit(s, env, ns, table, branch, main_at, audited,
+				     !json_is_true(keep), &dropped, &cerr);
+	if (res == NULL && cerr.kind == FE_COMMIT_FAILED && !json_is_true(keep)) {
+		/* Perhaps only the branch moved on: publish and keep it. */
+		floe_error_clear(&cerr);
+		res = publish_commit(s, env, ns, table, branch, main_at, audited, false,
+				     &dropped, &cerr);
+	}
+	if (res == NULL) {
+		if (cerr.kind == FE_COMMIT_FAILED) {
+			finish_run(s, env, run_id, "staged", audited, -1, audits);
+			audit_record(s, env, "wap.conflict", ns, table, run_id,
+				     json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)audited,
+					       "reason", "main moved during the audit"));
+			floe_err(err, FE_NOT_FAST_FORWARD,
+				 "main moved during the audit; nothing was published (%s)",
+				 cerr.message);
+		} else {
+			finish_run(s, env, run_id, "audit-failed", audited, -1, audits);
+			*err = cerr;
+		}
+		goto done;
+	}
+	json_decref(res);
+	finish_run(s, env, run_id, "published", audited, audited, audits);
+	audit_record(s, env, "wap.published", ns, table, run_id,
+		     json_pack("{s:I, s:s, s:b, s:O}", "snapshot-id", (json_int_t)audited,
+			       "branch", branch, "branch-dropped", dropped,
+			       "previous-main-snapshot-id",
+			       main_at >= 0 ? json_integer(main_at) : json_null()));
+	log_info("wap", "run %s published snapshot %lld to main of %s rid=%s", run_id,
+		 audited, table, env->request_id);
+	out = reload_run(s, run_id, err);
+done:
+	if (s != NULL)
+		store_pool_release(pool, s);
+	for (size_t i = 0; bodies != NULL && i < n; i++)
+		free(bodies[i]);
+	free(bodies);
+	free(calls);
+	free(deliveries);
+	free(metadata_location);
+	json_decref(audits);
+	json_decref(hooks);
+	json_decref(run);
+	json_decref(m);
+	return out;
+}
+
+json_t *audit_log_list(struct store *s, const struct ns_ident *ns,
+		       const char *table, const char *run_id, const char *since,
+		       const char *token, long page_size, struct floe_error *err)
+{
+	long long after = 0;
+	json_t *events = NULL;
+	bool more = false;
+
+	if (run_id != NULL && !hook_id_valid(run_id))
+		return floe_err(err, FE_BAD_REQUEST, "run must be a run id (a UUID)"), NULL;
+	if (token != NULL && *token != '\0') {
+		char *end = NULL;
+		after = strtoll(token, &end, 10);
+		if (*end != '\0' || after < 0)
+			return floe_err(err, FE_BAD_REQUEST,
+					"pageToken is not a token this server issued"), NULL;
+	}
+	long limit = token == NULL ? -1 : (page_size > RUNS_PAGE_MAX ? RUNS_PAGE_MAX : page_size);
+	if (!store_event_list(s, after, ns, table, run_id, since, limit, &events, &more, err))
+		return NULL;
+	json_t *next = json_null();
+	if (more && json_array_size(events) > 0) {
+		char t[32];
+		json_t *last = json_array_get(events, json_array_size(events) - 1);
+		snprintf(t, sizeof(t), "%lld", (long long)json_integer_value(json_object_get(last, "id")));
+		next = json_string(t);
+	}
+	return json_pack("{s:o, s:o}", "events", events, "next-page-token", next);
+}
