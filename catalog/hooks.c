@@ -77,6 +77,10 @@ static bool host_link_local(const char *host)
 	char *pct = strchr(buf, '%'); /* zone id */
 	if (pct != NULL)
 		*pct = '\0';
+	/* "169.254.169.254." names the same host. */
+	n = strlen(buf);
+	while (n > 0 && buf[n - 1] == '.')
+		buf[--n] = '\0';
 	if (inet_pton(AF_INET, buf, &a4) == 1)
 		return ipv4_link_local(&a4);
 	if (inet_pton(AF_INET6, buf, &a6) == 1)

@@ -20,6 +20,13 @@
 #include "uuid.h"
 
 #define RUNS_PAGE_MAX 1000
+/* An audit lasts at most its longest hook timeout; past that and this
+ * margin its floe is gone and the run may be published again. */
+#define AUDIT_LEASE_MARGIN_MS 10000
+
+/* The states a publish or an abandon may start from; a run left auditing
+ * by an interrupted floe counts once its lease has run out. */
+#define RUN_PUBLISHABLE "staged,rejected,audit-failed,auditing-stale"
 
 void audit_record(struct store *s, const struct table_env *env, const char *event,
 		  const struct ns_ident *ns, const char *table, const char *run_id,
@@ -232,7 +239,8 @@ json_t *wap_list(struct store *s, const struct ns_ident *ns, const char *table,
 					"pageToken is not a token this server issued"), NULL;
 		}
 	}
-	long limit = token == NULL ? -1 : (page_size > RUNS_PAGE_MAX ? RUNS_PAGE_MAX : page_size);
+	/* Runs and events only grow: these lists are always paged. */
+	long limit = page_size > RUNS_PAGE_MAX ? RUNS_PAGE_MAX : page_size;
 	bool ok = store_run_list(s, json_string_value(json_object_get(m, "table-uuid")),
 				 before, limit, &runs, &more, err);
 	json_decref(m);
@@ -268,17 +276,17 @@ json_t *wap_abandon(struct store *s, const struct table_env *env,
 	if (run == NULL)
 		goto done;
 	const char *state = json_string_value(json_object_get(run, "state"));
-	if (strcmp(state, "published") == 0 || strcmp(state, "abandoned") == 0 ||
-	    strcmp(state, "auditing") == 0) {
+	if (strcmp(state, "published") == 0 || strcmp(state, "abandoned") == 0) {
 		floe_err(err, FE_RUN_STATE, "run %s is %s and cannot be abandoned", run_id,
 			 state);
 		goto done;
 	}
-	if (!store_run_transition(s, run_id, "staged,rejected,audit-failed", "abandoned",
-				  -1, -1, NULL, &moved, err))
+	if (!store_run_transition(s, run_id, RUN_PUBLISHABLE, "abandoned", -1, -1, NULL, 0,
+				  &moved, err))
 		goto done;
 	if (!moved) {
-		floe_err(err, FE_RUN_STATE, "run %s changed state meanwhile; look again", run_id);
+		floe_err(err, FE_RUN_STATE, "run %s is being audited and cannot be abandoned now",
+			 run_id);
 		goto done;
 	}
 	const char *branch = json_string_value(json_object_get(run, "branch"));
@@ -335,7 +343,7 @@ static void finish_run(struct store *s, const struct table_env *env,
 	bool moved = false;
 
 	if (!store_run_transition(s, run_id, "auditing", state, audited, published,
-				  audits, &moved, &err) || !moved)
+				  audits, 0, &moved, &err) || !moved)
 		log_error("wap", "run %s could not move to %s rid=%s", run_id, state,
 			  env->request_id);
 }
@@ -409,8 +417,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	if (run == NULL)
 		goto done;
 	const char *state = json_string_value(json_object_get(run, "state"));
-	if (strcmp(state, "staged") != 0 && strcmp(state, "rejected") != 0 &&
-	    strcmp(state, "audit-failed") != 0) {
+	if (strcmp(state, "published") == 0 || strcmp(state, "abandoned") == 0) {
 		floe_err(err, FE_RUN_STATE, "run %s is %s and cannot be published", run_id, state);
 		goto done;
 	}
@@ -449,8 +456,17 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 			 "no audit hook covers table %s: an unaudited publish is not a publish", table);
 		goto done;
 	}
-	if (!store_run_transition(s, run_id, "staged,rejected,audit-failed", "auditing",
-				  audited, -1, NULL, &moved, err))
+	/* The audit's lease: the longest hook timeout and a margin. */
+	long lease_ms = 0;
+	for (size_t i = 0; i < n; i++) {
+		long t = (long)json_integer_value(json_object_get(json_array_get(hooks, i),
+								  "timeout-ms"));
+		if (t > lease_ms)
+			lease_ms = t;
+	}
+	lease_ms += AUDIT_LEASE_MARGIN_MS;
+	if (!store_run_transition(s, run_id, RUN_PUBLISHABLE, "auditing", audited, -1, NULL,
+				  lease_ms, &moved, err))
 		goto done;
 	if (!moved) {
 		floe_err(err, FE_RUN_STATE, "run %s is being published by another request", run_id);
@@ -631,7 +647,7 @@ json_t *audit_log_list(struct store *s, const struct ns_ident *ns,
 			return floe_err(err, FE_BAD_REQUEST,
 					"pageToken is not a token this server issued"), NULL;
 	}
-	long limit = token == NULL ? -1 : (page_size > RUNS_PAGE_MAX ? RUNS_PAGE_MAX : page_size);
+	long limit = page_size > RUNS_PAGE_MAX ? RUNS_PAGE_MAX : page_size;
 	if (!store_event_list(s, after, ns, table, run_id, since, limit, &events, &more, err))
 		return NULL;
 	json_t *next = json_null();

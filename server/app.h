@@ -16,6 +16,7 @@ struct app {
 	struct store_pool *pool;
 	struct commit_locks *locks;
 	atomic_long inflight; /* requests begun and not yet completed */
+	atomic_long async;    /* suspended requests still being worked on */
 };
 
 #endif

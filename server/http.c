@@ -19,6 +19,10 @@
 #include "idempotency.h"
 #include "router.h"
 
+/* How long shutdown waits for suspended requests (an audit may take a
+ * hook's whole timeout, at most a minute, plus the database work). */
+#define HTTP_ASYNC_WAIT_SECONDS 90
+
 /* --- request state --- */
 
 static void request_id_init(struct http_request *req)
@@ -429,8 +433,37 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		req->body[req->body_len] = '\0';
 		return MHD_YES;
 	}
+	if (req->suspended) {
+		/* Resumed: the other thread has made the answer. */
+		req->suspended = false;
+		return queue(req);
+	}
 	dispatch(req);
+	if (req->suspended)
+		return MHD_YES;
 	return queue(req);
+}
+
+bool http_suspend(struct http_request *req)
+{
+	req->suspended = true;
+	atomic_fetch_add(&req->app->async, 1);
+	MHD_suspend_connection(req->conn);
+	return true;
+}
+
+void http_async_complete(struct http_request *req)
+{
+	struct app *app = req->app;
+
+	if (req->response == NULL) {
+		struct floe_error err;
+		floe_err(&err, FE_INTERNAL, "no answer was produced");
+		http_reply_error(req, &err);
+	}
+	idempotent_finish(req);
+	MHD_resume_connection(req->conn);
+	atomic_fetch_sub(&app->async, 1);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn,
@@ -479,7 +512,7 @@ struct MHD_Daemon *http_start(struct app *app)
 	char port[16];
 	struct MHD_Daemon *d;
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
-			     MHD_USE_ITC | MHD_USE_ERROR_LOG;
+			     MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
 	int rc;
 
 	memset(&hints, 0, sizeof(hints));
@@ -533,5 +566,9 @@ void http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds)
 	if (left > 0)
 		log_warn("http", "%ld requests still running after %d s; stopping anyway",
 			 left, grace_seconds);
+	/* A suspended request must be resumed before the daemon stops: wait
+	 * for the work behind it (bounded by the hook timeouts). */
+	for (int i = 0; atomic_load(&app->async) > 0 && i < HTTP_ASYNC_WAIT_SECONDS * 20; i++)
+		usleep(50000);
 	MHD_stop_daemon(d);
 }

@@ -50,6 +50,8 @@ struct http_request {
 	int status;
 	bool queued;
 	bool capture;            /* keep a copy of the body (idempotency) */
+	bool idem_claimed;       /* an Idempotency-Key awaits the answer */
+	bool suspended;          /* answered later, from another thread */
 	char *captured;
 	size_t captured_len;
 };
@@ -101,6 +103,19 @@ void http_reply_empty(struct http_request *req, int status);
 
 /* Answers with the Iceberg error body for err; 503 adds Retry-After. */
 void http_reply_error(struct http_request *req, const struct floe_error *err);
+
+/*
+ * Hands the request to another thread (long work such as calling audit
+ * hooks must not hold a worker thread). Call from the handler, then start
+ * the thread; it answers with the http_reply_* calls and ends with
+ * http_async_complete. Returns false when the request cannot be
+ * suspended; the handler then answers at once.
+ */
+bool http_suspend(struct http_request *req);
+
+/* Ends the work of a suspended request: its answer goes out. Call once,
+ * from the thread that did the work, after replying. */
+void http_async_complete(struct http_request *req);
 
 /* Adds a header to the answer already made. */
 void http_add_header(struct http_request *req, const char *name,

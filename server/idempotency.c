@@ -100,8 +100,22 @@ void idempotent_run(struct http_request *req,
 	}
 
 	req->capture = true;
+	req->idem_claimed = true;
 	handler(req);
+	/* A handler that went on in another thread records its answer when
+	 * it is done (http_async_complete). */
+	if (!req->suspended)
+		idempotent_finish(req);
+}
 
+void idempotent_finish(struct http_request *req)
+{
+	const char *key = http_header(req, "Idempotency-Key");
+	struct floe_error err;
+
+	if (!req->idem_claimed || key == NULL)
+		return;
+	req->idem_claimed = false;
 	struct store *s = store_pool_acquire(req->app->pool, &err);
 	if (s == NULL) {
 		log_warn("http", "cannot record the answer to Idempotency-Key %s rid=%s",

@@ -18,4 +18,8 @@
 void idempotent_run(struct http_request *req,
 		    void (*handler)(struct http_request *req));
 
+/* Records the answer of a request whose key idempotent_run claimed (done
+ * by idempotent_run itself unless the handler suspended the request). */
+void idempotent_finish(struct http_request *req);
+
 #endif

@@ -227,8 +227,12 @@ static const struct {
 		"UPDATE wap_runs SET state = $2, "
 		"  audited_snapshot_id = coalesce($4::bigint, audited_snapshot_id), "
 		"  published_snapshot_id = coalesce($5::bigint, published_snapshot_id), "
-		"  audits = coalesce($6::jsonb, audits), updated_at = now() "
-		"WHERE id = $1::uuid AND state = ANY (string_to_array($3::text, ',')) "
+		"  audits = coalesce($6::jsonb, audits), updated_at = now(), "
+		"  lease_until = CASE WHEN $2 = 'auditing' "
+		"    THEN now() + make_interval(secs => $7::double precision / 1000) END "
+		"WHERE id = $1::uuid AND (state = ANY (string_to_array($3::text, ',')) "
+		"  OR ('auditing-stale' = ANY (string_to_array($3::text, ',')) "
+		"      AND state = 'auditing' AND lease_until < now())) "
 		"RETURNING id" },
 	[ST_EVENT_INSERT] = { "event_insert",
 		"INSERT INTO audit_events (event, request_id, namespace, table_name, run_id, "
@@ -1616,10 +1620,10 @@ bool store_run_list(struct store *s, const char *table_uuid, long long before_se
 
 bool store_run_transition(struct store *s, const char *id, const char *from_states,
 			  const char *to_state, long long audited,
-			  long long published, const json_t *audits, bool *moved,
-			  struct floe_error *err)
+			  long long published, const json_t *audits, long lease_ms,
+			  bool *moved, struct floe_error *err)
 {
-	char a[32], p[32];
+	char a[32], p[32], l[32];
 	char *audits_text = NULL;
 	PGresult *r;
 
@@ -1631,9 +1635,10 @@ bool store_run_transition(struct store *s, const char *id, const char *from_stat
 		if (audits_text == NULL)
 			return floe_err(err, FE_INTERNAL, "out of memory");
 	}
-	const char *params[6] = { id, to_state, from_states, audited >= 0 ? a : NULL,
-				  published >= 0 ? p : NULL, audits_text };
-	r = store_exec(s, ST_RUN_TRANSITION, 6, params, err);
+	snprintf(l, sizeof(l), "%ld", lease_ms > 0 ? lease_ms : 0);
+	const char *params[7] = { id, to_state, from_states, audited >= 0 ? a : NULL,
+				  published >= 0 ? p : NULL, audits_text, l };
+	r = store_exec(s, ST_RUN_TRANSITION, 7, params, err);
 	free(audits_text);
 	if (r == NULL)
 		return false;

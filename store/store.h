@@ -240,12 +240,14 @@ bool store_run_list(struct store *s, const char *table_uuid, long long before_se
 		    long limit, json_t **runs, bool *more,
 		    struct floe_error *err) FLOE_WUR;
 /* Moves run id to to_state if its state is one of from_states (comma
- * separated); audited/published < 0 and audits NULL leave those as they
- * are. *moved is false when the state did not match. */
+ * separated; "auditing-stale" matches a run whose audit lease ran out:
+ * the floe auditing it stopped). audited/published < 0 and audits NULL
+ * leave those as they are; lease_ms is the lease of a move to
+ * "auditing". *moved is false when the state did not match. */
 bool store_run_transition(struct store *s, const char *id, const char *from_states,
 			  const char *to_state, long long audited,
-			  long long published, const json_t *audits, bool *moved,
-			  struct floe_error *err) FLOE_WUR;
+			  long long published, const json_t *audits, long lease_ms,
+			  bool *moved, struct floe_error *err) FLOE_WUR;
 
 /* The audit log (append-only). */
 bool store_event_insert(struct store *s, const char *event, const char *request_id,

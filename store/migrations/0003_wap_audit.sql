@@ -25,6 +25,9 @@ CREATE TABLE wap_runs (
     audited_snapshot_id    bigint,
     published_snapshot_id  bigint,
     audits                 jsonb NOT NULL DEFAULT '[]'::jsonb,
+    -- while auditing: when the audit must be over (the longest hook
+    -- timeout and a margin); past it, the floe that audited is gone
+    lease_until            timestamptz,
     created_at             timestamptz NOT NULL DEFAULT now(),
     updated_at             timestamptz NOT NULL DEFAULT now()
 );

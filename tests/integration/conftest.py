@@ -669,3 +669,208 @@ def uniq(request):
     uniq.counter = getattr(uniq, "counter", 0) + 1
     name = re.sub(r"[^A-Za-z0-9]+", "_", request.node.name)[-40:]
     return f"t{uniq.counter}_{name}"
+
+
+# --------------------------------------------------------------------------
+# refs, audit hooks, write-audit-publish and the audit log (the extension
+# routes); used by test_refs, test_audit_hooks, test_wap, test_wap_pyiceberg
+
+_snapshot_ids = itertools.count(int(time.time() * 1000) % 1_000_000 * 1000 + 7)
+
+
+def next_snapshot_id() -> int:
+    """A snapshot id unused in this test run."""
+    return next(_snapshot_ids)
+
+
+def database_url(f: Floe) -> str:
+    """The postgresql:// URL a floe started by these fixtures uses."""
+    url = f.env.get("FLOE_DATABASE_URL")
+    assert url, "this floe was not started with FLOE_DATABASE_URL"
+    return url
+
+
+class TableHandle:
+    """One table of a floe, with the raw calls the extension tests need."""
+
+    SCHEMA = {
+        "type": "struct",
+        "schema-id": 0,
+        "fields": [
+            {"id": 1, "name": "id", "required": True, "type": "long"},
+            {"id": 2, "name": "data", "required": False, "type": "string"},
+        ],
+    }
+
+    def __init__(self, f: Floe, namespace, name: str, base: str = "/v1"):
+        self.floe = f
+        self.namespace = list(namespace)
+        self.name = name
+        self.base = base
+        self.ns_url = f"{base}/namespaces/{ns_path(self.namespace)}"
+        self.url = f"{self.ns_url}/tables/{quote(name, safe='')}"
+        self.refs_url = self.url + "/refs"
+        self.wap_url = self.url + "/wap"
+
+    def ref_url(self, ref: str) -> str:
+        return f"{self.refs_url}/{quote(ref, safe='')}"
+
+    def run_url(self, run_id: str) -> str:
+        return f"{self.wap_url}/{run_id}"
+
+    def create(self, **extra) -> dict:
+        body = {"name": self.name, "schema": self.SCHEMA}
+        body.update(extra)
+        return assert_ok_json(self.floe.post(f"{self.ns_url}/tables", json=body))
+
+    def load(self) -> dict:
+        return assert_ok_json(self.floe.get(self.url))
+
+    def metadata(self) -> dict:
+        return self.load()["metadata"]
+
+    def head(self, ref: str = "main"):
+        """The snapshot id a ref points at, None when there is no such ref."""
+        r = self.metadata().get("refs", {}).get(ref)
+        return None if r is None else r["snapshot-id"]
+
+    def commit(self, updates, requirements=()) -> requests.Response:
+        return self.floe.post(self.url, json={"requirements": list(requirements), "updates": list(updates)})
+
+    def commit_ok(self, updates, requirements=()) -> dict:
+        return assert_ok_json(self.commit(updates, requirements))
+
+    def snapshot_updates(self, ref: str = "main", parent="head", snapshot_id: int | None = None,
+                         meta: dict | None = None) -> tuple[int, list]:
+        """add-snapshot (a fake manifest list) + set-snapshot-ref for ref.
+
+        parent: "head" (the ref's current snapshot; main's for a new branch),
+        None, or a snapshot id.
+        """
+        meta = meta or self.metadata()
+        if parent == "head":
+            refs = meta.get("refs", {})
+            parent = refs.get(ref, refs.get("main", {})).get("snapshot-id")
+        sid = snapshot_id or next_snapshot_id()
+        snap = {
+            "snapshot-id": sid,
+            "sequence-number": meta.get("last-sequence-number", 0) + 1,
+            "timestamp-ms": int(time.time() * 1000),
+            "manifest-list": f"{meta['location']}/metadata/snap-{sid}-1-{sid:x}.avro",
+            "summary": {"operation": "append"},
+            "schema-id": meta.get("current-schema-id", 0),
+        }
+        if parent is not None:
+            snap["parent-snapshot-id"] = parent
+        return sid, [
+            {"action": "add-snapshot", "snapshot": snap},
+            {"action": "set-snapshot-ref", "ref-name": ref, "type": "branch", "snapshot-id": sid},
+        ]
+
+    def add_snapshot(self, ref: str = "main", parent="head") -> int:
+        """Commit a new snapshot to a branch (created if missing); its id."""
+        sid, updates = self.snapshot_updates(ref, parent)
+        body = self.commit_ok(updates)
+        assert body["metadata"]["refs"][ref]["snapshot-id"] == sid, body["metadata"]["refs"]
+        return sid
+
+    def refs(self) -> list:
+        return assert_ok_json(self.floe.get(self.refs_url))["refs"]
+
+    def stage(self, **body) -> dict:
+        """POST .../wap: a staged run."""
+        return assert_ok_json(self.floe.post(self.wap_url, json=body), 201)
+
+    def run(self, run_id: str) -> dict:
+        return assert_ok_json(self.floe.get(self.run_url(run_id)))
+
+    def publish(self, run_id: str, timeout: float = 90, **body) -> requests.Response:
+        return self.floe.post(self.run_url(run_id) + "/publish", json=body, timeout=timeout)
+
+
+def register_hook(f: Floe, name: str, url: str, scope=None, secret=None, timeout_ms=None,
+                  base: str = "/v1") -> dict:
+    body = {"name": name, "url": url}
+    if scope is not None:
+        body["scope"] = scope
+    if secret is not None:
+        body["secret"] = secret
+    if timeout_ms is not None:
+        body["timeout-ms"] = timeout_ms
+    return assert_ok_json(f.post(f"{base}/audit-hooks", json=body), 201)
+
+
+def audit_events(f: Floe, page_size: int | None = None, base: str = "/v1", **params) -> list:
+    """Every audit-log event matching the filters, walking all pages.
+
+    With page_size, pages are asked for as the Iceberg REST spec has it: the
+    first request carries an empty pageToken.
+    """
+    params = {k: v for k, v in params.items() if v is not None}
+    token = None
+    if page_size is not None:
+        params["pageSize"] = page_size
+        token = ""
+    out, pages = [], 0
+    while True:
+        q = dict(params)
+        if token is not None:
+            q["pageToken"] = token
+        body = assert_ok_json(f.get(f"{base}/audit-log", params=q))
+        if page_size is not None:
+            assert len(body["events"]) <= page_size, f"pageSize={page_size}: {len(body['events'])} events"
+        out.extend(body["events"])
+        token = body.get("next-page-token")
+        pages += 1
+        assert pages < 10_000, "audit-log pagination does not end"
+        if not token:
+            return out
+
+
+@pytest.fixture
+def webhooks():
+    """Start webhook receivers (webhook.Receiver); all stop at teardown."""
+    from webhook import Receiver
+    started = []
+
+    def start(*args, **kw) -> Receiver:
+        r = Receiver(*args, **kw)
+        started.append(r)
+        return r
+
+    yield start
+    for r in started:
+        r.stop()
+
+
+@pytest.fixture
+def hooks():
+    """Register audit hooks on a floe; each is deleted at teardown.
+
+    hooks(floe, name, url, scope=..., secret=..., timeout_ms=...) -> hook
+    """
+    made = []
+
+    def add(f: Floe, name: str, url: str, **kw) -> dict:
+        h = register_hook(f, name, url, **kw)
+        made.append((f, h["id"]))
+        return h
+
+    yield add
+    for f, hook_id in made:
+        try:
+            f.delete(f"/v1/audit-hooks/{hook_id}", timeout=5)
+        except requests.RequestException:
+            pass
+
+
+@pytest.fixture(scope="session")
+def psql_bin(pg_bin_dir) -> Path:
+    """The real psql client binary."""
+    p = Path(pg_bin_dir) / "psql"
+    if p.is_file():
+        return p
+    found = shutil.which("psql")
+    if not found:
+        pytest.fail("psql not found next to the PostgreSQL server binaries nor on PATH")
+    return Path(found)

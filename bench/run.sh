@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# floe benchmark: loadTable and commit throughput against a real floe with
+# its embedded PostgreSQL, driven by wrk from the same machine.
+#   bench/run.sh [DURATION]      (default 15s per measurement)
+# Needs a built floe (scripts/setup.sh) and wrk (apt-get install wrk).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dur=${1:-15s}
+floe=${FLOE_BIN:-build/server/floe}
+port=${BENCH_PORT:-18181}
+data=$(mktemp -d /tmp/floe-bench.XXXXXX)
+chmod 755 "$data"
+base=http://127.0.0.1:$port/v1
+
+"$floe" --data-dir="$data" --listen=127.0.0.1:$port --log-level=warn \
+	${FLOE_BENCH_ARGS:-} 2> "$data/floe.log" &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
+for _ in $(seq 100); do
+	curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break
+	sleep 0.2
+done
+
+schema='{"type":"struct","fields":[{"id":1,"name":"id","type":"long","required":false},{"id":2,"name":"v","type":"string","required":false}]}'
+curl -sf -X POST "$base/namespaces" -d '{"namespace":["bench"]}' >/dev/null
+curl -sf -X POST "$base/namespaces/bench/tables" -d "{\"name\":\"small\",\"schema\":$schema}" >/dev/null
+curl -sf -X POST "$base/namespaces/bench/tables" -d "{\"name\":\"hot0\",\"schema\":$schema}" >/dev/null
+for i in $(seq 0 15); do
+	curl -sf -X POST "$base/namespaces/bench/tables" -d "{\"name\":\"bench_t$i\",\"schema\":$schema}" >/dev/null
+done
+# A table with 10,000 snapshots, added 1,000 per commit; main is the last.
+curl -sf -X POST "$base/namespaces/bench/tables" -d "{\"name\":\"big\",\"schema\":$schema}" >/dev/null
+python3 bench/snapshots.py "$base/namespaces/bench/tables/big" 10000 1000
+
+measure() { # name, wrk arguments...
+	local name=$1
+	shift
+	echo "== $name"
+	wrk --latency "$@" | grep -E "Requests/sec|^ +50%|^ +99%|status|Non-2xx" | sed 's/^/   /'
+}
+
+for c in 8 64; do
+	measure "loadTable small, $c connections" -t2 -c$c -d$dur "$base/namespaces/bench/tables/small"
+	measure "loadTable 10k snapshots ?snapshots=refs, $c connections" -t2 -c$c -d$dur "$base/namespaces/bench/tables/big?snapshots=refs"
+	measure "loadTable 10k snapshots (all), $c connections" -t2 -c$c -d$dur "$base/namespaces/bench/tables/big"
+done
+WRK_THREADS=2 TABLES=16 measure "commits, 16 clients on 16 tables" -t2 -c16 -d$dur -s bench/commit.lua "$base/"
+WRK_THREADS=2 TABLES=1 TABLE_PREFIX=hot measure "commits, 8 clients on one hot table" -t2 -c8 -d$dur -s bench/commit.lua "$base/"
+# Every hot-table commit that answered 200 must be in the table: each
+# wrk thread's property holds its last committed counter value.
+curl -sf "$base/namespaces/bench/tables/hot0" | python3 -c '
+import json, sys
+m = json.load(sys.stdin)["metadata"]
+props = {k: v for k, v in m["properties"].items() if k.startswith("w")}
+print("   hot table: %d writers seen, last values %s" % (len(props), sorted(props.items())))'
