@@ -28,22 +28,6 @@ json_t *refs_json(const char *name, const json_t *ref)
 	return out;
 }
 
-static json_t *load_metadata(struct store *s, const struct ns_ident *ns,
-			     const char *table, struct floe_error *err)
-{
-	struct table_row row;
-	json_error_t jerr;
-	json_t *m;
-
-	if (!store_table_load(s, ns, table, &row, err))
-		return NULL;
-	m = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
-	store_table_row_clear(&row);
-	if (m == NULL)
-		floe_err(err, FE_INTERNAL, "stored metadata is unreadable");
-	return m;
-}
-
 static const json_t *snapshot_by_id(const json_t *m, long long id)
 {
 	size_t i;
@@ -74,7 +58,7 @@ bool refs_is_ancestor(const json_t *m, long long ancestor, long long id)
 json_t *refs_list(struct store *s, const struct ns_ident *ns, const char *table,
 		  struct floe_error *err)
 {
-	json_t *m = load_metadata(s, ns, table, err);
+	json_t *m = table_load_metadata(s, ns, table, NULL, err);
 	json_t *list;
 	const char *name;
 	json_t *ref;
@@ -105,7 +89,7 @@ json_t *refs_list(struct store *s, const struct ns_ident *ns, const char *table,
 json_t *refs_get(struct store *s, const struct ns_ident *ns, const char *table,
 		 const char *ref, struct floe_error *err)
 {
-	json_t *m = load_metadata(s, ns, table, err);
+	json_t *m = table_load_metadata(s, ns, table, NULL, err);
 	json_t *out = NULL;
 
 	if (m == NULL)
@@ -173,7 +157,7 @@ json_t *refs_create(struct store *s, const struct table_env *env,
 		return floe_err(err, FE_BAD_REQUEST, "field 'snapshot-id' must be an integer"), NULL;
 	if (replace != NULL && !json_is_null(replace) && !json_is_boolean(replace))
 		return floe_err(err, FE_BAD_REQUEST, "field 'replace' must be a boolean"), NULL;
-	m = load_metadata(s, ns, table, err);
+	m = table_load_metadata(s, ns, table, NULL, err);
 	if (m == NULL)
 		return NULL;
 	const char *n = json_string_value(name);
@@ -222,7 +206,7 @@ bool refs_drop(struct store *s, const struct table_env *env,
 
 	if (strcmp(ref, "main") == 0)
 		return floe_err(err, FE_BAD_REQUEST, "main cannot be dropped");
-	m = load_metadata(s, ns, table, err);
+	m = table_load_metadata(s, ns, table, NULL, err);
 	if (m == NULL)
 		return false;
 	json_t *current = json_object_get(json_object_get(m, "refs"), ref);
@@ -256,7 +240,7 @@ json_t *refs_fast_forward(struct store *s, const struct table_env *env,
 		return floe_err(err, FE_BAD_REQUEST, "field 'to' must be a ref name"), NULL;
 	if (snap != NULL && !json_is_null(snap) && !json_is_integer(snap))
 		return floe_err(err, FE_BAD_REQUEST, "field 'snapshot-id' must be an integer"), NULL;
-	m = load_metadata(s, ns, table, err);
+	m = table_load_metadata(s, ns, table, NULL, err);
 	if (m == NULL)
 		return NULL;
 	json_t *refs = json_object_get(m, "refs");

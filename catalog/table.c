@@ -432,6 +432,27 @@ done:
 	return out;
 }
 
+json_t *table_load_metadata(struct store *s, const struct ns_ident *ns,
+			    const char *name, char **metadata_location,
+			    struct floe_error *err)
+{
+	struct table_row row;
+	json_error_t jerr;
+	json_t *m;
+
+	if (!store_table_load(s, ns, name, &row, err))
+		return NULL;
+	m = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
+	if (m != NULL && metadata_location != NULL) {
+		*metadata_location = row.metadata_location;
+		row.metadata_location = NULL;
+	}
+	store_table_row_clear(&row);
+	if (m == NULL)
+		floe_err(err, FE_INTERNAL, "stored metadata is unreadable");
+	return m;
+}
+
 /* True when updates holds an action that creates a table (assert-create
  * among the requirements). */
 static bool has_assert_create(const json_t *requirements)

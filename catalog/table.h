@@ -71,6 +71,12 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 		 enum snapshots_mode mode, char *etag, size_t etaglen,
 		 size_t *len, struct floe_error *err) FLOE_WUR;
 
+/* The current metadata of a table, parsed (new reference); its file in
+ * *metadata_location when that is not NULL (caller frees). */
+json_t *table_load_metadata(struct store *s, const struct ns_ident *ns,
+			    const char *name, char **metadata_location,
+			    struct floe_error *err) FLOE_WUR;
+
 /* updateTable: {"metadata-location", "metadata"} (new reference). */
 json_t *table_commit(struct store *s, const struct table_env *env,
 		     const struct ns_ident *ns, const char *name,

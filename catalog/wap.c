@@ -52,27 +52,6 @@ static void rfc3339_now(char *out, size_t len)
 	snprintf(out + n, len - n, ".%03ldZ", ts.tv_nsec / 1000000L);
 }
 
-static json_t *load_metadata(struct store *s, const struct ns_ident *ns,
-			     const char *table, char **metadata_location,
-			     struct floe_error *err)
-{
-	struct table_row row;
-	json_error_t jerr;
-	json_t *m;
-
-	if (!store_table_load(s, ns, table, &row, err))
-		return NULL;
-	m = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
-	if (metadata_location != NULL) {
-		*metadata_location = row.metadata_location;
-		row.metadata_location = NULL;
-	}
-	store_table_row_clear(&row);
-	if (m == NULL)
-		floe_err(err, FE_INTERNAL, "stored metadata is unreadable");
-	return m;
-}
-
 static long long current_snapshot(const json_t *m)
 {
 	json_t *v = json_object_get(m, "current-snapshot-id");
@@ -151,7 +130,7 @@ json_t *wap_stage(struct store *s, const struct table_env *env,
 	else
 		snprintf(name, sizeof(name), "wap-%s", id);
 
-	m = load_metadata(s, ns, table, NULL, err);
+	m = table_load_metadata(s, ns, table, NULL, err);
 	if (m == NULL)
 		return NULL;
 	const char *uuid = json_string_value(json_object_get(m, "table-uuid"));
@@ -210,7 +189,7 @@ done:
 json_t *wap_get(struct store *s, const struct ns_ident *ns, const char *table,
 		const char *run_id, struct floe_error *err)
 {
-	json_t *m = load_metadata(s, ns, table, NULL, err);
+	json_t *m = table_load_metadata(s, ns, table, NULL, err);
 	json_t *run;
 
 	if (m == NULL)
@@ -223,7 +202,7 @@ json_t *wap_get(struct store *s, const struct ns_ident *ns, const char *table,
 json_t *wap_list(struct store *s, const struct ns_ident *ns, const char *table,
 		 const char *token, long page_size, struct floe_error *err)
 {
-	json_t *m = load_metadata(s, ns, table, NULL, err);
+	json_t *m = table_load_metadata(s, ns, table, NULL, err);
 	json_t *runs = NULL;
 	bool more = false;
 	long long before = 0;
@@ -265,7 +244,7 @@ json_t *wap_abandon(struct store *s, const struct table_env *env,
 		    const struct ns_ident *ns, const char *table, const char *run_id,
 		    struct floe_error *err)
 {
-	json_t *m = load_metadata(s, ns, table, NULL, err);
+	json_t *m = table_load_metadata(s, ns, table, NULL, err);
 	json_t *run = NULL;
 	json_t *out = NULL;
 	bool moved = false;
@@ -409,7 +388,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	s = store_pool_acquire(pool, err);
 	if (s == NULL)
 		return NULL;
-	m = load_metadata(s, ns, table, &metadata_location, err);
+	m = table_load_metadata(s, ns, table, &metadata_location, err);
 	if (m == NULL)
 		goto done;
 	const char *table_uuid = json_string_value(json_object_get(m, "table-uuid"));

@@ -6,6 +6,19 @@
 #define FLOE_HANDLERS_H
 
 #include "http.h"
+#include "table.h"
+
+struct store;
+
+/* Borrows the worker's database connection, or answers 503 and returns
+ * NULL. */
+struct store *handler_acquire(struct http_request *req);
+
+/* Gives the connection back. */
+void handler_release(struct http_request *req, struct store *s);
+
+/* What table operations need to know about this request's deployment. */
+struct table_env handler_env(struct http_request *req);
 
 void handle_health(struct http_request *req);
 void handle_ready(struct http_request *req);

@@ -9,16 +9,6 @@
 #include "namespace.h"
 #include "store.h"
 
-/* Borrows a connection or answers 503. */
-static struct store *acquire(struct http_request *req)
-{
-	struct floe_error err;
-	struct store *s = store_pool_acquire(req->app->pool, &err);
-
-	if (s == NULL)
-		http_reply_error(req, &err);
-	return s;
-}
 
 static void answer(struct http_request *req, int status, json_t *body,
 		   const struct floe_error *err)
@@ -48,11 +38,11 @@ void handle_ns_list(struct http_request *req)
 	const char *raw = http_query_raw(req, "parent");
 	if (raw != NULL && !ident_ns_parse(raw, strlen(raw), &parent, &err))
 		goto fail;
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
 	body = ns_list(s, raw != NULL ? &parent : NULL, &page, &err);
-	store_pool_release(req->app->pool, s);
+	handler_release(req, s);
 	answer(req, 200, body, &err);
 	goto done;
 fail:
@@ -74,10 +64,10 @@ void handle_ns_create(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s != NULL) {
 		json_t *body = ns_create(s, in, &err);
-		store_pool_release(req->app->pool, s);
+		handler_release(req, s);
 		answer(req, 200, body, &err);
 	}
 	json_decref(in);
@@ -93,10 +83,10 @@ void handle_ns_load(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s != NULL) {
 		json_t *body = ns_load(s, &ns, &err);
-		store_pool_release(req->app->pool, s);
+		handler_release(req, s);
 		answer(req, 200, body, &err);
 	}
 	ident_ns_clear(&ns);
@@ -113,10 +103,10 @@ void handle_ns_exists(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s != NULL) {
 		bool ok = store_ns_exists(s, &ns, &exists, &err);
-		store_pool_release(req->app->pool, s);
+		handler_release(req, s);
 		if (!ok)
 			http_reply_error(req, &err);
 		else
@@ -135,10 +125,10 @@ void handle_ns_drop(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s != NULL) {
 		bool ok = store_ns_drop(s, &ns, &err);
-		store_pool_release(req->app->pool, s);
+		handler_release(req, s);
 		if (ok)
 			http_reply_empty(req, 204);
 		else
@@ -159,10 +149,10 @@ void handle_ns_update_properties(struct http_request *req)
 		http_reply_error(req, &err);
 		goto done;
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s != NULL) {
 		json_t *body = ns_update_properties(s, &ns, in, &err);
-		store_pool_release(req->app->pool, s);
+		handler_release(req, s);
 		answer(req, 200, body, &err);
 	}
 done:

@@ -1,11 +1,38 @@
 /*
- * handlers_system.c - liveness, readiness and /v1/config.
+ * handlers_system.c - liveness, readiness, /v1/config, and the small
+ * helpers every handler shares.
  */
 #include "handlers.h"
 
 #include "idempotency.h"
 #include "router.h"
 #include "store.h"
+
+struct store *handler_acquire(struct http_request *req)
+{
+	struct floe_error err;
+	struct store *s = store_pool_acquire(req->app->pool, &err);
+
+	if (s == NULL)
+		http_reply_error(req, &err);
+	return s;
+}
+
+void handler_release(struct http_request *req, struct store *s)
+{
+	store_pool_release(req->app->pool, s);
+}
+
+struct table_env handler_env(struct http_request *req)
+{
+	struct table_env env = {
+		.warehouse = req->app->cfg->warehouse,
+		.warehouse_path = req->app->cfg->warehouse_path,
+		.request_id = req->request_id,
+		.locks = req->app->locks,
+	};
+	return env;
+}
 
 void handle_health(struct http_request *req)
 {

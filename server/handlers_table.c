@@ -14,31 +14,6 @@
 #include "store.h"
 #include "table.h"
 
-static struct store *acquire(struct http_request *req)
-{
-	struct floe_error err;
-	struct store *s = store_pool_acquire(req->app->pool, &err);
-
-	if (s == NULL)
-		http_reply_error(req, &err);
-	return s;
-}
-
-static void release(struct http_request *req, struct store *s)
-{
-	store_pool_release(req->app->pool, s);
-}
-
-static struct table_env env_of(struct http_request *req)
-{
-	struct table_env env = {
-		.warehouse = req->app->cfg->warehouse,
-		.warehouse_path = req->app->cfg->warehouse_path,
-		.request_id = req->request_id,
-		.locks = req->app->locks,
-	};
-	return env;
-}
 
 /* Parses {namespace} and {table} from the path. */
 static bool table_params(struct http_request *req, struct ns_ident *ns,
@@ -85,13 +60,13 @@ void handle_table_list(struct http_request *req)
 		http_reply_error(req, &err);
 		goto done;
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
 	bool ok = store_table_list(s, &ns,
 				   page.after.nlevels ? page.after.levels[0] : NULL,
 				   page.paginate ? page.page_size : -1, &names, &more, &err);
-	release(req, s);
+	handler_release(req, s);
 	if (!ok) {
 		http_reply_error(req, &err);
 		goto done;
@@ -133,12 +108,12 @@ void handle_table_create(struct http_request *req)
 		http_reply_error(req, &err);
 		goto done;
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
-	struct table_env env = env_of(req);
+	struct table_env env = handler_env(req);
 	json_t *out = table_create(s, &env, &ns, in, &err);
-	release(req, s);
+	handler_release(req, s);
 	if (out == NULL)
 		http_reply_error(req, &err);
 	else
@@ -160,12 +135,12 @@ void handle_table_register(struct http_request *req)
 		http_reply_error(req, &err);
 		goto done;
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
-	struct table_env env = env_of(req);
+	struct table_env env = handler_env(req);
 	json_t *out = table_register(s, &env, &ns, in, &err);
-	release(req, s);
+	handler_release(req, s);
 	if (out == NULL)
 		http_reply_error(req, &err);
 	else
@@ -224,11 +199,11 @@ void handle_table_load(struct http_request *req)
 			goto done;
 		}
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
 	char *text = table_load(s, &ns, name, mode, etag, sizeof(etag), &len, &err);
-	release(req, s);
+	handler_release(req, s);
 	if (text == NULL) {
 		http_reply_error(req, &err);
 		goto done;
@@ -260,10 +235,10 @@ void handle_table_exists(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s != NULL) {
 		bool ok = store_table_exists(s, &ns, name, &exists, &err);
-		release(req, s);
+		handler_release(req, s);
 		if (!ok)
 			http_reply_error(req, &err);
 		else
@@ -305,12 +280,12 @@ void handle_table_commit(struct http_request *req)
 			goto done;
 		}
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
-	struct table_env env = env_of(req);
+	struct table_env env = handler_env(req);
 	json_t *out = table_commit(s, &env, &ns, name, in, &err);
-	release(req, s);
+	handler_release(req, s);
 	if (out == NULL)
 		http_reply_error(req, &err);
 	else
@@ -341,13 +316,13 @@ void handle_table_drop(struct http_request *req)
 		http_reply_error(req, &err);
 		goto done;
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
-	struct table_env env = env_of(req);
+	struct table_env env = handler_env(req);
 	bool ok = table_drop(s, &env, &ns, name,
 			     purge != NULL && strcasecmp(purge, "true") == 0, &err);
-	release(req, s);
+	handler_release(req, s);
 	if (ok)
 		http_reply_empty(req, 204);
 	else
@@ -368,10 +343,10 @@ void handle_table_rename(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s != NULL) {
 		bool ok = table_rename(s, in, &err);
-		release(req, s);
+		handler_release(req, s);
 		if (ok)
 			http_reply_empty(req, 204);
 		else
@@ -399,7 +374,7 @@ void handle_table_metrics(struct http_request *req)
 		http_reply_error(req, &err);
 		goto done;
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
 	bool exists = false;
@@ -410,7 +385,7 @@ void handle_table_metrics(struct http_request *req)
 	}
 	if (ok)
 		ok = store_metrics_insert(s, &ns, name, req->body, &err);
-	release(req, s);
+	handler_release(req, s);
 	if (ok)
 		http_reply_empty(req, 204);
 	else
@@ -433,10 +408,10 @@ void handle_table_credentials(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s != NULL) {
 		bool ok = store_table_exists(s, &ns, name, &exists, &err);
-		release(req, s);
+		handler_release(req, s);
 		if (ok && !exists)
 			ok = floe_err(&err, FE_NO_SUCH_TABLE, "table does not exist: %s", name);
 		/* Local storage needs no credentials: an empty list. */
@@ -460,11 +435,11 @@ void handle_transaction_commit(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	s = acquire(req);
+	s = handler_acquire(req);
 	if (s != NULL) {
-		struct table_env env = env_of(req);
+		struct table_env env = handler_env(req);
 		bool ok = table_commit_transaction(s, &env, in, &err);
-		release(req, s);
+		handler_release(req, s);
 		if (ok)
 			http_reply_empty(req, 204);
 		else

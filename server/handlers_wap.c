@@ -15,31 +15,6 @@
 #include "uuid.h"
 #include "wap.h"
 
-static struct store *acquire(struct http_request *req)
-{
-	struct floe_error err;
-	struct store *s = store_pool_acquire(req->app->pool, &err);
-
-	if (s == NULL)
-		http_reply_error(req, &err);
-	return s;
-}
-
-static void release(struct http_request *req, struct store *s)
-{
-	store_pool_release(req->app->pool, s);
-}
-
-static struct table_env env_of(struct http_request *req)
-{
-	struct table_env env = {
-		.warehouse = req->app->cfg->warehouse,
-		.warehouse_path = req->app->cfg->warehouse_path,
-		.request_id = req->request_id,
-		.locks = req->app->locks,
-	};
-	return env;
-}
 
 /* A decoded path parameter (caller frees) checked as a name. */
 static bool name_param(struct http_request *req, const char *param, const char *what,
@@ -121,9 +96,9 @@ void handle_refs_list(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	if ((s = acquire(req)) != NULL) {
+	if ((s = handler_acquire(req)) != NULL) {
 		json_t *out = refs_list(s, &t.ns, t.table, &err);
-		release(req, s);
+		handler_release(req, s);
 		answer(req, 200, out, &err);
 	}
 	target_clear(&t);
@@ -139,10 +114,10 @@ void handle_refs_create(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	if ((s = acquire(req)) != NULL) {
-		struct table_env env = env_of(req);
+	if ((s = handler_acquire(req)) != NULL) {
+		struct table_env env = handler_env(req);
 		json_t *out = refs_create(s, &env, &t.ns, t.table, t.body, &err);
-		release(req, s);
+		handler_release(req, s);
 		answer(req, 201, out, &err);
 	}
 	target_clear(&t);
@@ -158,9 +133,9 @@ void handle_refs_get(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	if ((s = acquire(req)) != NULL) {
+	if ((s = handler_acquire(req)) != NULL) {
 		json_t *out = refs_get(s, &t.ns, t.table, t.extra, &err);
-		release(req, s);
+		handler_release(req, s);
 		answer(req, 200, out, &err);
 	}
 	target_clear(&t);
@@ -176,10 +151,10 @@ void handle_refs_drop(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	if ((s = acquire(req)) != NULL) {
-		struct table_env env = env_of(req);
+	if ((s = handler_acquire(req)) != NULL) {
+		struct table_env env = handler_env(req);
 		bool ok = refs_drop(s, &env, &t.ns, t.table, t.extra, &err);
-		release(req, s);
+		handler_release(req, s);
 		if (ok)
 			http_reply_empty(req, 204);
 		else
@@ -198,10 +173,10 @@ void handle_refs_fast_forward(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	if ((s = acquire(req)) != NULL) {
-		struct table_env env = env_of(req);
+	if ((s = handler_acquire(req)) != NULL) {
+		struct table_env env = handler_env(req);
 		json_t *out = refs_fast_forward(s, &env, &t.ns, t.table, t.extra, t.body, &err);
-		release(req, s);
+		handler_release(req, s);
 		answer(req, 200, out, &err);
 	}
 	target_clear(&t);
@@ -212,7 +187,7 @@ void handle_refs_fast_forward(struct http_request *req)
 static void hook_event(struct http_request *req, struct store *s, const char *event,
 		       json_t *hook)
 {
-	struct table_env env = env_of(req);
+	struct table_env env = handler_env(req);
 	json_t *details = json_pack("{s:O, s:O, s:O, s:O}", "hook-id", json_object_get(hook, "id"),
 				    "hook-name", json_object_get(hook, "name"), "url",
 				    json_object_get(hook, "url"), "scope",
@@ -238,13 +213,13 @@ void handle_hooks_create(struct http_request *req)
 	if (!uuid_v4(id)) {
 		floe_err(&err, FE_INTERNAL, "no randomness for a hook id");
 		http_reply_error(req, &err);
-	} else if ((s = acquire(req)) != NULL) {
+	} else if ((s = handler_acquire(req)) != NULL) {
 		bool ok = store_hook_insert(s, id, spec.name, spec.url, spec.secret,
 					    &spec.scope_ns, spec.scope_table, spec.timeout_ms,
 					    &hook, &err);
 		if (ok && hook != NULL)
 			hook_event(req, s, "hook.registered", hook);
-		release(req, s);
+		handler_release(req, s);
 		if (!ok || hook == NULL) {
 			if (ok)
 				floe_err(&err, FE_INTERNAL, "the new hook could not be read back");
@@ -261,12 +236,12 @@ void handle_hooks_list(struct http_request *req)
 {
 	struct floe_error err;
 	json_t *hooks = NULL;
-	struct store *s = acquire(req);
+	struct store *s = handler_acquire(req);
 
 	if (s == NULL)
 		return;
 	bool ok = store_hook_list(s, &hooks, &err);
-	release(req, s);
+	handler_release(req, s);
 	if (ok)
 		http_reply_json(req, 200, json_pack("{s:o}", "hooks", hooks));
 	else
@@ -293,10 +268,10 @@ void handle_hooks_get(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	if ((s = acquire(req)) == NULL)
+	if ((s = handler_acquire(req)) == NULL)
 		return;
 	bool ok = store_hook_get(s, id, &hook, &err);
-	release(req, s);
+	handler_release(req, s);
 	if (ok && hook == NULL)
 		ok = floe_err(&err, FE_NO_SUCH_HOOK, "no audit hook %s", id);
 	if (ok)
@@ -317,13 +292,13 @@ void handle_hooks_delete(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	if ((s = acquire(req)) == NULL)
+	if ((s = handler_acquire(req)) == NULL)
 		return;
 	bool ok = store_hook_get(s, id, &hook, &err) &&
 		  (hook == NULL || store_hook_delete(s, id, &deleted, &err));
 	if (ok && deleted)
 		hook_event(req, s, "hook.deleted", hook);
-	release(req, s);
+	handler_release(req, s);
 	if (ok && !deleted)
 		ok = floe_err(&err, FE_NO_SUCH_HOOK, "no audit hook %s", id);
 	if (ok)
@@ -345,10 +320,10 @@ void handle_wap_stage(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	if ((s = acquire(req)) != NULL) {
-		struct table_env env = env_of(req);
+	if ((s = handler_acquire(req)) != NULL) {
+		struct table_env env = handler_env(req);
 		json_t *out = wap_stage(s, &env, &t.ns, t.table, t.body, &err);
-		release(req, s);
+		handler_release(req, s);
 		answer(req, 201, out, &err);
 	}
 	target_clear(&t);
@@ -364,7 +339,7 @@ struct publish_job {
 static void publish_now(struct http_request *req, struct target *t)
 {
 	struct floe_error err;
-	struct table_env env = env_of(req);
+	struct table_env env = handler_env(req);
 
 	floe_error_clear(&err);
 	json_t *out = wap_publish(req->app->pool, &env, &t->ns, t->table, t->extra, t->body,
@@ -432,9 +407,9 @@ void handle_wap_get(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	if ((s = acquire(req)) != NULL) {
+	if ((s = handler_acquire(req)) != NULL) {
 		json_t *out = wap_get(s, &t.ns, t.table, t.extra, &err);
-		release(req, s);
+		handler_release(req, s);
 		answer(req, 200, out, &err);
 	}
 	target_clear(&t);
@@ -457,9 +432,9 @@ void handle_wap_list(struct http_request *req)
 	    !http_query(req, "pageSize", &size, &err) ||
 	    !page_request_parse(NULL, size, &page, &err)) {
 		http_reply_error(req, &err);
-	} else if ((s = acquire(req)) != NULL) {
+	} else if ((s = handler_acquire(req)) != NULL) {
 		json_t *out = wap_list(s, &t.ns, t.table, token, page.page_size, &err);
-		release(req, s);
+		handler_release(req, s);
 		answer(req, 200, out, &err);
 	}
 	free(token);
@@ -477,10 +452,10 @@ void handle_wap_abandon(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	if ((s = acquire(req)) != NULL) {
-		struct table_env env = env_of(req);
+	if ((s = handler_acquire(req)) != NULL) {
+		struct table_env env = handler_env(req);
 		json_t *out = wap_abandon(s, &env, &t.ns, t.table, t.extra, &err);
-		release(req, s);
+		handler_release(req, s);
 		answer(req, 200, out, &err);
 	}
 	target_clear(&t);
@@ -505,10 +480,10 @@ void handle_audit_log(struct http_request *req)
 	    !http_query(req, "pageSize", &size, &err) ||
 	    !page_request_parse(NULL, size, &page, &err)) {
 		http_reply_error(req, &err);
-	} else if ((s = acquire(req)) != NULL) {
+	} else if ((s = handler_acquire(req)) != NULL) {
 		json_t *out = audit_log_list(s, raw_ns ? &ns : NULL, table, run, since, token,
 					     page.page_size, &err);
-		release(req, s);
+		handler_release(req, s);
 		answer(req, 200, out, &err);
 	}
 	ident_ns_clear(&ns);
