@@ -586,7 +586,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	json_decref(res);
 	finish_run(s, env, run_id, "published", audited, audited, audits);
 	audit_record(s, env, "wap.published", ns, table, run_id,
-		     json_pack("{s:I, s:s, s:b, s:O}", "snapshot-id", (json_int_t)audited,
+		     json_pack("{s:I, s:s, s:b, s:o}", "snapshot-id", (json_int_t)audited,
 			       "branch", branch, "branch-dropped", dropped,
 			       "previous-main-snapshot-id",
 			       main_at >= 0 ? json_integer(main_at) : json_null()));

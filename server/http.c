@@ -321,7 +321,7 @@ static void dispatch(struct http_request *req)
 			idempotent_run(req, route->handler);
 		else
 			route->handler(req);
-		if (req->response == NULL) {
+		if (!req->suspended && req->response == NULL) {
 			floe_err(&err, FE_INTERNAL, "no answer was produced");
 			http_reply_error(req, &err);
 		}
