@@ -670,6 +670,49 @@ json_t *table_commit_changes(struct store *s, const struct table_env *env,
 			     const json_t *requirements, const json_t *updates,
 			     bool allow_main_move, struct floe_error *err)
 {
+	return table_commit_with(s, env, ns, name, requirements, updates, allow_main_move,
+				 NULL, NULL, err);
+}
+
+/* One attempt with `also` in the same database transaction as the swap. */
+static bool commit_round_with(struct store *s, const struct table_env *env,
+			      const struct ns_ident *ns, const char *name,
+			      const json_t *requirements, const json_t *updates,
+			      bool allow_main_move, table_commit_also also, void *ctx,
+			      json_t **result, bool *lost, struct floe_error *err)
+{
+	char *written = NULL;
+
+	*result = NULL;
+	if (also == NULL)
+		return commit_round(s, env, ns, name, requirements, updates, allow_main_move,
+				    result, NULL, lost, err);
+	if (!store_begin(s, err))
+		return false;
+	bool ok = commit_round(s, env, ns, name, requirements, updates, allow_main_move,
+			       result, &written, lost, err) &&
+		  also(s, ctx, *result, err) && store_commit(s, err);
+	if (ok) {
+		free(written);
+		return true;
+	}
+	if (err->kind != FE_COMMIT_STATE_UNKNOWN) {
+		store_rollback(s);
+		if (written != NULL)
+			fileio_remove(written);
+	}
+	free(written);
+	json_decref(*result);
+	*result = NULL;
+	return false;
+}
+
+json_t *table_commit_with(struct store *s, const struct table_env *env,
+			  const struct ns_ident *ns, const char *name,
+			  const json_t *requirements, const json_t *updates,
+			  bool allow_main_move, table_commit_also also, void *ctx,
+			  struct floe_error *err)
+{
 	json_t *result = NULL;
 	bool lost = false;
 	unsigned stripe = stripe_of(ns, name);
@@ -677,8 +720,8 @@ json_t *table_commit_changes(struct store *s, const struct table_env *env,
 		if (attempt > 0)
 			backoff(attempt);
 		stripe_lock(env, stripe);
-		bool ok = commit_round(s, env, ns, name, requirements, updates,
-				       allow_main_move, &result, NULL, &lost, err);
+		bool ok = commit_round_with(s, env, ns, name, requirements, updates,
+					    allow_main_move, also, ctx, &result, &lost, err);
 		stripe_unlock(env, stripe);
 		if (ok)
 			return result;

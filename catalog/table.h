@@ -92,6 +92,19 @@ json_t *table_commit_changes(struct store *s, const struct table_env *env,
 			     const json_t *requirements, const json_t *updates,
 			     bool allow_main_move, struct floe_error *err) FLOE_WUR;
 
+/* Work done in the same database transaction as a commit's swap (the
+ * WAP state change and its audit event): returning false undoes both.
+ * metadata is the commit's answer. */
+typedef bool (*table_commit_also)(struct store *s, void *ctx, const json_t *result,
+				  struct floe_error *err);
+
+/* table_commit_changes, with also(ctx) run atomically with the swap. */
+json_t *table_commit_with(struct store *s, const struct table_env *env,
+			  const struct ns_ident *ns, const char *name,
+			  const json_t *requirements, const json_t *updates,
+			  bool allow_main_move, table_commit_also also, void *ctx,
+			  struct floe_error *err) FLOE_WUR;
+
 /* commitTransaction: every table change lands or none does. */
 bool table_commit_transaction(struct store *s, const struct table_env *env,
 			      const json_t *body, struct floe_error *err) FLOE_WUR;

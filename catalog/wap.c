@@ -99,6 +99,37 @@ static json_t *reload_run(struct store *s, const char *run_id, struct floe_error
 	return public_run(run);
 }
 
+struct stage_record {
+	const struct table_env *env;
+	const struct ns_ident *ns;
+	const char *table;
+	const char *run_id;
+	const char *table_uuid;
+	const char *branch;
+	long long base;
+	bool adopted;
+};
+
+/* The run and its wap.staged event, in the transaction that (unless the
+ * branch is adopted) also creates the branch. */
+static bool stage_also(struct store *s, void *ctx, const json_t *result,
+		       struct floe_error *err)
+{
+	struct stage_record *r = ctx;
+
+	(void)result;
+	if (!store_run_insert(s, r->run_id, r->table_uuid, r->ns, r->table, r->branch,
+			      r->base, err))
+		return false;
+	json_t *details = json_pack("{s:s, s:b, s:o}", "branch", r->branch, "adopted",
+				    r->adopted, "base-snapshot-id",
+				    r->base >= 0 ? json_integer(r->base) : json_null());
+	bool ok = store_event_insert(s, "wap.staged", r->env->request_id, r->ns, r->table,
+				     r->run_id, details, err);
+	json_decref(details);
+	return ok;
+}
+
 json_t *wap_stage(struct store *s, const struct table_env *env,
 		  const struct ns_ident *ns, const char *table, const json_t *body,
 		  struct floe_error *err)
@@ -161,23 +192,33 @@ json_t *wap_stage(struct store *s, const struct table_env *env,
 				 table);
 			goto done;
 		}
+	}
+	struct stage_record rec = {
+		.env = env, .ns = ns, .table = table, .run_id = id, .table_uuid = uuid,
+		.branch = name, .base = main_at, .adopted = json_is_true(adopt),
+	};
+	if (json_is_true(adopt)) {
+		bool ok = store_begin(s, err) && stage_also(s, &rec, NULL, err) &&
+			  store_commit(s, err);
+		if (!ok) {
+			store_rollback(s);
+			goto done;
+		}
+	} else {
+		/* The branch, the run and its event land together or not at all. */
 		json_t *reqs = json_pack("[{s:s, s:s}]", "type", "assert-ref-snapshot-id",
 					 "ref", name);
 		json_t *ups = json_pack("[{s:s, s:s, s:s, s:I}]", "action", "set-snapshot-ref",
 					"ref-name", name, "type", "branch", "snapshot-id",
 					(json_int_t)main_at);
-		json_t *res = table_commit_changes(s, env, ns, table, reqs, ups, false, err);
+		json_t *res = table_commit_with(s, env, ns, table, reqs, ups, false, stage_also,
+						&rec, err);
 		json_decref(reqs);
 		json_decref(ups);
 		if (res == NULL)
 			goto done;
 		json_decref(res);
 	}
-	if (!store_run_insert(s, id, uuid, ns, table, name, main_at, err))
-		goto done;
-	audit_record(s, env, "wap.staged", ns, table, id,
-		     json_pack("{s:s, s:b, s:I}", "branch", name, "adopted",
-			       json_is_true(adopt), "base-snapshot-id", (json_int_t)main_at));
 	log_info("wap", "run %s staged on %s branch %s rid=%s", id, table, name,
 		 env->request_id);
 	run = reload_run(s, id, err);
@@ -312,30 +353,81 @@ static const json_t *find_snapshot(const json_t *m, long long id)
 	return NULL;
 }
 
-/* Moves the run from auditing to state and records its audits; failures
- * are logged (the answer to the client is already decided). */
+/* Moves the run from auditing to state, records its audits and appends
+ * event (when not NULL) in one transaction; a failure is logged (the
+ * answer to the client is already decided). details is stolen. */
 static void finish_run(struct store *s, const struct table_env *env,
-		       const char *run_id, const char *state, long long audited,
-		       long long published, const json_t *audits)
+		       const struct ns_ident *ns, const char *table, const char *run_id,
+		       const char *state, long long audited, const json_t *audits,
+		       const char *event, json_t *details)
 {
 	struct floe_error err;
 	bool moved = false;
-
-	if (!store_run_transition(s, run_id, "auditing", state, audited, published,
-				  audits, 0, &moved, &err) || !moved)
-		log_error("wap", "run %s could not move to %s rid=%s", run_id, state,
-			  env->request_id);
+	bool ok = store_begin(s, &err) &&
+		  store_run_transition(s, run_id, "auditing", state, audited, -1, audits, 0,
+				       &moved, &err) &&
+		  moved &&
+		  (event == NULL || store_event_insert(s, event, env->request_id, ns, table,
+						       run_id, details, &err)) &&
+		  store_commit(s, &err);
+	if (!ok) {
+		store_rollback(s);
+		log_error("wap", "run %s could not move to %s%s rid=%s", run_id, state,
+			  moved ? "" : " (it was no longer auditing)", env->request_id);
+	}
+	json_decref(details);
 }
 
-/* The publish commit: main to exactly `audited`, guarded by main's
- * snapshot at audit time; the branch is dropped when asked and still at
- * the audited snapshot. Returns the committed metadata or NULL. */
-static json_t *publish_commit(struct store *s, const struct table_env *env,
-			      const struct ns_ident *ns, const char *table,
-			      const char *branch, long long main_at, long long audited,
-			      bool drop_branch, bool *branch_dropped,
+/* What the publish commit records atomically with moving main. */
+struct publish_record {
+	const struct table_env *env;
+	const struct ns_ident *ns;
+	const char *table;
+	const char *run_id;
+	const char *branch;
+	long long audited;
+	long long main_at;
+	bool drop_branch;
+	const json_t *audits;
+};
+
+/* In the publish commit's transaction: the run becomes published and the
+ * wap.published event is written, or main does not move. */
+static bool publish_also(struct store *s, void *ctx, const json_t *result,
+			 struct floe_error *err)
+{
+	struct publish_record *p = ctx;
+	bool moved = false;
+
+	(void)result;
+	if (!store_run_transition(s, p->run_id, "auditing", "published", p->audited,
+				  p->audited, p->audits, 0, &moved, err))
+		return false;
+	if (!moved)
+		return floe_err(err, FE_RUN_STATE,
+				"run %s was taken over while it was audited; nothing published",
+				p->run_id);
+	json_t *details = json_pack("{s:I, s:s, s:b, s:o}", "snapshot-id",
+				    (json_int_t)p->audited, "branch", p->branch,
+				    "branch-dropped", p->drop_branch,
+				    "previous-main-snapshot-id",
+				    p->main_at >= 0 ? json_integer(p->main_at) : json_null());
+	bool ok = store_event_insert(s, "wap.published", p->env->request_id, p->ns, p->table,
+				     p->run_id, details, err);
+	json_decref(details);
+	return ok;
+}
+
+static json_t *publish_commit(struct store *s, struct publish_record *rec,
 			      struct floe_error *err)
 {
+	const struct table_env *env = rec->env;
+	const struct ns_ident *ns = rec->ns;
+	const char *table = rec->table;
+	const char *branch = rec->branch;
+	long long main_at = rec->main_at;
+	long long audited = rec->audited;
+	bool drop_branch = rec->drop_branch;
 	json_t *reqs = json_array();
 	json_t *ups = json_array();
 	json_t *main_req = json_pack("{s:s, s:s}", "type", "assert-ref-snapshot-id", "ref",
@@ -354,10 +446,10 @@ static json_t *publish_commit(struct store *s, const struct table_env *env,
 		json_array_append_new(ups, json_pack("{s:s, s:s}", "action",
 						     "remove-snapshot-ref", "ref-name", branch));
 	}
-	json_t *res = table_commit_changes(s, env, ns, table, reqs, ups, true, err);
+	json_t *res = table_commit_with(s, env, ns, table, reqs, ups, true, publish_also, rec,
+					err);
 	json_decref(reqs);
 	json_decref(ups);
-	*branch_dropped = res != NULL && drop_branch;
 	return res;
 }
 
@@ -461,7 +553,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	deliveries = calloc(n, sizeof(*deliveries));
 	if (calls == NULL || bodies == NULL || deliveries == NULL) {
 		floe_err(err, FE_INTERNAL, "out of memory");
-		finish_run(s, env, run_id, "audit-failed", -1, -1, NULL);
+		finish_run(s, env, ns, table, run_id, "audit-failed", -1, NULL, NULL, NULL);
 		goto done;
 	}
 	json_t *parent = json_object_get(snap, "parent-snapshot-id");
@@ -534,10 +626,9 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	if (rejected < n) {
 		const char *hname = json_string_value(json_object_get(json_array_get(hooks, rejected),
 								      "name"));
-		finish_run(s, env, run_id, "rejected", audited, -1, audits);
-		audit_record(s, env, "wap.rejected", ns, table, run_id,
-			     json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
-				       calls[rejected].reason, "snapshot-id", (json_int_t)audited));
+		finish_run(s, env, ns, table, run_id, "rejected", audited, audits, "wap.rejected",
+			   json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
+				     calls[rejected].reason, "snapshot-id", (json_int_t)audited));
 		floe_err(err, FE_AUDIT_REJECTED, "audit hook %s rejected snapshot %lld: %s", hname,
 			 audited, calls[rejected].reason);
 		goto done;
@@ -545,10 +636,10 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	if (failed < n) {
 		const char *hname = json_string_value(json_object_get(json_array_get(hooks, failed),
 								      "name"));
-		finish_run(s, env, run_id, "audit-failed", audited, -1, audits);
-		audit_record(s, env, "wap.audit-failed", ns, table, run_id,
-			     json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
-				       calls[failed].reason, "snapshot-id", (json_int_t)audited));
+		finish_run(s, env, ns, table, run_id, "audit-failed", audited, audits,
+			   "wap.audit-failed",
+			   json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
+				     calls[failed].reason, "snapshot-id", (json_int_t)audited));
 		floe_err(err, FE_AUDIT_UNAVAILABLE,
 			 "audit hook %s could not give a verdict (%s); nothing was published, publish again later",
 			 hname, calls[failed].reason);
@@ -557,39 +648,41 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 
 	/* Every hook passed: one commit moves main, guarded by main at audit
 	 * time. The branch goes unless kept or moved on meanwhile. */
-	bool dropped = false;
+	struct publish_record rec = {
+		.env = env, .ns = ns, .table = table, .run_id = run_id, .branch = branch,
+		.audited = audited, .main_at = main_at, .drop_branch = !json_is_true(keep),
+		.audits = audits,
+	};
 	struct floe_error cerr;
 	floe_error_clear(&cerr);
-	json_t *res = publish_commit(s, env, ns, table, branch, main_at, audited,
-				     !json_is_true(keep), &dropped, &cerr);
-	if (res == NULL && cerr.kind == FE_COMMIT_FAILED && !json_is_true(keep)) {
+	json_t *res = publish_commit(s, &rec, &cerr);
+	if (res == NULL && cerr.kind == FE_COMMIT_FAILED && rec.drop_branch) {
 		/* Perhaps only the branch moved on: publish and keep it. */
 		floe_error_clear(&cerr);
-		res = publish_commit(s, env, ns, table, branch, main_at, audited, false,
-				     &dropped, &cerr);
+		rec.drop_branch = false;
+		res = publish_commit(s, &rec, &cerr);
 	}
 	if (res == NULL) {
 		if (cerr.kind == FE_COMMIT_FAILED) {
-			finish_run(s, env, run_id, "staged", audited, -1, audits);
-			audit_record(s, env, "wap.conflict", ns, table, run_id,
-				     json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)audited,
-					       "reason", "main moved during the audit"));
+			finish_run(s, env, ns, table, run_id, "staged", audited, audits,
+				   "wap.conflict",
+				   json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)audited,
+					     "reason", "main moved during the audit"));
 			floe_err(err, FE_NOT_FAST_FORWARD,
 				 "main moved during the audit; nothing was published (%s)",
 				 cerr.message);
+		} else if (cerr.kind == FE_RUN_STATE) {
+			*err = cerr;
 		} else {
-			finish_run(s, env, run_id, "audit-failed", audited, -1, audits);
+			finish_run(s, env, ns, table, run_id, "audit-failed", audited, audits,
+				   "wap.audit-failed",
+				   json_pack("{s:s, s:I}", "reason", cerr.message, "snapshot-id",
+					     (json_int_t)audited));
 			*err = cerr;
 		}
 		goto done;
 	}
 	json_decref(res);
-	finish_run(s, env, run_id, "published", audited, audited, audits);
-	audit_record(s, env, "wap.published", ns, table, run_id,
-		     json_pack("{s:I, s:s, s:b, s:o}", "snapshot-id", (json_int_t)audited,
-			       "branch", branch, "branch-dropped", dropped,
-			       "previous-main-snapshot-id",
-			       main_at >= 0 ? json_integer(main_at) : json_null()));
 	log_info("wap", "run %s published snapshot %lld to main of %s rid=%s", run_id,
 		 audited, table, env->request_id);
 	out = reload_run(s, run_id, err);
