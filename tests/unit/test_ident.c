@@ -1,5 +1,6 @@
 /* Identifier decoding, validation and encoding. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,8 +93,10 @@ Test(ns_parse, enforces_length_and_depth_limits)
 	cr_assert(ident_ns_parse(name, IDENT_MAX_NAME_BYTES, &ns, &err));
 	ident_ns_clear(&ns);
 
+	size_t used = 0;
 	for (int i = 0; i <= IDENT_MAX_LEVELS; i++)
-		strcat(deep, i == 0 ? "a" : "%1Fa");
+		used += (size_t)snprintf(deep + used, sizeof(deep) - used, "%s",
+					 i == 0 ? "a" : "%1Fa");
 	cr_assert_not(ident_ns_parse(deep, strlen(deep), &ns, &err));
 	cr_assert(strstr(err.message, "levels") != NULL, "%s", err.message);
 	deep[strlen(deep) - 4] = '\0';
