@@ -328,23 +328,45 @@ json_t *table_create(struct store *s, const struct table_env *env,
 	m = tablemeta_create(body, location, uuid, now_ms(), err);
 	if (m == NULL)
 		goto done;
+	/* The default location may hold a renamed table's files: then this
+	 * table gets a location of its own next to it. */
+	const json_t *given = json_object_get(body, "location");
+	if (given == NULL || json_is_null(given)) {
+		char *other = NULL;
+		if (!store_table_location_clash(s, location, NULL, &other, err))
+			goto done;
+		if (other != NULL) {
+			size_t len = strlen(location) + UUID_STR_LEN + 2;
+			char *unique = malloc(len);
+			free(other);
+			if (unique == NULL) {
+				floe_err(err, FE_INTERNAL, "out of memory");
+				goto done;
+			}
+			snprintf(unique, len, "%s-%s", location, uuid);
+			json_object_set_new(m, "location", json_string(unique));
+			free(unique);
+		}
+	}
 	if (!location_writable(env, json_string_value(json_object_get(m, "location")), err))
 		goto done;
 
+	/* The namespace first: no file is written for a table that cannot
+	 * be created. */
+	bool ns_exists = false;
+	if (!store_ns_exists(s, ns, &ns_exists, err))
+		goto done;
+	if (!ns_exists) {
+		char *shown = ident_ns_display(ns);
+		floe_err(err, FE_NO_SUCH_NAMESPACE, "namespace does not exist: %s",
+			 shown ? shown : "?");
+		free(shown);
+		goto done;
+	}
 	if (json_is_true(stage)) {
 		/* Nothing is stored; the client commits later with
-		 * assert-create. The namespace must exist and the name be
-		 * free now, or the client learns it only at commit time. */
-		bool ns_exists = false;
-		if (!store_ns_exists(s, ns, &ns_exists, err))
-			goto done;
-		if (!ns_exists) {
-			char *shown = ident_ns_display(ns);
-			floe_err(err, FE_NO_SUCH_NAMESPACE, "namespace does not exist: %s",
-				 shown ? shown : "?");
-			free(shown);
-			goto done;
-		}
+		 * assert-create. The name must be free now, or the client
+		 * learns it only at commit time. */
 		if (!store_table_exists(s, ns, json_string_value(name), &exists, err))
 			goto done;
 		if (exists) {

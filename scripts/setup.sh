@@ -18,6 +18,8 @@ packages=(build-essential pkg-config meson ninja-build
 	libssl-dev libcriterion-dev postgresql postgresql-contrib curl)
 if [ "$want_python" = 1 ]; then
 	packages+=(python3 python3-venv python3-pip)
+	# Spark (tests/spark) runs on Java 17; keep a JDK already on the machine.
+	command -v java >/dev/null || packages+=(openjdk-17-jre-headless)
 fi
 
 missing=()
@@ -38,10 +40,10 @@ if [ "$want_python" = 1 ]; then
 		python3 -m venv .venv
 	fi
 	stamp=.venv/.requirements.sha
-	sum=$(sha256sum tests/requirements.txt | cut -d' ' -f1)
+	sum=$(cat tests/requirements.txt tests/spark/requirements.txt | sha256sum | cut -d' ' -f1)
 	if [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
 		.venv/bin/pip install -q --upgrade pip
-		.venv/bin/pip install -q -r tests/requirements.txt
+		.venv/bin/pip install -q -r tests/requirements.txt -r tests/spark/requirements.txt
 		echo "$sum" > "$stamp"
 	fi
 fi

@@ -2,7 +2,8 @@
 # Installs what is missing, builds floe, and runs every test: the unit
 # tests and the integration tests (real PostgreSQL, real floe, PyIceberg),
 # once on the normal build with warnings as errors and once on an
-# AddressSanitizer + UndefinedBehaviorSanitizer build.
+# AddressSanitizer + UndefinedBehaviorSanitizer build; then real Apache
+# Spark against the sanitizer build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,3 +23,7 @@ run_suite() {
 
 run_suite build
 run_suite build-asan
+
+echo "== Spark engine tests (against the sanitizer build)"
+scripts/spark-deps.sh
+FLOE_BIN="$PWD/build-asan/server/floe" .venv/bin/python -m pytest tests/spark -q -p no:cacheprovider

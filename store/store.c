@@ -468,6 +468,12 @@ static PGresult *store_exec(struct store *s, enum stmt_id id, int nparams,
 		log_warn("store", "statement %s: %s", statements[id].name,
 			 PQresultErrorMessage(r));
 		floe_err(err, FE_UNAVAILABLE, "the catalog database is busy; retry");
+	} else if (state != NULL && strncmp(state, "23", 2) == 0) {
+		/* Integrity violations are conflicts the caller maps (an
+		 * existing name, a dropped parent): not a server fault. */
+		log_debug("store", "statement %s: %s", statements[id].name,
+			  PQresultErrorMessage(r));
+		floe_err(err, FE_INTERNAL, "internal database error");
 	} else {
 		log_error("store", "statement %s failed (%s): %s",
 			  statements[id].name, state ? state : "?",
@@ -934,18 +940,31 @@ static bool row_from_result(PGresult *r, int i, struct table_row *row,
 	return true;
 }
 
+/*
+ * The error for a table that is not there. Routes on a table answer
+ * NoSuchTableException even when its namespace is missing too: engines
+ * read that answer as "try the last name part as a branch or metadata
+ * table" (t.branch_x, t.refs). Creating a table in a missing namespace is
+ * NoSuchNamespaceException (ns_error).
+ */
 static bool table_missing(struct store *s, const struct ns_ident *ns,
-			  const char *name, struct floe_error *err)
+			  const char *name, bool ns_error, struct floe_error *err)
 {
 	bool ns_exists = false;
 	char *shown = ident_ns_display(ns);
 
-	if (store_ns_exists(s, ns, &ns_exists, err) && !ns_exists)
-		floe_err(err, FE_NO_SUCH_NAMESPACE, "namespace does not exist: %s",
-			 shown ? shown : "?");
-	else if (ns_exists)
-		floe_err(err, FE_NO_SUCH_TABLE, "table does not exist: %s.%s",
-			 shown ? shown : "?", name);
+	if (store_ns_exists(s, ns, &ns_exists, err)) {
+		if (ns_exists)
+			floe_err(err, FE_NO_SUCH_TABLE, "table does not exist: %s.%s",
+				 shown ? shown : "?", name);
+		else if (ns_error)
+			floe_err(err, FE_NO_SUCH_NAMESPACE, "namespace does not exist: %s",
+				 shown ? shown : "?");
+		else
+			floe_err(err, FE_NO_SUCH_TABLE,
+				 "table does not exist: %s.%s (namespace %s does not exist)",
+				 shown ? shown : "?", name, shown ? shown : "?");
+	}
 	free(shown);
 	return false;
 }
@@ -975,7 +994,7 @@ bool store_table_load_as(struct store *s, const struct ns_ident *ns,
 		return false;
 	if (PQntuples(r) == 0) {
 		PQclear(r);
-		return table_missing(s, ns, name, err);
+		return table_missing(s, ns, name, false, err);
 	}
 	ok = row_from_result(r, 0, row, err);
 	PQclear(r);
@@ -1047,7 +1066,7 @@ bool store_table_create(struct store *s, const struct ns_ident *ns,
 	if (!store_table_exists(s, ns, name, &exists, err))
 		return false;
 	if (!exists)
-		return table_missing(s, ns, name, err);
+		return table_missing(s, ns, name, true, err);
 	char *shown = ident_ns_display(ns);
 	floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s.%s",
 		 shown ? shown : "?", name);
@@ -1068,7 +1087,7 @@ bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
 			  &updated, err))
 		return false;
 	if (!updated)
-		return table_missing(s, ns, name, err);
+		return table_missing(s, ns, name, false, err);
 	return true;
 }
 
@@ -1163,7 +1182,7 @@ bool store_table_drop(struct store *s, const struct ns_ident *ns,
 		return false;
 	if (PQntuples(r) == 0) {
 		PQclear(r);
-		return table_missing(s, ns, name, err);
+		return table_missing(s, ns, name, false, err);
 	}
 	ok = row_from_result(r, 0, row, err);
 	PQclear(r);
@@ -1202,7 +1221,7 @@ bool store_table_rename(struct store *s, const struct ns_ident *from_ns,
 		goto done;
 	}
 	if (PQntuples(r) == 0) {
-		table_missing(s, from_ns, from, err);
+		table_missing(s, from_ns, from, false, err);
 		goto done;
 	}
 	ok = true;

@@ -1257,3 +1257,31 @@ def test_load_credentials(floe, ns):
         body = assert_ok_json(floe.get(table_path(base, ns, "creds") + "/credentials"))
         assert body == {"storage-credentials": []}
     assert_error(floe.get(table_path("/v1", ns, "ghost") + "/credentials"), 404, "NoSuchTableException")
+
+
+def test_a_table_route_in_a_missing_namespace_is_no_such_table(floe):
+    # Engines resolve ns.t.branch_x / ns.t.refs by first loading table
+    # branch_x in namespace ns.t: the answer must be NoSuchTableException.
+    r = floe.get("/v1/namespaces/no_such_ns_q%1Ft/tables/branch_audit")
+    assert_error(r, 404, "NoSuchTableException")
+    assert "does not exist" in r.json()["error"]["message"]
+    assert floe.head("/v1/namespaces/no_such_ns_q/tables/t").status_code == 404
+    r = floe.post("/v1/namespaces/no_such_ns_q/tables/t", json={"requirements": [], "updates": []})
+    assert_error(r, 404, "NoSuchTableException")
+
+
+def test_create_after_rename_gets_a_location_of_its_own(floe, uniq):
+    assert_ok_json(floe.post("/v1/namespaces", json={"namespace": [uniq]}))
+    first = assert_ok_json(floe.post(f"/v1/namespaces/{uniq}/tables",
+                                     json={"name": "before", "schema": SCHEMA}))
+    r = floe.post("/v1/tables/rename", json={
+        "source": {"namespace": [uniq], "name": "before"},
+        "destination": {"namespace": [uniq], "name": "after"}})
+    assert r.status_code == 204, describe(r)
+    second = assert_ok_json(floe.post(f"/v1/namespaces/{uniq}/tables",
+                                      json={"name": "before", "schema": SCHEMA}))
+    old_loc = first["metadata"]["location"]
+    new_loc = second["metadata"]["location"]
+    assert new_loc != old_loc and new_loc.startswith(old_loc + "-"), (old_loc, new_loc)
+    moved = assert_ok_json(floe.get(f"/v1/namespaces/{uniq}/tables/after"))
+    assert moved["metadata"]["location"] == old_loc

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Downloads what floe's Spark engine tests (tests/spark) need besides the
+# Python packages: the Apache Iceberg Spark runtime jar, from Maven Central,
+# checked against the SHA-1 published next to it. A jar already present and
+# intact is kept. Prints the jar's path on the last line.
+#
+#   scripts/spark-deps.sh                 # into .cache/spark-jars
+#   SPARK_JARS_DIR=/some/dir scripts/spark-deps.sh
+#
+# Environment:
+#   SPARK_JARS_DIR    where the jar goes (default: <repo>/.cache/spark-jars)
+#   ICEBERG_VERSION   Iceberg release (default below; must match tests/spark/conftest.py)
+#   MAVEN_REPO        Maven repository base URL (default: Maven Central)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ICEBERG_VERSION=${ICEBERG_VERSION:-1.10.1}
+SPARK_SCALA=3.5_2.12
+MAVEN_REPO=${MAVEN_REPO:-https://repo1.maven.org/maven2}
+JARS_DIR=${SPARK_JARS_DIR:-$PWD/.cache/spark-jars}
+
+artifact="iceberg-spark-runtime-$SPARK_SCALA"
+jar="$artifact-$ICEBERG_VERSION.jar"
+url="$MAVEN_REPO/org/apache/iceberg/$artifact/$ICEBERG_VERSION/$jar"
+dest="$JARS_DIR/$jar"
+
+command -v curl >/dev/null || { echo "spark-deps: curl is required" >&2; exit 1; }
+command -v sha1sum >/dev/null || { echo "spark-deps: sha1sum is required" >&2; exit 1; }
+mkdir -p "$JARS_DIR"
+
+sha1_of() { sha1sum "$1" | cut -d' ' -f1; }
+
+# The published checksum (kept next to the jar, so a later run can check
+# the jar offline).
+if [[ ! -s "$dest.sha1" ]]; then
+	curl -fsSL --retry 3 -o "$dest.sha1.part" "$url.sha1"
+	mv "$dest.sha1.part" "$dest.sha1"
+fi
+expected=$(tr -dc '0-9a-f' < <(cut -c1-40 "$dest.sha1"))
+if [[ ${#expected} -ne 40 ]]; then
+	rm -f "$dest.sha1"
+	echo "spark-deps: $url.sha1 is not a SHA-1 checksum" >&2
+	exit 1
+fi
+
+if [[ -f "$dest" && "$(sha1_of "$dest")" == "$expected" ]]; then
+	echo "spark-deps: $jar present and verified" >&2
+else
+	echo "spark-deps: downloading $url" >&2
+	rm -f "$dest"
+	curl -fsSL --retry 3 -o "$dest.part" "$url"
+	got=$(sha1_of "$dest.part")
+	if [[ "$got" != "$expected" ]]; then
+		rm -f "$dest.part"
+		echo "spark-deps: SHA-1 mismatch for $jar: expected $expected, got $got" >&2
+		exit 1
+	fi
+	mv "$dest.part" "$dest"
+	echo "spark-deps: $jar verified (sha1 $expected)" >&2
+fi
+
+command -v java >/dev/null || echo "spark-deps: warning: no java on PATH; Spark needs Java 17 (Debian: openjdk-17-jre-headless)" >&2
+echo "$dest"
