@@ -57,14 +57,17 @@ if ! docker compose version >/dev/null 2>&1; then
 fi
 unset COMPOSE_PROJECT_NAME COMPOSE_FILE
 dockerd_pid=""
+test_pid=""
+ip_forward=""
 result="$run/result"
 log="$run/commands.log"
 
 unmount_under() {
 	local m
-	for m in $(awk -v d="$1" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
-		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
-	done
+	awk -v d="$1" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r |
+		while read -r m; do
+			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+		done
 }
 
 alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
@@ -85,6 +88,10 @@ cleanup() {
 	local rc=$? passed=0 failed=0 containerd_pid=""
 	set +e
 	trap - EXIT INT TERM
+	if alive "$test_pid"; then
+		kill -TERM "$test_pid" 2>/dev/null
+		wait "$test_pid" 2>/dev/null
+	fi
 	if alive "$dockerd_pid"; then
 		docker compose -f docker/docker-compose.yml --profile tools down -v --remove-orphans --timeout 10 \
 			>>"$log" 2>&1
@@ -97,6 +104,10 @@ cleanup() {
 	stop_pid "$containerd_pid" 10
 	unmount_under "$run"
 	unmount_under "$cache/data"
+	if [ -s "$run/iptables.rules" ]; then
+		iptables-restore <"$run/iptables.rules"
+		echo "$ip_forward" >/proc/sys/net/ipv4/ip_forward
+	fi
 	if [ -s "$result" ]; then
 		read -r passed failed <"$result"
 	fi
@@ -104,6 +115,12 @@ cleanup() {
 		failed=1
 		tail -n 40 "$log" 2>/dev/null
 		[ -f "$run/dockerd.log" ] && tail -n 20 "$run/dockerd.log"
+	fi
+	if [ "$failed" != 0 ]; then
+		# every command's output, for a look afterwards
+		cp "$log" "$cache/last-commands.log" 2>/dev/null
+		cp "$run/dockerd.log" "$cache/last-dockerd.log" 2>/dev/null
+		echo "docker-test: the commands' output is in $cache/last-commands.log"
 	fi
 	rm -rf "$run"
 	echo "docker-test: $(($(date +%s) - started))s"
@@ -117,10 +134,19 @@ trap 'exit 130' INT TERM
 # A leftover of an interrupted run (a killed engine) would keep the data root busy.
 unmount_under "$cache/data"
 
+# The engine adds firewall rules and turns on IP forwarding (with a DROP
+# policy for forwarded packets); the cleanup puts both back as they were.
+iptables-save >"$run/iptables.rules"
+ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)
+
 echo "docker-test: starting a private Docker engine (data root $cache/data)"
-dockerd --host "$DOCKER_HOST" --data-root "$cache/data" --exec-root "$run/exec" \
+# In a session of its own, so that a Ctrl-C on this script reaches the
+# engine only through the cleanup (which first takes the deployment down).
+# No default bridge: compose makes its own networks, and builds use the
+# host's network (build.network in the compose file).
+setsid dockerd --host "$DOCKER_HOST" --data-root "$cache/data" --exec-root "$run/exec" \
 	--pidfile "$run/docker.pid" --bridge none --log-level warn \
-	>"$run/dockerd.log" 2>&1 &
+	>"$run/dockerd.log" 2>&1 </dev/null &
 dockerd_pid=$!
 for ((i = 0; i < 120; i++)); do
 	docker info >/dev/null 2>&1 && break
@@ -136,4 +162,8 @@ docker info >/dev/null
 bash tests/docker/base-image.sh "$cache/base"
 
 echo "docker-test: running tests/docker/test_compose.py"
-python3 tests/docker/test_compose.py --result "$result" --log "$log"
+# In the background, so that INT and TERM are handled at once (bash runs a
+# trap only after the foreground command ends).
+python3 tests/docker/test_compose.py --result "$result" --log "$log" &
+test_pid=$!
+wait "$test_pid"

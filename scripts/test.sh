@@ -3,7 +3,8 @@
 # tests and the integration tests (real PostgreSQL, real floe, PyIceberg),
 # once on the normal build with warnings as errors and once on an
 # AddressSanitizer + UndefinedBehaviorSanitizer build; then real Apache
-# Spark against the sanitizer build.
+# Spark against the sanitizer build; then the docker images and compose
+# deployment, built and run in a private Docker engine (as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,3 +28,12 @@ run_suite build-asan
 echo "== Spark engine tests (against the sanitizer build)"
 scripts/spark-deps.sh
 FLOE_BIN="$PWD/build-asan/server/floe" .venv/bin/python -m pytest tests/spark -q -p no:cacheprovider
+
+# The container deployment needs a Docker engine of its own, which only
+# root can start; a non-root run says so and skips this last step.
+echo "== docker deployment (docker/)"
+if [ "$(id -u)" = 0 ]; then
+	scripts/docker-test.sh
+else
+	echo "docker: skipped (run as root to build and run the images)"
+fi
