@@ -96,7 +96,11 @@ done:
 	ident_ns_clear(&ns);
 }
 
-void handle_table_create(struct http_request *req)
+/* createTable and registerTable: a namespace, a body, a LoadTableResult. */
+static void on_namespace_body(struct http_request *req,
+			      json_t *(*op)(struct store *s, const struct table_env *env,
+					    const struct ns_ident *ns, const json_t *body,
+					    struct floe_error *err))
 {
 	struct floe_error err;
 	struct ns_ident ns = { 0 };
@@ -112,7 +116,7 @@ void handle_table_create(struct http_request *req)
 	if (s == NULL)
 		goto done;
 	struct table_env env = handler_env(req);
-	json_t *out = table_create(s, &env, &ns, in, &err);
+	json_t *out = op(s, &env, &ns, in, &err);
 	handler_release(req, s);
 	if (out == NULL)
 		http_reply_error(req, &err);
@@ -123,31 +127,14 @@ done:
 	ident_ns_clear(&ns);
 }
 
+void handle_table_create(struct http_request *req)
+{
+	on_namespace_body(req, table_create);
+}
+
 void handle_table_register(struct http_request *req)
 {
-	struct floe_error err;
-	struct ns_ident ns = { 0 };
-	json_t *in = NULL;
-	struct store *s;
-
-	floe_error_clear(&err);
-	if (!http_param_namespace(req, &ns, &err) || !http_body_json(req, &in, &err)) {
-		http_reply_error(req, &err);
-		goto done;
-	}
-	s = handler_acquire(req);
-	if (s == NULL)
-		goto done;
-	struct table_env env = handler_env(req);
-	json_t *out = table_register(s, &env, &ns, in, &err);
-	handler_release(req, s);
-	if (out == NULL)
-		http_reply_error(req, &err);
-	else
-		http_reply_json(req, 200, out);
-done:
-	json_decref(in);
-	ident_ns_clear(&ns);
+	on_namespace_body(req, table_register);
 }
 
 /* True when an If-None-Match header lists etag (or is "*"). */

@@ -78,108 +78,100 @@ fail:
 static void answer(struct http_request *req, int status, json_t *body,
 		   const struct floe_error *err)
 {
-	if (body == NULL)
+	if (body == NULL) {
 		http_reply_error(req, err);
-	else
+	} else if (status == 204) {
+		json_decref(body);
+		http_reply_empty(req, 204);
+	} else {
 		http_reply_json(req, status, body);
+	}
+}
+
+/* The work of one route on a table: a new answer body, NULL with err set
+ * on failure (json_null() for routes that answer 204). */
+typedef json_t *(*target_op)(struct store *s, const struct table_env *env,
+			     struct target *t, struct floe_error *err);
+
+/* Parses the path (and the body when asked), runs op on a borrowed
+ * connection and answers with status. */
+static void on_target(struct http_request *req, const char *extra, bool body, int status,
+		      target_op op)
+{
+	struct floe_error err;
+	struct target t;
+	struct store *s;
+
+	if (!target_parse(req, &t, extra, body, &err)) {
+		http_reply_error(req, &err);
+		return;
+	}
+	if ((s = handler_acquire(req)) != NULL) {
+		struct table_env env = handler_env(req);
+		json_t *out = op(s, &env, &t, &err);
+		handler_release(req, s);
+		answer(req, status, out, &err);
+	}
+	target_clear(&t);
 }
 
 /* --- refs --- */
 
+static json_t *op_refs_list(struct store *s, const struct table_env *env,
+			    struct target *t, struct floe_error *err)
+{
+	(void)env;
+	return refs_list(s, &t->ns, t->table, err);
+}
+
+static json_t *op_refs_create(struct store *s, const struct table_env *env,
+			      struct target *t, struct floe_error *err)
+{
+	return refs_create(s, env, &t->ns, t->table, t->body, err);
+}
+
+static json_t *op_refs_get(struct store *s, const struct table_env *env,
+			   struct target *t, struct floe_error *err)
+{
+	(void)env;
+	return refs_get(s, &t->ns, t->table, t->extra, err);
+}
+
+static json_t *op_refs_drop(struct store *s, const struct table_env *env,
+			    struct target *t, struct floe_error *err)
+{
+	return refs_drop(s, env, &t->ns, t->table, t->extra, err) ? json_null() : NULL;
+}
+
+static json_t *op_refs_fast_forward(struct store *s, const struct table_env *env,
+				    struct target *t, struct floe_error *err)
+{
+	return refs_fast_forward(s, env, &t->ns, t->table, t->extra, t->body, err);
+}
+
 void handle_refs_list(struct http_request *req)
 {
-	struct floe_error err;
-	struct target t;
-	struct store *s;
-
-	if (!target_parse(req, &t, NULL, false, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	if ((s = handler_acquire(req)) != NULL) {
-		json_t *out = refs_list(s, &t.ns, t.table, &err);
-		handler_release(req, s);
-		answer(req, 200, out, &err);
-	}
-	target_clear(&t);
+	on_target(req, NULL, false, 200, op_refs_list);
 }
 
 void handle_refs_create(struct http_request *req)
 {
-	struct floe_error err;
-	struct target t;
-	struct store *s;
-
-	if (!target_parse(req, &t, NULL, true, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	if ((s = handler_acquire(req)) != NULL) {
-		struct table_env env = handler_env(req);
-		json_t *out = refs_create(s, &env, &t.ns, t.table, t.body, &err);
-		handler_release(req, s);
-		answer(req, 201, out, &err);
-	}
-	target_clear(&t);
+	on_target(req, NULL, true, 201, op_refs_create);
 }
 
 void handle_refs_get(struct http_request *req)
 {
-	struct floe_error err;
-	struct target t;
-	struct store *s;
-
-	if (!target_parse(req, &t, "ref", false, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	if ((s = handler_acquire(req)) != NULL) {
-		json_t *out = refs_get(s, &t.ns, t.table, t.extra, &err);
-		handler_release(req, s);
-		answer(req, 200, out, &err);
-	}
-	target_clear(&t);
+	on_target(req, "ref", false, 200, op_refs_get);
 }
 
 void handle_refs_drop(struct http_request *req)
 {
-	struct floe_error err;
-	struct target t;
-	struct store *s;
-
-	if (!target_parse(req, &t, "ref", false, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	if ((s = handler_acquire(req)) != NULL) {
-		struct table_env env = handler_env(req);
-		bool ok = refs_drop(s, &env, &t.ns, t.table, t.extra, &err);
-		handler_release(req, s);
-		if (ok)
-			http_reply_empty(req, 204);
-		else
-			http_reply_error(req, &err);
-	}
-	target_clear(&t);
+	on_target(req, "ref", false, 204, op_refs_drop);
 }
 
 void handle_refs_fast_forward(struct http_request *req)
 {
-	struct floe_error err;
-	struct target t;
-	struct store *s;
-
-	if (!target_parse(req, &t, "ref", true, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	if ((s = handler_acquire(req)) != NULL) {
-		struct table_env env = handler_env(req);
-		json_t *out = refs_fast_forward(s, &env, &t.ns, t.table, t.extra, t.body, &err);
-		handler_release(req, s);
-		answer(req, 200, out, &err);
-	}
-	target_clear(&t);
+	on_target(req, "ref", true, 200, op_refs_fast_forward);
 }
 
 /* --- audit hooks --- */
@@ -310,23 +302,15 @@ void handle_hooks_delete(struct http_request *req)
 
 /* --- write-audit-publish --- */
 
+static json_t *op_wap_stage(struct store *s, const struct table_env *env,
+			    struct target *t, struct floe_error *err)
+{
+	return wap_stage(s, env, &t->ns, t->table, t->body, err);
+}
+
 void handle_wap_stage(struct http_request *req)
 {
-	struct floe_error err;
-	struct target t;
-	struct store *s;
-
-	if (!target_parse(req, &t, NULL, true, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	if ((s = handler_acquire(req)) != NULL) {
-		struct table_env env = handler_env(req);
-		json_t *out = wap_stage(s, &env, &t.ns, t.table, t.body, &err);
-		handler_release(req, s);
-		answer(req, 201, out, &err);
-	}
-	target_clear(&t);
+	on_target(req, NULL, true, 201, op_wap_stage);
 }
 
 /* Publishes run in its own thread: the audit may take a hook's whole
@@ -397,22 +381,16 @@ void handle_wap_publish(struct http_request *req)
 	pthread_attr_destroy(&attr);
 }
 
+static json_t *op_wap_get(struct store *s, const struct table_env *env,
+			    struct target *t, struct floe_error *err)
+{
+	(void)env;
+	return wap_get(s, &t->ns, t->table, t->extra, err);
+}
+
 void handle_wap_get(struct http_request *req)
 {
-	struct floe_error err;
-	struct target t;
-	struct store *s;
-
-	if (!target_parse(req, &t, "run", false, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	if ((s = handler_acquire(req)) != NULL) {
-		json_t *out = wap_get(s, &t.ns, t.table, t.extra, &err);
-		handler_release(req, s);
-		answer(req, 200, out, &err);
-	}
-	target_clear(&t);
+	on_target(req, "run", false, 200, op_wap_get);
 }
 
 void handle_wap_list(struct http_request *req)
@@ -442,23 +420,15 @@ void handle_wap_list(struct http_request *req)
 	target_clear(&t);
 }
 
+static json_t *op_wap_abandon(struct store *s, const struct table_env *env,
+			    struct target *t, struct floe_error *err)
+{
+	return wap_abandon(s, env, &t->ns, t->table, t->extra, err);
+}
+
 void handle_wap_abandon(struct http_request *req)
 {
-	struct floe_error err;
-	struct target t;
-	struct store *s;
-
-	if (!target_parse(req, &t, "run", false, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	if ((s = handler_acquire(req)) != NULL) {
-		struct table_env env = handler_env(req);
-		json_t *out = wap_abandon(s, &env, &t.ns, t.table, t.extra, &err);
-		handler_release(req, s);
-		answer(req, 200, out, &err);
-	}
-	target_clear(&t);
+	on_target(req, "run", false, 200, op_wap_abandon);
 }
 
 /* --- audit log --- */
