@@ -21,6 +21,7 @@ enum opt_id {
 	OPT_MAX_BODY,
 	OPT_PG_BIN_DIR,
 	OPT_PG_USER,
+	OPT_COMMIT_THREADS,
 	OPT_COUNT
 };
 
@@ -48,6 +49,8 @@ static const struct option_def options[OPT_COUNT] = {
 		"Largest request body accepted, in bytes (1024-1073741824); larger ones get 413" },
 	[OPT_PG_BIN_DIR] = { "pg-bin-dir", "FLOE_PG_BIN_DIR", NULL,
 		"Directory holding initdb and postgres for the embedded PostgreSQL (default: PATH, then /usr/lib/postgresql/<newest>/bin)" },
+	[OPT_COMMIT_THREADS] = { "commit-threads", "FLOE_COMMIT_THREADS", NULL,
+		"Threads that run commits, each with one PostgreSQL connection, 1-256 (default: 4 per core, at least 4)" },
 	[OPT_PG_USER] = { "pg-user", "FLOE_PG_USER", NULL,
 		"User the embedded PostgreSQL runs as when floe runs as root (default: postgres, else nobody)" },
 };
@@ -237,6 +240,15 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		cfg->threads = (int)v;
 	}
 
+	if (raw[OPT_COMMIT_THREADS][0] == '\0') {
+		long long c = 4LL * count_cores();
+		cfg->commit_threads = (int)(c < 4 ? 4 : (c > 256 ? 256 : c));
+	} else {
+		if (!parse_int(raw[OPT_COMMIT_THREADS], 1, 256, &v))
+			return BAD(OPT_COMMIT_THREADS, "expected an integer from 1 to 256");
+		cfg->commit_threads = (int)v;
+	}
+
 	if (!log_level_parse(raw[OPT_LOG_LEVEL], &cfg->log_level))
 		return BAD(OPT_LOG_LEVEL, "expected error, warn, info or debug");
 
@@ -329,9 +341,10 @@ bool config_load(struct floe_config *cfg, int argc, char **argv,
 		}
 		/* An empty environment variable means "unset"; an empty
 		 * --threads= on the command line is a mistake. */
-		if (id == OPT_THREADS && value[0] == '\0')
+		if ((id == OPT_THREADS || id == OPT_COMMIT_THREADS) && value[0] == '\0')
 			return fail(errbuf, errlen,
-				    "invalid value \"\" for --threads (FLOE_THREADS): expected an integer from 1 to 256");
+				    "invalid value \"\" for --%s (%s): expected an integer from 1 to 256",
+				    options[id].flag, options[id].env);
 		if (!set_raw(cfg, id, value, errbuf, errlen))
 			return false;
 		from_flag[id] = true;

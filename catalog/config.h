@@ -30,6 +30,7 @@ struct floe_config {
 	char *warehouse;       /* file:///absolute/path, no trailing '/' */
 	char *warehouse_path;  /* the warehouse's local directory */
 	int threads;
+	int commit_threads;
 	enum log_level log_level;
 	long long max_body_bytes;
 	char *pg_bin_dir;      /* NULL: search */

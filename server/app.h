@@ -10,11 +10,13 @@
 #include "config.h"
 #include "store.h"
 #include "table.h"
+#include "workq.h"
 
 struct app {
 	const struct floe_config *cfg;
 	struct store_pool *pool;
 	struct commit_locks *locks;
+	struct workq *commits;  /* runs commits off the HTTP worker threads */
 	atomic_long inflight; /* requests begun and not yet completed */
 	atomic_long async;    /* suspended requests still being worked on */
 };

@@ -17,6 +17,11 @@ struct store *handler_acquire(struct http_request *req);
 /* Gives the connection back. */
 void handler_release(struct http_request *req, struct store *s);
 
+/* Runs fn(arg) on a commit thread with req suspended; fn answers and ends
+ * with http_async_complete(req). Without a commit thread to take it, fn
+ * runs here and now. */
+void handler_defer(struct http_request *req, void (*fn)(void *arg), void *arg);
+
 /* What table operations need to know about this request's deployment. */
 struct table_env handler_env(struct http_request *req);
 

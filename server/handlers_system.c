@@ -23,6 +23,13 @@ void handler_release(struct http_request *req, struct store *s)
 	store_pool_release(req->app->pool, s);
 }
 
+void handler_defer(struct http_request *req, void (*fn)(void *arg), void *arg)
+{
+	http_suspend(req);
+	if (req->app->commits == NULL || !workq_submit(req->app->commits, fn, arg))
+		fn(arg);
+}
+
 struct table_env handler_env(struct http_request *req)
 {
 	struct table_env env = {

@@ -235,18 +235,58 @@ void handle_table_exists(struct http_request *req)
 	ident_ns_clear(&ns);
 }
 
+/* A commit, taken from the request and run on a commit thread. */
+struct commit_job {
+	struct http_request *req;
+	struct ns_ident ns;
+	char *name;  /* NULL: a multi-table transaction */
+	json_t *body;
+};
+
+static void commit_job_run(void *arg)
+{
+	struct commit_job *job = arg;
+	struct http_request *req = job->req;
+	struct floe_error err;
+	struct store *s = handler_acquire(req);
+
+	floe_error_clear(&err);
+	if (s != NULL) {
+		struct table_env env = handler_env(req);
+		if (job->name != NULL) {
+			json_t *out = table_commit(s, &env, &job->ns, job->name, job->body, &err);
+			handler_release(req, s);
+			if (out == NULL)
+				http_reply_error(req, &err);
+			else
+				http_reply_json(req, 200, out);
+		} else {
+			bool ok = table_commit_transaction(s, &env, job->body, &err);
+			handler_release(req, s);
+			if (ok)
+				http_reply_empty(req, 204);
+			else
+				http_reply_error(req, &err);
+		}
+	}
+	json_decref(job->body);
+	free(job->name);
+	ident_ns_clear(&job->ns);
+	free(job);
+	http_async_complete(req);
+}
+
 void handle_table_commit(struct http_request *req)
 {
 	struct floe_error err;
 	struct ns_ident ns = { 0 };
 	char *name = NULL;
 	json_t *in = NULL;
-	struct store *s;
 
 	floe_error_clear(&err);
 	if (!table_params(req, &ns, &name, &err) || !http_body_json(req, &in, &err)) {
 		http_reply_error(req, &err);
-		goto done;
+		goto fail;
 	}
 	/* An identifier in the body, when given, must name this table. */
 	const json_t *ident = json_object_get(in, "identifier");
@@ -254,7 +294,7 @@ void handle_table_commit(struct http_request *req)
 		struct table_ident t;
 		if (!table_ident_from_json(ident, "identifier", &t, &err)) {
 			http_reply_error(req, &err);
-			goto done;
+			goto fail;
 		}
 		bool same = strcmp(t.name, name) == 0 && t.ns.nlevels == ns.nlevels;
 		for (size_t i = 0; same && i < ns.nlevels; i++)
@@ -264,20 +304,22 @@ void handle_table_commit(struct http_request *req)
 			floe_err(&err, FE_BAD_REQUEST,
 				 "the body's identifier names another table than the path");
 			http_reply_error(req, &err);
-			goto done;
+			goto fail;
 		}
 	}
-	s = handler_acquire(req);
-	if (s == NULL)
-		goto done;
-	struct table_env env = handler_env(req);
-	json_t *out = table_commit(s, &env, &ns, name, in, &err);
-	handler_release(req, s);
-	if (out == NULL)
+	struct commit_job *job = calloc(1, sizeof(*job));
+	if (job == NULL) {
+		floe_err(&err, FE_INTERNAL, "out of memory");
 		http_reply_error(req, &err);
-	else
-		http_reply_json(req, 200, out);
-done:
+		goto fail;
+	}
+	job->req = req;
+	job->ns = ns;
+	job->name = name;
+	job->body = in;
+	handler_defer(req, commit_job_run, job);
+	return;
+fail:
 	json_decref(in);
 	free(name);
 	ident_ns_clear(&ns);
@@ -415,22 +457,20 @@ void handle_transaction_commit(struct http_request *req)
 {
 	struct floe_error err;
 	json_t *in = NULL;
-	struct store *s;
 
 	floe_error_clear(&err);
 	if (!http_body_json(req, &in, &err)) {
 		http_reply_error(req, &err);
 		return;
 	}
-	s = handler_acquire(req);
-	if (s != NULL) {
-		struct table_env env = handler_env(req);
-		bool ok = table_commit_transaction(s, &env, in, &err);
-		handler_release(req, s);
-		if (ok)
-			http_reply_empty(req, 204);
-		else
-			http_reply_error(req, &err);
+	struct commit_job *job = calloc(1, sizeof(*job));
+	if (job == NULL) {
+		json_decref(in);
+		floe_err(&err, FE_INTERNAL, "out of memory");
+		http_reply_error(req, &err);
+		return;
 	}
-	json_decref(in);
+	job->req = req;
+	job->body = in;
+	handler_defer(req, commit_job_run, job);
 }

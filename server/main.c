@@ -124,8 +124,8 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &waitset, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	log_info("main", "floe %s starting: %d threads, warehouse %s", FLOE_VERSION,
-		 cfg.threads, cfg.warehouse);
+	log_info("main", "floe %s starting: %d HTTP threads, %d commit threads, warehouse %s",
+		 FLOE_VERSION, cfg.threads, cfg.commit_threads, cfg.warehouse);
 	if (cfg.database_url != NULL) {
 		conninfo = cfg.database_url;
 	} else {
@@ -142,9 +142,12 @@ int main(int argc, char **argv)
 
 	app.cfg = &cfg;
 	atomic_init(&app.inflight, 0);
-	app.pool = store_pool_new(conninfo, cfg.threads);
+	/* One connection per HTTP worker and one per commit thread: no
+	 * thread ever waits for another's connection. */
+	app.pool = store_pool_new(conninfo, cfg.threads + cfg.commit_threads);
 	app.locks = commit_locks_new();
-	if (app.pool == NULL || app.locks == NULL) {
+	app.commits = workq_start(cfg.commit_threads);
+	if (app.pool == NULL || app.locks == NULL || app.commits == NULL) {
 		log_error("main", "out of memory");
 		goto done;
 	}
@@ -184,6 +187,9 @@ int main(int argc, char **argv)
 done:
 	if (d != NULL)
 		http_stop(d, &app, exit_code == 0 ? SHUTDOWN_GRACE_SECONDS : 2);
+	/* http_stop waited for every suspended request, so no commit is
+	 * queued any more. */
+	workq_stop(&app.commits);
 	store_pool_free(&app.pool);
 	commit_locks_free(&app.locks);
 	embedpg_stop(&pg);

@@ -45,6 +45,7 @@ Test(config, defaults)
 	snprintf(want, sizeof(want), "file://%s/floe-data/warehouse", cwd);
 	cr_assert_str_eq(cfg.warehouse, want);
 	cr_assert_geq(cfg.threads, 1);
+	cr_assert_geq(cfg.commit_threads, 4);
 	cr_assert_eq(cfg.log_level, LOG_LEVEL_INFO);
 	cr_assert_eq(cfg.max_body_bytes, 8388608);
 	cr_assert_eq(cfg.action, CONFIG_RUN);
@@ -60,10 +61,11 @@ Test(config, environment_then_flags_win)
 			      "FLOE_DATABASE_URL=postgresql://u@db/floe",
 			      "FLOE_LOG_LEVEL=debug", NULL };
 	const char *argv[] = { "floe", "--threads=5", "--listen", "[::1]:7000",
-			       "--warehouse=file:///data/wh/" };
+			       "--warehouse=file:///data/wh/", "--commit-threads=12" };
 
-	cr_assert(load(&cfg, env, 5, argv, msg, sizeof(msg)), "%s", msg);
+	cr_assert(load(&cfg, env, 6, argv, msg, sizeof(msg)), "%s", msg);
 	cr_assert_eq(cfg.threads, 5);
+	cr_assert_eq(cfg.commit_threads, 12);
 	cr_assert_str_eq(cfg.listen_host, "::1");
 	cr_assert_eq(cfg.listen_port, 7000);
 	cr_assert_str_eq(cfg.data_dir, "/srv/floe");
@@ -95,6 +97,9 @@ Test(config, bad_values_name_the_option)
 		{ NULL, "--data-dir=", "FLOE_DATA_DIR" },
 		{ NULL, "--no-such-option=1", "--no-such-option" },
 		{ NULL, "--threads", "--threads" },
+		{ NULL, "--commit-threads=0", "FLOE_COMMIT_THREADS" },
+		{ NULL, "--commit-threads=", "--commit-threads" },
+		{ "FLOE_COMMIT_THREADS=many", NULL, "FLOE_COMMIT_THREADS" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct floe_config cfg;
@@ -136,7 +141,7 @@ Test(config, help_lists_every_variable)
 	const char *vars[] = { "FLOE_LISTEN", "FLOE_DATABASE_URL", "FLOE_DATA_DIR",
 			       "FLOE_WAREHOUSE", "FLOE_THREADS", "FLOE_LOG_LEVEL",
 			       "FLOE_MAX_BODY_BYTES", "FLOE_PG_BIN_DIR",
-			       "FLOE_PG_USER" };
+			       "FLOE_PG_USER", "FLOE_COMMIT_THREADS" };
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		cr_assert(strstr(text, vars[i]) != NULL, "%s missing", vars[i]);
 	free(text);
