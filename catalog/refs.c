@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "store.h"
+#include "tablemeta.h"
 
 static const char *const retention_keys[] = { "max-ref-age-ms", "max-snapshot-age-ms",
 					       "min-snapshots-to-keep" };
@@ -28,17 +29,6 @@ json_t *refs_json(const char *name, const json_t *ref)
 	return out;
 }
 
-static const json_t *snapshot_by_id(const json_t *m, long long id)
-{
-	size_t i;
-	json_t *snap;
-	json_array_foreach(json_object_get(m, "snapshots"), i, snap) {
-		if (json_integer_value(json_object_get(snap, "snapshot-id")) == id)
-			return snap;
-	}
-	return NULL;
-}
-
 bool refs_is_ancestor(const json_t *m, long long ancestor, long long id)
 {
 	size_t guard = json_array_size(json_object_get(m, "snapshots")) + 1;
@@ -46,7 +36,7 @@ bool refs_is_ancestor(const json_t *m, long long ancestor, long long id)
 	while (guard-- > 0) {
 		if (id == ancestor)
 			return true;
-		const json_t *snap = snapshot_by_id(m, id);
+		const json_t *snap = tablemeta_snapshot(m, id);
 		json_t *parent = snap ? json_object_get(snap, "parent-snapshot-id") : NULL;
 		if (!json_is_integer(parent))
 			return false;
@@ -179,7 +169,7 @@ json_t *refs_create(struct store *s, const struct table_env *env,
 		}
 		id = json_integer_value(cur);
 	}
-	if (snapshot_by_id(m, id) == NULL) {
+	if (tablemeta_snapshot(m, id) == NULL) {
 		floe_err(err, FE_NO_SUCH_SNAPSHOT, "table %s has no snapshot %lld", table, id);
 		goto done;
 	}
@@ -259,7 +249,7 @@ json_t *refs_fast_forward(struct store *s, const struct table_env *env,
 		target = json_integer_value(json_object_get(t, "snapshot-id"));
 	} else {
 		target = json_integer_value(snap);
-		if (snapshot_by_id(m, target) == NULL) {
+		if (tablemeta_snapshot(m, target) == NULL) {
 			floe_err(err, FE_NO_SUCH_SNAPSHOT, "table %s has no snapshot %lld", table,
 				 target);
 			goto done;

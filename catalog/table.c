@@ -544,12 +544,6 @@ static json_t *commit_create(struct store *s, const struct table_env *env,
  * the answer. in_tx: inside a multi-table transaction, where a lost swap
  * aborts the whole transaction.
  */
-static int64_t current_snapshot(const json_t *m)
-{
-	json_t *v = json_object_get(m, "current-snapshot-id");
-	return json_is_integer(v) ? json_integer_value(v) : -1;
-}
-
 static bool property_true(const json_t *m, const char *key)
 {
 	const char *v = json_string_value(json_object_get(json_object_get(m, "properties"),
@@ -565,7 +559,7 @@ static bool main_move_allowed(struct store *s, const struct ns_ident *ns,
 {
 	char *where = NULL;
 
-	if (current_snapshot(base) == current_snapshot(m))
+	if (tablemeta_current_snapshot(base) == tablemeta_current_snapshot(m))
 		return true;
 	if (property_true(base, "floe.wap.required") ||
 	    property_true(m, "floe.wap.required"))

@@ -2062,6 +2062,16 @@ json_t *tablemeta_apply_create(const json_t *updates, int64_t now_ms,
 	return m;
 }
 
+const json_t *tablemeta_snapshot(const json_t *m, long long id)
+{
+	return find_by_id(json_object_get(m, "snapshots"), "snapshot-id", id, NULL);
+}
+
+long long tablemeta_current_snapshot(const json_t *m)
+{
+	return (long long)int_or(m, "current-snapshot-id", -1);
+}
+
 json_t *tablemeta_only_ref_snapshots(const json_t *metadata)
 {
 	json_t *m = json_copy((json_t *)metadata);

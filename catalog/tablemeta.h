@@ -66,6 +66,12 @@ json_t *tablemeta_apply(const json_t *base, const char *base_location,
 json_t *tablemeta_apply_create(const json_t *updates, int64_t now_ms,
 			       struct floe_error *err) FLOE_WUR;
 
+/* The snapshot with this id in metadata m (borrowed), or NULL. */
+const json_t *tablemeta_snapshot(const json_t *m, long long id);
+
+/* m's current snapshot id; -1 when it has none (-1, null or absent). */
+long long tablemeta_current_snapshot(const json_t *m);
+
 /*
  * The loadTable form of metadata with snapshots=refs: only snapshots that
  * some ref points at directly are kept. Returns a new reference.

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "refs.h"
 #include "store.h"
+#include "tablemeta.h"
 #include "uuid.h"
 
 #define RUNS_PAGE_MAX 1000
@@ -50,12 +51,6 @@ static void rfc3339_now(char *out, size_t len)
 	gmtime_r(&ts.tv_sec, &tm);
 	size_t n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(out + n, len - n, ".%03ldZ", ts.tv_nsec / 1000000L);
-}
-
-static long long current_snapshot(const json_t *m)
-{
-	json_t *v = json_object_get(m, "current-snapshot-id");
-	return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
 }
 
 /* Removes the internal fields of a stored run. */
@@ -165,7 +160,7 @@ json_t *wap_stage(struct store *s, const struct table_env *env,
 	if (m == NULL)
 		return NULL;
 	const char *uuid = json_string_value(json_object_get(m, "table-uuid"));
-	long long main_at = current_snapshot(m);
+	long long main_at = tablemeta_current_snapshot(m);
 	json_t *existing = json_object_get(json_object_get(m, "refs"), name);
 	if (json_is_true(adopt)) {
 		if (existing == NULL) {
@@ -342,17 +337,6 @@ static const json_t *snapshot_schema(const json_t *m, const json_t *snap)
 	return json_null();
 }
 
-static const json_t *find_snapshot(const json_t *m, long long id)
-{
-	size_t i;
-	json_t *snap;
-	json_array_foreach(json_object_get(m, "snapshots"), i, snap) {
-		if (json_integer_value(json_object_get(snap, "snapshot-id")) == id)
-			return snap;
-	}
-	return NULL;
-}
-
 /* Moves the run from auditing to state, records its audits and appends
  * event (when not NULL) in one transaction; a failure is logged (the
  * answer to the client is already decided). details is stolen. */
@@ -502,13 +486,13 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	long long audited = head;
 	if (json_is_integer(want)) {
 		audited = json_integer_value(want);
-		if (find_snapshot(m, audited) == NULL || !refs_is_ancestor(m, audited, head)) {
+		if (tablemeta_snapshot(m, audited) == NULL || !refs_is_ancestor(m, audited, head)) {
 			floe_err(err, FE_BAD_REQUEST, "snapshot %lld is not on branch %s", audited,
 				 branch);
 			goto done;
 		}
 	}
-	long long main_at = current_snapshot(m);
+	long long main_at = tablemeta_current_snapshot(m);
 	if (main_at >= 0 && !refs_is_ancestor(m, main_at, audited)) {
 		floe_err(err, FE_NOT_FAST_FORWARD,
 			 "main (snapshot %lld) is not an ancestor of the audited snapshot %lld; main cannot be fast-forwarded",
@@ -545,7 +529,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	}
 
 	/* The payloads, one per hook (each has its own delivery id). */
-	const json_t *snap = find_snapshot(m, audited);
+	const json_t *snap = tablemeta_snapshot(m, audited);
 	char now[40];
 	rfc3339_now(now, sizeof(now));
 	calls = calloc(n, sizeof(*calls));

@@ -22,6 +22,14 @@ void handler_release(struct http_request *req, struct store *s);
  * runs here and now. */
 void handler_defer(struct http_request *req, void (*fn)(void *arg), void *arg);
 
+/* Answers body with status (204: no body), or err when body is NULL.
+ * Steals body. */
+void handler_answer(struct http_request *req, int status, json_t *body,
+		    const struct floe_error *err);
+
+/* Answers 204 when ok, else err. */
+void handler_answer_done(struct http_request *req, bool ok, const struct floe_error *err);
+
 /* What table operations need to know about this request's deployment. */
 struct table_env handler_env(struct http_request *req);
 

@@ -10,14 +10,6 @@
 #include "store.h"
 
 
-static void answer(struct http_request *req, int status, json_t *body,
-		   const struct floe_error *err)
-{
-	if (body == NULL)
-		http_reply_error(req, err);
-	else
-		http_reply_json(req, status, body);
-}
 
 void handle_ns_list(struct http_request *req)
 {
@@ -43,7 +35,7 @@ void handle_ns_list(struct http_request *req)
 		goto done;
 	body = ns_list(s, raw != NULL ? &parent : NULL, &page, &err);
 	handler_release(req, s);
-	answer(req, 200, body, &err);
+	handler_answer(req, 200, body, &err);
 	goto done;
 fail:
 	http_reply_error(req, &err);
@@ -68,7 +60,7 @@ void handle_ns_create(struct http_request *req)
 	if (s != NULL) {
 		json_t *body = ns_create(s, in, &err);
 		handler_release(req, s);
-		answer(req, 200, body, &err);
+		handler_answer(req, 200, body, &err);
 	}
 	json_decref(in);
 }
@@ -87,7 +79,7 @@ void handle_ns_load(struct http_request *req)
 	if (s != NULL) {
 		json_t *body = ns_load(s, &ns, &err);
 		handler_release(req, s);
-		answer(req, 200, body, &err);
+		handler_answer(req, 200, body, &err);
 	}
 	ident_ns_clear(&ns);
 }
@@ -129,10 +121,7 @@ void handle_ns_drop(struct http_request *req)
 	if (s != NULL) {
 		bool ok = store_ns_drop(s, &ns, &err);
 		handler_release(req, s);
-		if (ok)
-			http_reply_empty(req, 204);
-		else
-			http_reply_error(req, &err);
+		handler_answer_done(req, ok, &err);
 	}
 	ident_ns_clear(&ns);
 }
@@ -153,7 +142,7 @@ void handle_ns_update_properties(struct http_request *req)
 	if (s != NULL) {
 		json_t *body = ns_update_properties(s, &ns, in, &err);
 		handler_release(req, s);
-		answer(req, 200, body, &err);
+		handler_answer(req, 200, body, &err);
 	}
 done:
 	json_decref(in);

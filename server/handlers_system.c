@@ -23,6 +23,27 @@ void handler_release(struct http_request *req, struct store *s)
 	store_pool_release(req->app->pool, s);
 }
 
+void handler_answer(struct http_request *req, int status, json_t *body,
+		    const struct floe_error *err)
+{
+	if (body == NULL) {
+		http_reply_error(req, err);
+	} else if (status == 204) {
+		json_decref(body);
+		http_reply_empty(req, 204);
+	} else {
+		http_reply_json(req, status, body);
+	}
+}
+
+void handler_answer_done(struct http_request *req, bool ok, const struct floe_error *err)
+{
+	if (ok)
+		http_reply_empty(req, 204);
+	else
+		http_reply_error(req, err);
+}
+
 void handler_defer(struct http_request *req, void (*fn)(void *arg), void *arg)
 {
 	http_suspend(req);

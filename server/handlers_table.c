@@ -263,10 +263,7 @@ static void commit_job_run(void *arg)
 		} else {
 			bool ok = table_commit_transaction(s, &env, job->body, &err);
 			handler_release(req, s);
-			if (ok)
-				http_reply_empty(req, 204);
-			else
-				http_reply_error(req, &err);
+			handler_answer_done(req, ok, &err);
 		}
 	}
 	json_decref(job->body);
@@ -352,10 +349,7 @@ void handle_table_drop(struct http_request *req)
 	bool ok = table_drop(s, &env, &ns, name,
 			     purge != NULL && strcasecmp(purge, "true") == 0, &err);
 	handler_release(req, s);
-	if (ok)
-		http_reply_empty(req, 204);
-	else
-		http_reply_error(req, &err);
+	handler_answer_done(req, ok, &err);
 done:
 	free(purge);
 	free(name);
@@ -376,10 +370,7 @@ void handle_table_rename(struct http_request *req)
 	if (s != NULL) {
 		bool ok = table_rename(s, in, &err);
 		handler_release(req, s);
-		if (ok)
-			http_reply_empty(req, 204);
-		else
-			http_reply_error(req, &err);
+		handler_answer_done(req, ok, &err);
 	}
 	json_decref(in);
 }
@@ -415,10 +406,7 @@ void handle_table_metrics(struct http_request *req)
 	if (ok)
 		ok = store_metrics_insert(s, &ns, name, req->body, &err);
 	handler_release(req, s);
-	if (ok)
-		http_reply_empty(req, 204);
-	else
-		http_reply_error(req, &err);
+	handler_answer_done(req, ok, &err);
 done:
 	json_decref(in);
 	free(name);

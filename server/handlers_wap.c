@@ -75,18 +75,6 @@ fail:
 	return false;
 }
 
-static void answer(struct http_request *req, int status, json_t *body,
-		   const struct floe_error *err)
-{
-	if (body == NULL) {
-		http_reply_error(req, err);
-	} else if (status == 204) {
-		json_decref(body);
-		http_reply_empty(req, 204);
-	} else {
-		http_reply_json(req, status, body);
-	}
-}
 
 /* The work of one route on a table: a new answer body, NULL with err set
  * on failure (json_null() for routes that answer 204). */
@@ -110,7 +98,7 @@ static void on_target(struct http_request *req, const char *extra, bool body, in
 		struct table_env env = handler_env(req);
 		json_t *out = op(s, &env, &t, &err);
 		handler_release(req, s);
-		answer(req, status, out, &err);
+		handler_answer(req, status, out, &err);
 	}
 	target_clear(&t);
 }
@@ -293,10 +281,7 @@ void handle_hooks_delete(struct http_request *req)
 	handler_release(req, s);
 	if (ok && !deleted)
 		ok = floe_err(&err, FE_NO_SUCH_HOOK, "no audit hook %s", id);
-	if (ok)
-		http_reply_empty(req, 204);
-	else
-		http_reply_error(req, &err);
+	handler_answer_done(req, ok, &err);
 	json_decref(hook);
 }
 
@@ -328,7 +313,7 @@ static void publish_now(struct http_request *req, struct target *t)
 	floe_error_clear(&err);
 	json_t *out = wap_publish(req->app->pool, &env, &t->ns, t->table, t->extra, t->body,
 				  &err);
-	answer(req, 200, out, &err);
+	handler_answer(req, 200, out, &err);
 }
 
 static void *publish_thread(void *arg)
@@ -413,7 +398,7 @@ void handle_wap_list(struct http_request *req)
 	} else if ((s = handler_acquire(req)) != NULL) {
 		json_t *out = wap_list(s, &t.ns, t.table, token, page.page_size, &err);
 		handler_release(req, s);
-		answer(req, 200, out, &err);
+		handler_answer(req, 200, out, &err);
 	}
 	free(token);
 	free(size);
@@ -454,7 +439,7 @@ void handle_audit_log(struct http_request *req)
 		json_t *out = audit_log_list(s, raw_ns ? &ns : NULL, table, run, since, token,
 					     page.page_size, &err);
 		handler_release(req, s);
-		answer(req, 200, out, &err);
+		handler_answer(req, 200, out, &err);
 	}
 	ident_ns_clear(&ns);
 	free(table);

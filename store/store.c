@@ -1490,19 +1490,28 @@ bool store_hook_list(struct store *s, json_t **hooks, struct floe_error *err)
 	return true;
 }
 
-bool store_hook_get(struct store *s, const char *id, json_t **hook,
+/* Runs a one-parameter statement and turns its first row (if any) into
+ * *out with from_row; *out is NULL when there is no row. */
+static bool get_one(struct store *s, enum stmt_id stmt, const char *key,
+		    json_t *(*from_row)(PGresult *r, int i), json_t **out,
 		    struct floe_error *err)
 {
-	const char *params[1] = { id };
-	PGresult *r = store_exec(s, ST_HOOK_GET, 1, params, err);
+	const char *params[1] = { key };
+	PGresult *r = store_exec(s, stmt, 1, params, err);
 
-	*hook = NULL;
+	*out = NULL;
 	if (r == NULL)
 		return false;
 	if (PQntuples(r) == 1)
-		*hook = hook_from_row(r, 0);
+		*out = from_row(r, 0);
 	PQclear(r);
 	return true;
+}
+
+bool store_hook_get(struct store *s, const char *id, json_t **hook,
+		    struct floe_error *err)
+{
+	return get_one(s, ST_HOOK_GET, id, hook_from_row, hook, err);
 }
 
 bool store_hook_delete(struct store *s, const char *id, bool *deleted,
@@ -1597,16 +1606,7 @@ bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 bool store_run_get(struct store *s, const char *id, json_t **run,
 		   struct floe_error *err)
 {
-	const char *params[1] = { id };
-	PGresult *r = store_exec(s, ST_RUN_GET, 1, params, err);
-
-	*run = NULL;
-	if (r == NULL)
-		return false;
-	if (PQntuples(r) == 1)
-		*run = run_from_row(r, 0);
-	PQclear(r);
-	return true;
+	return get_one(s, ST_RUN_GET, id, run_from_row, run, err);
 }
 
 bool store_run_list(struct store *s, const char *table_uuid, long long before_seq,
