@@ -48,6 +48,8 @@ bool floe_err(struct floe_error *err, enum floe_errkind kind,
 	if (err == NULL)
 		return false;
 	err->kind = kind;
+	err->outcome = kind == FE_COMMIT_STATE_UNKNOWN ? FO_UNKNOWN : FO_NOT_ATTEMPTED;
+	err->sqlstate[0] = '\0';
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
@@ -92,5 +94,28 @@ json_t *floe_error_to_json(const struct floe_error *err)
 void floe_error_clear(struct floe_error *err)
 {
 	err->kind = FE_NONE;
+	err->outcome = FO_NOT_ATTEMPTED;
+	err->sqlstate[0] = '\0';
 	err->message[0] = '\0';
+}
+
+void floe_error_set_outcome(struct floe_error *err, enum floe_outcome outcome)
+{
+	if (err != NULL)
+		err->outcome = outcome;
+}
+
+bool floe_error_is_rollback(const struct floe_error *err)
+{
+	return err != NULL && err->sqlstate[0] == '4' && err->sqlstate[1] == '0';
+}
+
+enum floe_errkind floe_error_mutation_kind(const struct floe_error *err)
+{
+	if (err->outcome == FO_UNKNOWN)
+		return FE_COMMIT_STATE_UNKNOWN;
+	int status = floe_errkind_status(err->kind);
+	if (status >= 500 && status != 503)
+		return FE_UNAVAILABLE;
+	return err->kind;
 }

@@ -46,13 +46,30 @@ enum floe_errkind {
 
 #define FLOE_ERROR_MESSAGE_MAX 512
 
+/*
+ * What a failed mutation did to the catalog (DESIGN.md "Outcomes"). Only
+ * FO_UNKNOWN may be answered 500/502/504: Iceberg clients read those as
+ * "state unknown" and keep their files, and read every other failure as
+ * "nothing happened" and delete them.
+ */
+enum floe_outcome {
+	FO_NOT_ATTEMPTED = 0, /* refused before anything was changed */
+	FO_FAILED,            /* attempted; known not to have taken effect */
+	FO_UNKNOWN,           /* the database may or may not have committed it */
+};
+
 struct floe_error {
 	enum floe_errkind kind;
+	enum floe_outcome outcome;
+	char sqlstate[6]; /* of the database failure behind it, "" if none */
 	char message[FLOE_ERROR_MESSAGE_MAX];
 };
 
-/* Fills err (when not NULL) with kind and a printf-style message.
- * Always returns false, so a caller can write `return floe_err(...)`. */
+/* Fills err (when not NULL) with kind and a printf-style message. The
+ * outcome becomes FO_UNKNOWN for FE_COMMIT_STATE_UNKNOWN, else
+ * FO_NOT_ATTEMPTED, and the SQLSTATE is cleared: whoever knows more sets
+ * them afterwards. Always returns false, so a caller can write
+ * `return floe_err(...)`. */
 bool floe_err(struct floe_error *err, enum floe_errkind kind,
 	      const char *fmt, ...) FLOE_PRINTF(3, 4);
 
@@ -69,5 +86,20 @@ json_t *floe_error_to_json(const struct floe_error *err);
 
 /* Resets err to "no error". */
 void floe_error_clear(struct floe_error *err);
+
+/* Sets the outcome of err (when not NULL). */
+void floe_error_set_outcome(struct floe_error *err, enum floe_outcome outcome);
+
+/* True when err comes from SQLSTATE class 40 (serialization failure,
+ * deadlock): the transaction was rolled back and may simply be retried. */
+bool floe_error_is_rollback(const struct floe_error *err);
+
+/*
+ * The kind a mutation's failure is answered with: FO_UNKNOWN becomes
+ * FE_COMMIT_STATE_UNKNOWN (500), and any other 5xx but 503 becomes
+ * FE_UNAVAILABLE (503), because a 500 would tell the client the outcome
+ * is unknown when it is known.
+ */
+enum floe_errkind floe_error_mutation_kind(const struct floe_error *err);
 
 #endif

@@ -95,6 +95,53 @@ static void backoff(int attempt)
 	nanosleep(&ts, NULL);
 }
 
+/* How long a commit whose outcome is unknown waits for the database to
+ * answer again before it says so to the client. */
+#define SETTLE_SECONDS 10
+
+/*
+ * Settles a commit whose connection broke while it was in flight: once
+ * the database answers again, the commit_log says whether version
+ * `version` of the table is the file this commit wrote. Returns true
+ * when that is known, with *landed; false when the database stayed away
+ * (the outcome is still unknown and the file must be kept).
+ */
+static bool settle_commit(struct store *s, const struct table_env *env,
+			  const char *uuid, long long version, const char *location,
+			  bool *landed)
+{
+	struct floe_error err;
+
+	*landed = false;
+	for (int i = 0; i < SETTLE_SECONDS * 2; i++) {
+		if (i > 0) {
+			struct timespec half = { 0, 500 * 1000 * 1000 };
+			nanosleep(&half, NULL);
+		}
+		if (!store_reconnect(s, &err))
+			continue;
+		if (store_commit_landed(s, uuid, version, location, landed, &err)) {
+			log_warn("table", "settled a commit whose connection broke: version %lld of table %s %s rid=%s",
+				 version, uuid, *landed ? "landed" : "did not land",
+				 env->request_id);
+			return true;
+		}
+	}
+	log_error("table", "the outcome of version %lld of table %s (%s) is unknown: the database did not answer within %d s; the file is kept rid=%s",
+		  version, uuid, location, SETTLE_SECONDS, env->request_id);
+	return false;
+}
+
+/* After settle_commit found that a commit did not land: the error the
+ * client gets says so. */
+static bool not_landed(struct floe_error *err)
+{
+	floe_err(err, FE_UNAVAILABLE,
+		 "the database connection broke before the commit completed; nothing was committed, retry");
+	floe_error_set_outcome(err, FO_FAILED);
+	return false;
+}
+
 void table_ident_clear(struct table_ident *t)
 {
 	ident_ns_clear(&t->ns);
@@ -288,11 +335,23 @@ static bool create_row(struct store *s, const struct table_env *env,
 	char *refs = refs_text(m);
 	if (!store_table_create(s, ns, name, uuid, loc, text, refs, table_loc,
 				env->request_id, err)) {
-		fileio_remove(loc);
-		free(loc);
+		bool landed = false;
+		bool known = err->outcome != FO_UNKNOWN ||
+			     settle_commit(s, env, uuid, 1, loc, &landed);
+		if (known && !landed) {
+			if (err->outcome == FO_UNKNOWN)
+				not_landed(err);
+			fileio_remove(loc);
+		}
 		free(text);
 		free(refs);
-		return false;
+		if (!landed) {
+			free(loc);
+			return false;
+		}
+		floe_error_clear(err);
+		*location_out = loc;
+		return true;
 	}
 	free(text);
 	free(refs);
@@ -538,6 +597,20 @@ static json_t *commit_create(struct store *s, const struct table_env *env,
 	return result;
 }
 
+/* What a round wrote: the file, and the version it becomes if the
+ * swap commits (to settle an outcome the database did not confirm). */
+struct commit_mark {
+	char *location;
+	char uuid[40];
+	long long version;
+};
+
+static void commit_mark_clear(struct commit_mark *m)
+{
+	free(m->location);
+	memset(m, 0, sizeof(*m));
+}
+
 /*
  * One round of a commit on an existing table: *lost tells the caller to
  * go round again (another writer won the swap). On success *result gets
@@ -581,7 +654,7 @@ static bool main_move_allowed(struct store *s, const struct ns_ident *ns,
 static bool commit_round(struct store *s, const struct table_env *env,
 			 const struct ns_ident *ns, const char *name,
 			 const json_t *requirements, const json_t *updates,
-			 bool allow_main_move, json_t **result, char **written,
+			 bool allow_main_move, json_t **result, struct commit_mark *written,
 			 bool *lost, struct floe_error *err)
 {
 	struct table_row row;
@@ -599,7 +672,7 @@ static bool commit_round(struct store *s, const struct table_env *env,
 	*lost = false;
 	*result = NULL;
 	if (written != NULL)
-		*written = NULL;
+		memset(written, 0, sizeof(*written));
 	if (!store_table_load(s, ns, name, &row, err))
 		return false;
 	base = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
@@ -634,9 +707,23 @@ static bool commit_round(struct store *s, const struct table_env *env,
 	refs = refs_text(m);
 	if (!store_table_cas(s, row.id, row.version, loc, text, refs, table_loc,
 			     row.metadata_location, env->request_id, &won, err)) {
-		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+		bool landed = false;
+		if (err->outcome != FO_UNKNOWN) {
+			/* A deadlock or serialization failure rolled it back:
+			 * another round may get through. */
+			*lost = floe_error_is_rollback(err);
 			fileio_remove(loc);
-		goto done;
+			goto done;
+		}
+		if (!settle_commit(s, env, row.uuid, row.version + 1, loc, &landed))
+			goto done;
+		if (!landed) {
+			not_landed(err);
+			fileio_remove(loc);
+			goto done;
+		}
+		floe_error_clear(err);
+		won = true;
 	}
 	if (!won) {
 		/* Never referenced: an orphan unless removed now. */
@@ -647,10 +734,17 @@ static bool commit_round(struct store *s, const struct table_env *env,
 	*result = json_pack("{s:s, s:o}", "metadata-location", loc, "metadata", m);
 	m = NULL;
 	if (written != NULL) {
-		*written = loc;
+		written->location = loc;
+		snprintf(written->uuid, sizeof(written->uuid), "%s", row.uuid);
+		written->version = row.version + 1;
 		loc = NULL;
 	}
 	ok = *result != NULL;
+	if (!ok) {
+		/* The swap is in; only the answer could not be built. */
+		floe_err(err, FE_INTERNAL, "out of memory after the commit");
+		floe_error_set_outcome(err, FO_UNKNOWN);
+	}
 done:
 	store_table_row_clear(&row);
 	json_decref(base);
@@ -690,6 +784,44 @@ json_t *table_commit_changes(struct store *s, const struct table_env *env,
 				 NULL, NULL, err);
 }
 
+/*
+ * After the COMMIT of a transaction failed: whether what it wrote took
+ * effect. Known failures remove the files (the caller has rolled back);
+ * an unknown outcome is settled from the commit log. Returns true when
+ * the commit landed after all (err cleared).
+ */
+static bool commit_failed(struct store *s, const struct table_env *env,
+			  struct commit_mark *marks, size_t n, struct floe_error *err)
+{
+	bool landed = false;
+	bool known = true;
+
+	if (err->outcome == FO_UNKNOWN) {
+		/* All or nothing: one table tells for every one. */
+		for (size_t k = 0; k < n; k++) {
+			if (marks[k].location != NULL) {
+				known = settle_commit(s, env, marks[k].uuid, marks[k].version,
+						      marks[k].location, &landed);
+				break;
+			}
+		}
+		if (landed) {
+			floe_error_clear(err);
+			return true;
+		}
+		if (known)
+			not_landed(err);
+	}
+	if (!known)
+		return false;
+	for (size_t k = 0; k < n; k++) {
+		if (marks[k].location != NULL)
+			fileio_remove(marks[k].location);
+		commit_mark_clear(&marks[k]);
+	}
+	return false;
+}
+
 /* One attempt with `also` in the same database transaction as the swap. */
 static bool commit_round_with(struct store *s, const struct table_env *env,
 			      const struct ns_ident *ns, const char *name,
@@ -697,7 +829,7 @@ static bool commit_round_with(struct store *s, const struct table_env *env,
 			      bool allow_main_move, table_commit_also also, void *ctx,
 			      json_t **result, bool *lost, struct floe_error *err)
 {
-	char *written = NULL;
+	struct commit_mark written = { 0 };
 
 	*result = NULL;
 	if (also == NULL)
@@ -707,17 +839,22 @@ static bool commit_round_with(struct store *s, const struct table_env *env,
 		return false;
 	bool ok = commit_round(s, env, ns, name, requirements, updates, allow_main_move,
 			       result, &written, lost, err) &&
-		  also(s, ctx, *result, err) && store_commit(s, err);
-	if (ok) {
-		free(written);
+		  also(s, ctx, *result, err);
+	if (ok && store_commit(s, err)) {
+		commit_mark_clear(&written);
 		return true;
 	}
-	if (err->kind != FE_COMMIT_STATE_UNKNOWN) {
+	if (!ok)
 		store_rollback(s);
-		if (written != NULL)
-			fileio_remove(written);
+	if (ok && commit_failed(s, env, &written, 1, err)) {
+		commit_mark_clear(&written);
+		return true;
 	}
-	free(written);
+	if (floe_error_is_rollback(err))
+		*lost = true;
+	if (err->outcome != FO_UNKNOWN && written.location != NULL)
+		fileio_remove(written.location);
+	commit_mark_clear(&written);
 	json_decref(*result);
 	*result = NULL;
 	return false;
@@ -741,7 +878,7 @@ json_t *table_commit_with(struct store *s, const struct table_env *env,
 		stripe_unlock(env, stripe);
 		if (ok)
 			return result;
-		if (!lost)
+		if (!lost && !floe_error_is_rollback(err))
 			return NULL;
 		log_debug("table", "commit to %s lost a race (attempt %d); retrying rid=%s",
 			  name, attempt + 1, env->request_id);
@@ -753,10 +890,72 @@ json_t *table_commit_with(struct store *s, const struct table_env *env,
 	       NULL;
 }
 
+/* Orders table identities: namespace levels, then name, byte-wise. */
+static int ident_cmp(const struct table_ident *a, const struct table_ident *b)
+{
+	size_t n = a->ns.nlevels < b->ns.nlevels ? a->ns.nlevels : b->ns.nlevels;
+
+	for (size_t l = 0; l < n; l++) {
+		int c = strcmp(a->ns.levels[l], b->ns.levels[l]);
+		if (c != 0)
+			return c;
+	}
+	if (a->ns.nlevels != b->ns.nlevels)
+		return a->ns.nlevels < b->ns.nlevels ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* qsort has no context argument: the identities being ordered. */
+static _Thread_local const struct table_ident *order_ids;
+
+static int order_cmp(const void *a, const void *b)
+{
+	return ident_cmp(&order_ids[*(const size_t *)a], &order_ids[*(const size_t *)b]);
+}
+
+/*
+ * One attempt at a transaction: all rounds inside BEGIN ... COMMIT, the
+ * tables taken in `order` (sorted by name) so that transactions over the
+ * same tables lock their rows in the same order on every replica and
+ * cannot deadlock. On a known failure the files written are removed;
+ * *lost tells whether another attempt may succeed.
+ */
 static bool transaction_round(struct store *s, const struct table_env *env,
 			      const json_t *changes, struct table_ident *ids,
-			      char **written, size_t n, bool *lost,
-			      struct floe_error *err);
+			      const size_t *order, struct commit_mark *marks, size_t n,
+			      bool *lost, struct floe_error *err)
+{
+	size_t i;
+
+	*lost = false;
+	if (!store_begin(s, err))
+		return false;
+	for (i = 0; i < n; i++) {
+		size_t k = order[i];
+		json_t *result = NULL;
+		const json_t *c = json_array_get(changes, k);
+		const json_t *r = json_object_get(c, "requirements");
+		bool round_ok = commit_round(s, env, &ids[k].ns, ids[k].name,
+					     json_is_array(r) ? r : NULL,
+					     json_object_get(c, "updates"), false, &result,
+					     &marks[k], lost, err);
+		json_decref(result);
+		if (!round_ok)
+			break;
+	}
+	if (i == n) {
+		if (store_commit(s, err))
+			return true;
+		if (commit_failed(s, env, marks, n, err))
+			return true;
+	} else {
+		store_rollback(s);
+		(void)commit_failed(s, env, marks, n, err);
+	}
+	if (floe_error_is_rollback(err))
+		*lost = true;
+	return false;
+}
 
 bool table_commit_transaction(struct store *s, const struct table_env *env,
 			      const json_t *body, struct floe_error *err)
@@ -770,14 +969,17 @@ bool table_commit_transaction(struct store *s, const struct table_env *env,
 				"'table-changes' must be a non-empty array");
 	n = json_array_size(changes);
 	struct table_ident *ids = calloc(n, sizeof(*ids));
-	char **written = calloc(n, sizeof(*written));
+	struct commit_mark *marks = calloc(n, sizeof(*marks));
+	size_t *order = calloc(n, sizeof(*order));
 	bool ok = false;
-	if (ids == NULL || written == NULL) {
+	if (ids == NULL || marks == NULL || order == NULL) {
 		free(ids);
-		free(written);
+		free(marks);
+		free(order);
 		return floe_err(err, FE_INTERNAL, "out of memory");
 	}
 	json_array_foreach(changes, i, c) {
+		order[i] = i;
 		if (!table_ident_from_json(json_object_get(c, "identifier"),
 					   "identifier", &ids[i], err))
 			goto done;
@@ -795,16 +997,14 @@ bool table_commit_transaction(struct store *s, const struct table_env *env,
 				 "a transaction cannot create tables (assert-create)");
 			goto done;
 		}
-		for (size_t k = 0; k < i; k++) {
-			bool same = strcmp(ids[k].name, ids[i].name) == 0 &&
-				    ids[k].ns.nlevels == ids[i].ns.nlevels;
-			for (size_t l = 0; same && l < ids[i].ns.nlevels; l++)
-				same = strcmp(ids[k].ns.levels[l], ids[i].ns.levels[l]) == 0;
-			if (same) {
-				floe_err(err, FE_BAD_REQUEST,
-					 "table %s appears twice in one transaction", ids[i].name);
-				goto done;
-			}
+	}
+	order_ids = ids;
+	qsort(order, n, sizeof(*order), order_cmp);
+	for (i = 1; i < n; i++) {
+		if (ident_cmp(&ids[order[i - 1]], &ids[order[i]]) == 0) {
+			floe_err(err, FE_BAD_REQUEST,
+				 "table %s appears twice in one transaction", ids[order[i]].name);
+			goto done;
 		}
 	}
 
@@ -821,7 +1021,8 @@ bool table_commit_transaction(struct store *s, const struct table_env *env,
 		for (unsigned k = 0; k < COMMIT_LOCK_STRIPES; k++)
 			if (used[k])
 				stripe_lock(env, k);
-		bool tx_ok = transaction_round(s, env, changes, ids, written, n, &lost, err);
+		bool tx_ok = transaction_round(s, env, changes, ids, order, marks, n, &lost,
+					       err);
 		for (unsigned k = COMMIT_LOCK_STRIPES; k-- > 0;)
 			if (used[k])
 				stripe_unlock(env, k);
@@ -829,66 +1030,25 @@ bool table_commit_transaction(struct store *s, const struct table_env *env,
 			ok = true;
 			goto done;
 		}
-		if (err->kind == FE_COMMIT_STATE_UNKNOWN)
-			goto keep_files;
+		if (err->outcome == FO_UNKNOWN) {
+			log_error("table", "transaction outcome unknown; its files are kept rid=%s",
+				  env->request_id);
+			goto done;
+		}
 		if (!lost)
 			goto done;
 	}
 	floe_err(err, FE_COMMIT_FAILED,
 		 "the tables changed under %d attempts to commit; retry", COMMIT_MAX_ATTEMPTS);
-	goto done;
-keep_files:
-	log_error("table", "transaction outcome unknown rid=%s", env->request_id);
 done:
 	for (i = 0; i < n; i++) {
 		table_ident_clear(&ids[i]);
-		free(written[i]);
+		commit_mark_clear(&marks[i]);
 	}
 	free(ids);
-	free(written);
+	free(marks);
+	free(order);
 	return ok;
-}
-
-/* One attempt at a transaction: all rounds inside BEGIN ... COMMIT. On
- * any failure the files written are removed (unless the outcome is
- * unknown) and *lost tells whether another attempt may succeed. */
-static bool transaction_round(struct store *s, const struct table_env *env,
-			      const json_t *changes, struct table_ident *ids,
-			      char **written, size_t n, bool *lost,
-			      struct floe_error *err)
-{
-	size_t i;
-
-	*lost = false;
-	if (!store_begin(s, err))
-		return false;
-	for (i = 0; i < n; i++) {
-		json_t *result = NULL;
-		const json_t *c = json_array_get(changes, i);
-		const json_t *r = json_object_get(c, "requirements");
-		bool round_ok = commit_round(s, env, &ids[i].ns, ids[i].name,
-					     json_is_array(r) ? r : NULL,
-					     json_object_get(c, "updates"), false, &result,
-					     &written[i], lost, err);
-		json_decref(result);
-		if (!round_ok)
-			break;
-	}
-	if (i == n) {
-		if (store_commit(s, err))
-			return true;
-		if (err->kind == FE_COMMIT_STATE_UNKNOWN)
-			return false;
-	} else {
-		store_rollback(s);
-	}
-	for (size_t k = 0; k < n; k++) {
-		if (written[k] != NULL)
-			fileio_remove(written[k]);
-		free(written[k]);
-		written[k] = NULL;
-	}
-	return false;
 }
 
 json_t *table_register(struct store *s, const struct table_env *env,

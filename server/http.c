@@ -177,8 +177,26 @@ void http_reply_empty(struct http_request *req, int status)
 	MHD_add_response_header(req->response, "X-Request-Id", req->request_id);
 }
 
+/* True for the methods that change the catalog. */
+static bool method_mutates(const char *method)
+{
+	return strcmp(method, "POST") == 0 || strcmp(method, "DELETE") == 0 ||
+	       strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
+}
+
 void http_reply_error(struct http_request *req, const struct floe_error *err)
 {
+	struct floe_error shown = *err;
+
+	/* A mutation's 5xx says whether it took effect: 500 only when that is
+	 * unknown, 503 when it is known that nothing changed. */
+	if (method_mutates(req->method)) {
+		shown.kind = floe_error_mutation_kind(err);
+		if (shown.kind == FE_COMMIT_STATE_UNKNOWN && err->kind != FE_COMMIT_STATE_UNKNOWN)
+			snprintf(shown.message, sizeof(shown.message),
+				 "the database connection broke while the change was being committed; its outcome is unknown");
+	}
+	err = &shown;
 	int status = floe_errkind_status(err->kind);
 	json_t *body = floe_error_to_json(err);
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
@@ -323,6 +341,7 @@ static void dispatch(struct http_request *req)
 			route->handler(req);
 		if (!req->suspended && req->response == NULL) {
 			floe_err(&err, FE_INTERNAL, "no answer was produced");
+			floe_error_set_outcome(&err, FO_UNKNOWN);
 			http_reply_error(req, &err);
 		}
 		return;
@@ -459,6 +478,7 @@ void http_async_complete(struct http_request *req)
 	if (req->response == NULL) {
 		struct floe_error err;
 		floe_err(&err, FE_INTERNAL, "no answer was produced");
+		floe_error_set_outcome(&err, FO_UNKNOWN);
 		http_reply_error(req, &err);
 	}
 	idempotent_finish(req);

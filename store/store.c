@@ -45,6 +45,7 @@ enum stmt_id {
 	ST_TABLE_CREATE,
 	ST_TABLE_OVERWRITE,
 	ST_TABLE_CAS,
+	ST_COMMIT_LANDED,
 	ST_TABLE_LIST,
 	ST_TABLE_LOCATION_CLASH,
 	ST_TABLE_DROP,
@@ -152,6 +153,9 @@ static const struct {
 		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
 		"  previous_location, request_id) "
 		"SELECT id, table_uuid, version, $3, $5, $6 FROM upd RETURNING version" },
+	[ST_COMMIT_LANDED] = { "commit_landed",
+		"SELECT metadata_location FROM commit_log "
+		"WHERE table_uuid = $1::uuid AND version = $2::bigint AND metadata_location = $3" },
 	[ST_TABLE_LOCATION_CLASH] = { "table_location_clash",
 		"SELECT array_to_string(n.levels, '.') || '.' || t.name FROM tables t "
 		"JOIN namespaces n ON n.id = t.namespace_id "
@@ -254,6 +258,7 @@ static const struct {
 
 struct store {
 	PGconn *conn;
+	const char *conninfo; /* the pool's */
 	bool busy;
 	int index;
 	char sqlstate[6]; /* of the last failed statement, "" if none */
@@ -361,8 +366,10 @@ struct store_pool *store_pool_new(const char *conninfo, int size)
 		return NULL;
 	}
 	pool->size = size;
-	for (int i = 0; i < size; i++)
+	for (int i = 0; i < size; i++) {
 		pool->slots[i].index = i;
+		pool->slots[i].conninfo = pool->conninfo;
+	}
 	pthread_mutex_init(&pool->mu, NULL);
 	pthread_cond_init(&pool->cv, NULL);
 	return pool;
@@ -434,15 +441,42 @@ void store_pool_release(struct store_pool *pool, struct store *s)
 	pthread_mutex_unlock(&pool->mu);
 }
 
+/* True when a statement can change rows (and so, run on its own, commits
+ * a change as it runs). */
+static bool statement_writes(const char *sql)
+{
+	return strstr(sql, "INSERT ") != NULL || strstr(sql, "UPDATE ") != NULL ||
+	       strstr(sql, "DELETE ") != NULL;
+}
+
+/* Records the outcome and SQLSTATE of a failure in err. */
+static void store_error_detail(struct floe_error *err, enum floe_outcome outcome,
+			       const char *sqlstate)
+{
+	if (err == NULL)
+		return;
+	err->outcome = outcome;
+	snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", sqlstate);
+}
+
 /*
  * Runs a prepared statement. Returns the result (caller PQclear()s it) or
- * NULL with err set: FE_UNAVAILABLE when the connection is gone, otherwise
- * FE_INTERNAL with the detail logged and the SQLSTATE kept in s->sqlstate
- * for the caller to map (unique violations and the like).
+ * NULL with err set and its SQLSTATE and outcome filled in: FE_UNAVAILABLE
+ * when the connection is gone (outcome unknown only for a COMMIT, or for a
+ * write outside BEGIN), when the transaction was rolled back (class 40) or
+ * the server gave up (timeouts, shutdown); otherwise FE_INTERNAL with the
+ * detail logged and the SQLSTATE also kept in s->sqlstate for the caller to
+ * map (unique violations and the like).
  */
 static PGresult *store_exec(struct store *s, enum stmt_id id, int nparams,
 			    const char *const *params, struct floe_error *err)
 {
+	if (s->conn == NULL) {
+		floe_err(err, FE_UNAVAILABLE, "the catalog database is unavailable");
+		store_error_detail(err, FO_FAILED, "08003");
+		return NULL;
+	}
+	PGTransactionStatusType before = PQtransactionStatus(s->conn);
 	PGresult *r = PQexecPrepared(s->conn, statements[id].name, nparams,
 				     params, NULL, NULL, 0);
 	ExecStatusType st = PQresultStatus(r);
@@ -450,21 +484,39 @@ static PGresult *store_exec(struct store *s, enum stmt_id id, int nparams,
 	s->sqlstate[0] = '\0';
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
 		return r;
-	if (PQstatus(s->conn) != CONNECTION_OK) {
-		log_warn("store", "statement %s: connection lost: %s",
-			 statements[id].name, PQerrorMessage(s->conn));
-		PQclear(r);
-		floe_err(err, FE_UNAVAILABLE, "the catalog database is unavailable");
-		return NULL;
-	}
 	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
 	if (state != NULL)
 		snprintf(s->sqlstate, sizeof(s->sqlstate), "%s", state);
-	/* Serialization failures, deadlocks and shutdowns are transient. */
-	if (state != NULL && (strcmp(state, "40001") == 0 ||
-			      strcmp(state, "40P01") == 0 ||
-			      strncmp(state, "57P", 3) == 0 ||
-			      strncmp(state, "08", 2) == 0)) {
+	if (PQstatus(s->conn) != CONNECTION_OK ||
+	    (state != NULL && (strncmp(state, "08", 2) == 0 ||
+			       strncmp(state, "57P0", 4) == 0))) {
+		/* Inside BEGIN nothing but the COMMIT itself can have taken
+		 * effect; a write on its own commits as it runs. */
+		bool inside = before == PQTRANS_INTRANS || before == PQTRANS_INERROR;
+		bool unknown = id == ST_COMMIT ||
+			       (!inside && statement_writes(statements[id].sql));
+		log_warn("store", "statement %s: connection lost%s: %s",
+			 statements[id].name,
+			 unknown ? " (its outcome is unknown)" : "",
+			 PQerrorMessage(s->conn));
+		PQclear(r);
+		floe_err(err, FE_UNAVAILABLE, "the catalog database is unavailable");
+		store_error_detail(err, unknown ? FO_UNKNOWN : FO_FAILED, s->sqlstate[0] ? s->sqlstate : "08006");
+		return NULL;
+	}
+	if (state != NULL && strncmp(state, "40", 2) == 0) {
+		/* Serialization failures and deadlocks roll the transaction
+		 * back: a known failure that a retry can get past. */
+		log_warn("store", "statement %s: %s", statements[id].name,
+			 PQresultErrorMessage(r));
+		floe_err(err, FE_UNAVAILABLE,
+			 "the catalog database aborted the change to resolve a conflict; retry");
+	} else if (state != NULL && (strcmp(state, "57014") == 0 ||
+				     strcmp(state, "55P03") == 0 ||
+				     strncmp(state, "53", 2) == 0 ||
+				     strncmp(state, "57P", 3) == 0)) {
+		/* A statement or lock timeout, an exhausted server, a shutdown:
+		 * nothing was done and a later retry may succeed. */
 		log_warn("store", "statement %s: %s", statements[id].name,
 			 PQresultErrorMessage(r));
 		floe_err(err, FE_UNAVAILABLE, "the catalog database is busy; retry");
@@ -480,6 +532,7 @@ static PGresult *store_exec(struct store *s, enum stmt_id id, int nparams,
 			  PQresultErrorMessage(r));
 		floe_err(err, FE_INTERNAL, "internal database error");
 	}
+	store_error_detail(err, FO_FAILED, s->sqlstate);
 	PQclear(r);
 	return NULL;
 }
@@ -1108,14 +1161,44 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
 				  table_location };
 	r = store_exec(s, ST_TABLE_CAS, 8, params, err);
 	if (r == NULL) {
-		/* The statement may have committed before the connection
-		 * broke: the client must not assume either outcome. */
-		if (err != NULL && err->kind == FE_UNAVAILABLE)
+		/* Run on its own, the statement may have committed before the
+		 * connection broke: the client must not assume either outcome. */
+		if (err != NULL && err->outcome == FO_UNKNOWN)
 			floe_err(err, FE_COMMIT_STATE_UNKNOWN,
 				 "the database connection broke during the commit; its outcome is unknown");
 		return false;
 	}
 	*won = PQntuples(r) == 1;
+	PQclear(r);
+	return true;
+}
+
+bool store_reconnect(struct store *s, struct floe_error *err)
+{
+	if (s->conn != NULL)
+		PQfinish(s->conn);
+	s->conn = store_connect(s->conninfo, err);
+	if (s->conn != NULL && !store_prepare_all(s->conn, err)) {
+		PQfinish(s->conn);
+		s->conn = NULL;
+	}
+	return s->conn != NULL;
+}
+
+bool store_commit_landed(struct store *s, const char *table_uuid, long long version,
+			 const char *metadata_location, bool *landed,
+			 struct floe_error *err)
+{
+	char verp[32];
+	PGresult *r;
+
+	*landed = false;
+	snprintf(verp, sizeof(verp), "%lld", version);
+	const char *params[3] = { table_uuid, verp, metadata_location };
+	r = store_exec(s, ST_COMMIT_LANDED, 3, params, err);
+	if (r == NULL)
+		return false;
+	*landed = PQntuples(r) > 0;
 	PQclear(r);
 	return true;
 }
@@ -1270,7 +1353,7 @@ bool store_commit(struct store *s, struct floe_error *err)
 {
 	if (exec_noparams(s, ST_COMMIT, err))
 		return true;
-	if (err != NULL && err->kind == FE_UNAVAILABLE)
+	if (err != NULL && err->outcome == FO_UNKNOWN)
 		floe_err(err, FE_COMMIT_STATE_UNKNOWN,
 			 "the database connection broke during the commit; its outcome is unknown");
 	return false;

@@ -145,6 +145,20 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
 		     const char *previous_location, const char *request_id,
 		     bool *won, struct floe_error *err) FLOE_WUR;
 
+/*
+ * Drops the connection of s and opens a new one (once, within the connect
+ * timeout). Used to learn the outcome of a commit whose connection broke
+ * while it was in flight. On failure s has no connection; the pool
+ * reconnects it on a later acquire.
+ */
+bool store_reconnect(struct store *s, struct floe_error *err) FLOE_WUR;
+
+/* Sets *landed when the commit_log holds version `version` of table
+ * table_uuid with metadata_location: that commit took effect. */
+bool store_commit_landed(struct store *s, const char *table_uuid, long long version,
+			 const char *metadata_location, bool *landed,
+			 struct floe_error *err) FLOE_WUR;
+
 /* Names another table (in *other, caller frees; NULL if none) whose
  * location equals, contains or lies inside location. uuid is the table's
  * own (excluded), or NULL. */
