@@ -1,0 +1,209 @@
+"""Commit outcomes: a failed commit says truthfully whether it took effect.
+
+Iceberg clients read 500/502/504 on a commit as "state unknown" (keep the
+files) and every other failure as "not committed" (delete the files). So a
+deadlock, a serialization failure or a connection lost before COMMIT must
+not be answered 500, and a commit that landed must never be reported as
+refused. These tests break the database connection at chosen moments with
+pg_terminate_backend, holding floe's statement inside a trigger that sleeps.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from conftest import (TableHandle, assert_error, database_url, describe, ns_path,
+                      wait_until)
+
+
+def psql(psql_bin, url: str, sql: str) -> str:
+    out = subprocess.run([str(psql_bin), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                          "-d", url, "-c", sql],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def local_path(uri: str) -> Path:
+    return Path(unquote(urlparse(uri).path))
+
+
+SLOW_TRIGGER = """
+CREATE OR REPLACE FUNCTION floe_test_slow_commit() RETURNS trigger
+LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(30); RETURN NEW; END $$;
+DROP TRIGGER IF EXISTS floe_test_slow ON commit_log;
+CREATE TRIGGER floe_test_slow AFTER INSERT ON commit_log FOR EACH ROW
+  WHEN (NEW.table_uuid = '{uuid}' AND NEW.version > 1)
+  EXECUTE FUNCTION floe_test_slow_commit();
+"""
+
+TERMINATE_SLEEPER = """
+SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+WHERE application_name = 'floe' AND wait_event = 'PgSleep'
+"""
+
+
+def metadata_files(table: TableHandle) -> set:
+    loc = local_path(table.metadata()["location"])
+    return {p.name for p in (loc / "metadata").glob("*.metadata.json")}
+
+
+def break_connection_during(psql_bin, url, fn):
+    """Runs fn() in a thread; terminates floe's backend once it sleeps in
+    the trigger; returns fn's answer."""
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("r", fn()))
+    t.start()
+    killed = wait_until(lambda: psql(psql_bin, url, TERMINATE_SLEEPER) != "0", 15, 0.1)
+    t.join(60)
+    assert killed, "floe's commit never reached the sleeping trigger"
+    assert "r" in out, "the commit did not answer"
+    return out["r"]
+
+
+@pytest.fixture
+def table(fresh_floe, uniq):
+    fresh_floe.create_namespace([uniq])
+    t = TableHandle(fresh_floe, [uniq], "t")
+    t.create()
+    t.add_snapshot()
+    return t
+
+
+def test_connection_lost_during_single_commit_is_settled_not_unknown(fresh_floe, table, psql_bin):
+    """The CAS statement runs on its own: when its connection breaks, floe
+    asks the commit log once the database answers and tells the truth."""
+    url = database_url(fresh_floe)
+    meta = table.metadata()
+    uuid = meta["table-uuid"]
+    before_files = metadata_files(table)
+    before_head = table.head()
+    psql(psql_bin, url, SLOW_TRIGGER.format(uuid=uuid))
+    try:
+        sid, updates = table.snapshot_updates()
+        r = break_connection_during(psql_bin, url, lambda: table.commit(updates))
+    finally:
+        psql(psql_bin, url, "DROP TRIGGER IF EXISTS floe_test_slow ON commit_log")
+    # The statement was aborted with its backend: nothing landed, floe knows
+    # it, and says so with 503 (not 500 "unknown", not 409 "refused").
+    assert_error(r, 503, "ServiceUnavailableException")
+    assert r.headers.get("Retry-After"), describe(r)
+    assert table.head() == before_head
+    # The file written for the commit that did not land is gone.
+    assert metadata_files(table) == before_files
+    assert "did not land" in fresh_floe.log()
+    # And the same commit goes through now.
+    body = table.commit_ok(updates)
+    assert body["metadata"]["refs"]["main"]["snapshot-id"] == sid
+
+
+def test_connection_lost_inside_transaction_is_a_known_failure(fresh_floe, uniq, psql_bin):
+    url = database_url(fresh_floe)
+    fresh_floe.create_namespace([uniq])
+    a = TableHandle(fresh_floe, [uniq], "a")
+    b = TableHandle(fresh_floe, [uniq], "b")
+    a.create()
+    b.create()
+    files_a, files_b = metadata_files(a), metadata_files(b)
+    psql(psql_bin, url, SLOW_TRIGGER.format(uuid=b.metadata()["table-uuid"]).replace(
+        "NEW.version > 1", "NEW.version > 0"))
+    try:
+        _, ua = a.snapshot_updates()
+        _, ub = b.snapshot_updates()
+        body = {"table-changes": [
+            {"identifier": {"namespace": [uniq], "name": "a"}, "requirements": [], "updates": ua},
+            {"identifier": {"namespace": [uniq], "name": "b"}, "requirements": [], "updates": ub},
+        ]}
+        r = break_connection_during(
+            psql_bin, url, lambda: fresh_floe.post("/v1/transactions/commit", json=body, timeout=60))
+    finally:
+        psql(psql_bin, url, "DROP TRIGGER IF EXISTS floe_test_slow ON commit_log")
+    assert_error(r, 503, "ServiceUnavailableException")
+    assert a.head() is None and b.head() is None
+    assert metadata_files(a) == files_a and metadata_files(b) == files_b
+
+
+def test_transactions_in_both_orders_from_two_replicas_never_answer_500(
+        postgres, floe_factory, uniq):
+    """Two replicas, transactions over the same two tables in opposite
+    orders: without one lock order they deadlock in PostgreSQL, which must
+    never reach the client as 500 "state unknown"."""
+    db = postgres.new_database()
+    f1 = floe_factory(env={"FLOE_DATABASE_URL": db})
+    f2 = floe_factory(env={"FLOE_DATABASE_URL": db})
+    f1.create_namespace([uniq])
+    names = ["x", "y"]
+    for n in names:
+        TableHandle(f1, [uniq], n).create()
+
+    statuses = []
+    lock = threading.Lock()
+
+    def worker(f, order, count):
+        for i in range(count):
+            changes = [{"identifier": {"namespace": [uniq], "name": n},
+                        "requirements": [],
+                        "updates": [{"action": "set-properties",
+                                     "updates": {f"k{threading.get_ident()}": str(i)}}]}
+                       for n in order]
+            r = f.post("/v1/transactions/commit", json={"table-changes": changes}, timeout=60)
+            with lock:
+                statuses.append((r.status_code, r.text[:200]))
+
+    threads = []
+    for k in range(6):
+        f = f1 if k % 2 == 0 else f2
+        order = names if k % 3 else list(reversed(names))
+        threads.append(threading.Thread(target=worker, args=(f, order, 25)))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(240)
+    bad = [s for s in statuses if s[0] >= 500 and s[0] != 503]
+    assert not bad, f"{len(bad)} of {len(statuses)} transactions answered 5xx: {bad[:3]}"
+    ok = sum(1 for s in statuses if s[0] == 204)
+    assert ok >= len(statuses) * 0.9, statuses[:5]
+    # Every acknowledged transaction is in both tables.
+    for n in names:
+        props = TableHandle(f1, [uniq], n).metadata()["properties"]
+        assert sum(1 for k in props if k.startswith("k")) == 6
+
+
+def test_failed_metadata_write_is_a_known_failure(fresh_floe, table):
+    """A commit whose metadata file cannot be written did not happen: 503,
+    never 500 (which would tell the client to keep files it should not)."""
+    loc = local_path(table.metadata()["location"])
+    head = table.head()
+    moved = loc / "metadata.moved"
+    (loc / "metadata").rename(moved)
+    (loc / "metadata").write_text("not a directory")
+    try:
+        _, updates = table.snapshot_updates()
+        r = table.commit(updates)
+        assert_error(r, 503, "ServiceUnavailableException")
+        assert r.headers.get("Retry-After")
+        # A transaction and a create in the same broken place say the same.
+        body = {"table-changes": [{"identifier": {"namespace": table.namespace, "name": "t"},
+                                   "requirements": [], "updates": updates}]}
+        assert_error(fresh_floe.post("/v1/transactions/commit", json=body), 503,
+                     "ServiceUnavailableException")
+    finally:
+        (loc / "metadata").unlink()
+        moved.rename(loc / "metadata")
+    assert table.head() == head
+    table.commit_ok(updates)
+
+
+def test_unreadable_stored_metadata_is_a_known_failure(fresh_floe, table, psql_bin):
+    url = database_url(fresh_floe)
+    uuid = table.metadata()["table-uuid"]
+    psql(psql_bin, url, f"UPDATE tables SET metadata = '{{not json' WHERE table_uuid = '{uuid}'")
+    _, updates = table.snapshot_updates(parent=None, meta={"location": "/x", "last-sequence-number": 5})
+    r = table.commit(updates)
+    assert_error(r, 503, "ServiceUnavailableException")
