@@ -22,6 +22,7 @@ enum opt_id {
 	OPT_PG_BIN_DIR,
 	OPT_PG_USER,
 	OPT_COMMIT_THREADS,
+	OPT_IDEM_LEASE,
 	OPT_COUNT
 };
 
@@ -51,6 +52,8 @@ static const struct option_def options[OPT_COUNT] = {
 		"Directory holding initdb and postgres for the embedded PostgreSQL (default: PATH, then /usr/lib/postgresql/<newest>/bin)" },
 	[OPT_COMMIT_THREADS] = { "commit-threads", "FLOE_COMMIT_THREADS", NULL,
 		"Threads that run commits, each with one PostgreSQL connection, 1-256 (default: 4 per core, at least 4)" },
+	[OPT_IDEM_LEASE] = { "idempotency-lease-seconds", "FLOE_IDEMPOTENCY_LEASE_SECONDS", "120",
+		"How long a request holding an Idempotency-Key is presumed running, 1-3600; a retry meanwhile gets 503, and after it a key left unanswered by a floe that stopped can be claimed again" },
 	[OPT_PG_USER] = { "pg-user", "FLOE_PG_USER", NULL,
 		"User the embedded PostgreSQL runs as when floe runs as root (default: postgres, else nobody)" },
 };
@@ -248,6 +251,10 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 			return BAD(OPT_COMMIT_THREADS, "expected an integer from 1 to 256");
 		cfg->commit_threads = (int)v;
 	}
+
+	if (!parse_int(raw[OPT_IDEM_LEASE], 1, 3600, &v))
+		return BAD(OPT_IDEM_LEASE, "expected a number of seconds from 1 to 3600");
+	cfg->idempotency_lease_seconds = (int)v;
 
 	if (!log_level_parse(raw[OPT_LOG_LEVEL], &cfg->log_level))
 		return BAD(OPT_LOG_LEVEL, "expected error, warn, info or debug");

@@ -31,6 +31,7 @@ struct floe_config {
 	char *warehouse_path;  /* the warehouse's local directory */
 	int threads;
 	int commit_threads;
+	int idempotency_lease_seconds;
 	enum log_level log_level;
 	long long max_body_bytes;
 	char *pg_bin_dir;      /* NULL: search */

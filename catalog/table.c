@@ -298,11 +298,58 @@ static char *refs_text(const json_t *m)
 	return text;
 }
 
+/*
+ * Records answer (NULL: no body) as what this request's Idempotency-Key
+ * replays, inside the commit's transaction: the key is answered exactly
+ * when the commit lands. Fails (and so undoes the commit) when a retry has
+ * claimed the key meanwhile: that retry runs the commit instead.
+ */
+static bool idem_record(struct store *s, const struct table_env *env, int status,
+			const json_t *answer, struct floe_error *err)
+{
+	char *text = NULL;
+	bool recorded = false;
+
+	if (answer != NULL) {
+		text = json_dumps(answer, JSON_COMPACT);
+		if (text == NULL)
+			return floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	bool ok = store_idem_finish(s, env->idem_key, env->idem_owner, status, text,
+				    &recorded, err);
+	free(text);
+	if (ok && !recorded) {
+		floe_err(err, FE_UNAVAILABLE,
+			 "Idempotency-Key %s was claimed again by a retry; this attempt committed nothing",
+			 env->idem_key);
+		floe_error_set_outcome(err, FO_FAILED);
+		return false;
+	}
+	return ok;
+}
+
+/* The idempotent answer of a new table: a LoadTableResult for
+ * createTable (with_config), the commit answer for a staged create. */
+static bool idem_record_created(struct store *s, const struct table_env *env,
+				const char *loc, json_t *m, bool with_config,
+				struct floe_error *err)
+{
+	json_t *answer = with_config
+		? json_pack("{s:s, s:O, s:{}}", "metadata-location", loc, "metadata", m,
+			    "config")
+		: json_pack("{s:s, s:O}", "metadata-location", loc, "metadata", m);
+	if (answer == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	bool ok = idem_record(s, env, 200, answer, err);
+	json_decref(answer);
+	return ok;
+}
+
 /* Writes metadata m as file number `version` of the table and creates its
  * row; the file is removed again if the row cannot be created. */
 static bool create_row(struct store *s, const struct table_env *env,
 		       const struct ns_ident *ns, const char *name, json_t *m,
-		       char **location_out, struct floe_error *err)
+		       bool with_config, char **location_out, struct floe_error *err)
 {
 	size_t len;
 	char *text = dump(m, &len, err);
@@ -333,9 +380,16 @@ static bool create_row(struct store *s, const struct table_env *env,
 		return false;
 	}
 	char *refs = refs_text(m);
-	if (!store_table_create(s, ns, name, uuid, loc, text, refs, table_loc,
-				env->request_id, err)) {
+	bool keyed = env->idem_key != NULL;
+	bool created = (!keyed || store_begin(s, err)) &&
+		       store_table_create(s, ns, name, uuid, loc, text, refs, table_loc,
+					  env->request_id, err) &&
+		       (!keyed || idem_record_created(s, env, loc, m, with_config, err)) &&
+		       (!keyed || store_commit(s, err));
+	if (!created) {
 		bool landed = false;
+		if (keyed && err->outcome != FO_UNKNOWN)
+			store_rollback(s);
 		bool known = err->outcome != FO_UNKNOWN ||
 			     settle_commit(s, env, uuid, 1, loc, &landed);
 		if (known && !landed) {
@@ -437,7 +491,7 @@ json_t *table_create(struct store *s, const struct table_env *env,
 		m = NULL;
 		goto done;
 	}
-	if (!create_row(s, env, ns, json_string_value(name), m, &loc, err))
+	if (!create_row(s, env, ns, json_string_value(name), m, true, &loc, err))
 		goto done;
 	log_info("table", "created %s (%s) rid=%s", json_string_value(name), uuid,
 		 env->request_id);
@@ -587,7 +641,7 @@ static json_t *commit_create(struct store *s, const struct table_env *env,
 	json_decref(all);
 	if (m == NULL)
 		return NULL;
-	if (!create_row(s, env, ns, name, m, &loc, err)) {
+	if (!create_row(s, env, ns, name, m, false, &loc, err)) {
 		json_decref(m);
 		return NULL;
 	}
@@ -755,6 +809,13 @@ done:
 	return ok;
 }
 
+/* table_commit_also for a keyed updateTable: its answer is the result. */
+static bool idem_record_commit(struct store *s, void *ctx, const json_t *result,
+			       struct floe_error *err)
+{
+	return idem_record(s, ctx, 200, result, err);
+}
+
 json_t *table_commit(struct store *s, const struct table_env *env,
 		     const struct ns_ident *ns, const char *name,
 		     const json_t *body, struct floe_error *err)
@@ -772,6 +833,9 @@ json_t *table_commit(struct store *s, const struct table_env *env,
 		return NULL;
 	if (requirements != NULL && has_assert_create(requirements))
 		return commit_create(s, env, ns, name, requirements, updates, err);
+	if (env->idem_key != NULL)
+		return table_commit_with(s, env, ns, name, requirements, updates, false,
+					 idem_record_commit, (void *)env, err);
 	return table_commit_changes(s, env, ns, name, requirements, updates, false, err);
 }
 
@@ -942,6 +1006,11 @@ static bool transaction_round(struct store *s, const struct table_env *env,
 		json_decref(result);
 		if (!round_ok)
 			break;
+	}
+	if (i == n && env->idem_key != NULL && !idem_record(s, env, 204, NULL, err)) {
+		store_rollback(s);
+		(void)commit_failed(s, env, marks, n, err);
+		return false;
 	}
 	if (i == n) {
 		if (store_commit(s, err))

@@ -38,6 +38,11 @@ struct table_env {
 	const char *warehouse_path; /* its local directory */
 	const char *request_id;
 	struct commit_locks *locks; /* may be NULL: no local serialisation */
+	/* The request's Idempotency-Key and its owner token, or NULL: table
+	 * commits record their answer under the key in the commit's own
+	 * transaction, so a key is answered exactly when its commit landed. */
+	const char *idem_key;
+	const char *idem_owner;
 };
 
 /* A table's identity inside one request. */

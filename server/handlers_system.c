@@ -59,6 +59,10 @@ struct table_env handler_env(struct http_request *req)
 		.request_id = req->request_id,
 		.locks = req->app->locks,
 	};
+	if (req->idem_claimed) {
+		env.idem_key = http_header(req, "Idempotency-Key");
+		env.idem_owner = req->idem_owner;
+	}
 	return env;
 }
 

@@ -51,6 +51,7 @@ struct http_request {
 	bool queued;
 	bool capture;            /* keep a copy of the body (idempotency) */
 	bool idem_claimed;       /* an Idempotency-Key awaits the answer */
+	char idem_owner[40];     /* this request's claim on the key */
 	bool suspended;          /* answered later, from another thread */
 	char *captured;
 	size_t captured_len;

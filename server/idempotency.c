@@ -7,14 +7,13 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "log.h"
 #include "store.h"
+#include "uuid.h"
 
 /* Keys are kept past the advertised lifetime to allow for clock skew. */
 #define KEEP_SECONDS (IDEMPOTENCY_LIFETIME_SECONDS + 5 * 60)
-#define WAIT_STEPS 100 /* x 100 ms for a first request still running */
 
 static bool key_is_uuid(const char *k)
 {
@@ -60,6 +59,11 @@ void idempotent_run(struct http_request *req,
 		http_reply_error(req, &err);
 		return;
 	}
+	if (!uuid_v4(req->idem_owner)) {
+		floe_err(&err, FE_UNAVAILABLE, "no randomness for an idempotency claim; retry");
+		http_reply_error(req, &err);
+		return;
+	}
 	/* The same key with another body is another request: refused. */
 	unsigned long long h = 1469598103934665603ULL;
 	for (size_t i = 0; i < req->body_len; i++) {
@@ -67,36 +71,31 @@ void idempotent_run(struct http_request *req,
 		h *= 1099511628211ULL;
 	}
 	snprintf(route, sizeof(route), "%s %s #%016llx", req->method, req->path, h);
-	for (int step = 0;; step++) {
-		struct store *s = store_pool_acquire(req->app->pool, &err);
-		if (s == NULL) {
-			http_reply_error(req, &err);
-			return;
-		}
-		bool ok = store_idem_claim(s, key, route, KEEP_SECONDS, &claimed, &status,
-					   &response, &err);
-		store_pool_release(req->app->pool, s);
-		if (!ok) {
-			http_reply_error(req, &err);
-			return;
-		}
-		if (claimed)
-			break;
-		if (status != 0) {
-			replay(req, status, response);
-			return;
-		}
-		free(response);
-		response = NULL;
-		if (step >= WAIT_STEPS) {
-			floe_err(&err, FE_COMMIT_FAILED,
-				 "a request with Idempotency-Key %s is still running; retry later",
-				 key);
-			http_reply_error(req, &err);
-			return;
-		}
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
+	struct store *s = store_pool_acquire(req->app->pool, &err);
+	if (s == NULL) {
+		http_reply_error(req, &err);
+		return;
+	}
+	bool ok = store_idem_claim(s, key, route, req->idem_owner, KEEP_SECONDS,
+				   req->app->cfg->idempotency_lease_seconds, &claimed,
+				   &status, &response, &err);
+	store_pool_release(req->app->pool, s);
+	if (!ok) {
+		http_reply_error(req, &err);
+		return;
+	}
+	if (!claimed && status != 0) {
+		replay(req, status, response);
+		return;
+	}
+	free(response);
+	if (!claimed) {
+		/* Not 409: a client reads that as "not committed" and may delete
+		 * files the first attempt is about to commit. */
+		floe_err(&err, FE_UNAVAILABLE,
+			 "a request with Idempotency-Key %s is still running; retry later", key);
+		http_reply_error(req, &err);
+		return;
 	}
 
 	req->capture = true;
@@ -118,16 +117,22 @@ void idempotent_finish(struct http_request *req)
 	req->idem_claimed = false;
 	struct store *s = store_pool_acquire(req->app->pool, &err);
 	if (s == NULL) {
+		/* The claim runs out with its lease; a retry then runs again
+		 * (a table commit recorded its own answer already). */
 		log_warn("http", "cannot record the answer to Idempotency-Key %s rid=%s",
 			 key, req->request_id);
 		return;
 	}
+	/* A table commit has recorded its answer in its own transaction;
+	 * then this finds the key answered and changes nothing. */
 	if (req->status > 0 && req->status < 500) {
-		if (!store_idem_finish(s, key, req->status, req->captured, &err))
+		bool recorded = false;
+		if (!store_idem_finish(s, key, req->idem_owner, req->status, req->captured,
+				       &recorded, &err))
 			log_warn("http", "cannot record the answer to Idempotency-Key %s: %s rid=%s",
 				 key, err.message, req->request_id);
 	} else {
-		store_idem_release(s, key);
+		store_idem_release(s, key, req->idem_owner);
 	}
 	store_pool_release(req->app->pool, s);
 }

@@ -13,8 +13,10 @@
 #define IDEMPOTENCY_LIFETIME_SECONDS (30 * 60)
 
 /* Runs handler under req's Idempotency-Key: replays a finished answer,
- * waits briefly for one still running, else runs it and records what it
- * answered (2xx and 4xx; a 5xx is not recorded so a retry runs again). */
+ * answers 503 with Retry-After while the first request still runs, else
+ * runs it and records what it answered (2xx and 4xx; a 5xx is not
+ * recorded, so a retry runs again, and table commits record theirs in the
+ * commit's own transaction). */
 void idempotent_run(struct http_request *req,
 		    void (*handler)(struct http_request *req));
 

@@ -184,18 +184,22 @@ static const struct {
 	[ST_COMMIT] = { "commit", "COMMIT" },
 	[ST_ROLLBACK] = { "rollback", "ROLLBACK" },
 	[ST_IDEM_CLAIM] = { "idem_claim",
-		"INSERT INTO idempotency_keys AS k (key, route) VALUES ($1, $2) "
+		"INSERT INTO idempotency_keys AS k (key, route, owner, lease_until) "
+		"VALUES ($1, $2, $4, now() + make_interval(secs => $5::int)) "
 		"ON CONFLICT (key) DO UPDATE SET route = EXCLUDED.route, status = 0, "
-		"  response = NULL, created_at = now() "
+		"  response = NULL, created_at = now(), owner = EXCLUDED.owner, "
+		"  lease_until = EXCLUDED.lease_until "
 		"  WHERE k.created_at < now() - make_interval(secs => $3::int) "
+		"  OR (k.status = 0 AND k.route = EXCLUDED.route "
+		"      AND coalesce(k.lease_until, k.created_at) < now()) "
 		"RETURNING key" },
 	[ST_IDEM_GET] = { "idem_get",
 		"SELECT status, response, route FROM idempotency_keys WHERE key = $1" },
 	[ST_IDEM_FINISH] = { "idem_finish",
 		"UPDATE idempotency_keys SET status = $2::int, response = $3 "
-		"WHERE key = $1" },
+		"WHERE key = $1 AND owner = $4 AND status = 0 RETURNING key" },
 	[ST_IDEM_RELEASE] = { "idem_release",
-		"DELETE FROM idempotency_keys WHERE key = $1 AND status = 0" },
+		"DELETE FROM idempotency_keys WHERE key = $1 AND owner = $2 AND status = 0" },
 	[ST_NS_WAP_REQUIRED] = { "ns_wap_required",
 		"WITH lv AS (SELECT " LEVELS("$1") " AS l) "
 		"SELECT array_to_string(n.levels, '.') FROM namespaces n, lv "
@@ -1369,18 +1373,19 @@ void store_rollback(struct store *s)
 /* --- idempotency keys --- */
 
 bool store_idem_claim(struct store *s, const char *key, const char *route,
-		      int lifetime_s, bool *claimed, int *status,
-		      char **response, struct floe_error *err)
+		      const char *owner, int lifetime_s, int lease_s, bool *claimed,
+		      int *status, char **response, struct floe_error *err)
 {
-	char life[16];
+	char life[16], lease[16];
 	PGresult *r;
 
 	*claimed = false;
 	*status = 0;
 	*response = NULL;
 	snprintf(life, sizeof(life), "%d", lifetime_s);
-	const char *params[3] = { key, route, life };
-	r = store_exec(s, ST_IDEM_CLAIM, 3, params, err);
+	snprintf(lease, sizeof(lease), "%d", lease_s);
+	const char *params[5] = { key, route, life, owner, lease };
+	r = store_exec(s, ST_IDEM_CLAIM, 5, params, err);
 	if (r == NULL)
 		return false;
 	*claimed = PQntuples(r) == 1;
@@ -1411,26 +1416,29 @@ bool store_idem_claim(struct store *s, const char *key, const char *route,
 	return true;
 }
 
-bool store_idem_finish(struct store *s, const char *key, int status,
-		       const char *response, struct floe_error *err)
+bool store_idem_finish(struct store *s, const char *key, const char *owner,
+		       int status, const char *response, bool *recorded,
+		       struct floe_error *err)
 {
 	char st[16];
 	PGresult *r;
 
+	*recorded = false;
 	snprintf(st, sizeof(st), "%d", status);
-	const char *params[3] = { key, st, response };
-	r = store_exec(s, ST_IDEM_FINISH, 3, params, err);
+	const char *params[4] = { key, st, response, owner };
+	r = store_exec(s, ST_IDEM_FINISH, 4, params, err);
 	if (r == NULL)
 		return false;
+	*recorded = PQntuples(r) == 1;
 	PQclear(r);
 	return true;
 }
 
-void store_idem_release(struct store *s, const char *key)
+void store_idem_release(struct store *s, const char *key, const char *owner)
 {
 	struct floe_error ignored;
-	const char *params[1] = { key };
-	PGresult *r = store_exec(s, ST_IDEM_RELEASE, 1, params, &ignored);
+	const char *params[2] = { key, owner };
+	PGresult *r = store_exec(s, ST_IDEM_RELEASE, 2, params, &ignored);
 	PQclear(r);
 }
 

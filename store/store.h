@@ -198,21 +198,28 @@ void store_rollback(struct store *s);
 /* --- idempotency keys --- */
 
 /*
- * Claims key for a request (route says which). Returns true with
- * *claimed when this request owns it; otherwise *status and *response
- * (caller frees) hold the stored answer, or *status is 0 while the first
- * request is still running. Keys older than lifetime_s are reclaimed.
+ * Claims key for a request (route says which) on behalf of owner (a token
+ * unique to this request) for lease_s seconds. Returns true with *claimed
+ * when this request owns it: the key is new, older than lifetime_s, or
+ * its claim ran out of lease without an answer (the request that held it
+ * is gone). Otherwise *status and *response (caller frees) hold the stored
+ * answer, or *status is 0 while the first request is still running.
+ * FE_UNPROCESSABLE when the key was used for another route or body.
  */
 bool store_idem_claim(struct store *s, const char *key, const char *route,
-		      int lifetime_s, bool *claimed, int *status,
-		      char **response, struct floe_error *err) FLOE_WUR;
+		      const char *owner, int lifetime_s, int lease_s, bool *claimed,
+		      int *status, char **response, struct floe_error *err) FLOE_WUR;
 
-/* Records the final answer of a claimed key. */
-bool store_idem_finish(struct store *s, const char *key, int status,
-		       const char *response, struct floe_error *err) FLOE_WUR;
+/* Records the final answer of a key owner still holds; *recorded is false
+ * when the key is no longer its (already answered, or claimed again after
+ * the lease ran out). Run inside a commit's transaction, that makes the
+ * answer and the commit one. */
+bool store_idem_finish(struct store *s, const char *key, const char *owner,
+		       int status, const char *response, bool *recorded,
+		       struct floe_error *err) FLOE_WUR;
 
-/* Releases a claimed key whose outcome must not be replayed (5xx). */
-void store_idem_release(struct store *s, const char *key);
+/* Releases a key owner claimed and did not answer (a 5xx is not replayed). */
+void store_idem_release(struct store *s, const char *key, const char *owner);
 
 /* --- write-audit-publish --- */
 

@@ -50,6 +50,7 @@ FLOE_OPTIONS = {
     "--max-body-bytes": "FLOE_MAX_BODY_BYTES",
     "--pg-bin-dir": "FLOE_PG_BIN_DIR",
     "--pg-user": "FLOE_PG_USER",
+    "--idempotency-lease-seconds": "FLOE_IDEMPOTENCY_LEASE_SECONDS",
 }
 
 ERROR_KEYS = {"message", "type", "code", "stack"}

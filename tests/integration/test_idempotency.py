@@ -122,7 +122,168 @@ def test_concurrent_retries_commit_once(floe, uniq):
         th.start()
     for th in threads:
         th.join()
-    assert [a.status_code for a in answers] == [200] * 6, [a.text for a in answers]
-    assert len({a.json()["metadata-location"] for a in answers}) == 1
+    # A retry that arrives while the first attempt runs is told to come
+    # back (503 with Retry-After), never refused with 409 (a client would
+    # delete files the first attempt commits).
+    codes = [a.status_code for a in answers]
+    assert set(codes) <= {200, 503}, [a.text for a in answers]
+    assert all(a.headers.get("Retry-After") for a in answers if a.status_code == 503)
+    # Once it has finished, every retry gets its answer.
+    for _ in range(3):
+        answers.append(floe.post(t.url, json=body, headers={"Idempotency-Key": k}, timeout=30))
+    ok = [a for a in answers if a.status_code == 200]
+    assert len(ok) >= 4, [a.text for a in answers]
+    assert len({a.json()["metadata-location"] for a in ok}) == 1
     assert len(metadata_files(t)) == before + 1
     assert t.head("main") == 4242
+
+
+# --------------------------------------------------------------------------
+# keyed commits across slow, broken and crashed first attempts
+
+import time  # noqa: E402
+
+import requests  # noqa: E402
+
+from conftest import database_url, wait_until  # noqa: E402
+from test_outcomes import SLOW_TRIGGER, TERMINATE_SLEEPER, psql  # noqa: E402
+
+
+def slow_commits(psql_bin, url, t: TableHandle, seconds: int):
+    psql(psql_bin, url, SLOW_TRIGGER.format(uuid=t.metadata()["table-uuid"]).replace(
+        "pg_sleep(30)", f"pg_sleep({seconds})"))
+
+
+def fast_commits(psql_bin, url):
+    psql(psql_bin, url, "DROP TRIGGER IF EXISTS floe_test_slow ON commit_log")
+
+
+def sleeping_commits(psql_bin, url) -> int:
+    return int(psql(psql_bin, url, "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE application_name = 'floe' AND wait_event = 'PgSleep'"))
+
+
+def test_retry_while_the_first_attempt_runs_is_told_to_come_back(fresh_floe, uniq, psql_bin):
+    url = database_url(fresh_floe)
+    t = new_table(fresh_floe, uniq)
+    k = key()
+    _, updates = t.snapshot_updates()
+    body = {"requirements": [], "updates": updates}
+    slow_commits(psql_bin, url, t, 3)
+    first = {}
+    th = threading.Thread(target=lambda: first.setdefault(
+        "r", fresh_floe.post(t.url, json=body, headers={"Idempotency-Key": k}, timeout=30)))
+    try:
+        th.start()
+        assert wait_until(lambda: sleeping_commits(psql_bin, url) > 0, 10)
+        started = time.monotonic()
+        retry = fresh_floe.post(t.url, json=body, headers={"Idempotency-Key": k}, timeout=30)
+        # At once, without waiting on the first attempt.
+        assert time.monotonic() - started < 1.5
+        assert_error(retry, 503, "ServiceUnavailableException")
+        assert retry.headers.get("Retry-After")
+        th.join(30)
+    finally:
+        fast_commits(psql_bin, url)
+    assert first["r"].status_code == 200, first["r"].text
+    again = fresh_floe.post(t.url, json=body, headers={"Idempotency-Key": k})
+    assert again.status_code == 200 and again.headers.get("Idempotency-Replayed") == "true"
+    assert again.json() == first["r"].json()
+
+
+def test_retry_after_a_broken_first_attempt_runs_it_once(fresh_floe, uniq, psql_bin):
+    """The first attempt's connection breaks inside its transaction: it
+    is answered 503 (nothing landed) and a retry with the key commits."""
+    url = database_url(fresh_floe)
+    t = new_table(fresh_floe, uniq)
+    k = key()
+    sid, updates = t.snapshot_updates()
+    body = {"requirements": [], "updates": updates}
+    slow_commits(psql_bin, url, t, 30)
+    out = {}
+    th = threading.Thread(target=lambda: out.setdefault(
+        "r", fresh_floe.post(t.url, json=body, headers={"Idempotency-Key": k}, timeout=60)))
+    try:
+        th.start()
+        assert wait_until(lambda: psql(psql_bin, url, TERMINATE_SLEEPER) != "0", 15, 0.1)
+        th.join(60)
+    finally:
+        fast_commits(psql_bin, url)
+    assert_error(out["r"], 503, "ServiceUnavailableException")
+    assert t.head() is None
+    r = fresh_floe.post(t.url, json=body, headers={"Idempotency-Key": k})
+    assert r.status_code == 200, r.text
+    assert r.headers.get("Idempotency-Replayed") is None
+    assert t.head() == sid
+    assert len(t.metadata()["snapshots"]) == 1
+
+
+def test_a_retry_that_outlives_the_lease_runs_instead_of_the_first(postgres, floe_factory, uniq,
+                                                                   psql_bin):
+    """A first attempt still running after its lease loses its claim to a
+    retry: exactly one of them commits, and the key answers with it."""
+    url = postgres.new_database()
+    f = floe_factory(env={"FLOE_DATABASE_URL": url, "FLOE_IDEMPOTENCY_LEASE_SECONDS": "1"})
+    t = new_table(f, uniq)
+    k = key()
+    sid, updates = t.snapshot_updates()
+    body = {"requirements": [], "updates": updates}
+    slow_commits(psql_bin, url, t, 3)
+    first = {}
+    th = threading.Thread(target=lambda: first.setdefault(
+        "r", f.post(t.url, json=body, headers={"Idempotency-Key": k}, timeout=30)))
+    try:
+        th.start()
+        assert wait_until(lambda: sleeping_commits(psql_bin, url) > 0, 10)
+        time.sleep(1.5)
+        retry = f.post(t.url, json=body, headers={"Idempotency-Key": k}, timeout=30)
+        th.join(30)
+    finally:
+        fast_commits(psql_bin, url)
+    codes = sorted([first["r"].status_code, retry.status_code])
+    assert codes == [200, 503], (first["r"].text, retry.text)
+    assert t.head() == sid and len(t.metadata()["snapshots"]) == 1
+    winner = first["r"] if first["r"].status_code == 200 else retry
+    again = f.post(t.url, json=body, headers={"Idempotency-Key": k})
+    assert again.status_code == 200 and again.json() == winner.json()
+
+
+def test_keyed_commit_after_a_crash_is_settled_before_it_runs_again(postgres, floe_factory, uniq,
+                                                                    psql_bin):
+    """floe dies (SIGKILL) in the middle of a keyed commit. Another floe on
+    the same database answers the retry 503 while the claim's lease lasts,
+    then runs the commit exactly once, and replays that answer."""
+    url = postgres.new_database()
+    env = {"FLOE_DATABASE_URL": url, "FLOE_IDEMPOTENCY_LEASE_SECONDS": "3"}
+    f1 = floe_factory(env=env)
+    t = new_table(f1, uniq)
+    k = key()
+    sid, updates = t.snapshot_updates()
+    body = {"requirements": [], "updates": updates}
+    slow_commits(psql_bin, url, t, 2)
+    try:
+        def doomed():
+            try:
+                f1.post(t.url, json=body, headers={"Idempotency-Key": k}, timeout=30)
+            except requests.RequestException:
+                pass  # floe is killed while this waits
+        th = threading.Thread(target=doomed, daemon=True)
+        th.start()
+        assert wait_until(lambda: sleeping_commits(psql_bin, url) > 0, 10)
+        f1.kill()
+        f2 = floe_factory(env=env)
+        t2 = TableHandle(f2, t.namespace, t.name)
+        early = f2.post(t2.url, json=body, headers={"Idempotency-Key": k})
+        assert_error(early, 503, "ServiceUnavailableException")
+        # The orphaned backend finishes its statement and then finds its
+        # client gone: the transaction never commits.
+        wait_until(lambda: sleeping_commits(psql_bin, url) == 0, 10)
+        time.sleep(3.2)
+        fast_commits(psql_bin, url)
+        r = f2.post(t2.url, json=body, headers={"Idempotency-Key": k})
+        assert r.status_code == 200, r.text
+        assert t2.head() == sid and len(t2.metadata()["snapshots"]) == 1
+        again = f2.post(t2.url, json=body, headers={"Idempotency-Key": k})
+        assert again.status_code == 200 and again.json() == r.json()
+    finally:
+        fast_commits(psql_bin, url)
