@@ -10,6 +10,7 @@ pg_terminate_backend, holding floe's statement inside a trigger that sleeps.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import time
@@ -207,3 +208,77 @@ def test_unreadable_stored_metadata_is_a_known_failure(fresh_floe, table, psql_b
     _, updates = table.snapshot_updates(parent=None, meta={"location": "/x", "last-sequence-number": 5})
     r = table.commit(updates)
     assert_error(r, 503, "ServiceUnavailableException")
+
+
+def test_failed_non_commit_mutation_is_503_not_500(fresh_floe, uniq, psql_bin):
+    """The rule holds beyond commits: a namespace create the database
+    refuses for a reason of its own did not happen, so it is 503."""
+    url = database_url(fresh_floe)
+    psql(psql_bin, url, """
+        CREATE FUNCTION floe_test_refuse() RETURNS trigger LANGUAGE plpgsql AS
+          $$ BEGIN RAISE EXCEPTION 'refused by a test'; END $$;
+        CREATE TRIGGER floe_test_refuse BEFORE INSERT ON namespaces
+          FOR EACH ROW EXECUTE FUNCTION floe_test_refuse();""")
+    try:
+        r = fresh_floe.post("/v1/namespaces", json={"namespace": [uniq]})
+        assert_error(r, 503, "ServiceUnavailableException")
+        assert r.headers.get("Retry-After")
+        # A read that fails the same way stays a 500.
+    finally:
+        psql(psql_bin, url, "DROP TRIGGER floe_test_refuse ON namespaces")
+    assert fresh_floe.head(f"/v1/namespaces/{ns_path([uniq])}").status_code == 404
+
+
+@pytest.fixture
+def small_warehouse(tmp_path):
+    """A warehouse on a file system of its own, 256 KiB, that tests can
+    fill up or make read-only."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a file system needs root")
+    mnt = tmp_path / "wh"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0777", "tmpfs", str(mnt)],
+                   check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_full_and_read_only_warehouse_are_known_failures(postgres, floe_factory, uniq,
+                                                         small_warehouse):
+    f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database(),
+                          "FLOE_WAREHOUSE": f"file://{small_warehouse}"})
+    f.create_namespace([uniq])
+    t = TableHandle(f, [uniq], "t")
+    t.create()
+    head = t.head()
+    meta_dir = local_path(t.metadata()["location"]) / "metadata"
+    before = set(os.listdir(meta_dir))
+    # Full: fill what is left of the file system.
+    filler = small_warehouse / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        while True:
+            os.write(fd, b"\0" * 1024)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    _, updates = t.snapshot_updates()
+    r = t.commit(updates)
+    assert_error(r, 503, "ServiceUnavailableException")
+    assert set(os.listdir(meta_dir)) == before, "a partial or temporary file was left behind"
+    filler.unlink()
+    # Read-only.
+    subprocess.run(["mount", "-o", "remount,ro", str(small_warehouse)], check=True)
+    try:
+        assert_error(t.commit(updates), 503, "ServiceUnavailableException")
+        r = f.post(f"/v1/namespaces/{ns_path([uniq])}/tables",
+                   json={"name": "u", "schema": TableHandle.SCHEMA})
+        assert_error(r, 503, "ServiceUnavailableException")
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_warehouse)], check=True)
+    assert t.head() == head
+    assert f.head(f"/v1/namespaces/{ns_path([uniq])}/tables/u").status_code == 404
+    t.commit_ok(updates)
