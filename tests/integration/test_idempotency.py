@@ -163,32 +163,55 @@ def sleeping_commits(psql_bin, url) -> int:
                     "WHERE application_name = 'floe' AND wait_event = 'PgSleep'"))
 
 
+class KeyedCommit:
+    """One snapshot commit to t under a fresh Idempotency-Key, sent from a
+    thread so that a test can act while it runs."""
+
+    def __init__(self, f, t: TableHandle):
+        self.floe = f
+        self.table = t
+        self.key = key()
+        self.snapshot_id, updates = t.snapshot_updates()
+        self.body = {"requirements": [], "updates": updates}
+        self.answer = None
+        self.thread = threading.Thread(target=self._send, daemon=True)
+
+    def _send(self):
+        try:
+            self.answer = self.send(timeout=60)
+        except requests.RequestException:
+            pass  # floe was killed while this waited
+
+    def send(self, timeout=30):
+        return self.floe.post(self.table.url, json=self.body,
+                              headers={"Idempotency-Key": self.key}, timeout=timeout)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+
 def test_retry_while_the_first_attempt_runs_is_told_to_come_back(fresh_floe, uniq, psql_bin):
     url = database_url(fresh_floe)
     t = new_table(fresh_floe, uniq)
-    k = key()
-    _, updates = t.snapshot_updates()
-    body = {"requirements": [], "updates": updates}
     slow_commits(psql_bin, url, t, 3)
-    first = {}
-    th = threading.Thread(target=lambda: first.setdefault(
-        "r", fresh_floe.post(t.url, json=body, headers={"Idempotency-Key": k}, timeout=30)))
+    first = KeyedCommit(fresh_floe, t)
     try:
-        th.start()
+        first.start()
         assert wait_until(lambda: sleeping_commits(psql_bin, url) > 0, 10)
         started = time.monotonic()
-        retry = fresh_floe.post(t.url, json=body, headers={"Idempotency-Key": k}, timeout=30)
+        retry = first.send()
         # At once, without waiting on the first attempt.
         assert time.monotonic() - started < 1.5
         assert_error(retry, 503, "ServiceUnavailableException")
         assert retry.headers.get("Retry-After")
-        th.join(30)
+        first.thread.join(30)
     finally:
         fast_commits(psql_bin, url)
-    assert first["r"].status_code == 200, first["r"].text
-    again = fresh_floe.post(t.url, json=body, headers={"Idempotency-Key": k})
+    assert first.answer.status_code == 200, first.answer.text
+    again = first.send()
     assert again.status_code == 200 and again.headers.get("Idempotency-Replayed") == "true"
-    assert again.json() == first["r"].json()
+    assert again.json() == first.answer.json()
 
 
 def test_retry_after_a_broken_first_attempt_runs_it_once(fresh_floe, uniq, psql_bin):
@@ -196,25 +219,20 @@ def test_retry_after_a_broken_first_attempt_runs_it_once(fresh_floe, uniq, psql_
     is answered 503 (nothing landed) and a retry with the key commits."""
     url = database_url(fresh_floe)
     t = new_table(fresh_floe, uniq)
-    k = key()
-    sid, updates = t.snapshot_updates()
-    body = {"requirements": [], "updates": updates}
     slow_commits(psql_bin, url, t, 30)
-    out = {}
-    th = threading.Thread(target=lambda: out.setdefault(
-        "r", fresh_floe.post(t.url, json=body, headers={"Idempotency-Key": k}, timeout=60)))
+    first = KeyedCommit(fresh_floe, t)
     try:
-        th.start()
+        first.start()
         assert wait_until(lambda: psql(psql_bin, url, TERMINATE_SLEEPER) != "0", 15, 0.1)
-        th.join(60)
+        first.thread.join(60)
     finally:
         fast_commits(psql_bin, url)
-    assert_error(out["r"], 503, "ServiceUnavailableException")
+    assert_error(first.answer, 503, "ServiceUnavailableException")
     assert t.head() is None
-    r = fresh_floe.post(t.url, json=body, headers={"Idempotency-Key": k})
+    r = first.send()
     assert r.status_code == 200, r.text
     assert r.headers.get("Idempotency-Replayed") is None
-    assert t.head() == sid
+    assert t.head() == first.snapshot_id
     assert len(t.metadata()["snapshots"]) == 1
 
 
@@ -225,26 +243,21 @@ def test_a_retry_that_outlives_the_lease_runs_instead_of_the_first(postgres, flo
     url = postgres.new_database()
     f = floe_factory(env={"FLOE_DATABASE_URL": url, "FLOE_IDEMPOTENCY_LEASE_SECONDS": "1"})
     t = new_table(f, uniq)
-    k = key()
-    sid, updates = t.snapshot_updates()
-    body = {"requirements": [], "updates": updates}
     slow_commits(psql_bin, url, t, 3)
-    first = {}
-    th = threading.Thread(target=lambda: first.setdefault(
-        "r", f.post(t.url, json=body, headers={"Idempotency-Key": k}, timeout=30)))
+    first = KeyedCommit(f, t)
     try:
-        th.start()
+        first.start()
         assert wait_until(lambda: sleeping_commits(psql_bin, url) > 0, 10)
         time.sleep(1.5)
-        retry = f.post(t.url, json=body, headers={"Idempotency-Key": k}, timeout=30)
-        th.join(30)
+        retry = first.send()
+        first.thread.join(30)
     finally:
         fast_commits(psql_bin, url)
-    codes = sorted([first["r"].status_code, retry.status_code])
-    assert codes == [200, 503], (first["r"].text, retry.text)
-    assert t.head() == sid and len(t.metadata()["snapshots"]) == 1
-    winner = first["r"] if first["r"].status_code == 200 else retry
-    again = f.post(t.url, json=body, headers={"Idempotency-Key": k})
+    codes = sorted([first.answer.status_code, retry.status_code])
+    assert codes == [200, 503], (first.answer.text, retry.text)
+    assert t.head() == first.snapshot_id and len(t.metadata()["snapshots"]) == 1
+    winner = first.answer if first.answer.status_code == 200 else retry
+    again = first.send()
     assert again.status_code == 200 and again.json() == winner.json()
 
 
@@ -257,33 +270,25 @@ def test_keyed_commit_after_a_crash_is_settled_before_it_runs_again(postgres, fl
     env = {"FLOE_DATABASE_URL": url, "FLOE_IDEMPOTENCY_LEASE_SECONDS": "3"}
     f1 = floe_factory(env=env)
     t = new_table(f1, uniq)
-    k = key()
-    sid, updates = t.snapshot_updates()
-    body = {"requirements": [], "updates": updates}
     slow_commits(psql_bin, url, t, 2)
     try:
-        def doomed():
-            try:
-                f1.post(t.url, json=body, headers={"Idempotency-Key": k}, timeout=30)
-            except requests.RequestException:
-                pass  # floe is killed while this waits
-        th = threading.Thread(target=doomed, daemon=True)
-        th.start()
+        first = KeyedCommit(f1, t).start()
         assert wait_until(lambda: sleeping_commits(psql_bin, url) > 0, 10)
         f1.kill()
         f2 = floe_factory(env=env)
-        t2 = TableHandle(f2, t.namespace, t.name)
-        early = f2.post(t2.url, json=body, headers={"Idempotency-Key": k})
-        assert_error(early, 503, "ServiceUnavailableException")
+        retry = KeyedCommit(f2, TableHandle(f2, t.namespace, t.name))
+        retry.key, retry.body = first.key, first.body
+        assert_error(retry.send(), 503, "ServiceUnavailableException")
         # The orphaned backend finishes its statement and then finds its
         # client gone: the transaction never commits.
         wait_until(lambda: sleeping_commits(psql_bin, url) == 0, 10)
         time.sleep(3.2)
         fast_commits(psql_bin, url)
-        r = f2.post(t2.url, json=body, headers={"Idempotency-Key": k})
+        r = retry.send()
         assert r.status_code == 200, r.text
-        assert t2.head() == sid and len(t2.metadata()["snapshots"]) == 1
-        again = f2.post(t2.url, json=body, headers={"Idempotency-Key": k})
+        assert retry.table.head() == first.snapshot_id
+        assert len(retry.table.metadata()["snapshots"]) == 1
+        again = retry.send()
         assert again.status_code == 200 and again.json() == r.json()
     finally:
         fast_commits(psql_bin, url)
