@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Builds the seed corpus of each fuzz target from floe's test fixtures.
+
+  seed.py FIXTURE_DIR OUT_DIR
+
+OUT_DIR/<target>/ receives one file per seed: createTable bodies from the
+create fixtures, {"base", "requirements", "updates"} documents from the
+commit fixtures, identifiers and URL fragments, and hook registrations.
+The committed corpus (tests/fuzz/corpus/<target>/, inputs that once found
+a bug) is added by the runner, not here.
+"""
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+
+def write(out: Path, target: str, data: bytes):
+    d = out / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / hashlib.sha1(data).hexdigest()).write_bytes(data)
+
+
+def main():
+    fixtures, out = Path(sys.argv[1]), Path(sys.argv[2])
+    for f in sorted((fixtures / "create").glob("*.json")):
+        doc = json.loads(f.read_text())
+        body = doc.get("request", doc)
+        write(out, "fuzz_create_table", json.dumps(body).encode())
+    for f in sorted((fixtures / "commit").glob("*.json")):
+        doc = json.loads(f.read_text())
+        seed = {k: doc[k] for k in ("base", "requirements", "updates") if k in doc}
+        write(out, "fuzz_commit", json.dumps(seed).encode())
+    for s in ["a", "a%1Fb", "a%1F%1Fb", "%E2%82%AC", "a+b", "%zz", "%", "a%00b",
+              "%2F..%2F", "x" * 300, "%C0%AF", "%ED%A0%80", "a%1Fb%1Fc%1Fd"]:
+        write(out, "fuzz_ident", s.encode())
+    for h in [{"name": "h", "url": "https://auditor.example.com/audit"},
+              {"name": "h", "url": "http://192.0.2.10:8080/x", "secret": "s",
+               "scope": {"namespace": ["a", "b"], "table": "t"}, "timeout-ms": 5000},
+              {"name": "h", "url": "http://[2001:db8::1]/x", "scope": {"namespace": ["a"]}},
+              {"name": "h", "url": "http://169.254.169.254/latest"},
+              {"name": "", "url": "ftp://x"}]:
+        write(out, "fuzz_hook_spec", json.dumps(h).encode())
+
+
+if __name__ == "__main__":
+    main()
