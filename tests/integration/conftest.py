@@ -50,6 +50,9 @@ FLOE_OPTIONS = {
     "--max-body-bytes": "FLOE_MAX_BODY_BYTES",
     "--pg-bin-dir": "FLOE_PG_BIN_DIR",
     "--pg-user": "FLOE_PG_USER",
+    "--janitor-interval-seconds": "FLOE_JANITOR_INTERVAL_SECONDS",
+    "--metrics-retention-days": "FLOE_METRICS_RETENTION_DAYS",
+    "--purge-max-attempts": "FLOE_PURGE_MAX_ATTEMPTS",
 }
 
 ERROR_KEYS = {"message", "type", "code", "stack"}
