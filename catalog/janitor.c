@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "fileio.h"
+#include "location.h"
 #include "log.h"
 #include "store.h"
 
@@ -59,19 +60,32 @@ static bool purge_one(struct janitor *j, struct store *s, const struct purge_row
 	char reason[FLOE_ERROR_MESSAGE_MAX];
 
 	floe_error_clear(&perr);
+	/* Rows from before canonical locations are compared canonically
+	 * too. */
+	char *canon = location_canonical(row->location, &perr);
+	if (canon == NULL) {
+		snprintf(reason, sizeof(reason), "%s", perr.message);
+		res = FILEIO_PURGE_REFUSED;
+		goto record;
+	}
 	/* The no-overlap rule keeps new tables out of a tombstoned location;
 	 * a table that shares it from before that rule keeps its files. */
-	if (!store_live_location_clash(s, row->location, &other, err))
+	bool looked = store_live_location_clash(s, canon, &other, err);
+	if (!looked) {
+		free(canon);
 		return false;
+	}
 	if (other != NULL) {
 		snprintf(reason, sizeof(reason),
 			 "table %s lives in or around this location; its files are kept", other);
 		free(other);
 		res = FILEIO_PURGE_REFUSED;
 	} else {
-		res = fileio_purge(row->location, j->warehouse_path, &removed, &perr);
+		res = fileio_purge(canon, j->warehouse_path, &removed, &perr);
 		snprintf(reason, sizeof(reason), "%s", perr.message);
 	}
+	free(canon);
+record:
 	if (res == FILEIO_PURGE_DONE) {
 		if (!store_purge_done(s, row->id, err))
 			return false;
