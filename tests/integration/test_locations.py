@@ -583,3 +583,61 @@ def test_janitor_stops_cleanly_on_sigterm(wh_floe):
     import signal
     assert f.stop(signal.SIGTERM, timeout=15) == 0
     assert "janitor" in f.log()
+
+
+# --------------------------------------------------------------------------
+# several janitors, and a floe killed in the middle of a purge
+
+
+def test_janitors_of_two_replicas_share_the_purges(postgres, floe_factory):
+    scratch = make_shared_tmpdir("floe-it-loc-jan2-")
+    wh = scratch / "wh"
+    try:
+        db = postgres.new_database()
+        a, b = (floe_factory(args=[f"--warehouse=file://{wh}", "--janitor-interval-seconds=1"],
+                             env={"FLOE_DATABASE_URL": db}) for _ in range(2))
+        a.create_namespace(["many"])
+        dirs = []
+        for i in range(20):
+            body = create_ok(a, ["many"], f"t{i}")
+            d = local(body["metadata"]["location"])
+            for k in range(50):
+                (d / f"f{k}").write_bytes(b"x")
+            dirs.append(d)
+        for i in range(20):
+            drop_purge(a if i % 2 else b, ["many"], f"t{i}")
+        wait_no_purges(a)
+        assert not any(d.exists() for d in dirs), [str(d) for d in dirs if d.exists()]
+        done = [line for f in (a, b) for line in f.log().splitlines() if "[janitor] purged" in line]
+        assert len(done) == 20, done
+        assert len({line.split("purged ")[1].split(" ")[0] for line in done}) == 20, "a purge ran twice"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_kill_during_a_purge_keeps_the_tombstone(postgres, floe_factory, psql_bin):
+    """kill -9 while the janitor purges: the location is never left with
+    neither a table nor a tombstone, and the next floe finishes the job."""
+    scratch = make_shared_tmpdir("floe-it-loc-kill-")
+    wh = scratch / "wh"
+    try:
+        db = postgres.new_database()
+        args = [f"--warehouse=file://{wh}", "--janitor-interval-seconds=1"]
+        f = floe_factory(args=args, env={"FLOE_DATABASE_URL": db})
+        f.create_namespace(["k"])
+        body = create_ok(f, ["k"], "big")
+        d = local(body["metadata"]["location"])
+        (d / "data").mkdir()
+        for k in range(30000):
+            (d / "data" / f"f{k}").write_bytes(b"")
+        drop_purge(f, ["k"], "big")
+        time.sleep(0.05)
+        f.kill()
+        rows = psql(psql_bin, db, "SELECT count(*) FROM purges")
+        if d.exists():
+            assert rows == "1", "files left behind with no tombstone"
+        g = floe_factory(args=args, env={"FLOE_DATABASE_URL": db})
+        wait_no_purges(g, 60)
+        assert not d.exists()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
