@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include "location.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -23,6 +25,9 @@ enum opt_id {
 	OPT_PG_USER,
 	OPT_COMMIT_THREADS,
 	OPT_IDEM_LEASE,
+	OPT_JANITOR_INTERVAL,
+	OPT_METRICS_RETENTION,
+	OPT_PURGE_ATTEMPTS,
 	OPT_COUNT
 };
 
@@ -56,6 +61,12 @@ static const struct option_def options[OPT_COUNT] = {
 		"How long a request holding an Idempotency-Key is presumed running, 1-3600; a retry meanwhile gets 503, and after it a key left unanswered by a floe that stopped can be claimed again" },
 	[OPT_PG_USER] = { "pg-user", "FLOE_PG_USER", NULL,
 		"User the embedded PostgreSQL runs as when floe runs as root (default: postgres, else nobody)" },
+	[OPT_JANITOR_INTERVAL] = { "janitor-interval-seconds", "FLOE_JANITOR_INTERVAL_SECONDS", "30",
+		"Seconds between the janitor's rounds (purges of dropped tables, expired idempotency keys, old metrics reports, orphan temporary files), 1-86400" },
+	[OPT_METRICS_RETENTION] = { "metrics-retention-days", "FLOE_METRICS_RETENTION_DAYS", "7",
+		"Days a stored metrics report is kept, 1-36500" },
+	[OPT_PURGE_ATTEMPTS] = { "purge-max-attempts", "FLOE_PURGE_MAX_ATTEMPTS", "10",
+		"Attempts at purging a dropped table's files before its purge is marked failed, 1-1000" },
 };
 
 _Static_assert(OPT_COUNT <= sizeof(((struct floe_config *)0)->raw) /
@@ -231,7 +242,19 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		while (len > 8 && cfg->warehouse[len - 1] == '/')
 			cfg->warehouse[--len] = '\0';
 	}
-	cfg->warehouse_path = strdup(cfg->warehouse + 7);
+	/* One spelling of the warehouse, the one table locations are
+	 * compared with. */
+	struct floe_error lerr;
+	char *canon = location_canonical(cfg->warehouse, &lerr);
+	if (canon == NULL)
+		return BAD(OPT_WAREHOUSE, lerr.message);
+	if (strcmp(canon, "file:///") == 0) {
+		free(canon);
+		return BAD(OPT_WAREHOUSE, "the warehouse cannot be the root directory");
+	}
+	free(cfg->warehouse);
+	cfg->warehouse = canon;
+	cfg->warehouse_path = strdup(location_path(cfg->warehouse));
 	if (cfg->warehouse_path == NULL)
 		return fail(errbuf, errlen, "out of memory");
 
@@ -269,6 +292,16 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		if (cfg->pg_bin_dir == NULL)
 			return BAD(OPT_PG_BIN_DIR, "cannot make it an absolute path");
 	}
+	if (!parse_int(raw[OPT_JANITOR_INTERVAL], 1, 86400, &v))
+		return BAD(OPT_JANITOR_INTERVAL, "expected seconds from 1 to 86400");
+	cfg->janitor_interval_s = (int)v;
+	if (!parse_int(raw[OPT_METRICS_RETENTION], 1, 36500, &v))
+		return BAD(OPT_METRICS_RETENTION, "expected days from 1 to 36500");
+	cfg->metrics_retention_days = (int)v;
+	if (!parse_int(raw[OPT_PURGE_ATTEMPTS], 1, 1000, &v))
+		return BAD(OPT_PURGE_ATTEMPTS, "expected a count from 1 to 1000");
+	cfg->purge_max_attempts = (int)v;
+
 	if (raw[OPT_PG_USER][0] != '\0') {
 		cfg->pg_user = strdup(raw[OPT_PG_USER]);
 		if (cfg->pg_user == NULL)

@@ -36,9 +36,12 @@ struct floe_config {
 	long long max_body_bytes;
 	char *pg_bin_dir;      /* NULL: search */
 	char *pg_user;         /* NULL: postgres, else nobody */
+	int janitor_interval_s;
+	int metrics_retention_days;
+	int purge_max_attempts;
 	/* Raw option values indexed like the option table; freed by
 	 * config_free. */
-	char *raw[16];
+	char *raw[48];
 };
 
 /* Looks an environment variable up; getenv when NULL is passed below. */

@@ -11,9 +11,18 @@
 
 #include "error.h"
 
-/* The local path of a file:// URL (a new string), or NULL with
- * FE_BAD_REQUEST naming what is unsupported. */
+/* The local path of a location in any form location_canonical accepts,
+ * canonicalised (a new string), or NULL with FE_BAD_REQUEST. */
 char *fileio_local_path(const char *url, struct floe_error *err) FLOE_WUR;
+
+/*
+ * Checks that the location lies below warehouse_path and that no part of
+ * it below the warehouse root is a symbolic link (one could lead outside
+ * the warehouse, or into another table's directory). Parts that do not
+ * exist yet pass: floe creates them as directories. FE_BAD_REQUEST.
+ */
+bool fileio_check_beneath(const char *url, const char *warehouse_path,
+			  struct floe_error *err) FLOE_WUR;
 
 /*
  * Writes text as <table location>/metadata/<NNNNN>-<uuid>.metadata.json
@@ -25,19 +34,37 @@ bool fileio_write_metadata(const char *table_location, long long version,
 			   const char *text, size_t len, char **location,
 			   struct floe_error *err) FLOE_WUR;
 
-/* Reads a whole file (at most max bytes) named by a file:// URL. */
+/* Reads a whole regular file of at most max bytes named by a location.
+ * FIFOs, devices, directories and symbolic links (as the last part) are
+ * refused without blocking, and a larger file before it is read:
+ * FE_BAD_REQUEST. *text is NUL-terminated (caller frees). */
 bool fileio_read(const char *url, size_t max, char **text, size_t *len,
 		 struct floe_error *err) FLOE_WUR;
 
 /* Removes a file named by URL; a missing file is not an error. */
 void fileio_remove(const char *url);
 
+enum fileio_purge_result {
+	FILEIO_PURGE_DONE,    /* removed, or there was nothing to remove */
+	FILEIO_PURGE_RETRY,   /* some entries could not be removed (err says) */
+	FILEIO_PURGE_REFUSED, /* never floe's to remove: outside the warehouse,
+			       * or through a symbolic link (err says) */
+};
+
 /*
- * Removes the directory tree of a table location, but only when it lies
- * inside the warehouse directory (never the warehouse itself). *removed
- * counts the files removed. Symbolic links are removed, never followed.
+ * Removes the directory tree of a table location, which must lie below
+ * warehouse_path (never the warehouse itself). No symbolic link is
+ * followed, on the way to the table directory or inside it: links are
+ * removed as links. *removed counts the entries removed.
  */
-bool fileio_purge(const char *table_location, const char *warehouse_path,
-		  long *removed, struct floe_error *err) FLOE_WUR;
+enum fileio_purge_result fileio_purge(const char *table_location,
+				      const char *warehouse_path, long *removed,
+				      struct floe_error *err) FLOE_WUR;
+
+/* Removes <location>/metadata/<*>.metadata.json.tmp files older than
+ * min_age_s (left by a writer that died between write and rename),
+ * following no symbolic link. Returns how many were removed. */
+long fileio_remove_stale_tmp(const char *table_location, const char *warehouse_path,
+			     int min_age_s);
 
 #endif

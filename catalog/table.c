@@ -15,13 +15,16 @@
 #include <time.h>
 
 #include "fileio.h"
+#include "location.h"
 #include "log.h"
 #include "store.h"
 #include "tablemeta.h"
 #include "uuid.h"
 
 #define COMMIT_MAX_ATTEMPTS 40
-#define METADATA_FILE_MAX (256u * 1024 * 1024)
+/* The largest metadata file register reads (documented in README and
+ * the API description): a bound on the memory one request can take. */
+#define METADATA_FILE_MAX (64u * 1024 * 1024)
 
 struct commit_locks {
 	pthread_mutex_t stripe[COMMIT_LOCK_STRIPES];
@@ -222,46 +225,89 @@ char *table_default_location(const struct table_env *env,
 	return buf;
 }
 
-/* floe writes files only inside its warehouse. */
+/* floe writes files only inside its warehouse, and follows no symbolic
+ * link below it. Checked on the canonical form. */
 static bool location_writable(const struct table_env *env, const char *location,
 			      struct floe_error *err)
 {
-	char *path = fileio_local_path(location, err);
-	size_t wl = strlen(env->warehouse_path);
+	char *canon = location_canonical(location, err);
 	bool ok;
 
-	if (path == NULL)
+	if (canon == NULL)
 		return false;
-	ok = strncmp(path, env->warehouse_path, wl) == 0 && path[wl] == '/' &&
-	     path[wl + 1] != '\0';
-	free(path);
+	ok = location_within(canon, env->warehouse) &&
+	     strcmp(location_path(canon), env->warehouse_path) != 0;
+	free(canon);
 	if (!ok)
 		return floe_err(err, FE_BAD_REQUEST,
 				"table location %s is outside the warehouse %s",
 				location, env->warehouse);
-	return true;
+	return fileio_check_beneath(location, env->warehouse_path, err);
+}
+
+/* Answers a clash with table `other` (freed here): 409 when a table of
+ * the same name exists (it was created meanwhile), else 400. */
+static bool clash_error(struct store *s, const struct ns_ident *ns, const char *name,
+			const char *location, char *other, struct floe_error *err)
+{
+	bool exists = false;
+	struct floe_error ignored;
+
+	if (name != NULL && store_table_exists(s, ns, name, &exists, &ignored) && exists) {
+		char *shown = ident_ns_display(ns);
+		floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s.%s",
+			 shown ? shown : "?", name);
+		free(shown);
+	} else {
+		floe_err(err, FE_BAD_REQUEST,
+			 "table location %s overlaps the location of table %s", location,
+			 other);
+	}
+	free(other);
+	return false;
 }
 
 /* A table location floe may use: inside the warehouse, and neither
  * holding nor held by another table's location (a purge of one would
- * take the other's files). uuid: the table's own, or NULL. */
+ * take the other's files). uuid: the table's own, or NULL. This look is
+ * an early answer only; location_claim decides. */
 static bool location_usable(struct store *s, const struct table_env *env,
+			    const struct ns_ident *ns, const char *name,
 			    const char *location, const char *uuid,
 			    struct floe_error *err)
 {
 	char *other = NULL;
+	char *canon = NULL;
+	bool ok;
 
 	if (!location_writable(env, location, err))
 		return false;
-	if (!store_table_location_clash(s, location, uuid, &other, err))
+	canon = location_canonical(location, err);
+	if (canon == NULL)
 		return false;
-	if (other != NULL) {
-		floe_err(err, FE_BAD_REQUEST,
-			 "table location %s overlaps the location of table %s", location,
-			 other);
-		free(other);
+	ok = store_table_location_clash(s, canon, uuid, &other, err);
+	free(canon);
+	if (!ok)
 		return false;
-	}
+	if (other != NULL)
+		return clash_error(s, ns, name, location, other, err);
+	return true;
+}
+
+/* The no-overlap rule, decided: inside the transaction that then inserts
+ * or swaps the row, under a lock every replica takes for this, so two
+ * nested locations cannot both pass. key: the canonical location. */
+static bool location_claim(struct store *s, const struct ns_ident *ns, const char *name,
+			   const char *location, const char *key, const char *uuid,
+			   struct floe_error *err)
+{
+	char *other = NULL;
+
+	if (!store_location_lock(s, err) ||
+	    !store_table_location_clash(s, key, uuid, &other, err))
+		return false;
+	if (other != NULL)
+		return clash_error(s, ns, name, location, other, err);
 	return true;
 }
 
@@ -354,63 +400,59 @@ static bool create_row(struct store *s, const struct table_env *env,
 	size_t len;
 	char *text = dump(m, &len, err);
 	char *loc = NULL;
+	char *key = NULL;
+	char *refs = NULL;
+	bool in_tx = false;
+	bool keep_file = false;
+	bool ok = false;
 	const char *table_loc = json_string_value(json_object_get(m, "location"));
+	const char *uuid = json_string_value(json_object_get(m, "table-uuid"));
 
 	*location_out = NULL;
 	if (text == NULL)
 		return false;
-	const char *uuid = json_string_value(json_object_get(m, "table-uuid"));
-	if (!location_usable(s, env, table_loc, uuid, err)) {
-		/* A clash with a table of the same name that was created
-		 * meanwhile is that table existing: 409, not 400. */
-		bool exists = false;
-		struct floe_error ignored;
-		if (err->kind == FE_BAD_REQUEST &&
-		    store_table_exists(s, ns, name, &exists, &ignored) && exists) {
-			char *shown = ident_ns_display(ns);
-			floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s.%s",
-				 shown ? shown : "?", name);
-			free(shown);
-		}
-		free(text);
-		return false;
-	}
-	if (!fileio_write_metadata(table_loc, 0, text, len, &loc, err)) {
-		free(text);
-		return false;
-	}
-	char *refs = refs_text(m);
-	bool keyed = env->idem_key != NULL;
-	bool created = (!keyed || store_begin(s, err)) &&
-		       store_table_create(s, ns, name, uuid, loc, text, refs, table_loc,
-					  env->request_id, err) &&
-		       (!keyed || idem_record_created(s, env, loc, m, with_config, err)) &&
-		       (!keyed || store_commit(s, err));
-	if (!created) {
+	if (!location_usable(s, env, ns, name, table_loc, uuid, err))
+		goto done;
+	key = location_canonical(table_loc, err);
+	if (key == NULL)
+		goto done;
+	if (!fileio_write_metadata(table_loc, 0, text, len, &loc, err))
+		goto done;
+	refs = refs_text(m);
+	if (!store_begin(s, err))
+		goto done;
+	in_tx = true;
+	if (!location_claim(s, ns, name, table_loc, key, uuid, err) ||
+	    !store_table_create(s, ns, name, uuid, loc, text, refs, key, env->request_id,
+				err) ||
+	    (env->idem_key != NULL &&
+	     !idem_record_created(s, env, loc, m, with_config, err)))
+		goto done;
+	in_tx = false;
+	if (!store_commit(s, err)) {
 		bool landed = false;
-		if (keyed && err->outcome != FO_UNKNOWN)
-			store_rollback(s);
-		bool known = err->outcome != FO_UNKNOWN ||
-			     settle_commit(s, env, uuid, 1, loc, &landed);
-		if (known && !landed) {
-			if (err->outcome == FO_UNKNOWN)
+		if (err->outcome == FO_UNKNOWN) {
+			keep_file = !settle_commit(s, env, uuid, 1, loc, &landed);
+			if (!keep_file && !landed)
 				not_landed(err);
-			fileio_remove(loc);
 		}
-		free(text);
-		free(refs);
-		if (!landed) {
-			free(loc);
-			return false;
-		}
+		if (!landed)
+			goto done;
 		floe_error_clear(err);
-		*location_out = loc;
-		return true;
 	}
+	*location_out = loc;
+	loc = NULL;
+	ok = true;
+done:
+	if (in_tx)
+		store_rollback(s);
+	if (loc != NULL && !keep_file)
+		fileio_remove(loc);
+	free(loc);
+	free(key);
 	free(text);
 	free(refs);
-	*location_out = loc;
-	return true;
+	return ok;
 }
 
 json_t *table_create(struct store *s, const struct table_env *env,
@@ -446,7 +488,11 @@ json_t *table_create(struct store *s, const struct table_env *env,
 	const json_t *given = json_object_get(body, "location");
 	if (given == NULL || json_is_null(given)) {
 		char *other = NULL;
-		if (!store_table_location_clash(s, location, NULL, &other, err))
+		char *key = location_canonical(location, err);
+		bool looked = key != NULL &&
+			      store_table_location_clash(s, key, NULL, &other, err);
+		free(key);
+		if (!looked)
 			goto done;
 		if (other != NULL) {
 			size_t len = strlen(location) + UUID_STR_LEN + 2;
@@ -705,12 +751,44 @@ static bool main_move_allowed(struct store *s, const struct ns_ident *ns,
 	return true;
 }
 
+/*
+ * After the swap of a round (or the COMMIT of its own transaction) failed:
+ * a known failure removes the file written for it (and sets *lost when
+ * PostgreSQL rolled back a deadlock or serialization failure, which another
+ * round may get past); an unknown outcome is settled from the commit log.
+ * Returns true when the swap landed after all (err cleared).
+ */
+static bool swap_failed(struct store *s, const struct table_env *env,
+			const struct table_row *row, const char *loc, bool *lost,
+			struct floe_error *err)
+{
+	bool landed = false;
+
+	if (err->outcome != FO_UNKNOWN) {
+		*lost = floe_error_is_rollback(err);
+		fileio_remove(loc);
+		return false;
+	}
+	if (!settle_commit(s, env, row->uuid, row->version + 1, loc, &landed))
+		return false; /* still unknown: the file is kept */
+	if (!landed) {
+		not_landed(err);
+		fileio_remove(loc);
+		return false;
+	}
+	floe_error_clear(err);
+	return true;
+}
+
 static bool commit_round(struct store *s, const struct table_env *env,
 			 const struct ns_ident *ns, const char *name,
 			 const json_t *requirements, const json_t *updates,
-			 bool allow_main_move, json_t **result, struct commit_mark *written,
+			 bool allow_main_move, bool in_tx, json_t **result,
+			 struct commit_mark *written,
 			 bool *lost, struct floe_error *err)
 {
+	char *key = NULL;
+	bool own_tx = false;
 	struct table_row row;
 	json_t *base = NULL;
 	json_t *m = NULL;
@@ -749,34 +827,37 @@ static bool commit_round(struct store *s, const struct table_env *env,
 		goto done;
 	const char *table_loc = json_string_value(json_object_get(m, "location"));
 	const char *base_loc = json_string_value(json_object_get(base, "location"));
-	if (base_loc == NULL || table_loc == NULL || strcmp(base_loc, table_loc) != 0) {
-		if (!location_usable(s, env, table_loc, row.uuid, err))
-			goto done;
-	}
+	key = location_canonical(table_loc, err);
+	if (key == NULL)
+		goto done;
+	bool moved = base_loc == NULL || strcmp(base_loc, table_loc) != 0;
+	if (moved && !location_usable(s, env, ns, NULL, table_loc, row.uuid, err))
+		goto done;
 	text = dump(m, &len, err);
 	if (text == NULL)
 		goto done;
 	if (!fileio_write_metadata(table_loc, row.version, text, len, &loc, err))
 		goto done;
 	refs = refs_text(m);
-	if (!store_table_cas(s, row.id, row.version, loc, text, refs, table_loc,
+	if (moved) {
+		/* The new location is decided with the swap, in one
+		 * transaction (the caller's, or one of its own). */
+		if (!in_tx) {
+			if (!store_begin(s, err)) {
+				fileio_remove(loc);
+				goto done;
+			}
+			own_tx = true;
+		}
+		if (!location_claim(s, ns, NULL, table_loc, key, row.uuid, err)) {
+			fileio_remove(loc);
+			goto done;
+		}
+	}
+	if (!store_table_cas(s, row.id, row.version, loc, text, refs, key,
 			     row.metadata_location, env->request_id, &won, err)) {
-		bool landed = false;
-		if (err->outcome != FO_UNKNOWN) {
-			/* A deadlock or serialization failure rolled it back:
-			 * another round may get through. */
-			*lost = floe_error_is_rollback(err);
-			fileio_remove(loc);
+		if (!swap_failed(s, env, &row, loc, lost, err))
 			goto done;
-		}
-		if (!settle_commit(s, env, row.uuid, row.version + 1, loc, &landed))
-			goto done;
-		if (!landed) {
-			not_landed(err);
-			fileio_remove(loc);
-			goto done;
-		}
-		floe_error_clear(err);
 		won = true;
 	}
 	if (!won) {
@@ -784,6 +865,11 @@ static bool commit_round(struct store *s, const struct table_env *env,
 		fileio_remove(loc);
 		*lost = true;
 		goto done;
+	}
+	if (own_tx) {
+		own_tx = false;
+		if (!store_commit(s, err) && !swap_failed(s, env, &row, loc, lost, err))
+			goto done;
 	}
 	*result = json_pack("{s:s, s:o}", "metadata-location", loc, "metadata", m);
 	m = NULL;
@@ -800,6 +886,9 @@ static bool commit_round(struct store *s, const struct table_env *env,
 		floe_error_set_outcome(err, FO_UNKNOWN);
 	}
 done:
+	if (own_tx)
+		store_rollback(s);
+	free(key);
 	store_table_row_clear(&row);
 	json_decref(base);
 	json_decref(m);
@@ -898,11 +987,11 @@ static bool commit_round_with(struct store *s, const struct table_env *env,
 	*result = NULL;
 	if (also == NULL)
 		return commit_round(s, env, ns, name, requirements, updates, allow_main_move,
-				    result, NULL, lost, err);
+				    false, result, NULL, lost, err);
 	if (!store_begin(s, err))
 		return false;
 	bool ok = commit_round(s, env, ns, name, requirements, updates, allow_main_move,
-			       result, &written, lost, err) &&
+			       true, result, &written, lost, err) &&
 		  also(s, ctx, *result, err);
 	if (ok && store_commit(s, err)) {
 		commit_mark_clear(&written);
@@ -1001,7 +1090,7 @@ static bool transaction_round(struct store *s, const struct table_env *env,
 		const json_t *r = json_object_get(c, "requirements");
 		bool round_ok = commit_round(s, env, &ids[k].ns, ids[k].name,
 					     json_is_array(r) ? r : NULL,
-					     json_object_get(c, "updates"), false, &result,
+					     json_object_get(c, "updates"), false, true, &result,
 					     &marks[k], lost, err);
 		json_decref(result);
 		if (!round_ok)
@@ -1132,6 +1221,7 @@ json_t *table_register(struct store *s, const struct table_env *env,
 	json_t *m = NULL;
 	json_error_t jerr;
 	json_t *result = NULL;
+	char *key = NULL;
 
 	if (!json_is_string(name))
 		return floe_err(err, FE_BAD_REQUEST, "missing required field 'name'"), NULL;
@@ -1160,33 +1250,42 @@ json_t *table_register(struct store *s, const struct table_env *env,
 	}
 	/* The stored text is the file's, so loadTable serves the file. */
 	bool ok;
-	if (!location_usable(s, env, tloc, uuid, err))
+	if (!location_usable(s, env, ns, json_string_value(name), tloc, uuid, err))
+		goto done;
+	key = location_canonical(tloc, err);
+	if (key == NULL || !store_begin(s, err))
 		goto done;
 	char *refs = refs_text(m);
-	if (json_is_true(overwrite)) {
+	ok = location_claim(s, ns, json_string_value(name), tloc, key, uuid, err);
+	if (ok && json_is_true(overwrite)) {
 		bool exists = false;
 		ok = store_table_exists(s, ns, json_string_value(name), &exists, err);
 		if (ok && exists)
 			ok = store_table_overwrite(s, ns, json_string_value(name), uuid,
-						   json_string_value(mloc), text, refs, tloc,
+						   json_string_value(mloc), text, refs, key,
 						   env->request_id, err);
 		else if (ok)
 			ok = store_table_create(s, ns, json_string_value(name), uuid,
-						json_string_value(mloc), text, refs, tloc,
+						json_string_value(mloc), text, refs, key,
 						env->request_id, err);
-	} else {
+	} else if (ok) {
 		ok = store_table_create(s, ns, json_string_value(name), uuid,
-					json_string_value(mloc), text, refs, tloc,
+					json_string_value(mloc), text, refs, key,
 					env->request_id, err);
 	}
 	free(refs);
-	if (!ok)
+	if (!ok) {
+		store_rollback(s);
+		goto done;
+	}
+	if (!store_commit(s, err))
 		goto done;
 	result = load_result(json_string_value(mloc), m);
 	m = NULL;
 done:
 	json_decref(m);
 	free(text);
+	free(key);
 	return result;
 }
 
@@ -1195,33 +1294,14 @@ bool table_drop(struct store *s, const struct table_env *env,
 		struct floe_error *err)
 {
 	struct table_row row;
-	json_error_t jerr;
 
-	if (!store_table_drop(s, ns, name, &row, err))
+	/* With purge the files are detached from the name in the same
+	 * statement (a tombstone in purges) and removed by the janitor, so
+	 * a table created under this name meanwhile never loses a file. */
+	if (!store_table_drop(s, ns, name, purge, &row, err))
 		return false;
 	log_info("table", "dropped %s (%s)%s rid=%s", name, row.uuid,
-		 purge ? " with purge" : "", env->request_id);
-	if (purge) {
-		json_t *m = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
-		const char *loc = json_string_value(json_object_get(m, "location"));
-		long removed = 0;
-		struct floe_error perr;
-		/* The table is gone either way; a failed purge is logged. */
-		char *other = NULL;
-		if (loc != NULL && store_table_location_clash(s, loc, NULL, &other, &perr) &&
-		    other != NULL) {
-			log_warn("table", "purge of %s skipped: table %s lives there too rid=%s",
-				 loc, other, env->request_id);
-			free(other);
-		} else if (loc != NULL &&
-			   !fileio_purge(loc, env->warehouse_path, &removed, &perr))
-			log_error("table", "purge of %s failed: %s rid=%s", loc, perr.message,
-				  env->request_id);
-		else
-			log_info("table", "purged %ld files of %s rid=%s", removed,
-				 loc ? loc : "?", env->request_id);
-		json_decref(m);
-	}
+		 purge ? "; its files wait for the janitor's purge" : "", env->request_id);
 	store_table_row_clear(&row);
 	return true;
 }

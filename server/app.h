@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 
 #include "config.h"
+#include "janitor.h"
 #include "store.h"
 #include "table.h"
 #include "workq.h"
@@ -17,6 +18,7 @@ struct app {
 	struct store_pool *pool;
 	struct commit_locks *locks;
 	struct workq *commits;  /* runs commits off the HTTP worker threads */
+	struct janitor *janitor; /* purges and upkeep; may be NULL */
 	atomic_long inflight; /* requests begun and not yet completed */
 	atomic_long async;    /* suspended requests still being worked on */
 };

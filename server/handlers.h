@@ -36,6 +36,7 @@ struct table_env handler_env(struct http_request *req);
 void handle_health(struct http_request *req);
 void handle_ready(struct http_request *req);
 void handle_config(struct http_request *req);
+void handle_purges_list(struct http_request *req);
 
 void handle_ns_list(struct http_request *req);
 void handle_ns_create(struct http_request *req);

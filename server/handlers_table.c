@@ -346,9 +346,11 @@ void handle_table_drop(struct http_request *req)
 	if (s == NULL)
 		goto done;
 	struct table_env env = handler_env(req);
-	bool ok = table_drop(s, &env, &ns, name,
-			     purge != NULL && strcasecmp(purge, "true") == 0, &err);
+	bool purging = purge != NULL && strcasecmp(purge, "true") == 0;
+	bool ok = table_drop(s, &env, &ns, name, purging, &err);
 	handler_release(req, s);
+	if (ok && purging)
+		janitor_wake(req->app->janitor);
 	handler_answer_done(req, ok, &err);
 done:
 	free(purge);

@@ -19,6 +19,8 @@
 #include "embedpg.h"
 #include "hooks.h"
 #include "http.h"
+#include "idempotency.h"
+#include "janitor.h"
 #include "log.h"
 #include "router.h"
 #include "store.h"
@@ -151,6 +153,20 @@ int main(int argc, char **argv)
 		log_error("main", "out of memory");
 		goto done;
 	}
+	/* Its own connection, outside the pool: upkeep never waits for a
+	 * request's connection, nor a request for upkeep's. */
+	struct janitor_config jcfg = {
+		.conninfo = conninfo,
+		.warehouse_path = cfg.warehouse_path,
+		.interval_s = cfg.janitor_interval_s,
+		/* as long as idempotency.c keeps a key */
+		.idempotency_keep_s = IDEMPOTENCY_LIFETIME_SECONDS + 5 * 60,
+		.metrics_retention_days = cfg.metrics_retention_days,
+		.purge_max_attempts = cfg.purge_max_attempts,
+	};
+	app.janitor = janitor_start(&jcfg);
+	if (app.janitor == NULL)
+		goto done;
 	d = http_start(&app);
 	if (d == NULL)
 		goto done;
@@ -190,6 +206,7 @@ done:
 	/* http_stop waited for every suspended request, so no commit is
 	 * queued any more. */
 	workq_stop(&app.commits);
+	janitor_stop(&app.janitor);
 	store_pool_free(&app.pool);
 	commit_locks_free(&app.locks);
 	embedpg_stop(&pg);

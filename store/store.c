@@ -31,6 +31,9 @@
 	"branch, state, base_snapshot_id, audited_snapshot_id, published_snapshot_id, " \
 	"audits::text, " TS("created_at") ", " TS("updated_at") ", seq "
 
+/* The advisory lock key of the no-overlap rule for table locations. */
+#define LOCATION_LOCK "7310593858473447526"
+
 enum stmt_id {
 	ST_PING,
 	ST_NS_CREATE,
@@ -48,9 +51,16 @@ enum stmt_id {
 	ST_COMMIT_LANDED,
 	ST_TABLE_LIST,
 	ST_TABLE_LOCATION_CLASH,
+	ST_LOCATION_LOCK,
+	ST_TABLE_LOCATIONS_AFTER,
 	ST_TABLE_DROP,
 	ST_TABLE_RENAME,
+	ST_PURGE_CLAIM,
+	ST_PURGE_DONE,
+	ST_PURGE_FAILED,
+	ST_PURGE_LIST,
 	ST_METRICS_INSERT,
+	ST_METRICS_EXPIRE,
 	ST_BEGIN,
 	ST_COMMIT,
 	ST_ROLLBACK,
@@ -58,6 +68,7 @@ enum stmt_id {
 	ST_IDEM_GET,
 	ST_IDEM_FINISH,
 	ST_IDEM_RELEASE,
+	ST_IDEM_EXPIRE,
 	ST_NS_WAP_REQUIRED,
 	ST_HOOK_INSERT,
 	ST_HOOK_LIST,
@@ -156,30 +167,74 @@ static const struct {
 	[ST_COMMIT_LANDED] = { "commit_landed",
 		"SELECT metadata_location FROM commit_log "
 		"WHERE table_uuid = $1::uuid AND version = $2::bigint AND metadata_location = $3" },
+	/* $1 is canonical, so every overlap is a prefix at a '/'. A dropped
+	 * table whose files are not purged yet still owns its location
+	 * ($3: count those too). */
 	[ST_TABLE_LOCATION_CLASH] = { "table_location_clash",
-		"SELECT array_to_string(n.levels, '.') || '.' || t.name FROM tables t "
+		"(SELECT array_to_string(n.levels, '.') || '.' || t.name FROM tables t "
 		"JOIN namespaces n ON n.id = t.namespace_id "
 		"WHERE t.table_uuid IS DISTINCT FROM $2::uuid AND (t.location = $1 "
-		"  OR starts_with(t.location, $1 || '/') OR starts_with($1, t.location || '/')) "
+		"  OR starts_with(t.location, rtrim($1, '/') || '/') "
+		"  OR starts_with($1, rtrim(t.location, '/') || '/')) "
+		"LIMIT 1) "
+		"UNION ALL "
+		"(SELECT array_to_string(p.namespace, '.') || '.' || p.table_name "
+		"  || ' (dropped, its files not purged yet)' FROM purges p "
+		"WHERE $3::boolean AND (p.location = $1 "
+		"  OR starts_with(p.location, rtrim($1, '/') || '/') "
+		"  OR starts_with($1, rtrim(p.location, '/') || '/')) "
+		"LIMIT 1) "
 		"LIMIT 1" },
+	/* Serialises every location check with the insert or swap that
+	 * follows it in the same transaction, across replicas. */
+	[ST_LOCATION_LOCK] = { "location_lock",
+		"SELECT pg_advisory_xact_lock(" LOCATION_LOCK ")" },
+	[ST_TABLE_LOCATIONS_AFTER] = { "table_locations_after",
+		"SELECT id, location FROM tables WHERE id > $1::bigint ORDER BY id "
+		"LIMIT $2::int" },
 	[ST_TABLE_LIST] = { "table_list",
 		"SELECT t.name FROM tables t "
 		"WHERE t.namespace_id = $1::bigint AND ($2::text IS NULL OR t.name > $2) "
 		"ORDER BY t.name LIMIT $3::bigint" },
+	/* With $3 (purge), the tombstone is written by the same statement
+	 * that deletes the row: no moment where the files have neither. */
 	[ST_TABLE_DROP] = { "table_drop",
-		"DELETE FROM tables t USING namespaces n "
-		"WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
-		"AND t.name = $2 "
-		"RETURNING t.id, t.table_uuid, t.metadata_location, t.metadata, t.version" },
+		"WITH del AS (DELETE FROM tables t USING namespaces n "
+		"  WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
+		"  AND t.name = $2 "
+		"  RETURNING t.id, t.table_uuid, t.metadata_location, t.metadata, t.version, "
+		"    t.location, n.levels), "
+		"tomb AS (INSERT INTO purges (location, table_uuid, namespace, table_name) "
+		"  SELECT location, table_uuid, levels, $2 FROM del WHERE $3::boolean) "
+		"SELECT id, table_uuid, metadata_location, metadata, version FROM del" },
 	[ST_TABLE_RENAME] = { "table_rename",
 		"UPDATE tables t SET name = $4, updated_at = now(), "
 		"  namespace_id = (SELECT id FROM namespaces WHERE levels = " LEVELS("$3") ") "
 		"FROM namespaces n "
 		"WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
 		"AND t.name = $2 RETURNING t.id" },
+	/* purges: claimed one at a time inside the janitor's transaction, so
+	 * janitors of several replicas never purge the same row. */
+	[ST_PURGE_CLAIM] = { "purge_claim",
+		"SELECT id, location, table_uuid, attempts FROM purges "
+		"WHERE state = 'pending' AND next_attempt_at <= now() "
+		"ORDER BY next_attempt_at, id LIMIT 1 FOR UPDATE SKIP LOCKED" },
+	[ST_PURGE_DONE] = { "purge_done", "DELETE FROM purges WHERE id = $1::bigint" },
+	[ST_PURGE_FAILED] = { "purge_failed",
+		"UPDATE purges SET attempts = attempts + 1, last_error = $2, "
+		"  state = CASE WHEN $5::boolean OR attempts + 1 >= $3::int "
+		"    THEN 'failed' ELSE 'pending' END, "
+		"  next_attempt_at = now() + make_interval(secs => $4::int) "
+		"WHERE id = $1::bigint RETURNING attempts, state" },
+	[ST_PURGE_LIST] = { "purge_list",
+		"SELECT location, table_uuid, " TS("dropped_at") ", attempts, last_error, state "
+		"FROM purges ORDER BY dropped_at, id LIMIT $1::int" },
 	[ST_METRICS_INSERT] = { "metrics_insert",
 		"INSERT INTO metrics_reports (namespace, table_name, report) "
 		"VALUES (" LEVELS("$1") ", $2, $3::jsonb)" },
+	[ST_METRICS_EXPIRE] = { "metrics_expire",
+		"DELETE FROM metrics_reports WHERE id IN (SELECT id FROM metrics_reports "
+		"  WHERE received_at < now() - make_interval(days => $1::int) LIMIT $2::int)" },
 	[ST_BEGIN] = { "begin", "BEGIN" },
 	[ST_COMMIT] = { "commit", "COMMIT" },
 	[ST_ROLLBACK] = { "rollback", "ROLLBACK" },
@@ -200,6 +255,9 @@ static const struct {
 		"WHERE key = $1 AND owner = $4 AND status = 0 RETURNING key" },
 	[ST_IDEM_RELEASE] = { "idem_release",
 		"DELETE FROM idempotency_keys WHERE key = $1 AND owner = $2 AND status = 0" },
+	[ST_IDEM_EXPIRE] = { "idem_expire",
+		"DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys "
+		"  WHERE created_at < now() - make_interval(secs => $1::int) LIMIT $2::int)" },
 	[ST_NS_WAP_REQUIRED] = { "ns_wap_required",
 		"WITH lv AS (SELECT " LEVELS("$1") " AS l) "
 		"SELECT array_to_string(n.levels, '.') FROM namespaces n, lv "
@@ -1252,7 +1310,7 @@ bool store_table_list(struct store *s, const struct ns_ident *ns,
 }
 
 bool store_table_drop(struct store *s, const struct ns_ident *ns,
-		      const char *name, struct table_row *row,
+		      const char *name, bool purge, struct table_row *row,
 		      struct floe_error *err)
 {
 	char *levels = levels_param(ns, err);
@@ -1262,8 +1320,8 @@ bool store_table_drop(struct store *s, const struct ns_ident *ns,
 	memset(row, 0, sizeof(*row));
 	if (levels == NULL)
 		return false;
-	const char *params[2] = { levels, name };
-	r = store_exec(s, ST_TABLE_DROP, 2, params, err);
+	const char *params[3] = { levels, name, purge ? "true" : "false" };
+	r = store_exec(s, ST_TABLE_DROP, 3, params, err);
 	free(levels);
 	if (r == NULL)
 		return false;
@@ -1442,12 +1500,11 @@ void store_idem_release(struct store *s, const char *key, const char *owner)
 	PQclear(r);
 }
 
-bool store_table_location_clash(struct store *s, const char *location,
-				const char *uuid, char **other,
-				struct floe_error *err)
+static bool location_clash(struct store *s, const char *location, const char *uuid,
+			   bool with_purges, char **other, struct floe_error *err)
 {
-	const char *params[2] = { location, uuid };
-	PGresult *r = store_exec(s, ST_TABLE_LOCATION_CLASH, 2, params, err);
+	const char *params[3] = { location, uuid, with_purges ? "true" : "false" };
+	PGresult *r = store_exec(s, ST_TABLE_LOCATION_CLASH, 3, params, err);
 
 	*other = NULL;
 	if (r == NULL)
@@ -1461,6 +1518,190 @@ bool store_table_location_clash(struct store *s, const char *location,
 	}
 	PQclear(r);
 	return true;
+}
+
+bool store_table_location_clash(struct store *s, const char *location,
+				const char *uuid, char **other,
+				struct floe_error *err)
+{
+	return location_clash(s, location, uuid, true, other, err);
+}
+
+bool store_live_location_clash(struct store *s, const char *location, char **other,
+			       struct floe_error *err)
+{
+	return location_clash(s, location, NULL, false, other, err);
+}
+
+bool store_location_lock(struct store *s, struct floe_error *err)
+{
+	PGresult *r = store_exec(s, ST_LOCATION_LOCK, 0, NULL, err);
+
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+bool store_table_locations_after(struct store *s, long long after_id, int limit,
+				 json_t **rows, struct floe_error *err)
+{
+	char idp[32], limp[16];
+	const char *params[2] = { idp, limp };
+	PGresult *r;
+
+	*rows = NULL;
+	snprintf(idp, sizeof(idp), "%lld", after_id);
+	snprintf(limp, sizeof(limp), "%d", limit);
+	r = store_exec(s, ST_TABLE_LOCATIONS_AFTER, 2, params, err);
+	if (r == NULL)
+		return false;
+	json_t *out = json_array();
+	for (int i = 0; out != NULL && i < PQntuples(r); i++) {
+		json_t *row = json_pack("[Is]", (json_int_t)strtoll(PQgetvalue(r, i, 0), NULL, 10),
+					PQgetvalue(r, i, 1));
+		if (row == NULL || json_array_append_new(out, row) != 0) {
+			json_decref(out);
+			out = NULL;
+		}
+	}
+	PQclear(r);
+	if (out == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	*rows = out;
+	return true;
+}
+
+/* --- purges --- */
+
+void store_purge_row_clear(struct purge_row *row)
+{
+	free(row->location);
+	memset(row, 0, sizeof(*row));
+}
+
+bool store_purge_claim(struct store *s, struct purge_row *row, bool *found,
+		       struct floe_error *err)
+{
+	PGresult *r = store_exec(s, ST_PURGE_CLAIM, 0, NULL, err);
+
+	memset(row, 0, sizeof(*row));
+	*found = false;
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 1) {
+		row->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+		row->location = strdup(PQgetvalue(r, 0, 1));
+		snprintf(row->uuid, sizeof(row->uuid), "%s", PQgetvalue(r, 0, 2));
+		row->attempts = (int)strtol(PQgetvalue(r, 0, 3), NULL, 10);
+		if (row->location == NULL) {
+			PQclear(r);
+			return floe_err(err, FE_INTERNAL, "out of memory");
+		}
+		*found = true;
+	}
+	PQclear(r);
+	return true;
+}
+
+bool store_purge_done(struct store *s, long long id, struct floe_error *err)
+{
+	char idp[32];
+	const char *params[1] = { idp };
+
+	snprintf(idp, sizeof(idp), "%lld", id);
+	PGresult *r = store_exec(s, ST_PURGE_DONE, 1, params, err);
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+bool store_purge_failed(struct store *s, long long id, const char *error,
+			int max_attempts, int retry_in_s, bool permanent,
+			int *attempts, bool *gave_up, struct floe_error *err)
+{
+	char idp[32], maxp[16], retp[16];
+	const char *params[5] = { idp, error, maxp, retp, permanent ? "true" : "false" };
+
+	snprintf(idp, sizeof(idp), "%lld", id);
+	snprintf(maxp, sizeof(maxp), "%d", max_attempts);
+	snprintf(retp, sizeof(retp), "%d", retry_in_s);
+	PGresult *r = store_exec(s, ST_PURGE_FAILED, 5, params, err);
+	*attempts = 0;
+	*gave_up = false;
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 1) {
+		*attempts = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+		*gave_up = strcmp(PQgetvalue(r, 0, 1), "failed") == 0;
+	}
+	PQclear(r);
+	return true;
+}
+
+bool store_purge_list(struct store *s, int limit, json_t **purges,
+		      struct floe_error *err)
+{
+	char limp[16];
+	const char *params[1] = { limp };
+
+	*purges = NULL;
+	snprintf(limp, sizeof(limp), "%d", limit);
+	PGresult *r = store_exec(s, ST_PURGE_LIST, 1, params, err);
+	if (r == NULL)
+		return false;
+	json_t *out = json_array();
+	for (int i = 0; out != NULL && i < PQntuples(r); i++) {
+		json_t *p = json_pack("{s:s, s:s, s:s, s:i, s:s}", "location",
+				      PQgetvalue(r, i, 0), "table-uuid", PQgetvalue(r, i, 1),
+				      "dropped-at", PQgetvalue(r, i, 2), "attempts",
+				      (int)strtol(PQgetvalue(r, i, 3), NULL, 10), "state",
+				      PQgetvalue(r, i, 5));
+		if (p != NULL && !PQgetisnull(r, i, 4))
+			json_object_set_new(p, "last-error", json_string(PQgetvalue(r, i, 4)));
+		if (p == NULL || json_array_append_new(out, p) != 0) {
+			json_decref(out);
+			out = NULL;
+		}
+	}
+	PQclear(r);
+	if (out == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	*purges = out;
+	return true;
+}
+
+/* --- janitor upkeep --- */
+
+/* Runs a bounded DELETE with (age, limit) parameters; *deleted counts. */
+static bool expire(struct store *s, enum stmt_id id, int age, int limit, long *deleted,
+		   struct floe_error *err)
+{
+	char agep[16], limp[16];
+	const char *params[2] = { agep, limp };
+
+	*deleted = 0;
+	snprintf(agep, sizeof(agep), "%d", age);
+	snprintf(limp, sizeof(limp), "%d", limit);
+	PGresult *r = store_exec(s, id, 2, params, err);
+	if (r == NULL)
+		return false;
+	*deleted = strtol(PQcmdTuples(r), NULL, 10);
+	PQclear(r);
+	return true;
+}
+
+bool store_idem_expire(struct store *s, int older_than_s, int limit, long *deleted,
+		       struct floe_error *err)
+{
+	return expire(s, ST_IDEM_EXPIRE, older_than_s, limit, deleted, err);
+}
+
+bool store_metrics_expire(struct store *s, int older_than_days, int limit, long *deleted,
+			  struct floe_error *err)
+{
+	return expire(s, ST_METRICS_EXPIRE, older_than_days, limit, deleted, err);
 }
 
 /* --- enforced publish --- */

@@ -160,11 +160,27 @@ bool store_commit_landed(struct store *s, const char *table_uuid, long long vers
 			 struct floe_error *err) FLOE_WUR;
 
 /* Names another table (in *other, caller frees; NULL if none) whose
- * location equals, contains or lies inside location. uuid is the table's
+ * location equals, contains or lies inside location (canonical), counting
+ * dropped tables whose files wait for their purge. uuid is the table's
  * own (excluded), or NULL. */
 bool store_table_location_clash(struct store *s, const char *location,
 				const char *uuid, char **other,
 				struct floe_error *err) FLOE_WUR;
+
+/* Like store_table_location_clash over live tables only (the janitor's
+ * last look before it purges a location). */
+bool store_live_location_clash(struct store *s, const char *location, char **other,
+			       struct floe_error *err) FLOE_WUR;
+
+/* Takes the transaction-scoped lock that serialises, across replicas,
+ * every location check with the insert or swap that follows it. Only
+ * inside store_begin ... store_commit. */
+bool store_location_lock(struct store *s, struct floe_error *err) FLOE_WUR;
+
+/* The tables with id above after_id, at most limit, in id order: *rows is
+ * a new array of [id, location]. */
+bool store_table_locations_after(struct store *s, long long after_id, int limit,
+				 json_t **rows, struct floe_error *err) FLOE_WUR;
 
 /* Lists table names in ns sorting after `after` (NULL: from the start),
  * at most limit (< 0: all). *out: a new array of names. */
@@ -172,9 +188,11 @@ bool store_table_list(struct store *s, const struct ns_ident *ns,
 		      const char *after, long limit, json_t **out, bool *more,
 		      struct floe_error *err) FLOE_WUR;
 
-/* Deletes the table; *row receives what it held. FE_NO_SUCH_TABLE. */
+/* Deletes the table; *row receives what it held. With purge, the same
+ * statement records its location in purges for the janitor.
+ * FE_NO_SUCH_TABLE. */
 bool store_table_drop(struct store *s, const struct ns_ident *ns,
-		      const char *name, struct table_row *row,
+		      const char *name, bool purge, struct table_row *row,
 		      struct floe_error *err) FLOE_WUR;
 
 /* Renames a table, possibly into another namespace. FE_NO_SUCH_TABLE,
@@ -187,6 +205,42 @@ bool store_table_rename(struct store *s, const struct ns_ident *from_ns,
 bool store_metrics_insert(struct store *s, const struct ns_ident *ns,
 			  const char *name, const char *report,
 			  struct floe_error *err) FLOE_WUR;
+
+/* Deletes at most limit metrics reports older than older_than_days. */
+bool store_metrics_expire(struct store *s, int older_than_days, int limit, long *deleted,
+			  struct floe_error *err) FLOE_WUR;
+
+/* --- purges (dropped tables whose files wait for the janitor) --- */
+
+struct purge_row {
+	long long id;
+	char *location; /* canonical */
+	char uuid[40];
+	int attempts;
+};
+
+void store_purge_row_clear(struct purge_row *row);
+
+/* Inside a transaction: locks the next due pending purge no other
+ * session holds (FOR UPDATE SKIP LOCKED); *found false when none. */
+bool store_purge_claim(struct store *s, struct purge_row *row, bool *found,
+		       struct floe_error *err) FLOE_WUR;
+
+/* The purge is done: its row goes (and the location is free again). */
+bool store_purge_done(struct store *s, long long id, struct floe_error *err) FLOE_WUR;
+
+/* Records a failed attempt: retried in retry_in_s, or state "failed" once
+ * max_attempts are spent or when permanent. *attempts and *gave_up tell
+ * the result. */
+bool store_purge_failed(struct store *s, long long id, const char *error,
+			int max_attempts, int retry_in_s, bool permanent,
+			int *attempts, bool *gave_up, struct floe_error *err) FLOE_WUR;
+
+/* The oldest limit purges as the API shows them: a new array of
+ * {"location", "table-uuid", "dropped-at", "attempts", "last-error"?,
+ * "state"}. */
+bool store_purge_list(struct store *s, int limit, json_t **purges,
+		      struct floe_error *err) FLOE_WUR;
 
 /* --- transactions --- */
 
@@ -220,6 +274,10 @@ bool store_idem_finish(struct store *s, const char *key, const char *owner,
 
 /* Releases a key owner claimed and did not answer (a 5xx is not replayed). */
 void store_idem_release(struct store *s, const char *key, const char *owner);
+
+/* Deletes at most limit keys claimed more than older_than_s ago. */
+bool store_idem_expire(struct store *s, int older_than_s, int limit, long *deleted,
+		       struct floe_error *err) FLOE_WUR;
 
 /* --- write-audit-publish --- */
 

@@ -51,6 +51,9 @@ FLOE_OPTIONS = {
     "--pg-bin-dir": "FLOE_PG_BIN_DIR",
     "--pg-user": "FLOE_PG_USER",
     "--idempotency-lease-seconds": "FLOE_IDEMPOTENCY_LEASE_SECONDS",
+    "--janitor-interval-seconds": "FLOE_JANITOR_INTERVAL_SECONDS",
+    "--metrics-retention-days": "FLOE_METRICS_RETENTION_DAYS",
+    "--purge-max-attempts": "FLOE_PURGE_MAX_ATTEMPTS",
 }
 
 ERROR_KEYS = {"message", "type", "code", "stack"}

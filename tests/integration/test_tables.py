@@ -25,6 +25,7 @@ from conftest import (
     describe,
     make_shared_tmpdir,
     ns_path,
+    wait_until,
 )
 
 SCHEMA = {
@@ -1026,7 +1027,8 @@ def test_drop_with_purge_removes_only_the_table_directory(own_floe):
 
     r = f.delete(table_path("/v1", ["db"], "t"), params={"purgeRequested": "true"})
     assert r.status_code == 204, describe(r)
-    assert not table_dir.exists(), f"purge left {sorted(listing(table_dir))}"
+    # The janitor purges right after the drop, off the request thread.
+    assert wait_until(lambda: not table_dir.exists(), 15), f"purge left {sorted(listing(table_dir))}"
     assert_error(f.get(table_path("/v1", ["db"], "t")), 404, "NoSuchTableException")
 
     assert (wh / "db" / "notes.txt").read_text() == "keep me"
@@ -1113,7 +1115,7 @@ def test_default_locations_stay_inside_the_warehouse(own_floe, levels, name):
     assert_file_matches(created)
     r = f.delete(table_path("/v1", levels, name), params={"purgeRequested": "true"})
     assert r.status_code == 204, describe(r)
-    assert not path.exists()
+    assert wait_until(lambda: not path.exists(), 15), f"{path} was not purged"
     assert wh.is_dir()
 
 

@@ -26,7 +26,7 @@ from pyiceberg.table.update import AssertTableUUID  # noqa: E402
 from pyiceberg.transforms import IdentityTransform  # noqa: E402
 from pyiceberg.types import DateType, DoubleType, LongType, NestedField, StringType  # noqa: E402
 
-from conftest import assert_error, assert_ok_json, describe, ns_path  # noqa: E402
+from conftest import assert_error, assert_ok_json, describe, ns_path, wait_until  # noqa: E402
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),
@@ -278,7 +278,9 @@ def test_drop_with_purge_removes_files(cat, ns):
     cat.purge_table((ns, "doomed"))
     with pytest.raises(NoSuchTableError):
         cat.load_table((ns, "doomed"))
-    assert not location.exists(), f"purge left {sorted(str(p) for p in location.rglob('*'))}"
+    # The janitor purges right after the drop, off the request thread.
+    assert wait_until(lambda: not location.exists(), 15), (
+        f"purge left {sorted(str(p) for p in location.rglob('*'))}")
     assert read_rows(cat.load_table((ns, "keeper"))) == make_rows(0, 3)
 
 

@@ -76,6 +76,29 @@ Test(config, environment_then_flags_win)
 	config_free(&cfg);
 }
 
+Test(config, warehouse_is_canonical_and_janitor_options)
+{
+	struct floe_config cfg;
+	char msg[256];
+	const char *env[] = { "FLOE_JANITOR_INTERVAL_SECONDS=1", NULL };
+	const char *argv[] = { "floe", "--warehouse=file:///data//./wh/x/../", "--purge-max-attempts=3" };
+
+	cr_assert(load(&cfg, env, 3, argv, msg, sizeof(msg)), "%s", msg);
+	cr_assert_str_eq(cfg.warehouse, "file:///data/wh");
+	cr_assert_str_eq(cfg.warehouse_path, "/data/wh");
+	cr_assert_eq(cfg.janitor_interval_s, 1);
+	cr_assert_eq(cfg.metrics_retention_days, 7);
+	cr_assert_eq(cfg.purge_max_attempts, 3);
+	config_free(&cfg);
+
+	const char *none[] = { NULL };
+	const char *argv1[] = { "floe" };
+	cr_assert(load(&cfg, none, 1, argv1, msg, sizeof(msg)), "%s", msg);
+	cr_assert_eq(cfg.janitor_interval_s, 30);
+	cr_assert_eq(cfg.purge_max_attempts, 10);
+	config_free(&cfg);
+}
+
 Test(config, bad_values_name_the_option)
 {
 	static const struct {
@@ -100,6 +123,11 @@ Test(config, bad_values_name_the_option)
 		{ NULL, "--commit-threads=0", "FLOE_COMMIT_THREADS" },
 		{ NULL, "--commit-threads=", "--commit-threads" },
 		{ "FLOE_COMMIT_THREADS=many", NULL, "FLOE_COMMIT_THREADS" },
+		{ NULL, "--warehouse=file:///a/../..", "FLOE_WAREHOUSE" },
+		{ NULL, "--warehouse=file:///", "FLOE_WAREHOUSE" },
+		{ NULL, "--janitor-interval-seconds=0", "FLOE_JANITOR_INTERVAL_SECONDS" },
+		{ NULL, "--metrics-retention-days=0", "FLOE_METRICS_RETENTION_DAYS" },
+		{ "FLOE_PURGE_MAX_ATTEMPTS=none", NULL, "FLOE_PURGE_MAX_ATTEMPTS" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct floe_config cfg;

@@ -1,0 +1,297 @@
+/*
+ * janitor.c - the janitor thread (see janitor.h). Each round does a
+ * bounded amount of each chore, so one round never runs long and a
+ * backlog drains over several rounds. Not for stale WAP runs (wap.c
+ * recovers those itself).
+ */
+#include "janitor.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fileio.h"
+#include "location.h"
+#include "log.h"
+#include "store.h"
+
+/* Purges per round, rows per bounded DELETE, tables visited for orphan
+ * temporary files per round. */
+#define JANITOR_PURGE_BATCH 16
+#define JANITOR_DELETE_BATCH 1000
+#define JANITOR_DELETE_ROUNDS 10
+#define JANITOR_VISIT_BATCH 100
+/* A temporary metadata file lives for milliseconds (write, fsync,
+ * rename); one this old was left by a writer that died. */
+#define JANITOR_TMP_MIN_AGE_S (10 * 60)
+/* The longest wait between two attempts at a failing purge. */
+#define JANITOR_RETRY_MAX_S 3600
+
+struct janitor {
+	struct janitor_config cfg;
+	char *conninfo;
+	char *warehouse_path;
+	struct store_pool *pool;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stopping;
+	bool woken;
+	long long visit_after; /* the tables id the orphan visit resumes at */
+};
+
+/* The wait before attempt number attempts + 1: the interval, doubling. */
+static int retry_delay(const struct janitor *j, int attempts)
+{
+	long long d = (long long)j->cfg.interval_s << (attempts < 12 ? attempts : 12);
+	return d > JANITOR_RETRY_MAX_S ? JANITOR_RETRY_MAX_S : (int)d;
+}
+
+/* One purge row, claimed inside the open transaction. */
+static bool purge_one(struct janitor *j, struct store *s, const struct purge_row *row,
+		      struct floe_error *err)
+{
+	struct floe_error perr;
+	char *other = NULL;
+	long removed = 0;
+	enum fileio_purge_result res;
+	char reason[FLOE_ERROR_MESSAGE_MAX];
+
+	floe_error_clear(&perr);
+	/* Rows from before canonical locations are compared canonically
+	 * too. */
+	char *canon = location_canonical(row->location, &perr);
+	if (canon == NULL) {
+		snprintf(reason, sizeof(reason), "%s", perr.message);
+		res = FILEIO_PURGE_REFUSED;
+		goto record;
+	}
+	/* The no-overlap rule keeps new tables out of a tombstoned location;
+	 * a table that shares it from before that rule keeps its files. */
+	bool looked = store_live_location_clash(s, canon, &other, err);
+	if (!looked) {
+		free(canon);
+		return false;
+	}
+	if (other != NULL) {
+		snprintf(reason, sizeof(reason),
+			 "table %s lives in or around this location; its files are kept", other);
+		free(other);
+		res = FILEIO_PURGE_REFUSED;
+	} else {
+		res = fileio_purge(canon, j->warehouse_path, &removed, &perr);
+		snprintf(reason, sizeof(reason), "%s", perr.message);
+	}
+	free(canon);
+record:
+	if (res == FILEIO_PURGE_DONE) {
+		if (!store_purge_done(s, row->id, err))
+			return false;
+		log_info("janitor", "purged %s (table %s): %ld entries removed", row->location,
+			 row->uuid, removed);
+		return true;
+	}
+	int attempts = 0;
+	bool gave_up = false;
+	if (!store_purge_failed(s, row->id, reason, j->cfg.purge_max_attempts,
+				retry_delay(j, row->attempts), res == FILEIO_PURGE_REFUSED,
+				&attempts, &gave_up, err))
+		return false;
+	if (gave_up)
+		log_warn("janitor", "purge of %s (table %s) failed for good after %d attempt(s): %s; the files stay until an operator acts",
+			 row->location, row->uuid, attempts, reason);
+	else
+		log_warn("janitor", "purge of %s (table %s) failed (attempt %d of %d), retried in %d s: %s",
+			 row->location, row->uuid, attempts, j->cfg.purge_max_attempts,
+			 retry_delay(j, row->attempts), reason);
+	return true;
+}
+
+static void run_purges(struct janitor *j, struct store *s)
+{
+	struct floe_error err;
+
+	for (int i = 0; i < JANITOR_PURGE_BATCH; i++) {
+		struct purge_row row;
+		bool found = false;
+
+		floe_error_clear(&err);
+		if (!store_begin(s, &err))
+			goto fail;
+		if (!store_purge_claim(s, &row, &found, &err)) {
+			store_rollback(s);
+			goto fail;
+		}
+		if (!found) {
+			store_rollback(s);
+			return;
+		}
+		bool ok = purge_one(j, s, &row, &err);
+		store_purge_row_clear(&row);
+		if (!ok) {
+			store_rollback(s);
+			goto fail;
+		}
+		if (!store_commit(s, &err))
+			goto fail;
+	}
+	return;
+fail:
+	log_warn("janitor", "purges paused until the next round: %s", err.message);
+}
+
+static void run_expiry(struct store *s, const char *what,
+		       bool (*expire)(struct store *, int, int, long *, struct floe_error *),
+		       int age)
+{
+	struct floe_error err;
+	long total = 0;
+
+	for (int i = 0; i < JANITOR_DELETE_ROUNDS; i++) {
+		long n = 0;
+		floe_error_clear(&err);
+		if (!expire(s, age, JANITOR_DELETE_BATCH, &n, &err)) {
+			log_warn("janitor", "removing old %s failed: %s", what, err.message);
+			break;
+		}
+		total += n;
+		if (n < JANITOR_DELETE_BATCH)
+			break;
+	}
+	if (total > 0)
+		log_info("janitor", "removed %ld old %s", total, what);
+}
+
+/* Visits a slice of the tables for orphan temporary metadata files. */
+static void run_visit(struct janitor *j, struct store *s)
+{
+	struct floe_error err;
+	json_t *rows = NULL;
+
+	floe_error_clear(&err);
+	if (!store_table_locations_after(s, j->visit_after, JANITOR_VISIT_BATCH, &rows, &err)) {
+		log_warn("janitor", "listing tables for orphan files failed: %s", err.message);
+		return;
+	}
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		j->visit_after = json_integer_value(json_array_get(row, 0));
+		(void)fileio_remove_stale_tmp(json_string_value(json_array_get(row, 1)),
+					      j->warehouse_path, JANITOR_TMP_MIN_AGE_S);
+	}
+	if (json_array_size(rows) < JANITOR_VISIT_BATCH)
+		j->visit_after = 0; /* round the table list again next time */
+	json_decref(rows);
+}
+
+static void janitor_round(struct janitor *j)
+{
+	struct floe_error err;
+	struct store *s = store_pool_acquire(j->pool, &err);
+
+	if (s == NULL) {
+		log_warn("janitor", "no database connection; upkeep waits: %s", err.message);
+		return;
+	}
+	run_purges(j, s);
+	run_expiry(s, "idempotency keys", store_idem_expire, j->cfg.idempotency_keep_s);
+	run_expiry(s, "metrics reports", store_metrics_expire, j->cfg.metrics_retention_days);
+	run_visit(j, s);
+	store_pool_release(j->pool, s);
+}
+
+static void *janitor_main(void *arg)
+{
+	struct janitor *j = arg;
+
+	pthread_mutex_lock(&j->mu);
+	while (!j->stopping) {
+		pthread_mutex_unlock(&j->mu);
+		janitor_round(j);
+		pthread_mutex_lock(&j->mu);
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += j->cfg.interval_s;
+		while (!j->stopping && !j->woken) {
+			if (pthread_cond_timedwait(&j->cv, &j->mu, &until) == ETIMEDOUT)
+				break;
+		}
+		j->woken = false;
+	}
+	pthread_mutex_unlock(&j->mu);
+	return NULL;
+}
+
+static void janitor_free(struct janitor *j)
+{
+	store_pool_free(&j->pool);
+	pthread_mutex_destroy(&j->mu);
+	pthread_cond_destroy(&j->cv);
+	free(j->conninfo);
+	free(j->warehouse_path);
+	free(j);
+}
+
+struct janitor *janitor_start(const struct janitor_config *cfg)
+{
+	struct janitor *j = calloc(1, sizeof(*j));
+	pthread_condattr_t ca;
+
+	if (j == NULL) {
+		log_error("janitor", "out of memory");
+		return NULL;
+	}
+	j->cfg = *cfg;
+	j->conninfo = strdup(cfg->conninfo);
+	j->warehouse_path = strdup(cfg->warehouse_path);
+	pthread_mutex_init(&j->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&j->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (j->conninfo != NULL)
+		j->pool = store_pool_new(j->conninfo, 1);
+	if (j->conninfo == NULL || j->warehouse_path == NULL || j->pool == NULL) {
+		log_error("janitor", "out of memory");
+		janitor_free(j);
+		return NULL;
+	}
+	j->cfg.conninfo = j->conninfo;
+	j->cfg.warehouse_path = j->warehouse_path;
+	if (pthread_create(&j->thread, NULL, janitor_main, j) != 0) {
+		log_error("janitor", "cannot start the janitor thread");
+		janitor_free(j);
+		return NULL;
+	}
+	log_info("janitor", "started: a round every %d s, metrics kept %d days, purges tried %d times",
+		 cfg->interval_s, cfg->metrics_retention_days, cfg->purge_max_attempts);
+	return j;
+}
+
+void janitor_wake(struct janitor *j)
+{
+	if (j == NULL)
+		return;
+	pthread_mutex_lock(&j->mu);
+	j->woken = true;
+	pthread_cond_signal(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+}
+
+void janitor_stop(struct janitor **jp)
+{
+	struct janitor *j = *jp;
+
+	if (j == NULL)
+		return;
+	pthread_mutex_lock(&j->mu);
+	j->stopping = true;
+	pthread_cond_signal(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+	pthread_join(j->thread, NULL);
+	janitor_free(j);
+	*jp = NULL;
+}

@@ -1,0 +1,36 @@
+/*
+ * janitor.h - floe's periodic upkeep, on a thread of its own with a
+ * database connection of its own (never on a request thread): purges of
+ * dropped tables, expired idempotency keys, metrics reports past their
+ * retention, and orphan temporary metadata files. Several replicas may
+ * run janitors at once: purge rows are claimed with SKIP LOCKED.
+ */
+#ifndef FLOE_JANITOR_H
+#define FLOE_JANITOR_H
+
+#include <stdbool.h>
+
+struct janitor_config {
+	const char *conninfo;       /* copied */
+	const char *warehouse_path; /* copied */
+	int interval_s;             /* between rounds */
+	int idempotency_keep_s;     /* keys older than this go */
+	int metrics_retention_days; /* reports older than this go */
+	int purge_max_attempts;     /* then a purge is "failed" */
+};
+
+struct janitor;
+
+/* Starts the janitor thread; its first round runs at once. Returns NULL
+ * (logged) when out of memory or when no thread can be started. */
+struct janitor *janitor_start(const struct janitor_config *cfg);
+
+/* Asks for a round now (after a drop with purge). NULL-safe; never
+ * blocks on the round itself. */
+void janitor_wake(struct janitor *j);
+
+/* Stops the thread (a round in progress finishes first), closes its
+ * connection and frees it; sets *j to NULL. NULL-safe. */
+void janitor_stop(struct janitor **j);
+
+#endif

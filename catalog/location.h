@@ -1,0 +1,40 @@
+/*
+ * location.h - table locations in one canonical form, so that two
+ * spellings of one directory are compared (and purged) as one. Pure
+ * string work: nothing here touches the file system (fileio.h resolves
+ * symbolic links).
+ */
+#ifndef FLOE_LOCATION_H
+#define FLOE_LOCATION_H
+
+#include <stdbool.h>
+
+#include "error.h"
+
+/* The longest canonical location accepted, in bytes. */
+#define LOCATION_MAX 4096
+
+/*
+ * The canonical form of a local location: "file://" followed by an
+ * absolute path without empty, "." or ".." segments and without a
+ * trailing '/' ("file:///" for the root). Accepts file:///p, file:/p (as
+ * Java and Hadoop write it), file://localhost/p and a bare /p; the scheme
+ * is case-insensitive. Segments are taken literally (no percent
+ * decoding: floe names files exactly as the location spells them).
+ * Returns a new string, or NULL with FE_BAD_REQUEST (another scheme or a
+ * host, a relative path, ".." climbing above '/', too long) or
+ * FE_INTERNAL (out of memory).
+ */
+char *location_canonical(const char *location, struct floe_error *err) FLOE_WUR;
+
+/* The absolute path inside a canonical location (borrowed: points into
+ * it). */
+const char *location_path(const char *canonical);
+
+/* True when canonical location inner is outer or lies below it. */
+bool location_within(const char *inner, const char *outer);
+
+/* True when one of two canonical locations lies within the other. */
+bool location_overlaps(const char *a, const char *b);
+
+#endif
