@@ -16,6 +16,7 @@
 #include "location.h"
 #include "log.h"
 #include "store.h"
+#include "unsettled.h"
 
 /* Purges per round, rows per bounded DELETE, tables visited for orphan
  * temporary files per round. */
@@ -187,6 +188,26 @@ static void run_visit(struct janitor *j, struct store *s)
 	json_decref(rows);
 }
 
+/* unsettled_drain's callback: asks the commit log about one commit. */
+static bool settle_one(void *ctx, const struct unsettled_commit *c)
+{
+	struct store *s = ctx;
+	struct floe_error err;
+	bool landed = false;
+
+	if (!store_commit_landed(s, c->table_uuid, c->version, c->location, &landed, &err))
+		return false; /* the database is still away: next round */
+	if (landed) {
+		log_warn("janitor", "settled: version %lld of table %s landed (its client was told the outcome is unknown) rid=%s",
+			 c->version, c->table_uuid, c->request_id);
+	} else {
+		fileio_remove(c->location);
+		log_warn("janitor", "settled: version %lld of table %s did not land (its client was told the outcome is unknown); removed %s rid=%s",
+			 c->version, c->table_uuid, c->location, c->request_id);
+	}
+	return true;
+}
+
 static void janitor_round(struct janitor *j)
 {
 	struct floe_error err;
@@ -196,6 +217,7 @@ static void janitor_round(struct janitor *j)
 		log_warn("janitor", "no database connection; upkeep waits: %s", err.message);
 		return;
 	}
+	unsettled_drain(j->cfg.unsettled, settle_one, s);
 	run_purges(j, s);
 	run_expiry(s, "idempotency keys", store_idem_expire, j->cfg.idempotency_keep_s);
 	run_expiry(s, "metrics reports", store_metrics_expire, j->cfg.metrics_retention_days);

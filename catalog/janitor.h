@@ -2,13 +2,16 @@
  * janitor.h - floe's periodic upkeep, on a thread of its own with a
  * database connection of its own (never on a request thread): purges of
  * dropped tables, expired idempotency keys, metrics reports past their
- * retention, and orphan temporary metadata files. Several replicas may
+ * retention, orphan temporary metadata files, and commits whose outcome
+ * was unknown when they were answered (unsettled.h). Several replicas may
  * run janitors at once: purge rows are claimed with SKIP LOCKED.
  */
 #ifndef FLOE_JANITOR_H
 #define FLOE_JANITOR_H
 
 #include <stdbool.h>
+
+struct unsettled;
 
 struct janitor_config {
 	const char *conninfo;       /* copied */
@@ -17,6 +20,7 @@ struct janitor_config {
 	int idempotency_keep_s;     /* keys older than this go */
 	int metrics_retention_days; /* reports older than this go */
 	int purge_max_attempts;     /* then a purge is "failed" */
+	struct unsettled *unsettled; /* commits to settle; borrowed, may be NULL */
 };
 
 struct janitor;

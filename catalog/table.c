@@ -19,6 +19,7 @@
 #include "log.h"
 #include "store.h"
 #include "tablemeta.h"
+#include "unsettled.h"
 #include "uuid.h"
 
 #define COMMIT_MAX_ATTEMPTS 40
@@ -115,8 +116,14 @@ static bool settle_commit(struct store *s, const struct table_env *env,
 {
 	struct floe_error err;
 
+	struct timespec start, now;
+
 	*landed = false;
-	for (int i = 0; i < SETTLE_SECONDS * 2; i++) {
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (int i = 0;; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - start.tv_sec >= SETTLE_SECONDS)
+			break;
 		if (i > 0) {
 			struct timespec half = { 0, 500 * 1000 * 1000 };
 			nanosleep(&half, NULL);
@@ -130,8 +137,9 @@ static bool settle_commit(struct store *s, const struct table_env *env,
 			return true;
 		}
 	}
-	log_error("table", "the outcome of version %lld of table %s (%s) is unknown: the database did not answer within %d s; the file is kept rid=%s",
+	log_error("table", "the outcome of version %lld of table %s (%s) is unknown: the database did not answer within %d s; the janitor settles it later rid=%s",
 		  version, uuid, location, SETTLE_SECONDS, env->request_id);
+	(void)unsettled_add(env->unsettled, uuid, version, location, env->request_id);
 	return false;
 }
 

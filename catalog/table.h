@@ -15,6 +15,7 @@
 #include "ident.h"
 
 struct store;
+struct unsettled;
 
 /*
  * Striped locks that serialise the commits of one replica to one table:
@@ -38,6 +39,7 @@ struct table_env {
 	const char *warehouse_path; /* its local directory */
 	const char *request_id;
 	struct commit_locks *locks; /* may be NULL: no local serialisation */
+	struct unsettled *unsettled; /* commits left to settle; may be NULL */
 	/* The request's Idempotency-Key and its owner token, or NULL: table
 	 * commits record their answer under the key in the commit's own
 	 * transaction, so a key is answered exactly when its commit landed. */

@@ -17,6 +17,7 @@ struct app {
 	const struct floe_config *cfg;
 	struct store_pool *pool;
 	struct commit_locks *locks;
+	struct unsettled *unsettled; /* commits the janitor settles later */
 	struct workq *commits;  /* runs commits off the HTTP worker threads */
 	struct janitor *janitor; /* purges and upkeep; may be NULL */
 	atomic_long inflight; /* requests begun and not yet completed */

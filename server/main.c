@@ -24,6 +24,7 @@
 #include "log.h"
 #include "router.h"
 #include "store.h"
+#include "unsettled.h"
 
 #ifndef FLOE_VERSION
 #define FLOE_VERSION "unknown"
@@ -148,8 +149,10 @@ int main(int argc, char **argv)
 	 * thread ever waits for another's connection. */
 	app.pool = store_pool_new(conninfo, cfg.threads + cfg.commit_threads);
 	app.locks = commit_locks_new();
+	app.unsettled = unsettled_new();
 	app.commits = workq_start(cfg.commit_threads);
-	if (app.pool == NULL || app.locks == NULL || app.commits == NULL) {
+	if (app.pool == NULL || app.locks == NULL || app.unsettled == NULL ||
+	    app.commits == NULL) {
 		log_error("main", "out of memory");
 		goto done;
 	}
@@ -163,6 +166,7 @@ int main(int argc, char **argv)
 		.idempotency_keep_s = IDEMPOTENCY_LIFETIME_SECONDS + 5 * 60,
 		.metrics_retention_days = cfg.metrics_retention_days,
 		.purge_max_attempts = cfg.purge_max_attempts,
+		.unsettled = app.unsettled,
 	};
 	app.janitor = janitor_start(&jcfg);
 	if (app.janitor == NULL)
@@ -209,6 +213,7 @@ done:
 	janitor_stop(&app.janitor);
 	store_pool_free(&app.pool);
 	commit_locks_free(&app.locks);
+	unsettled_free(&app.unsettled);
 	embedpg_stop(&pg);
 	log_info("main", "floe stopped");
 	config_free(&cfg);

@@ -11,6 +11,7 @@ pg_terminate_backend, holding floe's statement inside a trigger that sleeps.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -282,3 +283,44 @@ def test_full_and_read_only_warehouse_are_known_failures(postgres, floe_factory,
     assert t.head() == head
     assert f.head(f"/v1/namespaces/{ns_path([uniq])}/tables/u").status_code == 404
     t.commit_ok(updates)
+
+
+def test_unknown_outcome_is_settled_later_once_the_database_is_back(
+        dedicated_postgres, floe_factory, uniq, psql_bin):
+    """The COMMIT's backend dies and the database then stays away past the
+    commit's own wait: the client is told 500 "unknown", and floe's janitor
+    settles the commit once PostgreSQL is back, logs the truth and removes
+    the file of the commit that did not land."""
+    url = dedicated_postgres.new_database()
+    f = floe_factory(env={"FLOE_DATABASE_URL": url, "FLOE_JANITOR_INTERVAL_SECONDS": "1"})
+    f.create_namespace([uniq])
+    t = TableHandle(f, [uniq], "t")
+    t.create()
+    head_files = metadata_files(t)
+    psql(psql_bin, url, SLOW_TRIGGER.format(uuid=t.metadata()["table-uuid"]).replace(
+        "NEW.version > 1", "NEW.version > 0"))
+    postmaster = int((dedicated_postgres.data_dir / "postmaster.pid").read_text().split()[0])
+    _, updates = t.snapshot_updates()
+    out = {}
+    th = threading.Thread(target=lambda: out.setdefault("r", f.post(t.url, json={"requirements": [], "updates": updates}, timeout=60)), daemon=True)
+    stopped = False
+    try:
+        th.start()
+        pid = wait_until(lambda: psql(psql_bin, url, "SELECT pid FROM pg_stat_activity "
+                                      "WHERE application_name = 'floe' AND wait_event = 'PgSleep'"),
+                         15, 0.1)
+        assert pid, "the commit never reached the sleeping trigger"
+        os.kill(postmaster, signal.SIGSTOP)
+        stopped = True
+        os.kill(int(pid), signal.SIGKILL)
+        th.join(60)
+        assert "r" in out, "the commit did not answer"
+        assert_error(out["r"], 500, "CommitStateUnknownException")
+    finally:
+        if stopped:
+            os.kill(postmaster, signal.SIGCONT)
+    assert wait_until(lambda: "settled: version" in f.log(), 60, 0.5), f.log_tail()
+    assert "did not land" in f.log()
+    psql(psql_bin, url, "DROP TRIGGER IF EXISTS floe_test_slow ON commit_log")
+    assert t.head() is None
+    assert metadata_files(t) == head_files
