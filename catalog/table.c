@@ -14,6 +14,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "control.h"
 #include "fileio.h"
 #include "log.h"
 #include "store.h"
@@ -538,50 +539,27 @@ static json_t *commit_create(struct store *s, const struct table_env *env,
 	return result;
 }
 
-/*
- * One round of a commit on an existing table: *lost tells the caller to
- * go round again (another writer won the swap). On success *result gets
- * the answer. in_tx: inside a multi-table transaction, where a lost swap
- * aborts the whole transaction.
- */
-static bool property_true(const json_t *m, const char *key)
-{
-	const char *v = json_string_value(json_object_get(json_object_get(m, "properties"),
-							 key));
-	return v != NULL && strcasecmp(v, "true") == 0;
-}
-
 /* Enforced publish: main may move only through a WAP publish when the
- * table or one of its namespaces sets floe.wap.required. */
+ * table or one of its namespaces sets floe.wap.required (control.c
+ * decides; this is the one check every path that moves main makes). */
 static bool main_move_allowed(struct store *s, const struct ns_ident *ns,
 			      const char *name, const json_t *base,
 			      const json_t *m, struct floe_error *err)
 {
-	char *where = NULL;
-
 	if (tablemeta_current_snapshot(base) == tablemeta_current_snapshot(m))
 		return true;
-	if (property_true(base, "floe.wap.required") ||
-	    property_true(m, "floe.wap.required"))
-		return floe_err(err, FE_FORBIDDEN,
-				"main of table %s can only move through a write-audit-publish run: the table sets floe.wap.required=true",
-				name);
-	if (!store_ns_wap_required(s, ns, &where, err))
-		return false;
-	if (where != NULL) {
-		floe_err(err, FE_FORBIDDEN,
-			 "main of table %s can only move through a write-audit-publish run: namespace %s sets floe.wap.required=true",
-			 name, where);
-		free(where);
-		return false;
-	}
-	return true;
+	return control_check_main_move(s, ns, name, base, m, err);
 }
 
+/*
+ * One round of a commit on an existing table: *lost tells the caller to
+ * go round again (another writer won the swap). On success *result gets
+ * the answer. flags: TABLE_COMMIT_*.
+ */
 static bool commit_round(struct store *s, const struct table_env *env,
 			 const struct ns_ident *ns, const char *name,
 			 const json_t *requirements, const json_t *updates,
-			 bool allow_main_move, json_t **result, char **written,
+			 unsigned flags, json_t **result, char **written,
 			 bool *lost, struct floe_error *err)
 {
 	struct table_row row;
@@ -618,7 +596,9 @@ static bool commit_round(struct store *s, const struct table_env *env,
 		ok = *result != NULL;
 		goto done;
 	}
-	if (!allow_main_move && !main_move_allowed(s, ns, name, base, m, err))
+	if (!(flags & TABLE_COMMIT_MAIN_MOVE) && !main_move_allowed(s, ns, name, base, m, err))
+		goto done;
+	if (!(flags & TABLE_COMMIT_CONTROL) && !control_check_table_properties(name, base, m, err))
 		goto done;
 	const char *table_loc = json_string_value(json_object_get(m, "location"));
 	const char *base_loc = json_string_value(json_object_get(base, "location"));
@@ -684,9 +664,9 @@ json_t *table_commit(struct store *s, const struct table_env *env,
 json_t *table_commit_changes(struct store *s, const struct table_env *env,
 			     const struct ns_ident *ns, const char *name,
 			     const json_t *requirements, const json_t *updates,
-			     bool allow_main_move, struct floe_error *err)
+			     unsigned flags, struct floe_error *err)
 {
-	return table_commit_with(s, env, ns, name, requirements, updates, allow_main_move,
+	return table_commit_with(s, env, ns, name, requirements, updates, flags,
 				 NULL, NULL, err);
 }
 
@@ -694,18 +674,18 @@ json_t *table_commit_changes(struct store *s, const struct table_env *env,
 static bool commit_round_with(struct store *s, const struct table_env *env,
 			      const struct ns_ident *ns, const char *name,
 			      const json_t *requirements, const json_t *updates,
-			      bool allow_main_move, table_commit_also also, void *ctx,
+			      unsigned flags, table_commit_also also, void *ctx,
 			      json_t **result, bool *lost, struct floe_error *err)
 {
 	char *written = NULL;
 
 	*result = NULL;
 	if (also == NULL)
-		return commit_round(s, env, ns, name, requirements, updates, allow_main_move,
+		return commit_round(s, env, ns, name, requirements, updates, flags,
 				    result, NULL, lost, err);
 	if (!store_begin(s, err))
 		return false;
-	bool ok = commit_round(s, env, ns, name, requirements, updates, allow_main_move,
+	bool ok = commit_round(s, env, ns, name, requirements, updates, flags,
 			       result, &written, lost, err) &&
 		  also(s, ctx, *result, err) && store_commit(s, err);
 	if (ok) {
@@ -726,7 +706,7 @@ static bool commit_round_with(struct store *s, const struct table_env *env,
 json_t *table_commit_with(struct store *s, const struct table_env *env,
 			  const struct ns_ident *ns, const char *name,
 			  const json_t *requirements, const json_t *updates,
-			  bool allow_main_move, table_commit_also also, void *ctx,
+			  unsigned flags, table_commit_also also, void *ctx,
 			  struct floe_error *err)
 {
 	json_t *result = NULL;
@@ -737,7 +717,7 @@ json_t *table_commit_with(struct store *s, const struct table_env *env,
 			backoff(attempt);
 		stripe_lock(env, stripe);
 		bool ok = commit_round_with(s, env, ns, name, requirements, updates,
-					    allow_main_move, also, ctx, &result, &lost, err);
+					    flags, also, ctx, &result, &lost, err);
 		stripe_unlock(env, stripe);
 		if (ok)
 			return result;
@@ -868,7 +848,7 @@ static bool transaction_round(struct store *s, const struct table_env *env,
 		const json_t *r = json_object_get(c, "requirements");
 		bool round_ok = commit_round(s, env, &ids[i].ns, ids[i].name,
 					     json_is_array(r) ? r : NULL,
-					     json_object_get(c, "updates"), false, &result,
+					     json_object_get(c, "updates"), 0, &result,
 					     &written[i], lost, err);
 		json_decref(result);
 		if (!round_ok)
@@ -894,6 +874,63 @@ static bool transaction_round(struct store *s, const struct table_env *env,
 json_t *table_register(struct store *s, const struct table_env *env,
 		       const struct ns_ident *ns, const json_t *body,
 		       struct floe_error *err)
+{
+	return table_register_with(s, env, ns, body, NULL, err);
+}
+
+/* Register with overwrite over an existing table, in one transaction with
+ * its audit event: refused when the table is protected unless reason (the
+ * control route) is given. */
+static bool register_over(struct store *s, const struct table_env *env,
+			  const struct ns_ident *ns, const char *name, const char *uuid,
+			  const char *mloc, const char *text, const char *refs,
+			  const char *tloc, const char *reason, struct floe_error *err)
+{
+	struct table_row row;
+	json_t *old = NULL;
+	json_error_t jerr;
+	char rule[256];
+	bool ok = false;
+
+	memset(&row, 0, sizeof(row));
+	if (!store_begin(s, err))
+		return false;
+	if (!store_table_load(s, ns, name, &row, err))
+		goto done;
+	old = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
+	if (!control_rule(s, ns, old, rule, sizeof(rule), err))
+		goto done;
+	if (rule[0] != '\0' && reason == NULL) {
+		floe_err(err, FE_FORBIDDEN,
+			 "registering over table %s would replace its main outside write-audit-publish: %s; only POST /v1/controls/register with a reason may",
+			 name, rule);
+		goto done;
+	}
+	if (!store_table_overwrite(s, ns, name, uuid, mloc, text, refs, tloc, env->request_id,
+				   err))
+		goto done;
+	json_t *details = json_pack("{s:s, s:s?, s:s, s:s, s:s?, s:s?}", "metadata-location", mloc,
+				    "previous-metadata-location", row.metadata_location,
+				    "table-uuid", uuid, "previous-table-uuid", row.uuid,
+				    "protected-by", rule[0] != '\0' ? rule : NULL,
+				    "reason", reason);
+	bool logged = store_event_insert(s, "table.register-overwrite", env->request_id, ns,
+					 name, NULL, details, err);
+	json_decref(details);
+	if (!logged)
+		goto done;
+	ok = store_commit(s, err);
+done:
+	if (!ok && err->kind != FE_COMMIT_STATE_UNKNOWN)
+		store_rollback(s);
+	json_decref(old);
+	store_table_row_clear(&row);
+	return ok;
+}
+
+json_t *table_register_with(struct store *s, const struct table_env *env,
+			    const struct ns_ident *ns, const json_t *body,
+			    const char *reason, struct floe_error *err)
 {
 	const json_t *name = json_object_get(body, "name");
 	const json_t *mloc = json_object_get(body, "metadata-location");
@@ -938,9 +975,8 @@ json_t *table_register(struct store *s, const struct table_env *env,
 		bool exists = false;
 		ok = store_table_exists(s, ns, json_string_value(name), &exists, err);
 		if (ok && exists)
-			ok = store_table_overwrite(s, ns, json_string_value(name), uuid,
-						   json_string_value(mloc), text, refs, tloc,
-						   env->request_id, err);
+			ok = register_over(s, env, ns, json_string_value(name), uuid,
+					   json_string_value(mloc), text, refs, tloc, reason, err);
 		else if (ok)
 			ok = store_table_create(s, ns, json_string_value(name), uuid,
 						json_string_value(mloc), text, refs, tloc,
@@ -968,8 +1004,24 @@ bool table_drop(struct store *s, const struct table_env *env,
 	struct table_row row;
 	json_error_t jerr;
 
-	if (!store_table_drop(s, ns, name, &row, err))
+	/* The table and its audit event go together, or neither. */
+	if (!store_begin(s, err))
 		return false;
+	if (!store_table_drop(s, ns, name, &row, err)) {
+		store_rollback(s);
+		return false;
+	}
+	json_t *details = json_pack("{s:s, s:s?, s:b}", "table-uuid", row.uuid,
+				    "metadata-location", row.metadata_location, "purge", purge);
+	bool logged = store_event_insert(s, "table.dropped", env->request_id, ns, name, NULL,
+					 details, err);
+	json_decref(details);
+	if (!logged || !store_commit(s, err)) {
+		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+			store_rollback(s);
+		store_table_row_clear(&row);
+		return false;
+	}
 	log_info("table", "dropped %s (%s)%s rid=%s", name, row.uuid,
 		 purge ? " with purge" : "", env->request_id);
 	if (purge) {
@@ -997,11 +1049,17 @@ bool table_drop(struct store *s, const struct table_env *env,
 	return true;
 }
 
-bool table_rename(struct store *s, const json_t *body, struct floe_error *err)
+bool table_rename(struct store *s, const struct table_env *env, const json_t *body,
+		  const char *reason, struct floe_error *err)
 {
 	struct table_ident from, to;
+	struct table_row row;
+	json_t *m = NULL;
+	json_error_t jerr;
+	char from_rule[256], to_rule[256];
 	bool ok = false;
 
+	memset(&row, 0, sizeof(row));
 	if (!table_ident_from_json(json_object_get(body, "source"), "source", &from, err))
 		return false;
 	if (!table_ident_from_json(json_object_get(body, "destination"), "destination",
@@ -1009,7 +1067,43 @@ bool table_rename(struct store *s, const json_t *body, struct floe_error *err)
 		table_ident_clear(&from);
 		return false;
 	}
-	ok = store_table_rename(s, &from.ns, from.name, &to.ns, to.name, err);
+	if (!store_begin(s, err))
+		goto done;
+	if (!store_table_load(s, &from.ns, from.name, &row, err))
+		goto fail;
+	m = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
+	/* The table's own floe.wap.required travels with it; a namespace's
+	 * stays behind, so leaving its scope would leave the control. */
+	if (!control_rule(s, &from.ns, m, from_rule, sizeof(from_rule), err) ||
+	    !control_rule(s, &to.ns, m, to_rule, sizeof(to_rule), err))
+		goto fail;
+	if (from_rule[0] != '\0' && to_rule[0] == '\0' && reason == NULL) {
+		floe_err(err, FE_FORBIDDEN,
+			 "renaming table %s out of its protected namespace would take it out of the audited-publish control (%s); only POST /v1/controls/rename with a reason may",
+			 from.name, from_rule);
+		goto fail;
+	}
+	if (!store_table_rename(s, &from.ns, from.name, &to.ns, to.name, err))
+		goto fail;
+	json_t *details = json_pack("{s:s, s:{s:o, s:s}, s:s?, s:s?, s:s?}", "table-uuid", row.uuid,
+				    "to", "namespace", ident_ns_to_json(&to.ns), "name", to.name,
+				    "protected-by", from_rule[0] != '\0' ? from_rule : NULL,
+				    "protected-by-after", to_rule[0] != '\0' ? to_rule : NULL,
+				    "reason", reason);
+	bool logged = store_event_insert(s, "table.renamed", env->request_id, &from.ns,
+					 from.name, NULL, details, err);
+	json_decref(details);
+	if (!logged)
+		goto fail;
+	ok = store_commit(s, err);
+	if (ok)
+		goto done;
+fail:
+	if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+		store_rollback(s);
+done:
+	json_decref(m);
+	store_table_row_clear(&row);
 	table_ident_clear(&from);
 	table_ident_clear(&to);
 	return ok;
