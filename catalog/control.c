@@ -115,7 +115,7 @@ static bool finish_tx(struct store *s, bool ok, struct floe_error *err)
 
 static json_t *hook_details(const json_t *hook, const char *reason)
 {
-	return json_pack("{s:O, s:O, s:O, s:O, s:s?}", "hook-id", json_object_get(hook, "id"),
+	return json_pack("{s:O, s:O, s:O, s:O, s:s*}", "hook-id", json_object_get(hook, "id"),
 			 "hook-name", json_object_get(hook, "name"), "url",
 			 json_object_get(hook, "url"), "scope", json_object_get(hook, "scope"),
 			 "reason", reason);
@@ -252,7 +252,7 @@ static json_t *apply_wap_required(struct store *s, const struct table_env *env,
 			goto done;
 		json_decref(res);
 	}
-	out = json_pack("{s:o, s:s?, s:b}", "namespace", ident_ns_to_json(&ns), "table",
+	out = json_pack("{s:o, s:s*, s:b}", "namespace", ident_ns_to_json(&ns), "table",
 			json_string_value(table), "required", json_is_true(required));
 done:
 	json_decref(change);

@@ -267,7 +267,7 @@ json_t *ns_update_properties(struct store *s, const struct ns_ident *ns,
 		bool after = set != NULL ? value_is_true(set)
 					 : before && !array_has_string(rem, CONTROL_PROPERTY);
 		if (before != after || reason != NULL) {
-			json_t *details = json_pack("{s:b, s:s?}", "required", after, "reason",
+			json_t *details = json_pack("{s:b, s:s*}", "required", after, "reason",
 						    reason);
 			ok = store_event_insert(s, "control.wap-required", request_id, ns, NULL,
 						NULL, details, err);

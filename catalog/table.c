@@ -529,6 +529,12 @@ static json_t *commit_create(struct store *s, const struct table_env *env,
 	json_decref(all);
 	if (m == NULL)
 		return NULL;
+	/* A create that brings a main snapshot moves main. */
+	if (tablemeta_current_snapshot(m) >= 0 &&
+	    !control_check_main_move(s, ns, name, NULL, m, err)) {
+		json_decref(m);
+		return NULL;
+	}
 	if (!create_row(s, env, ns, name, m, &loc, err)) {
 		json_decref(m);
 		return NULL;
@@ -909,7 +915,7 @@ static bool register_over(struct store *s, const struct table_env *env,
 	if (!store_table_overwrite(s, ns, name, uuid, mloc, text, refs, tloc, env->request_id,
 				   err))
 		goto done;
-	json_t *details = json_pack("{s:s, s:s?, s:s, s:s, s:s?, s:s?}", "metadata-location", mloc,
+	json_t *details = json_pack("{s:s, s:s*, s:s, s:s, s:s*, s:s*}", "metadata-location", mloc,
 				    "previous-metadata-location", row.metadata_location,
 				    "table-uuid", uuid, "previous-table-uuid", row.uuid,
 				    "protected-by", rule[0] != '\0' ? rule : NULL,
@@ -925,6 +931,45 @@ done:
 		store_rollback(s);
 	json_decref(old);
 	store_table_row_clear(&row);
+	return ok;
+}
+
+/* Register as a new table. Metadata whose main has a snapshot moves main
+ * the moment it is registered: into a protected scope only through the
+ * control route (reason), which records table.registered. */
+static bool register_new(struct store *s, const struct table_env *env,
+			 const struct ns_ident *ns, const char *name, const json_t *m,
+			 const char *uuid, const char *mloc, const char *text,
+			 const char *refs, const char *tloc, const char *reason,
+			 struct floe_error *err)
+{
+	char rule[256] = "";
+
+	if (tablemeta_current_snapshot(m) >= 0 &&
+	    !control_rule(s, ns, m, rule, sizeof(rule), err))
+		return false;
+	if (rule[0] != '\0' && reason == NULL)
+		return floe_err(err, FE_FORBIDDEN,
+				"registering table %s with a snapshot on main would move main outside write-audit-publish: %s; only POST /v1/controls/register with a reason may",
+				name, rule);
+	if (reason == NULL)
+		return store_table_create(s, ns, name, uuid, mloc, text, refs, tloc,
+					  env->request_id, err);
+	bool ok = store_begin(s, err) &&
+		  store_table_create(s, ns, name, uuid, mloc, text, refs, tloc, env->request_id,
+				     err);
+	if (ok) {
+		json_t *details = json_pack("{s:s, s:s, s:s*, s:s}", "metadata-location", mloc,
+					    "table-uuid", uuid, "protected-by",
+					    rule[0] != '\0' ? rule : NULL, "reason", reason);
+		ok = store_event_insert(s, "table.registered", env->request_id, ns, name, NULL,
+					details, err);
+		json_decref(details);
+	}
+	if (ok)
+		ok = store_commit(s, err);
+	else if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+		store_rollback(s);
 	return ok;
 }
 
@@ -978,13 +1023,11 @@ json_t *table_register_with(struct store *s, const struct table_env *env,
 			ok = register_over(s, env, ns, json_string_value(name), uuid,
 					   json_string_value(mloc), text, refs, tloc, reason, err);
 		else if (ok)
-			ok = store_table_create(s, ns, json_string_value(name), uuid,
-						json_string_value(mloc), text, refs, tloc,
-						env->request_id, err);
+			ok = register_new(s, env, ns, json_string_value(name), m, uuid,
+					  json_string_value(mloc), text, refs, tloc, reason, err);
 	} else {
-		ok = store_table_create(s, ns, json_string_value(name), uuid,
-					json_string_value(mloc), text, refs, tloc,
-					env->request_id, err);
+		ok = register_new(s, env, ns, json_string_value(name), m, uuid,
+				  json_string_value(mloc), text, refs, tloc, reason, err);
 	}
 	free(refs);
 	if (!ok)
@@ -1085,7 +1128,7 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 	}
 	if (!store_table_rename(s, &from.ns, from.name, &to.ns, to.name, err))
 		goto fail;
-	json_t *details = json_pack("{s:s, s:{s:o, s:s}, s:s?, s:s?, s:s?}", "table-uuid", row.uuid,
+	json_t *details = json_pack("{s:s, s:{s:o, s:s}, s:s*, s:s*, s:s*}", "table-uuid", row.uuid,
 				    "to", "namespace", ident_ns_to_json(&to.ns), "name", to.name,
 				    "protected-by", from_rule[0] != '\0' ? from_rule : NULL,
 				    "protected-by-after", to_rule[0] != '\0' ? to_rule : NULL,

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "emptysnap.h"
+#include "fileio.h"
 #include "hooks.h"
 #include "log.h"
 #include "refs.h"
@@ -40,6 +42,14 @@ bool audit_record(struct store *s, const struct table_env *env, const char *even
 			  run_id ? run_id : "-", err->message, env->request_id);
 	json_decref(details);
 	return ok;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void rfc3339_now(char *out, size_t len)
@@ -186,10 +196,7 @@ json_t *wap_stage(struct store *s, const struct table_env *env,
 		.env = env, .ns = ns, .table = table, .run_id = id, .table_uuid = uuid,
 		.branch = name, .base = main_at, .adopted = json_is_true(adopt),
 	};
-	/* A table without a snapshot has nothing to branch from: the run
-	 * starts with no base and its branch is made by the first write to
-	 * it (Iceberg lets a branch start from "no snapshot"). */
-	if (json_is_true(adopt) || main_at < 0) {
+	if (json_is_true(adopt)) {
 		bool ok = store_begin(s, err) && stage_also(s, &rec, NULL, err) &&
 			  store_commit(s, err);
 		if (!ok) {
@@ -197,16 +204,37 @@ json_t *wap_stage(struct store *s, const struct table_env *env,
 			goto done;
 		}
 	} else {
-		/* The branch, the run and its event land together or not at all. */
+		/* The branch, the run and its event land together or not at all.
+		 * A table without a snapshot has nothing to branch from: as
+		 * Iceberg's createBranch on an empty table does, the branch
+		 * starts at a new empty snapshot (main stays without one, the
+		 * run has no base, and publish moves main from nothing). */
 		json_t *reqs = json_pack("[{s:s, s:s}]", "type", "assert-ref-snapshot-id",
 					 "ref", name);
-		json_t *ups = json_pack("[{s:s, s:s, s:s, s:I}]", "action", "set-snapshot-ref",
-					"ref-name", name, "type", "branch", "snapshot-id",
-					(json_int_t)main_at);
-		json_t *res = table_commit_with(s, env, ns, table, reqs, ups, false, stage_also,
+		json_t *ups = json_array();
+		char *manifest_list = NULL;
+		long long at = main_at;
+		if (main_at < 0) {
+			json_t *snap = emptysnap_create(m, now_ms(), &manifest_list, err);
+			if (snap == NULL) {
+				json_decref(reqs);
+				json_decref(ups);
+				goto done;
+			}
+			at = json_integer_value(json_object_get(snap, "snapshot-id"));
+			json_array_append_new(ups, json_pack("{s:s, s:o}", "action", "add-snapshot",
+							     "snapshot", snap));
+		}
+		json_array_append_new(ups, json_pack("{s:s, s:s, s:s, s:I}", "action",
+						     "set-snapshot-ref", "ref-name", name, "type",
+						     "branch", "snapshot-id", (json_int_t)at));
+		json_t *res = table_commit_with(s, env, ns, table, reqs, ups, 0, stage_also,
 						&rec, err);
 		json_decref(reqs);
 		json_decref(ups);
+		if (res == NULL && manifest_list != NULL && err->kind != FE_COMMIT_STATE_UNKNOWN)
+			fileio_remove(manifest_list);
+		free(manifest_list);
 		if (res == NULL)
 			goto done;
 		json_decref(res);

@@ -1844,8 +1844,14 @@ bool store_event_insert(struct store *s, const char *event, const char *request_
 	r = store_exec(s, ST_EVENT_INSERT, 6, params, err);
 	free(levels);
 	free(det);
-	if (r == NULL)
-		return false;
+	/* A change whose event cannot be written does not happen: the
+	 * caller rolls back, and the client may retry. */
+	if (r == NULL) {
+		log_error("store", "audit event %s cannot be written (%s)", event,
+			  s->sqlstate[0] ? s->sqlstate : "no connection");
+		return floe_err(err, FE_UNAVAILABLE,
+				"the audit log cannot be written; nothing was changed, retry later");
+	}
 	PQclear(r);
 	return true;
 }

@@ -273,7 +273,8 @@ bool store_run_transition(struct store *s, const char *id, const char *from_stat
 			  const char *lease_owner, bool *moved,
 			  struct floe_error *err) FLOE_WUR;
 
-/* The audit log (append-only). */
+/* The audit log (append-only). An event that cannot be written is
+ * FE_UNAVAILABLE: the change it records must be rolled back with it. */
 bool store_event_insert(struct store *s, const char *event, const char *request_id,
 			const struct ns_ident *ns, const char *table,
 			const char *run_id, const json_t *details,

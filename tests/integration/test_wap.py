@@ -241,10 +241,12 @@ def test_stage_errors(floe, ns):
     bare = TableHandle(floe, ns, "bare")
     bare.create()
     # A table without a snapshot can be staged (the first load through
-    # write-audit-publish): the run has no base and no branch yet.
+    # write-audit-publish): the run has no base, its branch starts at an
+    # empty snapshot and main stays without one.
     first = assert_ok_json(floe.post(bare.wap_url, json={}), 201)
     assert first["base-snapshot-id"] is None, first
-    assert bare.refs() == []
+    assert [r["name"] for r in bare.refs()] == [first["branch"]]
+    assert bare.head("main") is None
     assert assert_ok_json(floe.get(t.wap_url))["runs"] == []
 
 
