@@ -218,13 +218,12 @@ static json_t *apply_wap_required(struct store *s, const struct table_env *env,
 
 	if (!json_is_boolean(required))
 		return floe_err(err, FE_BAD_REQUEST, "field 'required' must be a boolean"), NULL;
-	if (table != NULL && !json_is_null(table) &&
-	    (!json_is_string(table) ||
-	     !ident_name_check(json_string_value(table), json_string_length(table), "table",
-			       err))) {
+	if (table != NULL && !json_is_null(table)) {
 		if (!json_is_string(table))
-			floe_err(err, FE_BAD_REQUEST, "field 'table' must be a string");
-		return NULL;
+			return floe_err(err, FE_BAD_REQUEST, "field 'table' must be a string"), NULL;
+		if (!ident_name_check(json_string_value(table), json_string_length(table), "table",
+				      err))
+			return NULL;
 	}
 	if (!ident_ns_from_json(json_object_get(body, "namespace"), "namespace", &ns, err))
 		return NULL;

@@ -549,7 +549,6 @@ bool store_migrate(const char *conninfo, struct floe_error *err)
 {
 	PGconn *conn = store_connect(conninfo, err);
 	PGresult *r = NULL;
-	int current = 0;
 	bool ok = false;
 
 	if (conn == NULL)
@@ -564,23 +563,26 @@ bool store_migrate(const char *conninfo, struct floe_error *err)
 			 " applied_at timestamptz NOT NULL DEFAULT now())",
 			 "creating the schema version table", err))
 		goto unlock;
-	r = PQexec(conn, "SELECT coalesce(max(version), 0) FROM floe_schema_version");
+	/* Every migration not yet recorded, in order: a number below one
+	 * already applied (numbers were handed out to parallel work) is
+	 * still applied, never skipped. */
+	r = PQexec(conn, "SELECT version FROM floe_schema_version");
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		log_error("store", "reading the schema version: %s",
 			  PQresultErrorMessage(r));
 		floe_err(err, FE_INTERNAL, "reading the schema version failed");
 		goto unlock;
 	}
-	current = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
-	PQclear(r);
-	r = NULL;
 
 	for (size_t i = 0; i < store_migrations_count; i++) {
 		const struct store_migration *m = &store_migrations[i];
 		char version[16];
 		const char *params[2] = { version, m->name };
+		bool applied = false;
 
-		if (m->version <= current)
+		for (int k = 0; r != NULL && k < PQntuples(r); k++)
+			applied |= strtol(PQgetvalue(r, k, 0), NULL, 10) == m->version;
+		if (applied)
 			continue;
 		log_info("store", "applying migration %s", m->name);
 		if (!exec_simple(conn, "BEGIN", "starting a migration", err))
@@ -590,24 +592,21 @@ bool store_migrate(const char *conninfo, struct floe_error *err)
 			goto unlock;
 		}
 		snprintf(version, sizeof(version), "%d", m->version);
-		r = PQexecParams(conn,
-				 "INSERT INTO floe_schema_version (version, name) "
-				 "VALUES ($1::integer, $2)",
-				 2, NULL, params, NULL, NULL, 0);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		PGresult *rec = PQexecParams(conn,
+					     "INSERT INTO floe_schema_version (version, name) "
+					     "VALUES ($1::integer, $2)",
+					     2, NULL, params, NULL, NULL, 0);
+		if (PQresultStatus(rec) != PGRES_COMMAND_OK) {
 			log_error("store", "recording migration %s: %s", m->name,
-				  PQresultErrorMessage(r));
-			PQclear(r);
-			r = NULL;
+				  PQresultErrorMessage(rec));
+			PQclear(rec);
 			PQclear(PQexec(conn, "ROLLBACK"));
 			floe_err(err, FE_INTERNAL, "recording a migration failed");
 			goto unlock;
 		}
-		PQclear(r);
-		r = NULL;
+		PQclear(rec);
 		if (!exec_simple(conn, "COMMIT", "committing a migration", err))
 			goto unlock;
-		current = m->version;
 	}
 	ok = true;
 unlock:
@@ -615,6 +614,7 @@ unlock:
 			 "releasing the migration lock", ok ? err : NULL))
 		ok = false;
 done:
+	PQclear(r);
 	PQfinish(conn);
 	return ok;
 }

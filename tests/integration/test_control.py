@@ -630,3 +630,16 @@ def test_first_load_of_an_empty_table_through_wap_pyiceberg(fresh_floe, webhooks
     got = sorted(cat.load_table(("sales", "customers")).scan().to_arrow().to_pylist(), key=lambda r: r["id"])
     assert got == rows
     assert cat.load_table(("sales", "customers")).metadata.current_snapshot_id == head
+
+
+def test_a_migration_numbered_below_one_applied_is_still_applied(postgres, floe_factory, psql_bin):
+    # Migration numbers are handed out to parallel work: a database that
+    # already has a higher one recorded must still get the lower ones.
+    url = postgres.new_database()
+    psql_ok(psql_bin, url, "CREATE TABLE floe_schema_version (version integer PRIMARY KEY, name text NOT NULL, "
+                           "applied_at timestamptz NOT NULL DEFAULT now()); "
+                           "INSERT INTO floe_schema_version VALUES (99, '0099_from_elsewhere')")
+    f = floe_factory(env={"FLOE_DATABASE_URL": url})
+    f.create_namespace(["a"])
+    versions = psql_ok(psql_bin, url, "SELECT string_agg(version::text, ',' ORDER BY version) FROM floe_schema_version")
+    assert versions.startswith("1,2,3,") and versions.endswith(",99") and ",5," in versions, versions
