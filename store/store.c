@@ -218,8 +218,9 @@ static const struct {
 	/* Serialises the changes of the set of hooks against each other, so
 	 * two deletions cannot each leave the other as the last hook. */
 	[ST_HOOK_LOCK] = { "hook_lock", "SELECT pg_advisory_xact_lock(7310593858473447526)" },
-	/* A protected namespace or table (floe.wap.required=true on itself)
-	 * that hook $1 covers and no other hook does. */
+	/* A protected namespace (floe.wap.required=true on itself) or table
+	 * (on itself or a namespace above) that hook $1 covers and no other
+	 * hook does. */
 	[ST_HOOK_SOLE_GUARD] = { "hook_sole_guard",
 		"WITH h AS (SELECT id, scope_namespace, scope_table FROM audit_hooks "
 		"  WHERE id = $1::uuid), "
@@ -229,8 +230,12 @@ static const struct {
 		"  UNION ALL SELECT n.levels::text[] COLLATE \"default\", t.name, "
 		"    array_to_string(n.levels, '.') || '.' || t.name "
 		"  FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
-		"  WHERE t.metadata LIKE '%floe.wap.required%' "
-		"  AND lower(t.metadata::jsonb->'properties'->>'floe.wap.required') = 'true') "
+		"  WHERE (t.metadata LIKE '%floe.wap.required%' "
+		"    AND lower(t.metadata::jsonb->'properties'->>'floe.wap.required') = 'true') "
+		"  OR EXISTS (SELECT 1 FROM namespaces p "
+		"    WHERE lower(p.properties->>'floe.wap.required') = 'true' "
+		"    AND cardinality(p.levels) <= cardinality(n.levels) "
+		"    AND p.levels = n.levels[1:cardinality(p.levels)])) "
 		"SELECT x.shown FROM x, h WHERE " HOOK_COVERS("h") " "
 		"AND NOT EXISTS (SELECT 1 FROM audit_hooks o WHERE o.id <> h.id AND "
 		HOOK_COVERS("o") ") ORDER BY x.shown LIMIT 1" },

@@ -235,9 +235,9 @@ bool store_hook_delete(struct store *s, const char *id, bool *deleted,
 		       struct floe_error *err) FLOE_WUR;
 /* Takes the transaction-scoped lock that serialises hook deletions. */
 bool store_hook_lock(struct store *s, struct floe_error *err) FLOE_WUR;
-/* *target names (caller frees) a namespace or table that sets
- * floe.wap.required=true itself and that hook id covers and no other hook
- * does; NULL when there is none. */
+/* *target names (caller frees) a protected namespace (it sets
+ * floe.wap.required=true) or table (it or a namespace above sets it) that
+ * hook id covers and no other hook does; NULL when there is none. */
 bool store_hook_sole_guard(struct store *s, const char *id, char **target,
 			   struct floe_error *err) FLOE_WUR;
 /* The hooks whose scope covers table in ns, with their secrets:

@@ -287,6 +287,12 @@ def test_the_last_hook_covering_a_protected_scope_cannot_be_deleted(floe, protec
     th = register_hook(floe, "table", rcv.url, scope={"namespace": own_ns, "table": "guarded"})
     assert_forbidden(floe.delete(f"/v1/audit-hooks/{th['id']}"), own_ns[0] + ".guarded")
 
+    # a hook that covers one table of a protected namespace, and is its last
+    TableHandle(floe, protected, "orders").create()
+    one = register_hook(floe, "one", rcv.url, scope={"namespace": protected, "table": "orders"})
+    r = floe.delete(f"/v1/audit-hooks/{one['id']}")   # b still covers the table
+    assert r.status_code == 204, describe(r)
+
     assert_error(control(floe, "delete-hook", **{"hook-id": b["id"]}), 400)
     out = assert_ok_json(control(floe, "delete-hook", reason="CHG-5: auditor replaced", **{"hook-id": b["id"]}))
     assert out["result"] == {"hook-id": b["id"]}, out
@@ -295,6 +301,9 @@ def test_the_last_hook_covering_a_protected_scope_cannot_be_deleted(floe, protec
     assert len(ev) == 1 and ev[0]["details"]["reason"] == "CHG-5: auditor replaced", ev
     assert_error(control(floe, "delete-hook", reason="x", **{"hook-id": b["id"]}), 404, "NoSuchAuditHookException")
     assert_ok_json(control(floe, "delete-hook", reason="cleanup", **{"hook-id": th["id"]}))
+    one = register_hook(floe, "one", rcv.url, scope={"namespace": protected, "table": "orders"})
+    assert_forbidden(floe.delete(f"/v1/audit-hooks/{one['id']}"), protected[0] + ".orders")
+    assert_ok_json(control(floe, "delete-hook", reason="cleanup", **{"hook-id": one["id"]}))
 
 
 def test_control_route_errors(floe, ns):
