@@ -415,6 +415,29 @@ static bool record_calls(struct store *s, const struct table_env *env,
 	return true;
 }
 
+/* The hook calls of a publish whose lease was taken over, with a
+ * wap.lease-lost event, in one transaction; a failure is logged (the
+ * client is told 409 either way and nothing else changes). */
+static void record_lease_lost(struct store *s, const struct table_env *env,
+			      const struct ns_ident *ns, const char *table, const char *run_id,
+			      const json_t *calls)
+{
+	struct floe_error err;
+	json_t *details = json_pack("{s:I}", "hook-calls", (json_int_t)json_array_size(calls));
+	bool ok = store_begin(s, &err) &&
+		  record_calls(s, env, ns, table, run_id, calls, &err) &&
+		  store_event_insert(s, "wap.lease-lost", env->request_id, ns, table, run_id,
+				     details, &err) &&
+		  store_commit(s, &err);
+
+	json_decref(details);
+	if (!ok) {
+		store_rollback(s);
+		log_error("wap", "run %s: the hook calls of a publish that lost its lease are not recorded: %s rid=%s",
+			  run_id, err.message, env->request_id);
+	}
+}
+
 /* Moves the run from auditing to state (while lease still holds the
  * lease), records its audits, its hook calls and event (when not NULL) in
  * one transaction. On failure nothing of it is recorded and err says why;
@@ -800,6 +823,10 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 		 audited, table, env->request_id);
 	out = reload_run(s, run_id, err);
 done:
+	/* Taken over while its hooks ran: this publish writes no outcome,
+	 * but the calls it made are facts an auditor must see. */
+	if (s != NULL && called != NULL && out == NULL && err->kind == FE_RUN_STATE)
+		record_lease_lost(s, env, ns, table, run_id, called);
 	if (s != NULL)
 		store_pool_release(pool, s);
 	for (size_t i = 0; bodies != NULL && i < n; i++)

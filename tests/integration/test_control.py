@@ -519,7 +519,11 @@ def test_a_publish_whose_lease_was_taken_over_writes_nothing(floe, ns, webhooks,
     done = assert_ok_json(results["second"])
     assert done["state"] == "published" and done["published-snapshot-id"] == sid, done
     assert t.head("main") == sid
-    assert kinds(audit_events(floe, run=run["id"])).count("wap.published") == 1
+    events = kinds(audit_events(floe, run=run["id"]))
+    assert events.count("wap.published") == 1, events
+    # both publishes' hook calls are on record; the loser's as lease-lost
+    assert events.count("wap.hook-called") == 2 and events.count("wap.lease-lost") == 1, events
+    assert events.index("wap.lease-lost") < events.index("wap.published"), events
 
 
 def test_the_audit_log_cursor_never_skips_a_late_commit(fresh_floe, psql_bin):
