@@ -340,7 +340,7 @@ json_t *control_apply(struct store *s, const struct table_env *env, const char *
 	json_t *result = apply(s, env, body, json_string_value(reason), err);
 	if (result == NULL)
 		return NULL;
-	log_info("control", "%s done through the control route (%s) rid=%s", action,
-		 json_string_value(reason), env->request_id);
+	log_info("control", "%s done through the control route (the reason is in the audit log) rid=%s",
+		 action, env->request_id);
 	return json_pack("{s:s, s:O, s:o}", "action", action, "reason", reason, "result", result);
 }

@@ -395,6 +395,18 @@ def test_events_fail_their_change_runs(fresh_floe, refuse_event, webhooks):
     assert t.run(run["id"])["state"] == "staged"
     assert t.head(run["branch"]) is not None, "the branch went without its event"
 
+    # a publish refused before its audit (main is not an ancestor) still
+    # answers only once its wap.conflict is on record
+    other = new_table(f, ["a"], "other")
+    r_other = other.stage()
+    other.add_snapshot(r_other["branch"])
+    other.add_snapshot("main")
+    refuse_event("wap.conflict")
+    _audit_unavailable(other.publish(r_other["id"]))
+    refuse_event("none")
+    assert_error(other.publish(r_other["id"]), 409, "NotFastForwardException")
+    assert "wap.conflict" in kinds(audit_events(f, run=r_other["id"]))
+
     refuse_event("wap.audit-started")
     _audit_unavailable(t.publish(run["id"]))
     assert t.run(run["id"])["state"] == "staged"
