@@ -544,7 +544,7 @@ static json_t *publish_commit(struct store *s, struct publish_record *rec,
 		json_array_append_new(ups, json_pack("{s:s, s:s}", "action",
 						     "remove-snapshot-ref", "ref-name", branch));
 	}
-	json_t *res = table_commit_with(s, env, ns, table, reqs, ups, true, publish_also, rec,
+	json_t *res = table_commit_with(s, env, ns, table, reqs, ups, TABLE_COMMIT_MAIN_MOVE, publish_also, rec,
 					err);
 	json_decref(reqs);
 	json_decref(ups);
