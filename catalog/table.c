@@ -647,6 +647,51 @@ done:
 	return ok;
 }
 
+/* True when updates set or remove floe.wap.required. */
+static bool touches_control(const json_t *updates)
+{
+	size_t i, k;
+	json_t *u, *key;
+
+	json_array_foreach((json_t *)updates, i, u) {
+		const char *action = json_string_value(json_object_get(u, "action"));
+		if (action == NULL)
+			continue;
+		if (strcmp(action, "set-properties") == 0 &&
+		    json_object_get(json_object_get(u, "updates"), CONTROL_PROPERTY) != NULL)
+			return true;
+		if (strcmp(action, "remove-properties") == 0) {
+			json_array_foreach(json_object_get(u, "removals"), k, key) {
+				if (json_is_string(key) &&
+				    strcmp(json_string_value(key), CONTROL_PROPERTY) == 0)
+					return true;
+			}
+		}
+	}
+	return false;
+}
+
+struct control_commit {
+	const struct table_env *env;
+	const struct ns_ident *ns;
+	const char *name;
+};
+
+/* A commit that sets floe.wap.required records it, in its transaction
+ * (weakening it is refused before: control_check_table_properties). */
+static bool control_commit_also(struct store *s, void *ctx, const json_t *result,
+				struct floe_error *err)
+{
+	struct control_commit *c = ctx;
+	json_t *details = json_pack("{s:b}", "required",
+				    control_table_sets(json_object_get(result, "metadata")));
+	bool ok = store_event_insert(s, "control.wap-required", c->env->request_id, c->ns, c->name,
+				     NULL, details, err);
+
+	json_decref(details);
+	return ok;
+}
+
 json_t *table_commit(struct store *s, const struct table_env *env,
 		     const struct ns_ident *ns, const char *name,
 		     const json_t *body, struct floe_error *err)
@@ -664,7 +709,12 @@ json_t *table_commit(struct store *s, const struct table_env *env,
 		return NULL;
 	if (requirements != NULL && has_assert_create(requirements))
 		return commit_create(s, env, ns, name, requirements, updates, err);
-	return table_commit_changes(s, env, ns, name, requirements, updates, false, err);
+	if (touches_control(updates)) {
+		struct control_commit c = { .env = env, .ns = ns, .name = name };
+		return table_commit_with(s, env, ns, name, requirements, updates, 0,
+					 control_commit_also, &c, err);
+	}
+	return table_commit_changes(s, env, ns, name, requirements, updates, 0, err);
 }
 
 json_t *table_commit_changes(struct store *s, const struct table_env *env,

@@ -218,6 +218,8 @@ def test_registering_a_table_with_a_main_snapshot_into_a_protected_scope_is_refu
 def test_table_property_cannot_be_weakened_by_a_commit(floe, ns):
     t = new_table(floe, ns)
     t.commit_ok([{"action": "set-properties", "updates": {WAP: "true"}}])
+    ev = [e for e in audit_events(floe, namespace=ns[0], table=t.name) if e["event"] == "control.wap-required"]
+    assert [e["details"] for e in ev] == [{"required": True}], ev
     for updates in ([{"action": "remove-properties", "removals": [WAP]}],
                     [{"action": "set-properties", "updates": {WAP: "false"}}],
                     [{"action": "set-properties", "updates": {WAP: "no"}}]):
@@ -238,7 +240,8 @@ def test_table_property_cannot_be_weakened_by_a_commit(floe, ns):
     assert out["result"] == {"namespace": ns, "table": t.name, "required": False}, out
     assert WAP not in t.metadata()["properties"]
     ev = [e for e in audit_events(floe, namespace=ns[0], table=t.name) if e["event"] == "control.wap-required"]
-    assert [e["details"] for e in ev] == [{"required": False, "reason": "CHG-2: table retired from SOX scope"}], ev
+    assert [e["details"] for e in ev] == [{"required": True},
+                                          {"required": False, "reason": "CHG-2: table retired from SOX scope"}], ev
     # now main may move
     t.add_snapshot("main")
 
@@ -375,6 +378,8 @@ def test_events_fail_their_change_tables(fresh_floe, refuse_event):
     _audit_unavailable(set_ns_props(f, ["a"], {WAP: "true"}))
     assert WAP not in assert_ok_json(f.get("/v1/namespaces/a"))["properties"]
     _audit_unavailable(control(f, "wap-required", namespace=["a"], table=t.name, required=True, reason="x"))
+    assert WAP not in t.metadata()["properties"]
+    _audit_unavailable(t.commit([{"action": "set-properties", "updates": {WAP: "true"}}]))
     assert WAP not in t.metadata()["properties"]
     refuse_event("table.dropped")
     _audit_unavailable(f.delete(t.url))
