@@ -16,6 +16,7 @@
 enum opt_id {
 	OPT_LISTEN,
 	OPT_DATABASE,
+	OPT_OWNER_DATABASE,
 	OPT_DATA_DIR,
 	OPT_WAREHOUSE,
 	OPT_THREADS,
@@ -43,6 +44,8 @@ static const struct option_def options[OPT_COUNT] = {
 		"Address to serve HTTP on, host:port or [ipv6]:port (port 0: any free port)" },
 	[OPT_DATABASE] = { "database", "FLOE_DATABASE_URL", "",
 		"PostgreSQL connection string or postgresql:// URL; empty: run a private PostgreSQL under the data directory" },
+	[OPT_OWNER_DATABASE] = { "owner-database", "FLOE_OWNER_DATABASE_URL", "",
+		"With --database: connection string of the role that owns floe's tables, used for migrations only, so that floe's own role cannot change the audit log; empty: migrate with --database (the audit log is then not protected from floe's role)" },
 	[OPT_DATA_DIR] = { "data-dir", "FLOE_DATA_DIR", "./floe-data",
 		"Directory for the embedded PostgreSQL and the default warehouse" },
 	[OPT_WAREHOUSE] = { "warehouse", "FLOE_WAREHOUSE", NULL,
@@ -212,6 +215,14 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 	if (raw[OPT_DATABASE][0] != '\0') {
 		cfg->database_url = strdup(raw[OPT_DATABASE]);
 		if (cfg->database_url == NULL)
+			return fail(errbuf, errlen, "out of memory");
+	}
+
+	if (raw[OPT_OWNER_DATABASE][0] != '\0') {
+		if (cfg->database_url == NULL)
+			return BAD(OPT_OWNER_DATABASE, "needs --database (FLOE_DATABASE_URL)");
+		cfg->owner_database_url = strdup(raw[OPT_OWNER_DATABASE]);
+		if (cfg->owner_database_url == NULL)
 			return fail(errbuf, errlen, "out of memory");
 	}
 
@@ -408,6 +419,7 @@ void config_free(struct floe_config *cfg)
 {
 	free(cfg->listen_host);
 	free(cfg->database_url);
+	free(cfg->owner_database_url);
 	free(cfg->data_dir);
 	free(cfg->warehouse);
 	free(cfg->warehouse_path);

@@ -26,6 +26,7 @@ struct floe_config {
 	char *listen_host;     /* without brackets for IPv6 */
 	int listen_port;       /* 0: any free port */
 	char *database_url;    /* NULL: embedded PostgreSQL */
+	char *owner_database_url; /* migrations' role; NULL: database_url's */
 	char *data_dir;        /* absolute */
 	char *warehouse;       /* file:///absolute/path, no trailing '/' */
 	char *warehouse_path;  /* the warehouse's local directory */

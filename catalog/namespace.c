@@ -6,6 +6,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include "control.h"
 
 #include "store.h"
 
@@ -189,6 +192,12 @@ json_t *ns_list(struct store *s, const struct ns_ident *parent,
 			 "next-page-token", token);
 }
 
+static bool value_is_true(const json_t *v)
+{
+	const char *s = json_string_value(v);
+	return s != NULL && strcasecmp(s, "true") == 0;
+}
+
 /* True when the string array arr holds key. */
 static bool array_has_string(const json_t *arr, const char *key)
 {
@@ -203,7 +212,8 @@ static bool array_has_string(const json_t *arr, const char *key)
 }
 
 json_t *ns_update_properties(struct store *s, const struct ns_ident *ns,
-			     const json_t *body, struct floe_error *err)
+			     const json_t *body, const char *request_id,
+			     const char *reason, struct floe_error *err)
 {
 	json_t *removals = json_object_get(body, "removals");
 	json_t *updates = json_object_get(body, "updates");
@@ -241,16 +251,39 @@ json_t *ns_update_properties(struct store *s, const struct ns_ident *ns,
 		}
 	}
 
+	/* The change, the control's check of it and its audit event are one
+	 * transaction: the check sees the properties the change replaced. */
 	json_t *empty_arr = json_array();
 	json_t *empty_obj = json_object();
-	bool ok = store_ns_update_properties(s, ns,
-					     removals ? removals : empty_arr,
-					     updates ? updates : empty_obj,
-					     &old, err);
+	const json_t *rem = removals ? removals : empty_arr;
+	const json_t *upd = updates ? updates : empty_obj;
+	bool ok = store_begin(s, err) &&
+		  store_ns_update_properties(s, ns, rem, upd, &old, err);
+	if (ok && reason == NULL)
+		ok = control_check_ns_properties(ns, old, rem, upd, err);
+	if (ok) {
+		bool before = value_is_true(json_object_get(old, CONTROL_PROPERTY));
+		const json_t *set = json_object_get(upd, CONTROL_PROPERTY);
+		bool after = set != NULL ? value_is_true(set)
+					 : before && !array_has_string(rem, CONTROL_PROPERTY);
+		if (before != after || reason != NULL) {
+			json_t *details = json_pack("{s:b, s:s*}", "required", after, "reason",
+						    reason);
+			ok = store_event_insert(s, "control.wap-required", request_id, ns, NULL,
+						NULL, details, err);
+			json_decref(details);
+		}
+	}
 	json_decref(empty_arr);
 	json_decref(empty_obj);
-	if (!ok)
+	if (ok)
+		ok = store_commit(s, err);
+	else if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+		store_rollback(s);
+	if (!ok) {
+		json_decref(old);
 		return NULL;
+	}
 
 	updated = json_array();
 	removed = json_array();

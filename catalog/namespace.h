@@ -55,8 +55,12 @@ json_t *ns_list(struct store *s, const struct ns_ident *parent,
 		const struct page_request *page, struct floe_error *err) FLOE_WUR;
 
 /* POST /namespaces/{ns}/properties: {"updated", "removed", "missing"}.
- * A key both set and removed is FE_UNPROCESSABLE. */
+ * A key both set and removed is FE_UNPROCESSABLE. Weakening
+ * floe.wap.required is FE_FORBIDDEN unless reason (the control route) is
+ * given; a change of it writes control.wap-required in the same
+ * transaction. */
 json_t *ns_update_properties(struct store *s, const struct ns_ident *ns,
-			     const json_t *body, struct floe_error *err) FLOE_WUR;
+			     const json_t *body, const char *request_id,
+			     const char *reason, struct floe_error *err) FLOE_WUR;
 
 #endif

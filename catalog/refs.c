@@ -107,7 +107,7 @@ static json_t *commit_ref(struct store *s, const struct table_env *env,
 		json_object_set(req, "snapshot-id", json_object_get(current, "snapshot-id"));
 	json_t *reqs = json_pack("[o]", req);
 	json_t *updates = json_pack("[o]", update);
-	json_t *result = table_commit_changes(s, env, ns, table, reqs, updates, false, err);
+	json_t *result = table_commit_changes(s, env, ns, table, reqs, updates, 0, err);
 	if (result != NULL) {
 		json_t *r = json_object_get(json_object_get(json_object_get(result, "metadata"),
 							    "refs"), name);

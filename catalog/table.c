@@ -14,6 +14,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "control.h"
 #include "fileio.h"
 #include "location.h"
 #include "log.h"
@@ -695,6 +696,12 @@ static json_t *commit_create(struct store *s, const struct table_env *env,
 	json_decref(all);
 	if (m == NULL)
 		return NULL;
+	/* A create that brings a main snapshot moves main. */
+	if (tablemeta_current_snapshot(m) >= 0 &&
+	    !control_check_main_move(s, ns, name, NULL, m, err)) {
+		json_decref(m);
+		return NULL;
+	}
 	if (!create_row(s, env, ns, name, m, false, &loc, err)) {
 		json_decref(m);
 		return NULL;
@@ -719,44 +726,16 @@ static void commit_mark_clear(struct commit_mark *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/*
- * One round of a commit on an existing table: *lost tells the caller to
- * go round again (another writer won the swap). On success *result gets
- * the answer. in_tx: inside a multi-table transaction, where a lost swap
- * aborts the whole transaction.
- */
-static bool property_true(const json_t *m, const char *key)
-{
-	const char *v = json_string_value(json_object_get(json_object_get(m, "properties"),
-							 key));
-	return v != NULL && strcasecmp(v, "true") == 0;
-}
-
 /* Enforced publish: main may move only through a WAP publish when the
- * table or one of its namespaces sets floe.wap.required. */
+ * table or one of its namespaces sets floe.wap.required (control.c
+ * decides; this is the one check every path that moves main makes). */
 static bool main_move_allowed(struct store *s, const struct ns_ident *ns,
 			      const char *name, const json_t *base,
 			      const json_t *m, struct floe_error *err)
 {
-	char *where = NULL;
-
 	if (tablemeta_current_snapshot(base) == tablemeta_current_snapshot(m))
 		return true;
-	if (property_true(base, "floe.wap.required") ||
-	    property_true(m, "floe.wap.required"))
-		return floe_err(err, FE_FORBIDDEN,
-				"main of table %s can only move through a write-audit-publish run: the table sets floe.wap.required=true",
-				name);
-	if (!store_ns_wap_required(s, ns, &where, err))
-		return false;
-	if (where != NULL) {
-		floe_err(err, FE_FORBIDDEN,
-			 "main of table %s can only move through a write-audit-publish run: namespace %s sets floe.wap.required=true",
-			 name, where);
-		free(where);
-		return false;
-	}
-	return true;
+	return control_check_main_move(s, ns, name, base, m, err);
 }
 
 /*
@@ -791,7 +770,7 @@ static bool swap_failed(struct store *s, const struct table_env *env,
 static bool commit_round(struct store *s, const struct table_env *env,
 			 const struct ns_ident *ns, const char *name,
 			 const json_t *requirements, const json_t *updates,
-			 bool allow_main_move, bool in_tx, json_t **result,
+			 unsigned flags, bool in_tx, json_t **result,
 			 struct commit_mark *written,
 			 bool *lost, struct floe_error *err)
 {
@@ -831,7 +810,9 @@ static bool commit_round(struct store *s, const struct table_env *env,
 		ok = *result != NULL;
 		goto done;
 	}
-	if (!allow_main_move && !main_move_allowed(s, ns, name, base, m, err))
+	if (!(flags & TABLE_COMMIT_MAIN_MOVE) && !main_move_allowed(s, ns, name, base, m, err))
+		goto done;
+	if (!(flags & TABLE_COMMIT_CONTROL) && !control_check_table_properties(name, base, m, err))
 		goto done;
 	const char *table_loc = json_string_value(json_object_get(m, "location"));
 	const char *base_loc = json_string_value(json_object_get(base, "location"));
@@ -906,11 +887,57 @@ done:
 	return ok;
 }
 
-/* table_commit_also for a keyed updateTable: its answer is the result. */
-static bool idem_record_commit(struct store *s, void *ctx, const json_t *result,
+/* True when updates set or remove floe.wap.required. */
+static bool touches_control(const json_t *updates)
+{
+	size_t i, k;
+	json_t *u, *key;
+
+	json_array_foreach((json_t *)updates, i, u) {
+		const char *action = json_string_value(json_object_get(u, "action"));
+		if (action == NULL)
+			continue;
+		if (strcmp(action, "set-properties") == 0 &&
+		    json_object_get(json_object_get(u, "updates"), CONTROL_PROPERTY) != NULL)
+			return true;
+		if (strcmp(action, "remove-properties") == 0) {
+			json_array_foreach(json_object_get(u, "removals"), k, key) {
+				if (json_is_string(key) &&
+				    strcmp(json_string_value(key), CONTROL_PROPERTY) == 0)
+					return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* What an updateTable writes in its commit's transaction besides the
+ * swap: the control event, and the answer under its Idempotency-Key. */
+struct commit_extras {
+	const struct table_env *env;
+	const struct ns_ident *ns;
+	const char *name;
+	bool control; /* the commit sets floe.wap.required */
+};
+
+/* A commit that sets floe.wap.required records it (weakening it is
+ * refused before: control_check_table_properties); a keyed commit records
+ * its answer. */
+static bool commit_extras_also(struct store *s, void *ctx, const json_t *result,
 			       struct floe_error *err)
 {
-	return idem_record(s, ctx, 200, result, err);
+	struct commit_extras *x = ctx;
+
+	if (x->control) {
+		json_t *details = json_pack("{s:b}", "required",
+					    control_table_sets(json_object_get(result, "metadata")));
+		bool ok = store_event_insert(s, "control.wap-required", x->env->request_id, x->ns,
+					     x->name, NULL, details, err);
+		json_decref(details);
+		if (!ok)
+			return false;
+	}
+	return x->env->idem_key == NULL || idem_record(s, x->env, 200, result, err);
 }
 
 json_t *table_commit(struct store *s, const struct table_env *env,
@@ -930,18 +957,22 @@ json_t *table_commit(struct store *s, const struct table_env *env,
 		return NULL;
 	if (requirements != NULL && has_assert_create(requirements))
 		return commit_create(s, env, ns, name, requirements, updates, err);
-	if (env->idem_key != NULL)
-		return table_commit_with(s, env, ns, name, requirements, updates, false,
-					 idem_record_commit, (void *)env, err);
-	return table_commit_changes(s, env, ns, name, requirements, updates, false, err);
+	bool control = touches_control(updates);
+	if (control || env->idem_key != NULL) {
+		struct commit_extras x = { .env = env, .ns = ns, .name = name,
+					   .control = control };
+		return table_commit_with(s, env, ns, name, requirements, updates, 0,
+					 commit_extras_also, &x, err);
+	}
+	return table_commit_changes(s, env, ns, name, requirements, updates, 0, err);
 }
 
 json_t *table_commit_changes(struct store *s, const struct table_env *env,
 			     const struct ns_ident *ns, const char *name,
 			     const json_t *requirements, const json_t *updates,
-			     bool allow_main_move, struct floe_error *err)
+			     unsigned flags, struct floe_error *err)
 {
-	return table_commit_with(s, env, ns, name, requirements, updates, allow_main_move,
+	return table_commit_with(s, env, ns, name, requirements, updates, flags,
 				 NULL, NULL, err);
 }
 
@@ -987,18 +1018,18 @@ static bool commit_failed(struct store *s, const struct table_env *env,
 static bool commit_round_with(struct store *s, const struct table_env *env,
 			      const struct ns_ident *ns, const char *name,
 			      const json_t *requirements, const json_t *updates,
-			      bool allow_main_move, table_commit_also also, void *ctx,
+			      unsigned flags, table_commit_also also, void *ctx,
 			      json_t **result, bool *lost, struct floe_error *err)
 {
 	struct commit_mark written = { 0 };
 
 	*result = NULL;
 	if (also == NULL)
-		return commit_round(s, env, ns, name, requirements, updates, allow_main_move,
+		return commit_round(s, env, ns, name, requirements, updates, flags,
 				    false, result, NULL, lost, err);
 	if (!store_begin(s, err))
 		return false;
-	bool ok = commit_round(s, env, ns, name, requirements, updates, allow_main_move,
+	bool ok = commit_round(s, env, ns, name, requirements, updates, flags,
 			       true, result, &written, lost, err) &&
 		  also(s, ctx, *result, err);
 	if (ok && store_commit(s, err)) {
@@ -1024,7 +1055,7 @@ static bool commit_round_with(struct store *s, const struct table_env *env,
 json_t *table_commit_with(struct store *s, const struct table_env *env,
 			  const struct ns_ident *ns, const char *name,
 			  const json_t *requirements, const json_t *updates,
-			  bool allow_main_move, table_commit_also also, void *ctx,
+			  unsigned flags, table_commit_also also, void *ctx,
 			  struct floe_error *err)
 {
 	json_t *result = NULL;
@@ -1035,7 +1066,7 @@ json_t *table_commit_with(struct store *s, const struct table_env *env,
 			backoff(attempt);
 		stripe_lock(env, stripe);
 		bool ok = commit_round_with(s, env, ns, name, requirements, updates,
-					    allow_main_move, also, ctx, &result, &lost, err);
+					    flags, also, ctx, &result, &lost, err);
 		stripe_unlock(env, stripe);
 		if (ok)
 			return result;
@@ -1098,7 +1129,7 @@ static bool transaction_round(struct store *s, const struct table_env *env,
 		const json_t *r = json_object_get(c, "requirements");
 		bool round_ok = commit_round(s, env, &ids[k].ns, ids[k].name,
 					     json_is_array(r) ? r : NULL,
-					     json_object_get(c, "updates"), false, true, &result,
+					     json_object_get(c, "updates"), 0, true, &result,
 					     &marks[k], lost, err);
 		json_decref(result);
 		if (!round_ok)
@@ -1221,6 +1252,88 @@ json_t *table_register(struct store *s, const struct table_env *env,
 		       const struct ns_ident *ns, const json_t *body,
 		       struct floe_error *err)
 {
+	return table_register_with(s, env, ns, body, NULL, err);
+}
+
+/* Register with overwrite over an existing table, with its audit event,
+ * inside the caller's transaction: refused when the table is protected
+ * unless reason (the control route) is given. */
+static bool register_over(struct store *s, const struct table_env *env,
+			  const struct ns_ident *ns, const char *name, const char *uuid,
+			  const char *mloc, const char *text, const char *refs,
+			  const char *tloc, const char *reason, struct floe_error *err)
+{
+	struct table_row row;
+	json_t *old = NULL;
+	json_error_t jerr;
+	char rule[256];
+	bool ok = false;
+
+	memset(&row, 0, sizeof(row));
+	if (!store_table_load(s, ns, name, &row, err))
+		goto done;
+	old = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
+	if (!control_rule(s, ns, old, rule, sizeof(rule), err))
+		goto done;
+	if (rule[0] != '\0' && reason == NULL) {
+		floe_err(err, FE_FORBIDDEN,
+			 "registering over table %s would replace its main outside write-audit-publish: %s; only POST /v1/controls/register with a reason may",
+			 name, rule);
+		goto done;
+	}
+	if (!store_table_overwrite(s, ns, name, uuid, mloc, text, refs, tloc, env->request_id,
+				   err))
+		goto done;
+	json_t *details = json_pack("{s:s, s:s*, s:s, s:s, s:s*, s:s*}", "metadata-location", mloc,
+				    "previous-metadata-location", row.metadata_location,
+				    "table-uuid", uuid, "previous-table-uuid", row.uuid,
+				    "protected-by", rule[0] != '\0' ? rule : NULL,
+				    "reason", reason);
+	ok = store_event_insert(s, "table.register-overwrite", env->request_id, ns, name, NULL,
+				details, err);
+	json_decref(details);
+done:
+	json_decref(old);
+	store_table_row_clear(&row);
+	return ok;
+}
+
+/* Register as a new table, inside the caller's transaction. Metadata
+ * whose main has a snapshot moves main the moment it is registered: into
+ * a protected scope only through the control route (reason), which
+ * records table.registered. */
+static bool register_new(struct store *s, const struct table_env *env,
+			 const struct ns_ident *ns, const char *name, const json_t *m,
+			 const char *uuid, const char *mloc, const char *text,
+			 const char *refs, const char *tloc, const char *reason,
+			 struct floe_error *err)
+{
+	char rule[256] = "";
+
+	if (tablemeta_current_snapshot(m) >= 0 &&
+	    !control_rule(s, ns, m, rule, sizeof(rule), err))
+		return false;
+	if (rule[0] != '\0' && reason == NULL)
+		return floe_err(err, FE_FORBIDDEN,
+				"registering table %s with a snapshot on main would move main outside write-audit-publish: %s; only POST /v1/controls/register with a reason may",
+				name, rule);
+	if (!store_table_create(s, ns, name, uuid, mloc, text, refs, tloc, env->request_id, err))
+		return false;
+	if (reason == NULL)
+		return true;
+	json_t *details = json_pack("{s:s, s:s, s:s*, s:s}", "metadata-location", mloc,
+				    "table-uuid", uuid, "protected-by",
+				    rule[0] != '\0' ? rule : NULL, "reason", reason);
+	bool ok = store_event_insert(s, "table.registered", env->request_id, ns, name, NULL,
+				     details, err);
+	json_decref(details);
+	return ok;
+}
+
+json_t *table_register_with(struct store *s, const struct table_env *env,
+			    const struct ns_ident *ns, const json_t *body,
+			    const char *reason, struct floe_error *err)
+{
 	const json_t *name = json_object_get(body, "name");
 	const json_t *mloc = json_object_get(body, "metadata-location");
 	const json_t *overwrite = json_object_get(body, "overwrite");
@@ -1269,17 +1382,14 @@ json_t *table_register(struct store *s, const struct table_env *env,
 		bool exists = false;
 		ok = store_table_exists(s, ns, json_string_value(name), &exists, err);
 		if (ok && exists)
-			ok = store_table_overwrite(s, ns, json_string_value(name), uuid,
-						   json_string_value(mloc), text, refs, key,
-						   env->request_id, err);
+			ok = register_over(s, env, ns, json_string_value(name), uuid,
+					   json_string_value(mloc), text, refs, key, reason, err);
 		else if (ok)
-			ok = store_table_create(s, ns, json_string_value(name), uuid,
-						json_string_value(mloc), text, refs, key,
-						env->request_id, err);
+			ok = register_new(s, env, ns, json_string_value(name), m, uuid,
+					  json_string_value(mloc), text, refs, key, reason, err);
 	} else if (ok) {
-		ok = store_table_create(s, ns, json_string_value(name), uuid,
-					json_string_value(mloc), text, refs, key,
-					env->request_id, err);
+		ok = register_new(s, env, ns, json_string_value(name), m, uuid,
+				  json_string_value(mloc), text, refs, key, reason, err);
 	}
 	free(refs);
 	if (!ok) {
@@ -1303,22 +1413,44 @@ bool table_drop(struct store *s, const struct table_env *env,
 {
 	struct table_row row;
 
-	/* With purge the files are detached from the name in the same
-	 * statement (a tombstone in purges) and removed by the janitor, so
-	 * a table created under this name meanwhile never loses a file. */
-	if (!store_table_drop(s, ns, name, purge, &row, err))
+	/* The table and its audit event go together, or neither. With purge
+	 * the files are detached from the name in the same statement (a
+	 * tombstone in purges) and removed by the janitor, so a table
+	 * created under this name meanwhile never loses a file. */
+	if (!store_begin(s, err))
 		return false;
+	if (!store_table_drop(s, ns, name, purge, &row, err)) {
+		store_rollback(s);
+		return false;
+	}
+	json_t *details = json_pack("{s:s, s:s?, s:b}", "table-uuid", row.uuid,
+				    "metadata-location", row.metadata_location, "purge", purge);
+	bool logged = store_event_insert(s, "table.dropped", env->request_id, ns, name, NULL,
+					 details, err);
+	json_decref(details);
+	if (!logged || !store_commit(s, err)) {
+		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+			store_rollback(s);
+		store_table_row_clear(&row);
+		return false;
+	}
 	log_info("table", "dropped %s (%s)%s rid=%s", name, row.uuid,
 		 purge ? "; its files wait for the janitor's purge" : "", env->request_id);
 	store_table_row_clear(&row);
 	return true;
 }
 
-bool table_rename(struct store *s, const json_t *body, struct floe_error *err)
+bool table_rename(struct store *s, const struct table_env *env, const json_t *body,
+		  const char *reason, struct floe_error *err)
 {
 	struct table_ident from, to;
+	struct table_row row;
+	json_t *m = NULL;
+	json_error_t jerr;
+	char from_rule[256], to_rule[256];
 	bool ok = false;
 
+	memset(&row, 0, sizeof(row));
 	if (!table_ident_from_json(json_object_get(body, "source"), "source", &from, err))
 		return false;
 	if (!table_ident_from_json(json_object_get(body, "destination"), "destination",
@@ -1326,7 +1458,43 @@ bool table_rename(struct store *s, const json_t *body, struct floe_error *err)
 		table_ident_clear(&from);
 		return false;
 	}
-	ok = store_table_rename(s, &from.ns, from.name, &to.ns, to.name, err);
+	if (!store_begin(s, err))
+		goto done;
+	if (!store_table_load(s, &from.ns, from.name, &row, err))
+		goto fail;
+	m = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
+	/* The table's own floe.wap.required travels with it; a namespace's
+	 * stays behind, so leaving its scope would leave the control. */
+	if (!control_rule(s, &from.ns, m, from_rule, sizeof(from_rule), err) ||
+	    !control_rule(s, &to.ns, m, to_rule, sizeof(to_rule), err))
+		goto fail;
+	if (from_rule[0] != '\0' && to_rule[0] == '\0' && reason == NULL) {
+		floe_err(err, FE_FORBIDDEN,
+			 "renaming table %s out of its protected namespace would take it out of the audited-publish control (%s); only POST /v1/controls/rename with a reason may",
+			 from.name, from_rule);
+		goto fail;
+	}
+	if (!store_table_rename(s, &from.ns, from.name, &to.ns, to.name, err))
+		goto fail;
+	json_t *details = json_pack("{s:s, s:{s:o, s:s}, s:s*, s:s*, s:s*}", "table-uuid", row.uuid,
+				    "to", "namespace", ident_ns_to_json(&to.ns), "name", to.name,
+				    "protected-by", from_rule[0] != '\0' ? from_rule : NULL,
+				    "protected-by-after", to_rule[0] != '\0' ? to_rule : NULL,
+				    "reason", reason);
+	bool logged = store_event_insert(s, "table.renamed", env->request_id, &from.ns,
+					 from.name, NULL, details, err);
+	json_decref(details);
+	if (!logged)
+		goto fail;
+	ok = store_commit(s, err);
+	if (ok)
+		goto done;
+fail:
+	if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+		store_rollback(s);
+done:
+	json_decref(m);
+	store_table_row_clear(&row);
 	table_ident_clear(&from);
 	table_ident_clear(&to);
 	return ok;

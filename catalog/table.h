@@ -89,15 +89,19 @@ json_t *table_commit(struct store *s, const struct table_env *env,
 		     const struct ns_ident *ns, const char *name,
 		     const json_t *body, struct floe_error *err) FLOE_WUR;
 
+/* Commit flags of floe's own callers. */
+#define TABLE_COMMIT_MAIN_MOVE 1u /* main may move under floe.wap.required (WAP publish) */
+#define TABLE_COMMIT_CONTROL 2u   /* floe.wap.required may be weakened (the control route) */
+
 /*
- * The commit engine for floe's own callers (refs, write-audit-publish):
- * requirements and updates as in updateTable. allow_main_move lets a
- * commit move main under floe.wap.required (only a WAP publish may).
+ * The commit engine for floe's own callers (refs, write-audit-publish,
+ * controls): requirements and updates as in updateTable; flags are
+ * TABLE_COMMIT_* (0: the rules of an ordinary commit).
  */
 json_t *table_commit_changes(struct store *s, const struct table_env *env,
 			     const struct ns_ident *ns, const char *name,
 			     const json_t *requirements, const json_t *updates,
-			     bool allow_main_move, struct floe_error *err) FLOE_WUR;
+			     unsigned flags, struct floe_error *err) FLOE_WUR;
 
 /* Work done in the same database transaction as a commit's swap (the
  * WAP state change and its audit event): returning false undoes both.
@@ -109,7 +113,7 @@ typedef bool (*table_commit_also)(struct store *s, void *ctx, const json_t *resu
 json_t *table_commit_with(struct store *s, const struct table_env *env,
 			  const struct ns_ident *ns, const char *name,
 			  const json_t *requirements, const json_t *updates,
-			  bool allow_main_move, table_commit_also also, void *ctx,
+			  unsigned flags, table_commit_also also, void *ctx,
 			  struct floe_error *err) FLOE_WUR;
 
 /* commitTransaction: every table change lands or none does. */
@@ -121,14 +125,24 @@ json_t *table_register(struct store *s, const struct table_env *env,
 		       const struct ns_ident *ns, const json_t *body,
 		       struct floe_error *err) FLOE_WUR;
 
-/* dropTable; with purge the table's files go too (inside the warehouse
+/* register through the control route: with reason (not NULL, stored in
+ * the audit event) a protected table may be registered over. */
+json_t *table_register_with(struct store *s, const struct table_env *env,
+			    const struct ns_ident *ns, const json_t *body,
+			    const char *reason, struct floe_error *err) FLOE_WUR;
+
+/* dropTable, with its table.dropped audit event in the same transaction;
+ * with purge the table's files go too (inside the warehouse
  * only). */
 bool table_drop(struct store *s, const struct table_env *env,
 		const struct ns_ident *ns, const char *name, bool purge,
 		struct floe_error *err) FLOE_WUR;
 
-/* renameTable from a {"source", "destination"} body. */
-bool table_rename(struct store *s, const json_t *body,
-		  struct floe_error *err) FLOE_WUR;
+/* renameTable from a {"source", "destination"} body, with its
+ * table.renamed audit event in the same transaction. A rename that would
+ * take a table out of the scope of a namespace's floe.wap.required is
+ * FE_FORBIDDEN unless reason (the control route) is given. */
+bool table_rename(struct store *s, const struct table_env *env, const json_t *body,
+		  const char *reason, struct floe_error *err) FLOE_WUR;
 
 #endif

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "emptysnap.h"
+#include "fileio.h"
 #include "hooks.h"
 #include "log.h"
 #include "refs.h"
@@ -29,17 +31,25 @@
  * by an interrupted floe counts once its lease has run out. */
 #define RUN_PUBLISHABLE "staged,rejected,audit-failed,auditing-stale"
 
-void audit_record(struct store *s, const struct table_env *env, const char *event,
+bool audit_record(struct store *s, const struct table_env *env, const char *event,
 		  const struct ns_ident *ns, const char *table, const char *run_id,
-		  json_t *details)
+		  json_t *details, struct floe_error *err)
 {
-	struct floe_error err;
+	bool ok = store_event_insert(s, event, env->request_id, ns, table, run_id, details, err);
 
-	if (!store_event_insert(s, event, env->request_id, ns, table, run_id, details,
-				&err))
+	if (!ok)
 		log_error("audit", "cannot record %s for run %s: %s rid=%s", event,
-			  run_id ? run_id : "-", err.message, env->request_id);
+			  run_id ? run_id : "-", err->message, env->request_id);
 	json_decref(details);
+	return ok;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void rfc3339_now(char *out, size_t len)
@@ -181,12 +191,6 @@ json_t *wap_stage(struct store *s, const struct table_env *env,
 				 table, name);
 			goto done;
 		}
-		if (main_at < 0) {
-			floe_err(err, FE_BAD_REQUEST,
-				 "main of table %s has no snapshot to branch from; write a branch and adopt it",
-				 table);
-			goto done;
-		}
 	}
 	struct stage_record rec = {
 		.env = env, .ns = ns, .table = table, .run_id = id, .table_uuid = uuid,
@@ -200,16 +204,37 @@ json_t *wap_stage(struct store *s, const struct table_env *env,
 			goto done;
 		}
 	} else {
-		/* The branch, the run and its event land together or not at all. */
+		/* The branch, the run and its event land together or not at all.
+		 * A table without a snapshot has nothing to branch from: as
+		 * Iceberg's createBranch on an empty table does, the branch
+		 * starts at a new empty snapshot (main stays without one, the
+		 * run has no base, and publish moves main from nothing). */
 		json_t *reqs = json_pack("[{s:s, s:s}]", "type", "assert-ref-snapshot-id",
 					 "ref", name);
-		json_t *ups = json_pack("[{s:s, s:s, s:s, s:I}]", "action", "set-snapshot-ref",
-					"ref-name", name, "type", "branch", "snapshot-id",
-					(json_int_t)main_at);
-		json_t *res = table_commit_with(s, env, ns, table, reqs, ups, false, stage_also,
+		json_t *ups = json_array();
+		char *manifest_list = NULL;
+		long long at = main_at;
+		if (main_at < 0) {
+			json_t *snap = emptysnap_create(m, now_ms(), &manifest_list, err);
+			if (snap == NULL) {
+				json_decref(reqs);
+				json_decref(ups);
+				goto done;
+			}
+			at = json_integer_value(json_object_get(snap, "snapshot-id"));
+			json_array_append_new(ups, json_pack("{s:s, s:o}", "action", "add-snapshot",
+							     "snapshot", snap));
+		}
+		json_array_append_new(ups, json_pack("{s:s, s:s, s:s, s:I}", "action",
+						     "set-snapshot-ref", "ref-name", name, "type",
+						     "branch", "snapshot-id", (json_int_t)at));
+		json_t *res = table_commit_with(s, env, ns, table, reqs, ups, 0, stage_also,
 						&rec, err);
 		json_decref(reqs);
 		json_decref(ups);
+		if (res == NULL && manifest_list != NULL && err->kind != FE_COMMIT_STATE_UNKNOWN)
+			fileio_remove(manifest_list);
+		free(manifest_list);
 		if (res == NULL)
 			goto done;
 		json_decref(res);
@@ -276,6 +301,39 @@ json_t *wap_list(struct store *s, const struct ns_ident *ns, const char *table,
 	return json_pack("{s:o, s:o}", "runs", runs, "next-page-token", next);
 }
 
+/* What an abandon records atomically with dropping the branch. */
+struct abandon_record {
+	const struct table_env *env;
+	const struct ns_ident *ns;
+	const char *table;
+	const char *run_id;
+	const char *branch;
+	bool dropped;
+};
+
+/* The run becomes abandoned and wap.abandoned is written, in the
+ * transaction that drops the branch (when it exists). */
+static bool abandon_also(struct store *s, void *ctx, const json_t *result,
+			 struct floe_error *err)
+{
+	struct abandon_record *a = ctx;
+	bool moved = false;
+
+	(void)result;
+	if (!store_run_transition(s, a->run_id, RUN_PUBLISHABLE, "abandoned", -1, -1, NULL, 0,
+				  NULL, &moved, err))
+		return false;
+	if (!moved)
+		return floe_err(err, FE_RUN_STATE,
+				"run %s is being audited and cannot be abandoned now", a->run_id);
+	json_t *details = json_pack("{s:s, s:b}", "branch", a->branch, "branch-dropped",
+				    a->dropped);
+	bool ok = store_event_insert(s, "wap.abandoned", a->env->request_id, a->ns, a->table,
+				     a->run_id, details, err);
+	json_decref(details);
+	return ok;
+}
+
 json_t *wap_abandon(struct store *s, const struct table_env *env,
 		    const struct ns_ident *ns, const char *table, const char *run_id,
 		    struct floe_error *err)
@@ -283,7 +341,6 @@ json_t *wap_abandon(struct store *s, const struct table_env *env,
 	json_t *m = table_load_metadata(s, ns, table, NULL, err);
 	json_t *run = NULL;
 	json_t *out = NULL;
-	bool moved = false;
 
 	if (m == NULL)
 		return NULL;
@@ -296,25 +353,29 @@ json_t *wap_abandon(struct store *s, const struct table_env *env,
 			 state);
 		goto done;
 	}
-	if (!store_run_transition(s, run_id, RUN_PUBLISHABLE, "abandoned", -1, -1, NULL, 0,
-				  &moved, err))
-		goto done;
-	if (!moved) {
-		floe_err(err, FE_RUN_STATE, "run %s is being audited and cannot be abandoned now",
-			 run_id);
-		goto done;
-	}
 	const char *branch = json_string_value(json_object_get(run, "branch"));
-	bool dropped = false;
-	if (json_object_get(json_object_get(m, "refs"), branch) != NULL) {
-		struct floe_error derr;
-		dropped = refs_drop(s, env, ns, table, branch, &derr);
-		if (!dropped)
-			log_warn("wap", "run %s abandoned but branch %s stays: %s rid=%s", run_id,
-				 branch, derr.message, env->request_id);
+	struct abandon_record rec = {
+		.env = env, .ns = ns, .table = table, .run_id = run_id, .branch = branch,
+		.dropped = json_object_get(json_object_get(m, "refs"), branch) != NULL,
+	};
+	if (rec.dropped) {
+		json_t *ups = json_pack("[{s:s, s:s}]", "action", "remove-snapshot-ref",
+					"ref-name", branch);
+		json_t *res = table_commit_with(s, env, ns, table, NULL, ups, 0, abandon_also,
+						&rec, err);
+		json_decref(ups);
+		if (res == NULL)
+			goto done;
+		json_decref(res);
+	} else {
+		bool ok = store_begin(s, err) && abandon_also(s, &rec, NULL, err) &&
+			  store_commit(s, err);
+		if (!ok) {
+			if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+				store_rollback(s);
+			goto done;
+		}
 	}
-	audit_record(s, env, "wap.abandoned", ns, table, run_id,
-		     json_pack("{s:s, s:b}", "branch", branch, "branch-dropped", dropped));
 	out = reload_run(s, run_id, err);
 done:
 	json_decref(run);
@@ -337,29 +398,78 @@ static const json_t *snapshot_schema(const json_t *m, const json_t *snap)
 	return json_null();
 }
 
-/* Moves the run from auditing to state, records its audits and appends
- * event (when not NULL) in one transaction; a failure is logged (the
- * answer to the client is already decided). details is stolen. */
-static void finish_run(struct store *s, const struct table_env *env,
-		       const struct ns_ident *ns, const char *table, const char *run_id,
-		       const char *state, long long audited, const json_t *audits,
-		       const char *event, json_t *details)
+/* Appends one wap.hook-called event per hook call (calls: their details,
+ * borrowed) inside the caller's transaction. */
+static bool record_calls(struct store *s, const struct table_env *env,
+			 const struct ns_ident *ns, const char *table, const char *run_id,
+			 const json_t *calls, struct floe_error *err)
+{
+	size_t i;
+	json_t *d;
+
+	json_array_foreach((json_t *)calls, i, d) {
+		if (!store_event_insert(s, "wap.hook-called", env->request_id, ns, table, run_id,
+					d, err))
+			return false;
+	}
+	return true;
+}
+
+/* The hook calls of a publish whose lease was taken over, with a
+ * wap.lease-lost event, in one transaction; a failure is logged (the
+ * client is told 409 either way and nothing else changes). */
+static void record_lease_lost(struct store *s, const struct table_env *env,
+			      const struct ns_ident *ns, const char *table, const char *run_id,
+			      const json_t *calls)
 {
 	struct floe_error err;
-	bool moved = false;
+	json_t *details = json_pack("{s:I}", "hook-calls", (json_int_t)json_array_size(calls));
 	bool ok = store_begin(s, &err) &&
-		  store_run_transition(s, run_id, "auditing", state, audited, -1, audits, 0,
-				       &moved, &err) &&
-		  moved &&
-		  (event == NULL || store_event_insert(s, event, env->request_id, ns, table,
-						       run_id, details, &err)) &&
+		  record_calls(s, env, ns, table, run_id, calls, &err) &&
+		  store_event_insert(s, "wap.lease-lost", env->request_id, ns, table, run_id,
+				     details, &err) &&
 		  store_commit(s, &err);
+
+	json_decref(details);
 	if (!ok) {
 		store_rollback(s);
-		log_error("wap", "run %s could not move to %s%s rid=%s", run_id, state,
-			  moved ? "" : " (it was no longer auditing)", env->request_id);
+		log_error("wap", "run %s: the hook calls of a publish that lost its lease are not recorded: %s rid=%s",
+			  run_id, err.message, env->request_id);
 	}
+}
+
+/* Moves the run from auditing to state (while lease still holds the
+ * lease), records its audits, its hook calls and event (when not NULL) in
+ * one transaction. On failure nothing of it is recorded and err says why;
+ * the run stays auditing until its lease runs out. details is stolen. */
+static bool finish_run(struct store *s, const struct table_env *env,
+		       const struct ns_ident *ns, const char *table, const char *run_id,
+		       const char *lease, const char *state, long long audited,
+		       const json_t *audits, const json_t *calls, const char *event,
+		       json_t *details, struct floe_error *err)
+{
+	bool moved = false;
+	bool ok = store_begin(s, err) &&
+		  store_run_transition(s, run_id, "auditing", state, audited, -1, audits, 0,
+				       lease, &moved, err);
+	if (ok && !moved)
+		ok = floe_err(err, FE_RUN_STATE,
+			      "run %s was taken over by another publish while it was audited; its outcome is that publish's",
+			      run_id);
+	if (ok && calls != NULL)
+		ok = record_calls(s, env, ns, table, run_id, calls, err);
+	if (ok && event != NULL)
+		ok = store_event_insert(s, event, env->request_id, ns, table, run_id, details,
+					err);
+	if (ok)
+		ok = store_commit(s, err);
+	else if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+		store_rollback(s);
+	if (!ok)
+		log_error("wap", "run %s could not move to %s: %s rid=%s", run_id, state,
+			  err->message, env->request_id);
 	json_decref(details);
+	return ok;
 }
 
 /* What the publish commit records atomically with moving main. */
@@ -373,6 +483,8 @@ struct publish_record {
 	long long main_at;
 	bool drop_branch;
 	const json_t *audits;
+	const json_t *calls;
+	const char *lease;
 };
 
 /* In the publish commit's transaction: the run becomes published and the
@@ -385,12 +497,14 @@ static bool publish_also(struct store *s, void *ctx, const json_t *result,
 
 	(void)result;
 	if (!store_run_transition(s, p->run_id, "auditing", "published", p->audited,
-				  p->audited, p->audits, 0, &moved, err))
+				  p->audited, p->audits, 0, p->lease, &moved, err))
 		return false;
 	if (!moved)
 		return floe_err(err, FE_RUN_STATE,
 				"run %s was taken over while it was audited; nothing published",
 				p->run_id);
+	if (!record_calls(s, p->env, p->ns, p->table, p->run_id, p->calls, err))
+		return false;
 	json_t *details = json_pack("{s:I, s:s, s:b, s:o}", "snapshot-id",
 				    (json_int_t)p->audited, "branch", p->branch,
 				    "branch-dropped", p->drop_branch,
@@ -430,7 +544,7 @@ static json_t *publish_commit(struct store *s, struct publish_record *rec,
 		json_array_append_new(ups, json_pack("{s:s, s:s}", "action",
 						     "remove-snapshot-ref", "ref-name", branch));
 	}
-	json_t *res = table_commit_with(s, env, ns, table, reqs, ups, true, publish_also, rec,
+	json_t *res = table_commit_with(s, env, ns, table, reqs, ups, TABLE_COMMIT_MAIN_MOVE, publish_also, rec,
 					err);
 	json_decref(reqs);
 	json_decref(ups);
@@ -453,6 +567,8 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	struct hook_call *calls = NULL;
 	char **bodies = NULL;
 	char (*deliveries)[UUID_STR_LEN] = NULL;
+	char lease[UUID_STR_LEN];
+	json_t *called = NULL;
 	size_t n = 0;
 	bool moved = false;
 
@@ -497,10 +613,12 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 		floe_err(err, FE_NOT_FAST_FORWARD,
 			 "main (snapshot %lld) is not an ancestor of the audited snapshot %lld; main cannot be fast-forwarded",
 			 main_at, audited);
-		audit_record(s, env, "wap.conflict", ns, table, run_id,
-			     json_pack("{s:I, s:I, s:s}", "main-snapshot-id", (json_int_t)main_at,
-				       "snapshot-id", (json_int_t)audited, "reason",
-				       "main is not an ancestor"));
+		struct floe_error aerr;
+		if (!audit_record(s, env, "wap.conflict", ns, table, run_id,
+				  json_pack("{s:I, s:I, s:s}", "main-snapshot-id", (json_int_t)main_at,
+					    "snapshot-id", (json_int_t)audited, "reason",
+					    "main is not an ancestor"), &aerr))
+			*err = aerr;
 		goto done;
 	}
 	if (!store_hooks_in_scope(s, ns, table, &hooks, err))
@@ -520,13 +638,38 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 			lease_ms = t;
 	}
 	lease_ms += AUDIT_LEASE_MARGIN_MS;
-	if (!store_run_transition(s, run_id, RUN_PUBLISHABLE, "auditing", audited, -1, NULL,
-				  lease_ms, &moved, err))
+	/* The lease and its wap.audit-started event land together. The
+	 * lease token fences this publish: once another publish has taken
+	 * the lease over, nothing this one learns is written. */
+	if (!uuid_v4(lease)) {
+		floe_err(err, FE_INTERNAL, "no randomness for a lease token");
 		goto done;
+	}
+	if (!store_begin(s, err))
+		goto done;
+	if (!store_run_transition(s, run_id, RUN_PUBLISHABLE, "auditing", audited, -1, NULL,
+				  lease_ms, lease, &moved, err)) {
+		store_rollback(s);
+		goto done;
+	}
 	if (!moved) {
+		store_rollback(s);
 		floe_err(err, FE_RUN_STATE, "run %s is being published by another request", run_id);
 		goto done;
 	}
+	json_t *started = json_pack("{s:I, s:s, s:o, s:I, s:I}", "snapshot-id", (json_int_t)audited,
+				    "branch", branch, "main-snapshot-id",
+				    main_at >= 0 ? json_integer(main_at) : json_null(), "hooks",
+				    (json_int_t)n, "lease-ms", (json_int_t)lease_ms);
+	bool logged = store_event_insert(s, "wap.audit-started", env->request_id, ns, table,
+					 run_id, started, err);
+	json_decref(started);
+	if (!logged) {
+		store_rollback(s);
+		goto done;
+	}
+	if (!store_commit(s, err))
+		goto done;
 
 	/* The payloads, one per hook (each has its own delivery id). */
 	const json_t *snap = tablemeta_snapshot(m, audited);
@@ -536,8 +679,10 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	bodies = calloc(n, sizeof(*bodies));
 	deliveries = calloc(n, sizeof(*deliveries));
 	if (calls == NULL || bodies == NULL || deliveries == NULL) {
+		struct floe_error ferr;
 		floe_err(err, FE_INTERNAL, "out of memory");
-		finish_run(s, env, ns, table, run_id, "audit-failed", -1, NULL, NULL, NULL);
+		(void)finish_run(s, env, ns, table, run_id, lease, "audit-failed", -1, NULL, NULL,
+				 NULL, NULL, &ferr);
 		goto done;
 	}
 	json_t *parent = json_object_get(snap, "parent-snapshot-id");
@@ -581,6 +726,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 
 	static const char *const verdicts[] = { "pass", "reject", "error" };
 	audits = json_array();
+	called = json_array();
 	size_t rejected = n, failed = n;
 	for (size_t i = 0; i < n; i++) {
 		json_t *h = json_array_get(hooks, i);
@@ -600,7 +746,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 		json_object_set_new(details, "attempts", json_integer(calls[i].attempts));
 		json_object_set_new(details, "delivery-id", json_string(deliveries[i]));
 		json_object_set_new(details, "snapshot-id", json_integer(audited));
-		audit_record(s, env, "wap.hook-called", ns, table, run_id, details);
+		json_array_append_new(called, details);
 		json_decref(a);
 		if (calls[i].verdict == HOOK_REJECT && rejected == n)
 			rejected = i;
@@ -610,23 +756,26 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	if (rejected < n) {
 		const char *hname = json_string_value(json_object_get(json_array_get(hooks, rejected),
 								      "name"));
-		finish_run(s, env, ns, table, run_id, "rejected", audited, audits, "wap.rejected",
-			   json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
-				     calls[rejected].reason, "snapshot-id", (json_int_t)audited));
-		floe_err(err, FE_AUDIT_REJECTED, "audit hook %s rejected snapshot %lld: %s", hname,
-			 audited, calls[rejected].reason);
+		if (finish_run(s, env, ns, table, run_id, lease, "rejected", audited, audits, called,
+			       "wap.rejected",
+			       json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
+					 calls[rejected].reason, "snapshot-id", (json_int_t)audited),
+			       err))
+			floe_err(err, FE_AUDIT_REJECTED, "audit hook %s rejected snapshot %lld: %s",
+				 hname, audited, calls[rejected].reason);
 		goto done;
 	}
 	if (failed < n) {
 		const char *hname = json_string_value(json_object_get(json_array_get(hooks, failed),
 								      "name"));
-		finish_run(s, env, ns, table, run_id, "audit-failed", audited, audits,
-			   "wap.audit-failed",
-			   json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
-				     calls[failed].reason, "snapshot-id", (json_int_t)audited));
-		floe_err(err, FE_AUDIT_UNAVAILABLE,
-			 "audit hook %s could not give a verdict (%s); nothing was published, publish again later",
-			 hname, calls[failed].reason);
+		if (finish_run(s, env, ns, table, run_id, lease, "audit-failed", audited, audits,
+			       called, "wap.audit-failed",
+			       json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
+					 calls[failed].reason, "snapshot-id", (json_int_t)audited),
+			       err))
+			floe_err(err, FE_AUDIT_UNAVAILABLE,
+				 "audit hook %s could not give a verdict (%s); nothing was published, publish again later",
+				 hname, calls[failed].reason);
 		goto done;
 	}
 
@@ -635,7 +784,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	struct publish_record rec = {
 		.env = env, .ns = ns, .table = table, .run_id = run_id, .branch = branch,
 		.audited = audited, .main_at = main_at, .drop_branch = !json_is_true(keep),
-		.audits = audits,
+		.audits = audits, .calls = called, .lease = lease,
 	};
 	struct floe_error cerr;
 	floe_error_clear(&cerr);
@@ -648,20 +797,23 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	}
 	if (res == NULL) {
 		if (cerr.kind == FE_COMMIT_FAILED) {
-			finish_run(s, env, ns, table, run_id, "staged", audited, audits,
-				   "wap.conflict",
-				   json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)audited,
-					     "reason", "main moved during the audit"));
-			floe_err(err, FE_NOT_FAST_FORWARD,
-				 "main moved during the audit; nothing was published (%s)",
-				 cerr.message);
-		} else if (cerr.kind == FE_RUN_STATE) {
+			if (finish_run(s, env, ns, table, run_id, lease, "staged", audited, audits,
+				       called, "wap.conflict",
+				       json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)audited,
+						 "reason", "main moved during the audit"),
+				       err))
+				floe_err(err, FE_NOT_FAST_FORWARD,
+					 "main moved during the audit; nothing was published (%s)",
+					 cerr.message);
+		} else if (cerr.kind == FE_RUN_STATE || cerr.kind == FE_COMMIT_STATE_UNKNOWN) {
 			*err = cerr;
 		} else {
-			finish_run(s, env, ns, table, run_id, "audit-failed", audited, audits,
-				   "wap.audit-failed",
-				   json_pack("{s:s, s:I}", "reason", cerr.message, "snapshot-id",
-					     (json_int_t)audited));
+			struct floe_error ferr;
+			(void)finish_run(s, env, ns, table, run_id, lease, "audit-failed", audited,
+					 audits, called, "wap.audit-failed",
+					 json_pack("{s:s, s:I}", "reason", cerr.message, "snapshot-id",
+						   (json_int_t)audited),
+					 &ferr);
 			*err = cerr;
 		}
 		goto done;
@@ -671,6 +823,10 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 		 audited, table, env->request_id);
 	out = reload_run(s, run_id, err);
 done:
+	/* Taken over while its hooks ran: this publish writes no outcome,
+	 * but the calls it made are facts an auditor must see. */
+	if (s != NULL && called != NULL && out == NULL && err->kind == FE_RUN_STATE)
+		record_lease_lost(s, env, ns, table, run_id, called);
 	if (s != NULL)
 		store_pool_release(pool, s);
 	for (size_t i = 0; bodies != NULL && i < n; i++)
@@ -680,10 +836,30 @@ done:
 	free(deliveries);
 	free(metadata_location);
 	json_decref(audits);
+	json_decref(called);
 	json_decref(hooks);
 	json_decref(run);
 	json_decref(m);
 	return out;
+}
+
+/* A page token: "<xid>-<id>" of the last event served. */
+static bool parse_log_token(const char *token, char *xid, size_t xidlen, long long *id)
+{
+	const char *dash = strchr(token, '-');
+	char *end = NULL;
+
+	if (dash == NULL || dash == token || (size_t)(dash - token) >= xidlen)
+		return false;
+	for (const char *p = token; p < dash; p++) {
+		if (*p < '0' || *p > '9')
+			return false;
+	}
+	*id = strtoll(dash + 1, &end, 10);
+	if (end == dash + 1 || *end != '\0' || *id < 0)
+		return false;
+	snprintf(xid, xidlen, "%.*s", (int)(dash - token), token);
+	return true;
 }
 
 json_t *audit_log_list(struct store *s, const struct ns_ident *ns,
@@ -691,27 +867,32 @@ json_t *audit_log_list(struct store *s, const struct ns_ident *ns,
 		       const char *token, long page_size, struct floe_error *err)
 {
 	long long after = 0;
+	char after_xid[24] = "0";
 	json_t *events = NULL;
 	bool more = false;
 
 	if (run_id != NULL && !hook_id_valid(run_id))
 		return floe_err(err, FE_BAD_REQUEST, "run must be a run id (a UUID)"), NULL;
-	if (token != NULL && *token != '\0') {
-		char *end = NULL;
-		after = strtoll(token, &end, 10);
-		if (*end != '\0' || after < 0)
-			return floe_err(err, FE_BAD_REQUEST,
-					"pageToken is not a token this server issued"), NULL;
-	}
+	if (token != NULL && *token != '\0' &&
+	    !parse_log_token(token, after_xid, sizeof(after_xid), &after))
+		return floe_err(err, FE_BAD_REQUEST,
+				"pageToken is not a token this server issued"), NULL;
 	long limit = page_size > RUNS_PAGE_MAX ? RUNS_PAGE_MAX : page_size;
-	if (!store_event_list(s, after, ns, table, run_id, since, limit, &events, &more, err))
+	if (!store_event_list(s, after_xid, after, ns, table, run_id, since, limit, &events,
+			      &more, err))
 		return NULL;
 	json_t *next = json_null();
 	if (more && json_array_size(events) > 0) {
-		char t[32];
+		char t[64];
 		json_t *last = json_array_get(events, json_array_size(events) - 1);
-		snprintf(t, sizeof(t), "%lld", (long long)json_integer_value(json_object_get(last, "id")));
+		snprintf(t, sizeof(t), "%s-%lld",
+			 json_string_value(json_object_get(last, "_xid")),
+			 (long long)json_integer_value(json_object_get(last, "id")));
 		next = json_string(t);
 	}
+	size_t i;
+	json_t *e;
+	json_array_foreach(events, i, e)
+		json_object_del(e, "_xid");
 	return json_pack("{s:o, s:o}", "events", events, "next-page-token", next);
 }

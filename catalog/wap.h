@@ -49,10 +49,10 @@ json_t *audit_log_list(struct store *s, const struct ns_ident *ns,
 		       const char *token, long page_size,
 		       struct floe_error *err) FLOE_WUR;
 
-/* Appends an event; a failure is logged, never raised: the operation it
- * records has already happened. */
-void audit_record(struct store *s, const struct table_env *env, const char *event,
+/* Appends an event. A failure is logged and raised: the caller must not
+ * let the change it records stand without it. details is stolen. */
+bool audit_record(struct store *s, const struct table_env *env, const char *event,
 		  const struct ns_ident *ns, const char *table, const char *run_id,
-		  json_t *details /* stolen */);
+		  json_t *details /* stolen */, struct floe_error *err) FLOE_WUR;
 
 #endif

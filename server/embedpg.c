@@ -289,16 +289,25 @@ bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 	char *host = conninfo_quote(pg->sockdir);
 	size_t clen = (host ? strlen(host) : 0) + 96;
 	char *admin = malloc(clen);
+	char *super = malloc(clen);
 	pg->conninfo = malloc(clen);
-	if (host == NULL || admin == NULL || pg->conninfo == NULL) {
+	pg->owner_conninfo = malloc(clen);
+	if (host == NULL || admin == NULL || super == NULL || pg->conninfo == NULL ||
+	    pg->owner_conninfo == NULL) {
 		free(host);
 		free(admin);
+		free(super);
 		goto done;
 	}
+	/* The cluster's superuser (floe, from initdb) only sets up; floe
+	 * serves as floe_runtime, which may not change the audit log. */
 	snprintf(admin, clen, "host=%s port=" PG_PORT " user=floe dbname=postgres",
 		 host);
-	snprintf(pg->conninfo, clen, "host=%s port=" PG_PORT " user=floe dbname=floe",
-		 host);
+	snprintf(super, clen, "host=%s port=" PG_PORT " user=floe dbname=floe", host);
+	snprintf(pg->conninfo, clen,
+		 "host=%s port=" PG_PORT " user=floe_runtime dbname=floe", host);
+	snprintf(pg->owner_conninfo, clen,
+		 "host=%s port=" PG_PORT " user=floe_owner dbname=floe", host);
 	free(host);
 	bool up = false;
 	for (int i = 0; i < 1200; i++) {
@@ -320,6 +329,7 @@ bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 			log_error("pg", "PostgreSQL did not accept connections within 120 s; see %s",
 				  pg->logfile);
 		free(admin);
+		free(super);
 		goto done;
 	}
 	struct floe_error err;
@@ -327,6 +337,11 @@ bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 	free(admin);
 	if (!ok)
 		log_error("pg", "cannot create the floe database: %s", err.message);
+	if (ok && !store_embedded_roles(super, &err)) {
+		log_error("pg", "cannot set up the database roles: %s", err.message);
+		ok = false;
+	}
+	free(super);
 done:
 	if (logfd >= 0)
 		close(logfd);
@@ -375,5 +390,6 @@ void embedpg_stop(struct embedpg *pg)
 	free(pg->sockdir);
 	free(pg->logfile);
 	free(pg->conninfo);
+	free(pg->owner_conninfo);
 	memset(pg, 0, sizeof(*pg));
 }

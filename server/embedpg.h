@@ -19,11 +19,13 @@ struct embedpg {
 	char *pgdata;
 	char *sockdir;
 	char *logfile;
-	char *conninfo;        /* to the floe database */
+	char *conninfo;        /* to the floe database, as floe_runtime */
+	char *owner_conninfo;  /* the same as floe_owner (migrations) */
 };
 
 /* Initialises the cluster if needed, starts postgres, waits until it
- * accepts connections and creates the floe database. Logs and returns
+ * accepts connections and creates the floe database and its roles
+ * (floe_owner owns the objects, floe_runtime is floe's login). Logs and returns
  * false on failure (the child, if started, is stopped). */
 bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 	__attribute__((warn_unused_result));

@@ -370,7 +370,8 @@ void handle_table_rename(struct http_request *req)
 	}
 	s = handler_acquire(req);
 	if (s != NULL) {
-		bool ok = table_rename(s, in, &err);
+		struct table_env env = handler_env(req);
+		bool ok = table_rename(s, &env, in, NULL, &err);
 		handler_release(req, s);
 		handler_answer_done(req, ok, &err);
 	}

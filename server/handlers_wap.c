@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control.h"
 #include "hooks.h"
 #include "namespace.h"
 #include "refs.h"
@@ -164,17 +165,6 @@ void handle_refs_fast_forward(struct http_request *req)
 
 /* --- audit hooks --- */
 
-static void hook_event(struct http_request *req, struct store *s, const char *event,
-		       json_t *hook)
-{
-	struct table_env env = handler_env(req);
-	json_t *details = json_pack("{s:O, s:O, s:O, s:O}", "hook-id", json_object_get(hook, "id"),
-				    "hook-name", json_object_get(hook, "name"), "url",
-				    json_object_get(hook, "url"), "scope",
-				    json_object_get(hook, "scope"));
-	audit_record(s, &env, event, NULL, NULL, NULL, details);
-}
-
 void handle_hooks_create(struct http_request *req)
 {
 	struct floe_error err;
@@ -194,19 +184,13 @@ void handle_hooks_create(struct http_request *req)
 		floe_err(&err, FE_INTERNAL, "no randomness for a hook id");
 		http_reply_error(req, &err);
 	} else if ((s = handler_acquire(req)) != NULL) {
-		bool ok = store_hook_insert(s, id, spec.name, spec.url, spec.secret,
-					    &spec.scope_ns, spec.scope_table, spec.timeout_ms,
-					    &hook, &err);
-		if (ok && hook != NULL)
-			hook_event(req, s, "hook.registered", hook);
+		struct table_env env = handler_env(req);
+		bool ok = control_hook_register(s, &env, id, &spec, &hook, &err);
 		handler_release(req, s);
-		if (!ok || hook == NULL) {
-			if (ok)
-				floe_err(&err, FE_INTERNAL, "the new hook could not be read back");
+		if (!ok)
 			http_reply_error(req, &err);
-		} else {
+		else
 			http_reply_json(req, 201, hook);
-		}
 	}
 	hook_spec_clear(&spec);
 	json_decref(in);
@@ -264,8 +248,6 @@ void handle_hooks_delete(struct http_request *req)
 {
 	struct floe_error err;
 	const char *id;
-	json_t *hook = NULL;
-	bool deleted = false;
 	struct store *s;
 
 	if (!hook_id_param(req, &id, &err)) {
@@ -274,15 +256,10 @@ void handle_hooks_delete(struct http_request *req)
 	}
 	if ((s = handler_acquire(req)) == NULL)
 		return;
-	bool ok = store_hook_get(s, id, &hook, &err) &&
-		  (hook == NULL || store_hook_delete(s, id, &deleted, &err));
-	if (ok && deleted)
-		hook_event(req, s, "hook.deleted", hook);
+	struct table_env env = handler_env(req);
+	bool ok = control_hook_delete(s, &env, id, NULL, &err);
 	handler_release(req, s);
-	if (ok && !deleted)
-		ok = floe_err(&err, FE_NO_SUCH_HOOK, "no audit hook %s", id);
 	handler_answer_done(req, ok, &err);
-	json_decref(hook);
 }
 
 /* --- write-audit-publish --- */

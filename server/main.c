@@ -129,18 +129,30 @@ int main(int argc, char **argv)
 
 	log_info("main", "floe %s starting: %d HTTP threads, %d commit threads, warehouse %s",
 		 FLOE_VERSION, cfg.threads, cfg.commit_threads, cfg.warehouse);
+	const char *owner_conninfo;
 	if (cfg.database_url != NULL) {
 		conninfo = cfg.database_url;
+		owner_conninfo = cfg.owner_database_url;
+		if (owner_conninfo == NULL)
+			log_warn("main", "no --owner-database (FLOE_OWNER_DATABASE_URL): migrations run as floe's own database role, which then owns the audit log and could change it; see README, \"Database roles\"");
 	} else {
 		if (!embedpg_start(&cfg, &pg))
 			goto done;
 		conninfo = pg.conninfo;
+		owner_conninfo = pg.owner_conninfo;
 	}
 	bool stopped = false;
-	if (!migrate_with_retry(conninfo, &stopped)) {
+	if (!migrate_with_retry(owner_conninfo ? owner_conninfo : conninfo, &stopped)) {
 		if (stopped)
 			exit_code = 0;
 		goto done;
+	}
+	if (owner_conninfo != NULL) {
+		struct floe_error gerr;
+		if (!store_grant_runtime(owner_conninfo, conninfo, &gerr)) {
+			log_error("main", "cannot set up floe's runtime role: %s", gerr.message);
+			goto done;
+		}
 	}
 
 	app.cfg = &cfg;

@@ -58,6 +58,7 @@ static const struct route routes[] = {
 	{ "DELETE", "/v1/{prefix}/audit-hooks/{id}", handle_hooks_delete, true },
 	{ "GET", "/v1/{prefix}/audit-log", handle_audit_log, true },
 	{ "GET", "/v1/{prefix}/purges", handle_purges_list, true },
+	{ "POST", "/v1/{prefix}/controls/{action}", handle_control, true },
 };
 
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))

@@ -27,6 +27,12 @@
 #define HOOK_COLUMNS "SELECT id, name, url, secret IS NOT NULL, " \
 	"array_to_string(scope_namespace, E'\\x1f'), scope_table, timeout_ms, " \
 	TS("created_at") " FROM audit_hooks "
+/* Hook h covers target x (x.ns levels, x.tbl a table name or NULL for
+ * the whole namespace), as ST_HOOKS_IN_SCOPE decides for a table. */
+#define HOOK_COVERS(h) "(" h ".scope_namespace IS NULL " \
+	"OR (" h ".scope_table IS NULL AND cardinality(" h ".scope_namespace) <= cardinality(x.ns) " \
+	"    AND " h ".scope_namespace = x.ns[1:cardinality(" h ".scope_namespace)]) " \
+	"OR (x.tbl IS NOT NULL AND " h ".scope_table = x.tbl AND " h ".scope_namespace = x.ns))"
 #define RUN_COLUMNS "SELECT id, table_uuid, array_to_string(namespace, E'\\x1f'), table_name, " \
 	"branch, state, base_snapshot_id, audited_snapshot_id, published_snapshot_id, " \
 	"audits::text, " TS("created_at") ", " TS("updated_at") ", seq "
@@ -74,6 +80,8 @@ enum stmt_id {
 	ST_HOOK_LIST,
 	ST_HOOK_GET,
 	ST_HOOK_DELETE,
+	ST_HOOK_LOCK,
+	ST_HOOK_SOLE_GUARD,
 	ST_HOOKS_IN_SCOPE,
 	ST_RUN_INSERT,
 	ST_RUN_GET,
@@ -273,6 +281,30 @@ static const struct {
 	[ST_HOOK_GET] = { "hook_get", HOOK_COLUMNS "WHERE id = $1::uuid" },
 	[ST_HOOK_DELETE] = { "hook_delete",
 		"DELETE FROM audit_hooks WHERE id = $1::uuid RETURNING id" },
+	/* Serialises the changes of the set of hooks against each other, so
+	 * two deletions cannot each leave the other as the last hook. */
+	[ST_HOOK_LOCK] = { "hook_lock", "SELECT pg_advisory_xact_lock(7310593858473447526)" },
+	/* A protected namespace (floe.wap.required=true on itself) or table
+	 * (on itself or a namespace above) that hook $1 covers and no other
+	 * hook does. */
+	[ST_HOOK_SOLE_GUARD] = { "hook_sole_guard",
+		"WITH h AS (SELECT id, scope_namespace, scope_table FROM audit_hooks "
+		"  WHERE id = $1::uuid), "
+		"x AS (SELECT n.levels::text[] COLLATE \"default\" AS ns, NULL::text AS tbl, "
+		"    array_to_string(n.levels, '.') AS shown FROM namespaces n "
+		"  WHERE lower(n.properties->>'floe.wap.required') = 'true' "
+		"  UNION ALL SELECT n.levels::text[] COLLATE \"default\", t.name, "
+		"    array_to_string(n.levels, '.') || '.' || t.name "
+		"  FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
+		"  WHERE (t.metadata LIKE '%floe.wap.required%' "
+		"    AND lower(t.metadata::jsonb->'properties'->>'floe.wap.required') = 'true') "
+		"  OR EXISTS (SELECT 1 FROM namespaces p "
+		"    WHERE lower(p.properties->>'floe.wap.required') = 'true' "
+		"    AND cardinality(p.levels) <= cardinality(n.levels) "
+		"    AND p.levels = n.levels[1:cardinality(p.levels)])) "
+		"SELECT x.shown FROM x, h WHERE " HOOK_COVERS("h") " "
+		"AND NOT EXISTS (SELECT 1 FROM audit_hooks o WHERE o.id <> h.id AND "
+		HOOK_COVERS("o") ") ORDER BY x.shown LIMIT 1" },
 	[ST_HOOKS_IN_SCOPE] = { "hooks_in_scope",
 		"WITH lv AS (SELECT " LEVELS("$1") " AS l) "
 		"SELECT h.id, h.name, h.url, h.secret, h.timeout_ms FROM audit_hooks h, lv "
@@ -295,8 +327,10 @@ static const struct {
 		"  published_snapshot_id = coalesce($5::bigint, published_snapshot_id), "
 		"  audits = coalesce($6::jsonb, audits), updated_at = now(), "
 		"  lease_until = CASE WHEN $2 = 'auditing' "
-		"    THEN now() + make_interval(secs => $7::double precision / 1000) END "
-		"WHERE id = $1::uuid AND (state = ANY (string_to_array($3::text, ',')) "
+		"    THEN now() + make_interval(secs => $7::double precision / 1000) END, "
+		"  lease_owner = CASE WHEN $2 = 'auditing' THEN $8::uuid END "
+		"WHERE id = $1::uuid AND ((state = ANY (string_to_array($3::text, ',')) "
+		"    AND (state <> 'auditing' OR lease_owner = $8::uuid)) "
 		"  OR ('auditing-stale' = ANY (string_to_array($3::text, ',')) "
 		"      AND state = 'auditing' AND lease_until < now())) "
 		"RETURNING id" },
@@ -308,14 +342,16 @@ static const struct {
 	[ST_EVENT_LIST] = { "event_list",
 		"SELECT id, " TS("at") ", event, principal, request_id, "
 		"  array_to_string(namespace, E'\\x1f'), table_name, run_id, details::text "
+		"  , xid::text "
 		"FROM audit_events "
-		"WHERE id > $1::bigint "
+		"WHERE (xid, id) > ($7::xid8, $1::bigint) "
+		"AND xid < pg_snapshot_xmin(pg_current_snapshot()) "
 		"AND ($2::text IS NULL OR (cardinality(namespace) >= cardinality(" LEVELS("$2") ") "
 		"     AND namespace[1:cardinality(" LEVELS("$2") ")] = " LEVELS("$2") ")) "
 		"AND ($3::text IS NULL OR table_name = $3) "
 		"AND ($4::text IS NULL OR run_id = $4::uuid) "
 		"AND ($5::text IS NULL OR at >= $5::timestamptz) "
-		"ORDER BY id LIMIT $6::bigint" },
+		"ORDER BY xid, id LIMIT $6::bigint" },
 };
 
 struct store {
@@ -633,7 +669,6 @@ bool store_migrate(const char *conninfo, struct floe_error *err)
 {
 	PGconn *conn = store_connect(conninfo, err);
 	PGresult *r = NULL;
-	int current = 0;
 	bool ok = false;
 
 	if (conn == NULL)
@@ -648,23 +683,26 @@ bool store_migrate(const char *conninfo, struct floe_error *err)
 			 " applied_at timestamptz NOT NULL DEFAULT now())",
 			 "creating the schema version table", err))
 		goto unlock;
-	r = PQexec(conn, "SELECT coalesce(max(version), 0) FROM floe_schema_version");
+	/* Every migration not yet recorded, in order: a number below one
+	 * already applied (numbers were handed out to parallel work) is
+	 * still applied, never skipped. */
+	r = PQexec(conn, "SELECT version FROM floe_schema_version");
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		log_error("store", "reading the schema version: %s",
 			  PQresultErrorMessage(r));
 		floe_err(err, FE_INTERNAL, "reading the schema version failed");
 		goto unlock;
 	}
-	current = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
-	PQclear(r);
-	r = NULL;
 
 	for (size_t i = 0; i < store_migrations_count; i++) {
 		const struct store_migration *m = &store_migrations[i];
 		char version[16];
 		const char *params[2] = { version, m->name };
+		bool applied = false;
 
-		if (m->version <= current)
+		for (int k = 0; r != NULL && k < PQntuples(r); k++)
+			applied |= strtol(PQgetvalue(r, k, 0), NULL, 10) == m->version;
+		if (applied)
 			continue;
 		log_info("store", "applying migration %s", m->name);
 		if (!exec_simple(conn, "BEGIN", "starting a migration", err))
@@ -674,24 +712,21 @@ bool store_migrate(const char *conninfo, struct floe_error *err)
 			goto unlock;
 		}
 		snprintf(version, sizeof(version), "%d", m->version);
-		r = PQexecParams(conn,
-				 "INSERT INTO floe_schema_version (version, name) "
-				 "VALUES ($1::integer, $2)",
-				 2, NULL, params, NULL, NULL, 0);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		PGresult *rec = PQexecParams(conn,
+					     "INSERT INTO floe_schema_version (version, name) "
+					     "VALUES ($1::integer, $2)",
+					     2, NULL, params, NULL, NULL, 0);
+		if (PQresultStatus(rec) != PGRES_COMMAND_OK) {
 			log_error("store", "recording migration %s: %s", m->name,
-				  PQresultErrorMessage(r));
-			PQclear(r);
-			r = NULL;
+				  PQresultErrorMessage(rec));
+			PQclear(rec);
 			PQclear(PQexec(conn, "ROLLBACK"));
 			floe_err(err, FE_INTERNAL, "recording a migration failed");
 			goto unlock;
 		}
-		PQclear(r);
-		r = NULL;
+		PQclear(rec);
 		if (!exec_simple(conn, "COMMIT", "committing a migration", err))
 			goto unlock;
-		current = m->version;
 	}
 	ok = true;
 unlock:
@@ -699,6 +734,7 @@ unlock:
 			 "releasing the migration lock", ok ? err : NULL))
 		ok = false;
 done:
+	PQclear(r);
 	PQfinish(conn);
 	return ok;
 }
@@ -740,6 +776,96 @@ bool store_ensure_database(const char *admin_conninfo, const char *dbname,
 	}
 	ok = true;
 done:
+	PQfinish(conn);
+	return ok;
+}
+
+bool store_grant_runtime(const char *owner_conninfo, const char *runtime_conninfo,
+			 struct floe_error *err)
+{
+	PGconn *rt = store_connect(runtime_conninfo, err);
+	PGconn *owner = NULL;
+	PGresult *r = NULL;
+	char role[128];
+	bool ok = false;
+
+	if (rt == NULL)
+		return false;
+	r = PQexec(rt, "SELECT current_user");
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+		log_error("store", "reading floe's runtime role: %s", PQresultErrorMessage(r));
+		floe_err(err, FE_INTERNAL, "reading the runtime role failed");
+		goto done;
+	}
+	snprintf(role, sizeof(role), "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	r = NULL;
+	owner = store_connect(owner_conninfo, err);
+	if (owner == NULL)
+		goto done;
+	const char *params[1] = { role };
+	r = PQexecParams(owner, "SELECT floe_grant_runtime($1::name)", 1, NULL, params,
+			 NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		log_error("store", "granting the runtime role %s its privileges: %s", role,
+			  PQresultErrorMessage(r));
+		floe_err(err, FE_INTERNAL, "granting the runtime role its privileges failed");
+		goto done;
+	}
+	log_info("store", "runtime role %s may only insert into and read the audit log", role);
+	ok = true;
+done:
+	PQclear(r);
+	if (owner != NULL)
+		PQfinish(owner);
+	PQfinish(rt);
+	return ok;
+}
+
+/*
+ * The embedded cluster's two roles: floe_owner owns the catalog database
+ * and its objects (migrations run as it), floe_runtime is the login floe
+ * serves with. Objects a floe of before these roles created as the
+ * cluster's superuser are handed to floe_owner.
+ */
+static const char *const embedded_roles_sql[] = {
+	"DO $$ BEGIN "
+	"IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'floe_owner') THEN "
+	"  CREATE ROLE floe_owner LOGIN; END IF; "
+	"IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'floe_runtime') THEN "
+	"  CREATE ROLE floe_runtime LOGIN; END IF; "
+	"END $$",
+	"ALTER DATABASE floe OWNER TO floe_owner",
+	"ALTER SCHEMA public OWNER TO floe_owner",
+	"DO $$ DECLARE r record; BEGIN "
+	"FOR r IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+	"  WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm') "
+	"  AND c.relowner <> 'floe_owner'::regrole LOOP "
+	"  EXECUTE format('ALTER TABLE public.%I OWNER TO floe_owner', r.relname); "
+	"END LOOP; "
+	"FOR r IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+	"  WHERE n.nspname = 'public' AND c.relkind = 'S' "
+	"  AND c.relowner <> 'floe_owner'::regrole AND NOT EXISTS (SELECT 1 FROM pg_depend d "
+	"    WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i')) LOOP "
+	"  EXECUTE format('ALTER SEQUENCE public.%I OWNER TO floe_owner', r.relname); "
+	"END LOOP; "
+	"FOR r IN SELECT p.oid::regprocedure AS f FROM pg_proc p "
+	"  JOIN pg_namespace n ON n.oid = p.pronamespace "
+	"  WHERE n.nspname = 'public' AND p.proowner <> 'floe_owner'::regrole LOOP "
+	"  EXECUTE format('ALTER FUNCTION %s OWNER TO floe_owner', r.f); "
+	"END LOOP; "
+	"END $$",
+};
+
+bool store_embedded_roles(const char *superuser_conninfo, struct floe_error *err)
+{
+	PGconn *conn = store_connect(superuser_conninfo, err);
+	bool ok = true;
+
+	if (conn == NULL)
+		return false;
+	for (size_t i = 0; ok && i < sizeof(embedded_roles_sql) / sizeof(*embedded_roles_sql); i++)
+		ok = exec_simple(conn, embedded_roles_sql[i], "setting up the database roles", err);
 	PQfinish(conn);
 	return ok;
 }
@@ -1860,6 +1986,36 @@ bool store_hook_delete(struct store *s, const char *id, bool *deleted,
 	return true;
 }
 
+bool store_hook_lock(struct store *s, struct floe_error *err)
+{
+	PGresult *r = store_exec(s, ST_HOOK_LOCK, 0, NULL, err);
+
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+bool store_hook_sole_guard(struct store *s, const char *id, char **target,
+			   struct floe_error *err)
+{
+	const char *params[1] = { id };
+	PGresult *r = store_exec(s, ST_HOOK_SOLE_GUARD, 1, params, err);
+
+	*target = NULL;
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) > 0) {
+		*target = strdup(PQgetvalue(r, 0, 0));
+		if (*target == NULL) {
+			PQclear(r);
+			return floe_err(err, FE_INTERNAL, "out of memory");
+		}
+	}
+	PQclear(r);
+	return true;
+}
+
 bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns,
 			  const char *table, json_t **hooks,
 			  struct floe_error *err)
@@ -1972,7 +2128,7 @@ bool store_run_list(struct store *s, const char *table_uuid, long long before_se
 bool store_run_transition(struct store *s, const char *id, const char *from_states,
 			  const char *to_state, long long audited,
 			  long long published, const json_t *audits, long lease_ms,
-			  bool *moved, struct floe_error *err)
+			  const char *lease_owner, bool *moved, struct floe_error *err)
 {
 	char a[32], p[32], l[32];
 	char *audits_text = NULL;
@@ -1987,9 +2143,9 @@ bool store_run_transition(struct store *s, const char *id, const char *from_stat
 			return floe_err(err, FE_INTERNAL, "out of memory");
 	}
 	snprintf(l, sizeof(l), "%ld", lease_ms > 0 ? lease_ms : 0);
-	const char *params[7] = { id, to_state, from_states, audited >= 0 ? a : NULL,
-				  published >= 0 ? p : NULL, audits_text, l };
-	r = store_exec(s, ST_RUN_TRANSITION, 7, params, err);
+	const char *params[8] = { id, to_state, from_states, audited >= 0 ? a : NULL,
+				  published >= 0 ? p : NULL, audits_text, l, lease_owner };
+	r = store_exec(s, ST_RUN_TRANSITION, 8, params, err);
 	free(audits_text);
 	if (r == NULL)
 		return false;
@@ -2025,13 +2181,20 @@ bool store_event_insert(struct store *s, const char *event, const char *request_
 	r = store_exec(s, ST_EVENT_INSERT, 6, params, err);
 	free(levels);
 	free(det);
-	if (r == NULL)
-		return false;
+	/* A change whose event cannot be written does not happen: the
+	 * caller rolls back, and the client may retry. */
+	if (r == NULL) {
+		log_error("store", "audit event %s cannot be written (%s)", event,
+			  s->sqlstate[0] ? s->sqlstate : "no connection");
+		return floe_err(err, FE_UNAVAILABLE,
+				"the audit log cannot be written; nothing was changed, retry later");
+	}
 	PQclear(r);
 	return true;
 }
 
-bool store_event_list(struct store *s, long long after_id, const struct ns_ident *ns,
+bool store_event_list(struct store *s, const char *after_xid, long long after_id,
+		      const struct ns_ident *ns,
 		      const char *table, const char *run_id, const char *since,
 		      long limit, json_t **events, bool *more,
 		      struct floe_error *err)
@@ -2049,9 +2212,9 @@ bool store_event_list(struct store *s, long long after_id, const struct ns_ident
 	}
 	snprintf(after, sizeof(after), "%lld", after_id);
 	snprintf(lim, sizeof(lim), "%ld", limit + 1);
-	const char *params[6] = { after, levels, table, run_id, since,
-				  limit < 0 ? NULL : lim };
-	r = store_exec(s, ST_EVENT_LIST, 6, params, err);
+	const char *params[7] = { after, levels, table, run_id, since,
+				  limit < 0 ? NULL : lim, after_xid ? after_xid : "0" };
+	r = store_exec(s, ST_EVENT_LIST, 7, params, err);
 	free(levels);
 	if (r == NULL) {
 		/* 22007/22008: a since that is no timestamp. */
@@ -2068,12 +2231,12 @@ bool store_event_list(struct store *s, long long after_id, const struct ns_ident
 	json_t *arr = json_array();
 	for (int i = 0; i < rows; i++)
 		json_array_append_new(arr, json_pack(
-			"{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+			"{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 			"id", col_int(r, i, 0), "at", col_str(r, i, 1),
 			"event", col_str(r, i, 2), "principal", col_str(r, i, 3),
 			"request-id", col_str(r, i, 4), "namespace", col_levels(r, i, 5),
 			"table", col_str(r, i, 6), "run-id", col_str(r, i, 7),
-			"details", col_json(r, i, 8)));
+			"details", col_json(r, i, 8), "_xid", col_str(r, i, 9)));
 	PQclear(r);
 	*events = arr;
 	return true;

@@ -43,6 +43,19 @@ bool store_migrate(const char *conninfo, struct floe_error *err) FLOE_WUR;
 bool store_ensure_database(const char *admin_conninfo, const char *dbname,
 			   struct floe_error *err) FLOE_WUR;
 
+/* Grants floe's runtime role (the user of runtime_conninfo) what it needs
+ * on the objects the owner role (owner_conninfo) created, and on the audit
+ * log no more than INSERT and SELECT. Run after the migrations. */
+bool store_grant_runtime(const char *owner_conninfo, const char *runtime_conninfo,
+			 struct floe_error *err) FLOE_WUR;
+
+/* In the embedded cluster, through a superuser connection to its floe
+ * database: creates the roles floe_owner (owns the schema, runs the
+ * migrations) and floe_runtime (floe's login) unless they exist, and
+ * hands floe_owner every object of the database. */
+bool store_embedded_roles(const char *superuser_conninfo,
+			  struct floe_error *err) FLOE_WUR;
+
 /* Round trip to the database. */
 bool store_ping(struct store *s, struct floe_error *err) FLOE_WUR;
 
@@ -299,6 +312,13 @@ bool store_hook_get(struct store *s, const char *id, json_t **hook,
 		    struct floe_error *err) FLOE_WUR;
 bool store_hook_delete(struct store *s, const char *id, bool *deleted,
 		       struct floe_error *err) FLOE_WUR;
+/* Takes the transaction-scoped lock that serialises hook deletions. */
+bool store_hook_lock(struct store *s, struct floe_error *err) FLOE_WUR;
+/* *target names (caller frees) a protected namespace (it sets
+ * floe.wap.required=true) or table (it or a namespace above sets it) that
+ * hook id covers and no other hook does; NULL when there is none. */
+bool store_hook_sole_guard(struct store *s, const char *id, char **target,
+			   struct floe_error *err) FLOE_WUR;
 /* The hooks whose scope covers table in ns, with their secrets:
  * [{"id","name","url","secret","timeout-ms"}]. */
 bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns,
@@ -321,19 +341,29 @@ bool store_run_list(struct store *s, const char *table_uuid, long long before_se
 /* Moves run id to to_state if its state is one of from_states (comma
  * separated; "auditing-stale" matches a run whose audit lease ran out:
  * the floe auditing it stopped). audited/published < 0 and audits NULL
- * leave those as they are; lease_ms is the lease of a move to
- * "auditing". *moved is false when the state did not match. */
+ * leave those as they are; lease_ms and lease_owner (a UUID) are the
+ * lease of a move to "auditing". A move out of "auditing" happens only
+ * while lease_owner still holds the lease (a run taken over by another
+ * publish is not this one's to finish). *moved is false when the state
+ * or the lease did not match. */
 bool store_run_transition(struct store *s, const char *id, const char *from_states,
 			  const char *to_state, long long audited,
 			  long long published, const json_t *audits, long lease_ms,
-			  bool *moved, struct floe_error *err) FLOE_WUR;
+			  const char *lease_owner, bool *moved,
+			  struct floe_error *err) FLOE_WUR;
 
-/* The audit log (append-only). */
+/* The audit log (append-only). An event that cannot be written is
+ * FE_UNAVAILABLE: the change it records must be rolled back with it. */
 bool store_event_insert(struct store *s, const char *event, const char *request_id,
 			const struct ns_ident *ns, const char *table,
 			const char *run_id, const json_t *details,
 			struct floe_error *err) FLOE_WUR;
-bool store_event_list(struct store *s, long long after_id, const struct ns_ident *ns,
+/* Events after the cursor (after_xid, after_id) in (xid, id) order, only
+ * of transactions older than every transaction still running: that set
+ * no longer grows, so paging it skips nothing. Each event carries its
+ * transaction as "_xid", which callers strip. after_xid NULL: "0". */
+bool store_event_list(struct store *s, const char *after_xid, long long after_id,
+		      const struct ns_ident *ns,
 		      const char *table, const char *run_id, const char *since,
 		      long limit, json_t **events, bool *more,
 		      struct floe_error *err) FLOE_WUR;

@@ -428,6 +428,22 @@ class PostgresServer:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def new_database_with_roles(self) -> tuple[str, str]:
+        """An empty database set up as README "Database roles" says: an
+        owner role that owns it (migrations) and a runtime login (floe).
+        Returns (runtime URL, owner URL)."""
+        n = next(self._db_counter)
+        name = f"floe_{os.getpid()}_{n}"
+        owner, runtime = f"{name}_owner", f"{name}_rt"
+        with self.connect() as conn:
+            conn.execute(f'CREATE ROLE "{owner}" LOGIN')
+            conn.execute(f'CREATE ROLE "{runtime}" LOGIN')
+            conn.execute(f'CREATE DATABASE "{name}" OWNER "{owner}"')
+        with self.connect(name) as conn:
+            conn.execute(f'ALTER SCHEMA public OWNER TO "{owner}"')
+        return (f"postgresql://{runtime}@{self.host}:{self.port}/{name}",
+                f"postgresql://{owner}@{self.host}:{self.port}/{name}")
+
 
 @pytest.fixture(scope="session")
 def pg_bin_dir() -> Path:

@@ -240,8 +240,13 @@ def test_stage_errors(floe, ns):
     assert_error(floe.post(TableHandle(floe, ns, "ghost").wap_url, json={}), 404, "NoSuchTableException")
     bare = TableHandle(floe, ns, "bare")
     bare.create()
-    assert_error(floe.post(bare.wap_url, json={}), 400)
-    assert bare.refs() == []
+    # A table without a snapshot can be staged (the first load through
+    # write-audit-publish): the run has no base, its branch starts at an
+    # empty snapshot and main stays without one.
+    first = assert_ok_json(floe.post(bare.wap_url, json={}), 201)
+    assert first["base-snapshot-id"] is None, first
+    assert [r["name"] for r in bare.refs()] == [first["branch"]]
+    assert bare.head("main") is None
     assert assert_ok_json(floe.get(t.wap_url))["runs"] == []
 
 
@@ -329,13 +334,14 @@ def test_publish_pass_moves_main_to_the_audited_snapshot(floe, table, hooks, pas
     assert assert_ok_json(floe.get(t.run_url(run["id"]))) == done
 
     events = run_events(floe, run["id"])
-    assert kinds(events) == ["wap.staged", "wap.hook-called", "wap.published"], kinds(events)
+    assert kinds(events) == ["wap.staged", "wap.audit-started", "wap.hook-called", "wap.published"], kinds(events)
     assert events[0]["request-id"] == stage.headers["X-Request-Id"]
     assert events[1]["request-id"] == r.headers["X-Request-Id"]
     assert events[2]["request-id"] == r.headers["X-Request-Id"]
+    assert events[3]["request-id"] == r.headers["X-Request-Id"]
     for e in events:
         assert e["namespace"] == t.namespace and e["table"] == t.name, e
-    d = events[1]["details"]
+    d = events[2]["details"]
     assert d["hook-id"] == hook["id"] and d["hook-name"] == "quality", d
     assert d["verdict"] == "pass" and d["http-status"] == 200 and d["attempts"] == 1, d
     assert isinstance(d["latency-ms"], int), d
@@ -436,10 +442,10 @@ def test_publish_rejected(floe, table, hooks, webhooks, reply, reason):
     assert reason in a["reason"], a
 
     events = run_events(floe, run["id"])
-    assert kinds(events) == ["wap.staged", "wap.hook-called", "wap.rejected"], kinds(events)
-    d = events[1]["details"]
+    assert kinds(events) == ["wap.staged", "wap.audit-started", "wap.hook-called", "wap.rejected"], kinds(events)
+    d = events[2]["details"]
     assert d["verdict"] == "reject" and reason in d["reason"] and d["http-status"] == reply.status, d
-    assert events[2]["request-id"] == r.headers["X-Request-Id"]
+    assert events[3]["request-id"] == r.headers["X-Request-Id"]
 
     # Fixed data, audit passes: the same run may be published again.
     s3 = t.add_snapshot(run["branch"])
@@ -519,8 +525,8 @@ def test_publish_audit_unavailable_fails_closed(floe, table, hooks, webhooks, ca
     assert [a["verdict"] for a in got["audits"]] == ["error"], got
     assert got["audits"][0]["hook-id"] == hook["id"]
     events = run_events(floe, run["id"])
-    assert kinds(events) == ["wap.staged", "wap.hook-called", "wap.audit-failed"], kinds(events)
-    d = events[1]["details"]
+    assert kinds(events) == ["wap.staged", "wap.audit-started", "wap.hook-called", "wap.audit-failed"], kinds(events)
+    d = events[2]["details"]
     assert d["verdict"] == "error" and d["hook-id"] == hook["id"], d
     if rcv is not None:
         assert d["attempts"] == calls or (case == "hang" and d["attempts"] >= 1), (d, calls)
@@ -1045,7 +1051,7 @@ def test_audit_log_filters_pagination_and_order(floe, uniq, hooks, webhooks):
 
     # run
     got = audit_events(floe, run=r_a1["id"])
-    assert kinds(got) == ["wap.staged", "wap.hook-called", "wap.published"]
+    assert kinds(got) == ["wap.staged", "wap.audit-started", "wap.hook-called", "wap.published"]
     assert got == of_runs(everything, r_a1)
     assert got[0]["request-id"] == stage.headers["X-Request-Id"]
     assert got[2]["request-id"] == pub.headers["X-Request-Id"]

@@ -98,7 +98,7 @@ Test(properties, key_both_set_and_removed_is_unprocessable)
 
 	cr_assert(ident_ns_parse(raw, 1, &ns, &err));
 	/* Refused before the store is touched, so no store is needed. */
-	cr_assert_null(ns_update_properties(NULL, &ns, body, &err));
+	cr_assert_null(ns_update_properties(NULL, &ns, body, NULL, NULL, &err));
 	cr_assert_eq(err.kind, FE_UNPROCESSABLE);
 	cr_assert(strstr(err.message, "'a'") != NULL);
 	ident_ns_clear(&ns);

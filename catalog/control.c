@@ -1,0 +1,346 @@
+/*
+ * control.c - the audited-publish control. A table is protected when it,
+ * or its namespace or an ancestor, sets floe.wap.required=true; then only
+ * a WAP publish moves its main. Weakening the control (removing the
+ * property, deleting the last hook that covers it, registering over or
+ * renaming a protected table out of its scope) is refused through the
+ * ordinary routes and allowed through POST /controls/{action} alone, which
+ * always carries a reason into the audit log.
+ */
+#include "control.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+#include "namespace.h"
+#include "store.h"
+
+static bool value_true(const json_t *v)
+{
+	const char *s = json_string_value(v);
+	return s != NULL && strcasecmp(s, "true") == 0;
+}
+
+bool control_table_sets(const json_t *m)
+{
+	return value_true(json_object_get(json_object_get(m, "properties"), CONTROL_PROPERTY));
+}
+
+bool control_rule(struct store *s, const struct ns_ident *ns, const json_t *m,
+		  char *rule, size_t len, struct floe_error *err)
+{
+	char *where = NULL;
+
+	rule[0] = '\0';
+	if (control_table_sets(m)) {
+		snprintf(rule, len, "the table sets " CONTROL_PROPERTY "=true");
+		return true;
+	}
+	if (!store_ns_wap_required(s, ns, &where, err))
+		return false;
+	if (where != NULL)
+		snprintf(rule, len, "namespace %s sets " CONTROL_PROPERTY "=true", where);
+	free(where);
+	return true;
+}
+
+bool control_check_main_move(struct store *s, const struct ns_ident *ns,
+			     const char *name, const json_t *base, const json_t *m,
+			     struct floe_error *err)
+{
+	char rule[256];
+
+	/* The property before or after the change: a commit cannot set
+	 * it to false and move main in one go. */
+	if (control_table_sets(m) && !control_table_sets(base))
+		snprintf(rule, sizeof(rule), "the table sets " CONTROL_PROPERTY "=true");
+	else if (!control_rule(s, ns, base, rule, sizeof(rule), err))
+		return false;
+	if (rule[0] == '\0')
+		return true;
+	return floe_err(err, FE_FORBIDDEN,
+			"main of table %s can only move through a write-audit-publish run: %s",
+			name, rule);
+}
+
+bool control_check_table_properties(const char *name, const json_t *base,
+				    const json_t *m, struct floe_error *err)
+{
+	if (!control_table_sets(base) || control_table_sets(m))
+		return true;
+	return floe_err(err, FE_FORBIDDEN,
+			"table %s sets " CONTROL_PROPERTY "=true: removing or changing it weakens the audited-publish control; only POST /v1/controls/wap-required with a reason may",
+			name);
+}
+
+bool control_check_ns_properties(const struct ns_ident *ns, const json_t *old,
+				 const json_t *removals, const json_t *updates,
+				 struct floe_error *err)
+{
+	const json_t *now = json_object_get(old, CONTROL_PROPERTY);
+	const json_t *set = json_object_get(updates, CONTROL_PROPERTY);
+	bool removed = false;
+	size_t i;
+	json_t *v;
+
+	if (!value_true(now))
+		return true;
+	json_array_foreach((json_t *)removals, i, v) {
+		if (strcmp(json_string_value(v), CONTROL_PROPERTY) == 0)
+			removed = true;
+	}
+	if (set != NULL ? value_true(set) : !removed)
+		return true;
+	char *shown = ident_ns_display(ns);
+	floe_err(err, FE_FORBIDDEN,
+		 "namespace %s sets " CONTROL_PROPERTY "=true: removing or changing it weakens the audited-publish control; only POST /v1/controls/wap-required with a reason may",
+		 shown ? shown : "?");
+	free(shown);
+	return false;
+}
+
+/* Ends a transaction begun by the caller: commit when ok, else roll back
+ * (unless the commit's own outcome is unknown). */
+static bool finish_tx(struct store *s, bool ok, struct floe_error *err)
+{
+	if (ok && store_commit(s, err))
+		return true;
+	if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+		store_rollback(s);
+	return false;
+}
+
+static json_t *hook_details(const json_t *hook, const char *reason)
+{
+	return json_pack("{s:O, s:O, s:O, s:O, s:s*}", "hook-id", json_object_get(hook, "id"),
+			 "hook-name", json_object_get(hook, "name"), "url",
+			 json_object_get(hook, "url"), "scope", json_object_get(hook, "scope"),
+			 "reason", reason);
+}
+
+bool control_hook_register(struct store *s, const struct table_env *env, const char *id,
+			   const struct hook_spec *spec, json_t **hook,
+			   struct floe_error *err)
+{
+	bool ok;
+
+	*hook = NULL;
+	if (!store_begin(s, err))
+		return false;
+	ok = store_hook_insert(s, id, spec->name, spec->url, spec->secret, &spec->scope_ns,
+			       spec->scope_table, spec->timeout_ms, hook, err);
+	if (ok && *hook == NULL)
+		ok = floe_err(err, FE_INTERNAL, "the new hook could not be read back");
+	if (ok) {
+		json_t *details = hook_details(*hook, NULL);
+		ok = store_event_insert(s, "hook.registered", env->request_id, NULL, NULL, NULL,
+					details, err);
+		json_decref(details);
+	}
+	if (!finish_tx(s, ok, err)) {
+		json_decref(*hook);
+		*hook = NULL;
+		return false;
+	}
+	return true;
+}
+
+bool control_hook_delete(struct store *s, const struct table_env *env, const char *id,
+			 const char *reason, struct floe_error *err)
+{
+	json_t *hook = NULL;
+	char *guarded = NULL;
+	bool deleted = false;
+	bool ok;
+
+	if (!store_begin(s, err))
+		return false;
+	ok = store_hook_lock(s, err) && store_hook_get(s, id, &hook, err);
+	if (ok && hook == NULL)
+		ok = floe_err(err, FE_NO_SUCH_HOOK, "no audit hook %s", id);
+	if (ok && reason == NULL) {
+		ok = store_hook_sole_guard(s, id, &guarded, err);
+		if (ok && guarded != NULL)
+			ok = floe_err(err, FE_FORBIDDEN,
+				      "audit hook %s is the last one covering %s, which sets " CONTROL_PROPERTY "=true: deleting it weakens the audited-publish control; only POST /v1/controls/delete-hook with a reason may",
+				      id, guarded);
+	}
+	if (ok)
+		ok = store_hook_delete(s, id, &deleted, err);
+	if (ok && !deleted)
+		ok = floe_err(err, FE_NO_SUCH_HOOK, "no audit hook %s", id);
+	if (ok) {
+		json_t *details = hook_details(hook, reason);
+		ok = store_event_insert(s, "hook.deleted", env->request_id, NULL, NULL, NULL,
+					details, err);
+		json_decref(details);
+	}
+	free(guarded);
+	json_decref(hook);
+	return finish_tx(s, ok, err);
+}
+
+/* --- the control route --- */
+
+struct control_event {
+	const struct table_env *env;
+	const struct ns_ident *ns;
+	const char *table;
+	bool required;
+	const char *reason;
+};
+
+/* In the table commit's transaction: the control.wap-required event. */
+static bool table_control_also(struct store *s, void *ctx, const json_t *result,
+			       struct floe_error *err)
+{
+	struct control_event *c = ctx;
+
+	(void)result;
+	json_t *details = json_pack("{s:b, s:s}", "required", c->required, "reason", c->reason);
+	bool ok = store_event_insert(s, "control.wap-required", c->env->request_id, c->ns,
+				     c->table, NULL, details, err);
+	json_decref(details);
+	return ok;
+}
+
+static json_t *apply_wap_required(struct store *s, const struct table_env *env,
+				  const json_t *body, const char *reason, struct floe_error *err)
+{
+	struct ns_ident ns = { 0 };
+	const json_t *table = json_object_get(body, "table");
+	const json_t *required = json_object_get(body, "required");
+	json_t *out = NULL;
+	json_t *change = NULL;
+
+	if (!json_is_boolean(required))
+		return floe_err(err, FE_BAD_REQUEST, "field 'required' must be a boolean"), NULL;
+	if (table != NULL && !json_is_null(table)) {
+		if (!json_is_string(table))
+			return floe_err(err, FE_BAD_REQUEST, "field 'table' must be a string"), NULL;
+		if (!ident_name_check(json_string_value(table), json_string_length(table), "table",
+				      err))
+			return NULL;
+	}
+	if (!ident_ns_from_json(json_object_get(body, "namespace"), "namespace", &ns, err))
+		return NULL;
+	if (json_is_string(table)) {
+		struct control_event c = {
+			.env = env, .ns = &ns, .table = json_string_value(table),
+			.required = json_is_true(required), .reason = reason,
+		};
+		change = json_is_true(required)
+				 ? json_pack("[{s:s, s:{s:s}}]", "action", "set-properties",
+					     "updates", CONTROL_PROPERTY, "true")
+				 : json_pack("[{s:s, s:[s]}]", "action", "remove-properties",
+					     "removals", CONTROL_PROPERTY);
+		json_t *res = table_commit_with(s, env, &ns, c.table, NULL, change,
+						TABLE_COMMIT_CONTROL, table_control_also, &c, err);
+		if (res == NULL)
+			goto done;
+		json_decref(res);
+	} else {
+		change = json_is_true(required)
+				 ? json_pack("{s:{s:s}}", "updates", CONTROL_PROPERTY, "true")
+				 : json_pack("{s:[s]}", "removals", CONTROL_PROPERTY);
+		json_t *res = ns_update_properties(s, &ns, change, env->request_id, reason, err);
+		if (res == NULL)
+			goto done;
+		json_decref(res);
+	}
+	out = json_pack("{s:o, s:s*, s:b}", "namespace", ident_ns_to_json(&ns), "table",
+			json_string_value(table), "required", json_is_true(required));
+done:
+	json_decref(change);
+	ident_ns_clear(&ns);
+	return out;
+}
+
+static json_t *apply_delete_hook(struct store *s, const struct table_env *env,
+				 const json_t *body, const char *reason, struct floe_error *err)
+{
+	const char *id = json_string_value(json_object_get(body, "hook-id"));
+
+	if (id == NULL)
+		return floe_err(err, FE_BAD_REQUEST, "missing required field 'hook-id'"), NULL;
+	if (!hook_id_valid(id))
+		return floe_err(err, FE_NO_SUCH_HOOK, "no audit hook %s", id), NULL;
+	if (!control_hook_delete(s, env, id, reason, err))
+		return NULL;
+	return json_pack("{s:s}", "hook-id", id);
+}
+
+static json_t *apply_register(struct store *s, const struct table_env *env,
+			      const json_t *body, const char *reason, struct floe_error *err)
+{
+	struct ns_ident ns = { 0 };
+	json_t *out = NULL;
+
+	if (!ident_ns_from_json(json_object_get(body, "namespace"), "namespace", &ns, err))
+		return NULL;
+	json_t *reg = json_deep_copy(body);
+	if (reg == NULL) {
+		ident_ns_clear(&ns);
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
+	}
+	json_object_set_new(reg, "overwrite", json_true());
+	out = table_register_with(s, env, &ns, reg, reason, err);
+	json_decref(reg);
+	ident_ns_clear(&ns);
+	return out;
+}
+
+static json_t *apply_rename(struct store *s, const struct table_env *env,
+			    const json_t *body, const char *reason, struct floe_error *err)
+{
+	if (!table_rename(s, env, body, reason, err))
+		return NULL;
+	return json_pack("{s:O, s:O}", "source", json_object_get(body, "source"),
+			 "destination", json_object_get(body, "destination"));
+}
+
+typedef json_t *(*control_action_fn)(struct store *s, const struct table_env *env,
+				     const json_t *body, const char *reason,
+				     struct floe_error *err);
+
+static const struct {
+	const char *name;
+	control_action_fn apply;
+} control_actions[] = {
+	{ "wap-required", apply_wap_required },
+	{ "delete-hook", apply_delete_hook },
+	{ "register", apply_register },
+	{ "rename", apply_rename },
+};
+
+json_t *control_apply(struct store *s, const struct table_env *env, const char *action,
+		      const json_t *body, struct floe_error *err)
+{
+	const json_t *reason = json_object_get(body, "reason");
+	control_action_fn apply = NULL;
+
+	for (size_t i = 0; i < sizeof(control_actions) / sizeof(*control_actions); i++) {
+		if (strcmp(control_actions[i].name, action) == 0)
+			apply = control_actions[i].apply;
+	}
+	if (apply == NULL)
+		return floe_err(err, FE_BAD_REQUEST,
+				"no control action %s (wap-required, delete-hook, register, rename)",
+				action), NULL;
+	if (!json_is_object(body))
+		return floe_err(err, FE_BAD_REQUEST, "the body must be a JSON object"), NULL;
+	if (!json_is_string(reason) || json_string_length(reason) == 0 ||
+	    json_string_length(reason) > CONTROL_REASON_MAX)
+		return floe_err(err, FE_BAD_REQUEST,
+				"field 'reason' is required: a non-empty string of at most %d bytes that goes into the audit log",
+				CONTROL_REASON_MAX), NULL;
+	json_t *result = apply(s, env, body, json_string_value(reason), err);
+	if (result == NULL)
+		return NULL;
+	log_info("control", "%s done through the control route (the reason is in the audit log) rid=%s",
+		 action, env->request_id);
+	return json_pack("{s:s, s:O, s:o}", "action", action, "reason", reason, "result", result);
+}
