@@ -35,9 +35,19 @@ struct floe_config {
 	long long max_body_bytes;
 	char *pg_bin_dir;      /* NULL: search */
 	char *pg_user;         /* NULL: postgres, else nobody */
+	/* Resource bounds (see --help). */
+	int db_statement_timeout_ms;
+	int db_lock_timeout_ms;
+	int db_acquire_timeout_ms;
+	int queue_max;          /* jobs waiting per work queue */
+	int publish_threads;
+	int idle_timeout_seconds;
+	int per_ip_connection_limit;
+	int connection_limit;
+	long long max_pending_body_bytes;
 	/* Raw option values indexed like the option table; freed by
 	 * config_free. */
-	char *raw[16];
+	char *raw[32];
 };
 
 /* Looks an environment variable up; getenv when NULL is passed below. */

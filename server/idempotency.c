@@ -68,14 +68,14 @@ void idempotent_run(struct http_request *req,
 	}
 	snprintf(route, sizeof(route), "%s %s #%016llx", req->method, req->path, h);
 	for (int step = 0;; step++) {
-		struct store *s = store_pool_acquire(req->app->pool, &err);
+		struct store *s = store_pool_acquire(req->pool, &err);
 		if (s == NULL) {
 			http_reply_error(req, &err);
 			return;
 		}
 		bool ok = store_idem_claim(s, key, route, KEEP_SECONDS, &claimed, &status,
 					   &response, &err);
-		store_pool_release(req->app->pool, s);
+		store_pool_release(req->pool, s);
 		if (!ok) {
 			http_reply_error(req, &err);
 			return;
@@ -116,7 +116,7 @@ void idempotent_finish(struct http_request *req)
 	if (!req->idem_claimed || key == NULL)
 		return;
 	req->idem_claimed = false;
-	struct store *s = store_pool_acquire(req->app->pool, &err);
+	struct store *s = store_pool_acquire(req->pool, &err);
 	if (s == NULL) {
 		log_warn("http", "cannot record the answer to Idempotency-Key %s rid=%s",
 			 key, req->request_id);
@@ -129,5 +129,5 @@ void idempotent_finish(struct http_request *req)
 	} else {
 		store_idem_release(s, key);
 	}
-	store_pool_release(req->app->pool, s);
+	store_pool_release(req->pool, s);
 }

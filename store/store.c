@@ -8,11 +8,14 @@
  */
 #include "store.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -279,13 +282,60 @@ static void store_notice(void *arg, const char *message)
 	log_debug("store", "%.*s", (int)len, message);
 }
 
-static PGconn *store_connect(const char *conninfo, struct floe_error *err)
+/* Set once at start-up by store_set_limits, read-only afterwards. */
+static struct store_limits limits = { 30000, 10000, 5000 };
+
+/* How long past the statement timeout the client waits for an answer
+ * before it takes the database for gone (a stopped server, a partition:
+ * the server-side timeout cannot fire then). */
+#define STORE_RESPONSE_GRACE_MS 5000
+
+void store_set_limits(const struct store_limits *l)
 {
-	/* Our defaults come first so that the caller's conninfo, expanded
-	 * in place of dbname, overrides them. */
-	const char *keys[] = { "connect_timeout", "application_name",
-			       "dbname", NULL };
-	const char *values[] = { "5", "floe", conninfo, NULL };
+	limits = *l;
+}
+
+/* The client-side wait for one answer, in ms; -1: forever. */
+static int store_response_wait_ms(void)
+{
+	if (limits.statement_timeout_ms <= 0)
+		return -1;
+	return limits.statement_timeout_ms + STORE_RESPONSE_GRACE_MS;
+}
+
+/*
+ * Opens one session. Our defaults come first so that the caller's
+ * conninfo, expanded in place of dbname, overrides them; the timeouts go
+ * into "options" after it, ahead of any options the caller gave (a later
+ * -c wins, so the caller can still override those too). Migration
+ * sessions (bounded) get no statement or lock timeout: a migration may
+ * rewrite a large table or wait for another replica's migration.
+ */
+static PGconn *store_connect_as(const char *conninfo, bool bounded,
+				struct floe_error *err)
+{
+	char options[1024];
+	const char *given = NULL;
+	PQconninfoOption *parsed = PQconninfoParse(conninfo, NULL);
+
+	if (parsed != NULL) {
+		for (PQconninfoOption *o = parsed; o->keyword != NULL; o++) {
+			if (strcmp(o->keyword, "options") == 0 && o->val != NULL)
+				given = o->val;
+		}
+	}
+	snprintf(options, sizeof(options), "-c statement_timeout=%d -c lock_timeout=%d%s%s",
+		 bounded ? limits.statement_timeout_ms : 0,
+		 bounded ? limits.lock_timeout_ms : 0, given ? " " : "",
+		 given ? given : "");
+	if (parsed != NULL)
+		PQconninfoFree(parsed);
+	const char *keys[] = { "connect_timeout", "application_name", "keepalives",
+			       "keepalives_idle", "keepalives_interval",
+			       "keepalives_count", "tcp_user_timeout", "dbname",
+			       "options", NULL };
+	const char *values[] = { "5", "floe", "1", "15", "5", "3", "30000", conninfo,
+				 options, NULL };
 	PGconn *conn = PQconnectdbParams(keys, values, 1);
 
 	if (conn == NULL) {
@@ -304,6 +354,11 @@ static PGconn *store_connect(const char *conninfo, struct floe_error *err)
 	}
 	PQsetNoticeProcessor(conn, store_notice, NULL);
 	return conn;
+}
+
+static PGconn *store_connect(const char *conninfo, struct floe_error *err)
+{
+	return store_connect_as(conninfo, true, err);
 }
 
 static bool store_prepare_all(PGconn *conn, struct floe_error *err)
@@ -363,8 +418,12 @@ struct store_pool *store_pool_new(const char *conninfo, int size)
 	pool->size = size;
 	for (int i = 0; i < size; i++)
 		pool->slots[i].index = i;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_mutex_init(&pool->mu, NULL);
-	pthread_cond_init(&pool->cv, NULL);
+	pthread_cond_init(&pool->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	return pool;
 }
 
@@ -389,7 +448,15 @@ void store_pool_free(struct store_pool **poolp)
 struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err)
 {
 	struct store *s = NULL;
+	struct timespec deadline;
 
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += limits.acquire_timeout_ms / 1000;
+	deadline.tv_nsec += (long)(limits.acquire_timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
 	pthread_mutex_lock(&pool->mu);
 	for (;;) {
 		for (int i = 0; i < pool->size; i++) {
@@ -400,7 +467,16 @@ struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err
 		}
 		if (s != NULL)
 			break;
-		pthread_cond_wait(&pool->cv, &pool->mu);
+		if (limits.acquire_timeout_ms <= 0) {
+			pthread_cond_wait(&pool->cv, &pool->mu);
+		} else if (pthread_cond_timedwait(&pool->cv, &pool->mu, &deadline) == ETIMEDOUT) {
+			pthread_mutex_unlock(&pool->mu);
+			log_warn("store", "no free database connection within %d ms (pool of %d)",
+				 limits.acquire_timeout_ms, pool->size);
+			floe_err(err, FE_UNAVAILABLE,
+				 "every catalog database connection is busy; retry");
+			return NULL;
+		}
 	}
 	s->busy = true;
 	pthread_mutex_unlock(&pool->mu);
@@ -434,6 +510,80 @@ void store_pool_release(struct store_pool *pool, struct store *s)
 	pthread_mutex_unlock(&pool->mu);
 }
 
+/* Waits until conn has a whole answer ready (true), or until the
+ * deadline (false; *timed_out set) or a broken connection (true: the
+ * next PQgetResult reports it). */
+static bool store_await(PGconn *conn, const struct timespec *deadline, bool *timed_out)
+{
+	while (PQisBusy(conn)) {
+		struct pollfd p = { .fd = PQsocket(conn), .events = POLLIN, .revents = 0 };
+		int wait = -1;
+
+		if (p.fd < 0)
+			return true;
+		if (deadline != NULL) {
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			long long ms = (long long)(deadline->tv_sec - now.tv_sec) * 1000LL +
+				       (deadline->tv_nsec - now.tv_nsec) / 1000000L;
+			if (ms <= 0) {
+				*timed_out = true;
+				return false;
+			}
+			wait = ms > 1000000 ? 1000000 : (int)ms;
+		}
+		int n = poll(&p, 1, wait);
+		if (n < 0 && errno != EINTR)
+			return true;
+		if (n > 0 && !PQconsumeInput(conn))
+			return true;
+	}
+	return true;
+}
+
+/*
+ * Sends one prepared statement and waits for its answer, at most the
+ * statement timeout plus a grace. On timeout the socket is shut down, so
+ * the connection reads as broken from then on (and is replaced on the
+ * next acquire); *timed_out is set and NULL returned. Else the last
+ * result (caller PQclear()s it; NULL when it could not be sent).
+ */
+static PGresult *store_run(PGconn *conn, const char *name, int nparams,
+			   const char *const *params, bool *timed_out)
+{
+	struct timespec deadline;
+	int wait = store_response_wait_ms();
+	PGresult *last = NULL;
+
+	*timed_out = false;
+	if (!PQsendQueryPrepared(conn, name, nparams, params, NULL, NULL, 0))
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += wait / 1000;
+	deadline.tv_nsec += (long)(wait % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	for (;;) {
+		if (!store_await(conn, wait < 0 ? NULL : &deadline, timed_out)) {
+			PQclear(last);
+			shutdown(PQsocket(conn), SHUT_RDWR);
+			(void)PQconsumeInput(conn);
+			while ((last = PQgetResult(conn)) != NULL)
+				PQclear(last);
+			return NULL;
+		}
+		PGresult *r = PQgetResult(conn);
+		if (r == NULL)
+			return last;
+		PQclear(last);
+		last = r;
+		if (PQstatus(conn) != CONNECTION_OK)
+			return last;
+	}
+}
+
 /*
  * Runs a prepared statement. Returns the result (caller PQclear()s it) or
  * NULL with err set: FE_UNAVAILABLE when the connection is gone, otherwise
@@ -443,10 +593,18 @@ void store_pool_release(struct store_pool *pool, struct store *s)
 static PGresult *store_exec(struct store *s, enum stmt_id id, int nparams,
 			    const char *const *params, struct floe_error *err)
 {
-	PGresult *r = PQexecPrepared(s->conn, statements[id].name, nparams,
-				     params, NULL, NULL, 0);
+	bool timed_out = false;
+	PGresult *r = store_run(s->conn, statements[id].name, nparams, params, &timed_out);
 	ExecStatusType st = PQresultStatus(r);
 
+	if (timed_out) {
+		log_warn("store", "statement %s: no answer from PostgreSQL within %d ms; closing the connection",
+			 statements[id].name, store_response_wait_ms());
+		PQclear(r);
+		floe_err(err, FE_UNAVAILABLE,
+			 "the catalog database did not answer in time; retry");
+		return NULL;
+	}
 	s->sqlstate[0] = '\0';
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
 		return r;
@@ -460,9 +618,13 @@ static PGresult *store_exec(struct store *s, enum stmt_id id, int nparams,
 	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
 	if (state != NULL)
 		snprintf(s->sqlstate, sizeof(s->sqlstate), "%s", state);
-	/* Serialization failures, deadlocks and shutdowns are transient. */
+	/* Serialization failures, deadlocks, shutdowns and statements
+	 * canceled by statement_timeout (57014) or lock_timeout (55P03) are
+	 * transient, and the statement did nothing. */
 	if (state != NULL && (strcmp(state, "40001") == 0 ||
 			      strcmp(state, "40P01") == 0 ||
+			      strcmp(state, "55P03") == 0 ||
+			      strcmp(state, "57014") == 0 ||
 			      strncmp(state, "57P", 3) == 0 ||
 			      strncmp(state, "08", 2) == 0)) {
 		log_warn("store", "statement %s: %s", statements[id].name,
@@ -516,7 +678,7 @@ static bool exec_simple(PGconn *conn, const char *sql, const char *what,
 
 bool store_migrate(const char *conninfo, struct floe_error *err)
 {
-	PGconn *conn = store_connect(conninfo, err);
+	PGconn *conn = store_connect_as(conninfo, false, err);
 	PGresult *r = NULL;
 	int current = 0;
 	bool ok = false;
@@ -1109,8 +1271,11 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
 	r = store_exec(s, ST_TABLE_CAS, 8, params, err);
 	if (r == NULL) {
 		/* The statement may have committed before the connection
-		 * broke: the client must not assume either outcome. */
-		if (err != NULL && err->kind == FE_UNAVAILABLE)
+		 * broke: the client must not assume either outcome. An error
+		 * the server answered (a timeout, a deadlock) is a known
+		 * failure. */
+		if (err != NULL && err->kind == FE_UNAVAILABLE &&
+		    PQstatus(s->conn) != CONNECTION_OK)
 			floe_err(err, FE_COMMIT_STATE_UNKNOWN,
 				 "the database connection broke during the commit; its outcome is unknown");
 		return false;
@@ -1270,7 +1435,7 @@ bool store_commit(struct store *s, struct floe_error *err)
 {
 	if (exec_noparams(s, ST_COMMIT, err))
 		return true;
-	if (err != NULL && err->kind == FE_UNAVAILABLE)
+	if (err != NULL && err->kind == FE_UNAVAILABLE && PQstatus(s->conn) != CONNECTION_OK)
 		floe_err(err, FE_COMMIT_STATE_UNKNOWN,
 			 "the database connection broke during the commit; its outcome is unknown");
 	return false;
