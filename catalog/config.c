@@ -31,6 +31,7 @@ enum opt_id {
 	OPT_PER_IP_LIMIT,
 	OPT_CONNECTION_LIMIT,
 	OPT_MAX_PENDING_BODY,
+	OPT_SHUTDOWN_GRACE,
 	OPT_COUNT
 };
 
@@ -80,6 +81,8 @@ static const struct option_def options[OPT_COUNT] = {
 		"Open client connections in all, 1-1000000 (kept below the open-file limit)" },
 	[OPT_MAX_PENDING_BODY] = { "max-pending-body-bytes", "FLOE_MAX_PENDING_BODY_BYTES", "268435456",
 		"Request bodies held in memory at once, arriving or waiting for their answer, in bytes (1048576-68719476736); past it 503" },
+	[OPT_SHUTDOWN_GRACE] = { "shutdown-grace-seconds", "FLOE_SHUTDOWN_GRACE_SECONDS", "30",
+		"Seconds in-flight requests get to finish on SIGTERM, 1-3600; commits and publishes still queued then get 503" },
 };
 
 _Static_assert(OPT_COUNT <= sizeof(((struct floe_config *)0)->raw) /
@@ -299,6 +302,7 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		{ OPT_CONNECTION_LIMIT, 1, 1000000, "expected an integer from 1 to 1000000" },
 		{ OPT_MAX_PENDING_BODY, 1048576, 68719476736LL,
 		  "expected a byte count from 1048576 to 68719476736" },
+		{ OPT_SHUTDOWN_GRACE, 1, 3600, "expected seconds from 1 to 3600" },
 	};
 	long long bounded[OPT_COUNT] = { 0 };
 	for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++) {
@@ -315,6 +319,7 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 	cfg->per_ip_connection_limit = (int)bounded[OPT_PER_IP_LIMIT];
 	cfg->connection_limit = (int)bounded[OPT_CONNECTION_LIMIT];
 	cfg->max_pending_body_bytes = bounded[OPT_MAX_PENDING_BODY];
+	cfg->shutdown_grace_seconds = (int)bounded[OPT_SHUTDOWN_GRACE];
 
 	if (raw[OPT_PG_BIN_DIR][0] != '\0') {
 		cfg->pg_bin_dir = absolute_path(raw[OPT_PG_BIN_DIR]);

@@ -45,6 +45,7 @@ struct floe_config {
 	int per_ip_connection_limit;
 	int connection_limit;
 	long long max_pending_body_bytes;
+	int shutdown_grace_seconds;
 	/* Raw option values indexed like the option table; freed by
 	 * config_free. */
 	char *raw[32];

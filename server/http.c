@@ -644,10 +644,12 @@ bool http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds)
 
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);
-	for (int i = 0; i < grace_seconds * 20; i++) {
-		if (atomic_load(&app->inflight) == 0)
-			break;
+	/* Done when nothing has been in flight for a quarter of a second: a
+	 * keep-alive client that just had an answer without "Connection:
+	 * close" gets the time to send its next request, which is served. */
+	for (int i = 0, quiet = 0; i < grace_seconds * 20 && quiet < 5; i++) {
 		usleep(50000);
+		quiet = atomic_load(&app->inflight) == 0 ? quiet + 1 : 0;
 	}
 	long left = atomic_load(&app->inflight);
 	if (left > 0)

@@ -27,8 +27,6 @@
 #define FLOE_VERSION "unknown"
 #endif
 
-/* Seconds in-flight requests get to finish on SIGTERM. */
-#define SHUTDOWN_GRACE_SECONDS 30
 /* Seconds to keep retrying migrations while the database is unreachable
  * (a compose deployment may start floe before PostgreSQL accepts). */
 #define MIGRATE_RETRY_SECONDS 60
@@ -218,7 +216,7 @@ int main(int argc, char **argv)
 	}
 done:
 	if (d != NULL &&
-	    !http_stop(d, &app, exit_code == 0 ? SHUTDOWN_GRACE_SECONDS : 2)) {
+	    !http_stop(d, &app, exit_code == 0 ? cfg.shutdown_grace_seconds : 2)) {
 		/* Work still running holds connections and the pools: leave
 		 * them to the exit, but not the embedded PostgreSQL. */
 		embedpg_stop(&pg);
