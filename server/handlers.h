@@ -27,6 +27,11 @@ void handler_defer(struct http_request *req, workq_fn fn, void *arg);
 void handler_defer_to(struct http_request *req, struct workq *q, struct store_pool *pool,
 		      workq_fn fn, void *arg);
 
+/* Answers a deferred request its queue refused (full, or shutting down)
+ * with 503 from the calling thread; the job then ends as usual with
+ * http_async_complete(req). */
+void handler_refuse(struct http_request *req, const struct floe_error *refused);
+
 /* Answers body with status (204: no body), or err when body is NULL.
  * Steals body. */
 void handler_answer(struct http_request *req, int status, json_t *body,

@@ -56,6 +56,15 @@ void handler_defer_to(struct http_request *req, struct workq *q, struct store_po
 		fn(arg, &err);
 }
 
+void handler_refuse(struct http_request *req, const struct floe_error *refused)
+{
+	/* Not on a thread of that pool: the HTTP workers' pool is free for
+	 * what is left to do (releasing an Idempotency-Key), while the queue's
+	 * own pool is likely all busy. */
+	req->pool = req->app->pool;
+	http_reply_error(req, refused);
+}
+
 void handler_defer(struct http_request *req, workq_fn fn, void *arg)
 {
 	handler_defer_to(req, req->app->commits, req->app->commit_pool, fn, arg);

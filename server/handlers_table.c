@@ -284,7 +284,7 @@ static void commit_job_run(void *arg, const struct floe_error *refused)
 
 	floe_error_clear(&err);
 	if (refused != NULL) {
-		http_reply_error(req, refused);
+		handler_refuse(req, refused);
 		goto done;
 	}
 	if (job->name != NULL)

@@ -309,7 +309,7 @@ static void publish_job_run(void *arg, const struct floe_error *refused)
 
 	floe_error_clear(&err);
 	if (refused != NULL) {
-		http_reply_error(req, refused);
+		handler_refuse(req, refused);
 	} else if (!target_parse(req, &t, "run", true, &err)) {
 		http_reply_error(req, &err);
 	} else {

@@ -467,6 +467,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				cap *= 2;
 			if (cap > max + 1)
 				cap = max + 1;
+			/* A declared length (already counted) is the exact size. */
+			if (req->body_reserved > req->body_len + n &&
+			    req->body_reserved < cap)
+				cap = req->body_reserved;
 			if (!body_reserve(req, cap)) {
 				/* Dropped like a body too large; 503 at the end. */
 				req->body_over_budget = true;
