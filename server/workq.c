@@ -100,7 +100,7 @@ bool workq_submit(struct workq *q, workq_fn fn, void *arg, struct floe_error *er
 		log_warn("workq", "the %s queue is full (%d waiting); refusing work",
 			 q->what, q->capacity);
 		return floe_err(err, FE_UNAVAILABLE,
-				"too many %ss are waiting (%d); retry", q->what, q->capacity);
+				"the %s queue is full (%d waiting); retry", q->what, q->capacity);
 	}
 	if (q->tail != NULL)
 		q->tail->next = j;
@@ -138,7 +138,7 @@ void workq_cancel_pending(struct workq *q)
 		n++;
 	}
 	if (n > 0)
-		log_warn("workq", "%d queued %ss answered 503: shutting down", n, q->what);
+		log_warn("workq", "%d jobs of the %s queue answered 503: shutting down", n, q->what);
 }
 
 void workq_stop(struct workq **qp)
