@@ -353,6 +353,10 @@ static PGconn *store_connect_as(const char *conninfo, bool bounded,
 		return NULL;
 	}
 	PQsetNoticeProcessor(conn, store_notice, NULL);
+	/* Sending never blocks either: a stopped server with a full socket
+	 * buffer must not hang the sender past the deadline (store_await). */
+	if (bounded && PQsetnonblocking(conn, 1) != 0)
+		log_warn("store", "cannot make a PostgreSQL connection nonblocking");
 	return conn;
 }
 
@@ -361,15 +365,21 @@ static PGconn *store_connect(const char *conninfo, struct floe_error *err)
 	return store_connect_as(conninfo, true, err);
 }
 
+static PGresult *store_collect(PGconn *conn, bool *timed_out);
+
 static bool store_prepare_all(PGconn *conn, struct floe_error *err)
 {
 	for (int i = 0; i < ST_COUNT; i++) {
-		PGresult *r = PQprepare(conn, statements[i].name,
-					statements[i].sql, 0, NULL);
+		bool timed_out = false;
+		PGresult *r = NULL;
+
+		if (PQsendPrepare(conn, statements[i].name, statements[i].sql, 0, NULL))
+			r = store_collect(conn, &timed_out);
 		bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 		if (!ok)
 			log_error("store", "cannot prepare statement %s: %s",
-				  statements[i].name, PQresultErrorMessage(r));
+				  statements[i].name,
+				  timed_out ? "no answer in time" : PQresultErrorMessage(r));
 		PQclear(r);
 		if (!ok)
 			return floe_err(err, PQstatus(conn) == CONNECTION_OK
@@ -510,13 +520,26 @@ void store_pool_release(struct store_pool *pool, struct store *s)
 	pthread_mutex_unlock(&pool->mu);
 }
 
-/* Waits until conn has a whole answer ready (true), or until the
- * deadline (false; *timed_out set) or a broken connection (true: the
- * next PQgetResult reports it). */
+/* Sends what is queued on conn (a nonblocking connection) and waits until
+ * a whole answer is ready (true), or until the deadline (false;
+ * *timed_out set), or a broken connection (true: the next PQgetResult
+ * reports it). */
 static bool store_await(PGconn *conn, const struct timespec *deadline, bool *timed_out)
 {
-	while (PQisBusy(conn)) {
-		struct pollfd p = { .fd = PQsocket(conn), .events = POLLIN, .revents = 0 };
+	bool flushed = false;
+
+	for (;;) {
+		if (!flushed) {
+			int f = PQflush(conn);
+			if (f < 0)
+				return true;
+			flushed = f == 0;
+		}
+		if (flushed && !PQisBusy(conn))
+			return true;
+		struct pollfd p = { .fd = PQsocket(conn),
+				    .events = (short)(POLLIN | (flushed ? 0 : POLLOUT)),
+				    .revents = 0 };
 		int wait = -1;
 
 		if (p.fd < 0)
@@ -535,29 +558,26 @@ static bool store_await(PGconn *conn, const struct timespec *deadline, bool *tim
 		int n = poll(&p, 1, wait);
 		if (n < 0 && errno != EINTR)
 			return true;
-		if (n > 0 && !PQconsumeInput(conn))
+		if (n > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP)) != 0 &&
+		    !PQconsumeInput(conn))
 			return true;
 	}
-	return true;
 }
 
 /*
- * Sends one prepared statement and waits for its answer, at most the
+ * Waits for the answer to what was just sent on conn, at most the
  * statement timeout plus a grace. On timeout the socket is shut down, so
  * the connection reads as broken from then on (and is replaced on the
  * next acquire); *timed_out is set and NULL returned. Else the last
- * result (caller PQclear()s it; NULL when it could not be sent).
+ * result (caller PQclear()s it).
  */
-static PGresult *store_run(PGconn *conn, const char *name, int nparams,
-			   const char *const *params, bool *timed_out)
+static PGresult *store_collect(PGconn *conn, bool *timed_out)
 {
 	struct timespec deadline;
 	int wait = store_response_wait_ms();
 	PGresult *last = NULL;
 
 	*timed_out = false;
-	if (!PQsendQueryPrepared(conn, name, nparams, params, NULL, NULL, 0))
-		return NULL;
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += wait / 1000;
 	deadline.tv_nsec += (long)(wait % 1000) * 1000000L;
@@ -582,6 +602,17 @@ static PGresult *store_run(PGconn *conn, const char *name, int nparams,
 		if (PQstatus(conn) != CONNECTION_OK)
 			return last;
 	}
+}
+
+/* Sends one prepared statement and waits for its answer (store_collect);
+ * NULL when it could not be sent. */
+static PGresult *store_run(PGconn *conn, const char *name, int nparams,
+			   const char *const *params, bool *timed_out)
+{
+	*timed_out = false;
+	if (!PQsendQueryPrepared(conn, name, nparams, params, NULL, NULL, 0))
+		return NULL;
+	return store_collect(conn, timed_out);
 }
 
 /*

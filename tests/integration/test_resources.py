@@ -94,9 +94,12 @@ def row_locks():
 # ---------------------------------------------------------------- lock and statement timeouts
 
 
-def test_commit_waiting_on_a_row_lock_answers_503_and_changes_nothing(postgres, floe_factory, row_locks):
-    f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database()},
-                     args=["--db-lock-timeout-ms=1500"])
+@pytest.mark.parametrize("args", [
+    ["--db-lock-timeout-ms=1500"],                                     # 55P03 lock_not_available
+    ["--db-lock-timeout-ms=60000", "--db-statement-timeout-ms=1500"],  # 57014 query_canceled
+], ids=["lock_timeout", "statement_timeout"])
+def test_commit_waiting_on_a_row_lock_answers_503_and_changes_nothing(postgres, floe_factory, row_locks, args):
+    f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database()}, args=args)
     t = new_table(f, "locked")
     assert set_property(t, "k", "before").status_code == 200
     before = t.load()
@@ -107,7 +110,7 @@ def test_commit_waiting_on_a_row_lock_answers_503_and_changes_nothing(postgres, 
     r = set_property(t, "k", "during", timeout=20)
     elapsed = time.monotonic() - t0
     assert_503(r)
-    assert 1.0 < elapsed < 6, f"answered after {elapsed:.1f} s; lock_timeout is 1.5 s"
+    assert 1.0 < elapsed < 6, f"answered after {elapsed:.1f} s; the timeout is 1.5 s"
     # The statement was canceled: nothing landed, no orphan file was left.
     lock.release()
     after = t.load()
