@@ -590,8 +590,12 @@ static PGresult *store_collect(PGconn *conn, bool *timed_out)
 			PQclear(last);
 			shutdown(PQsocket(conn), SHUT_RDWR);
 			(void)PQconsumeInput(conn);
-			while ((last = PQgetResult(conn)) != NULL)
-				PQclear(last);
+			for (;;) {
+				PGresult *rest = PQgetResult(conn);
+				if (rest == NULL)
+					break;
+				PQclear(rest);
+			}
 			return NULL;
 		}
 		PGresult *r = PQgetResult(conn);
