@@ -215,10 +215,11 @@ def test_full_commit_queue_answers_503_at_once(postgres, floe_factory, row_locks
 
 def test_publishes_stuck_on_a_lock_do_not_starve_reads(postgres, floe_factory, row_locks, webhooks, hooks):
     """Publishes run on threads and connections of their own: with more of
-    them blocked than floe has connections for HTTP, reads still work."""
+    them blocked than floe has connections for HTTP, reads still work; and
+    their queue is bounded too."""
     f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database()},
                      args=["--threads=2", "--commit-threads=1", "--publish-threads=2",
-                           "--db-lock-timeout-ms=15000"])
+                           "--queue-max=2", "--db-lock-timeout-ms=15000"])
     t = new_table(f, "pub")
     t.add_snapshot()
     passing = webhooks(PASS)
@@ -241,10 +242,16 @@ def test_publishes_stuck_on_a_lock_do_not_starve_reads(postgres, floe_factory, r
                 assert r.status_code == 200, describe(r)
             assert time.monotonic() - t0 < 3
             lock.release()
-            statuses = sorted(p.result(40).status_code for p in pubs)
+            answers = [p.result(40) for p in pubs]
     finally:
         lock.release()
-    assert statuses.count(200) >= 1 and set(statuses) <= {200, 409}, statuses
+    statuses = sorted(r.status_code for r in answers)
+    # two running and two waiting at most: the others were refused at once
+    assert 2 <= statuses.count(503) <= 4, statuses
+    for r in answers:
+        if r.status_code == 503:
+            assert_503(r, "queue is full")
+    assert statuses.count(200) >= 1 and set(statuses) <= {200, 409, 503}, statuses
 
 
 # ---------------------------------------------------------------- client connections
