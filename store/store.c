@@ -308,7 +308,7 @@ static int store_response_wait_ms(void)
  * conninfo, expanded in place of dbname, overrides them; the timeouts go
  * into "options" after it, ahead of any options the caller gave (a later
  * -c wins, so the caller can still override those too). Migration
- * sessions (bounded) get no statement or lock timeout: a migration may
+ * sessions (bounded false) get no statement or lock timeout: a migration may
  * rewrite a large table or wait for another replica's migration.
  */
 static PGconn *store_connect_as(const char *conninfo, bool bounded,
