@@ -29,6 +29,16 @@ enum opt_id {
 	OPT_JANITOR_INTERVAL,
 	OPT_METRICS_RETENTION,
 	OPT_PURGE_ATTEMPTS,
+	OPT_DB_STATEMENT_TIMEOUT,
+	OPT_DB_LOCK_TIMEOUT,
+	OPT_DB_ACQUIRE_TIMEOUT,
+	OPT_QUEUE_MAX,
+	OPT_PUBLISH_THREADS,
+	OPT_IDLE_TIMEOUT,
+	OPT_PER_IP_LIMIT,
+	OPT_CONNECTION_LIMIT,
+	OPT_MAX_PENDING_BODY,
+	OPT_SHUTDOWN_GRACE,
 	OPT_COUNT
 };
 
@@ -70,6 +80,26 @@ static const struct option_def options[OPT_COUNT] = {
 		"Days a stored metrics report is kept, 1-36500" },
 	[OPT_PURGE_ATTEMPTS] = { "purge-max-attempts", "FLOE_PURGE_MAX_ATTEMPTS", "10",
 		"Attempts at purging a dropped table's files before its purge is marked failed, 1-1000" },
+	[OPT_DB_STATEMENT_TIMEOUT] = { "db-statement-timeout-ms", "FLOE_DB_STATEMENT_TIMEOUT_MS", "30000",
+		"PostgreSQL statement_timeout of every session, 100-3600000 ms; a statement past it, or a database silent for it plus 5 s, gets 503" },
+	[OPT_DB_LOCK_TIMEOUT] = { "db-lock-timeout-ms", "FLOE_DB_LOCK_TIMEOUT_MS", "10000",
+		"PostgreSQL lock_timeout of every session, 100-3600000 ms; a commit waiting longer for a lock gets 503" },
+	[OPT_DB_ACQUIRE_TIMEOUT] = { "db-acquire-timeout-ms", "FLOE_DB_ACQUIRE_TIMEOUT_MS", "5000",
+		"Longest wait for a free database connection, 1-600000 ms; then 503" },
+	[OPT_QUEUE_MAX] = { "queue-max", "FLOE_QUEUE_MAX", "1024",
+		"Commits (and, separately, publishes) that may wait for a thread, 1-1000000; more get 503" },
+	[OPT_PUBLISH_THREADS] = { "publish-threads", "FLOE_PUBLISH_THREADS", "4",
+		"Threads that run write-audit-publish publishes, each with one PostgreSQL connection, 1-256" },
+	[OPT_IDLE_TIMEOUT] = { "idle-timeout-seconds", "FLOE_IDLE_TIMEOUT_SECONDS", "60",
+		"Seconds a client connection may stay silent (idle keep-alive, or a slow request) before it is closed, 1-3600" },
+	[OPT_PER_IP_LIMIT] = { "per-ip-connection-limit", "FLOE_PER_IP_CONNECTION_LIMIT", "256",
+		"Open connections one client address may hold, 1-65536" },
+	[OPT_CONNECTION_LIMIT] = { "connection-limit", "FLOE_CONNECTION_LIMIT", "4096",
+		"Open client connections in all, 1-1000000 (kept below the open-file limit)" },
+	[OPT_MAX_PENDING_BODY] = { "max-pending-body-bytes", "FLOE_MAX_PENDING_BODY_BYTES", "268435456",
+		"Request bodies held in memory at once, arriving or waiting for their answer, in bytes (1048576-68719476736); past it 503" },
+	[OPT_SHUTDOWN_GRACE] = { "shutdown-grace-seconds", "FLOE_SHUTDOWN_GRACE_SECONDS", "30",
+		"Seconds in-flight requests get to finish on SIGTERM, 1-3600; commits and publishes still queued then get 503" },
 };
 
 _Static_assert(OPT_COUNT <= sizeof(((struct floe_config *)0)->raw) /
@@ -297,6 +327,40 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		return BAD(OPT_MAX_BODY,
 			   "expected a byte count from 1024 to 1073741824");
 	cfg->max_body_bytes = v;
+
+	static const struct {
+		int id;
+		long long min, max;
+		const char *why;
+	} bounds[] = {
+		{ OPT_DB_STATEMENT_TIMEOUT, 100, 3600000, "expected milliseconds from 100 to 3600000" },
+		{ OPT_DB_LOCK_TIMEOUT, 100, 3600000, "expected milliseconds from 100 to 3600000" },
+		{ OPT_DB_ACQUIRE_TIMEOUT, 1, 600000, "expected milliseconds from 1 to 600000" },
+		{ OPT_QUEUE_MAX, 1, 1000000, "expected an integer from 1 to 1000000" },
+		{ OPT_PUBLISH_THREADS, 1, 256, "expected an integer from 1 to 256" },
+		{ OPT_IDLE_TIMEOUT, 1, 3600, "expected seconds from 1 to 3600" },
+		{ OPT_PER_IP_LIMIT, 1, 65536, "expected an integer from 1 to 65536" },
+		{ OPT_CONNECTION_LIMIT, 1, 1000000, "expected an integer from 1 to 1000000" },
+		{ OPT_MAX_PENDING_BODY, 1048576, 68719476736LL,
+		  "expected a byte count from 1048576 to 68719476736" },
+		{ OPT_SHUTDOWN_GRACE, 1, 3600, "expected seconds from 1 to 3600" },
+	};
+	long long bounded[OPT_COUNT] = { 0 };
+	for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++) {
+		if (!parse_int(raw[bounds[i].id], bounds[i].min, bounds[i].max, &v))
+			return BAD(bounds[i].id, bounds[i].why);
+		bounded[bounds[i].id] = v;
+	}
+	cfg->db_statement_timeout_ms = (int)bounded[OPT_DB_STATEMENT_TIMEOUT];
+	cfg->db_lock_timeout_ms = (int)bounded[OPT_DB_LOCK_TIMEOUT];
+	cfg->db_acquire_timeout_ms = (int)bounded[OPT_DB_ACQUIRE_TIMEOUT];
+	cfg->queue_max = (int)bounded[OPT_QUEUE_MAX];
+	cfg->publish_threads = (int)bounded[OPT_PUBLISH_THREADS];
+	cfg->idle_timeout_seconds = (int)bounded[OPT_IDLE_TIMEOUT];
+	cfg->per_ip_connection_limit = (int)bounded[OPT_PER_IP_LIMIT];
+	cfg->connection_limit = (int)bounded[OPT_CONNECTION_LIMIT];
+	cfg->max_pending_body_bytes = bounded[OPT_MAX_PENDING_BODY];
+	cfg->shutdown_grace_seconds = (int)bounded[OPT_SHUTDOWN_GRACE];
 
 	if (raw[OPT_PG_BIN_DIR][0] != '\0') {
 		cfg->pg_bin_dir = absolute_path(raw[OPT_PG_BIN_DIR]);

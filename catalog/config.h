@@ -40,9 +40,20 @@ struct floe_config {
 	int janitor_interval_s;
 	int metrics_retention_days;
 	int purge_max_attempts;
+	/* Resource bounds (see --help). */
+	int db_statement_timeout_ms;
+	int db_lock_timeout_ms;
+	int db_acquire_timeout_ms;
+	int queue_max;          /* jobs waiting per work queue */
+	int publish_threads;
+	int idle_timeout_seconds;
+	int per_ip_connection_limit;
+	int connection_limit;
+	long long max_pending_body_bytes;
+	int shutdown_grace_seconds;
 	/* Raw option values indexed like the option table; freed by
 	 * config_free. */
-	char *raw[48];
+	char *raw[64];
 };
 
 /* Looks an environment variable up; getenv when NULL is passed below. */

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -161,11 +162,14 @@ static bool make_dir(const char *path, mode_t mode, const struct runas *ra)
  * Forks and execs argv as the run-as user with stdout and stderr appended
  * to logfd. The child gets an empty signal mask (floe blocks the signals
  * it waits for) and its own process group, so a terminal's Ctrl-C reaches
- * floe only and floe decides when PostgreSQL stops.
+ * floe only and floe decides when PostgreSQL stops. It gets deathsig when
+ * floe dies, even by SIGKILL: the kernel sends it when the forking thread
+ * ends, so call this from the main thread only.
  */
 static pid_t spawn(char *const argv[], const struct runas *ra, int logfd,
-		   const char *cwd)
+		   const char *cwd, int deathsig)
 {
+	pid_t parent = getpid();
 	pid_t pid = fork();
 
 	if (pid != 0)
@@ -182,6 +186,12 @@ static pid_t spawn(char *const argv[], const struct runas *ra, int logfd,
 				ra->name, strerror(errno));
 			_exit(126);
 		}
+	}
+	/* After the switch of user, which clears the setting. If floe died
+	 * before it was set, nobody would send it: exit now. */
+	if (prctl(PR_SET_PDEATHSIG, deathsig) != 0 || getppid() != parent) {
+		dprintf(logfd, "floe: floe is gone; not starting %s\n", argv[0]);
+		_exit(125);
 	}
 	if (chdir(cwd) != 0)
 		dprintf(logfd, "floe: cannot enter %s: %s\n", cwd, strerror(errno));
@@ -207,7 +217,7 @@ static bool run_initdb(const char *bindir, const char *pgdata,
 	if (initdb == NULL)
 		return false;
 	log_info("pg", "initialising a new PostgreSQL cluster in %s", pgdata);
-	pid = spawn(argv, ra, logfd, pgdata);
+	pid = spawn(argv, ra, logfd, pgdata, SIGKILL);
 	free(initdb);
 	if (pid < 0) {
 		log_error("pg", "cannot start initdb: %s", strerror(errno));
@@ -220,6 +230,101 @@ static bool run_initdb(const char *bindir, const char *pgdata,
 		return false;
 	}
 	return true;
+}
+
+static bool pid_gone(pid_t pid)
+{
+	char path[64];
+	char line[256];
+	FILE *f;
+	bool zombie = false;
+
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return true;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "State:", 6) == 0) {
+			zombie = strchr(line + 6, 'Z') != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return zombie;
+}
+
+/* Waits up to seconds for pid to end. */
+static bool wait_gone(pid_t pid, int seconds)
+{
+	for (int i = 0; i < seconds * 20; i++) {
+		if (pid_gone(pid))
+			return true;
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return pid_gone(pid);
+}
+
+/*
+ * A PostgreSQL left running on pgdata by an earlier floe (one that
+ * crashed before it could stop it) keeps the next one from starting: when
+ * postmaster.pid names a live process whose working directory is pgdata
+ * (a postmaster runs in its data directory), stop it (immediate shutdown,
+ * then SIGKILL) and wait until it is gone. False only when it would not
+ * go.
+ */
+static bool stop_leftover(const char *pgdata)
+{
+	char path[4096];
+	char cwd_link[64];
+	char cwd[4096];
+	char *want = NULL;
+	char line[64];
+	FILE *f;
+	long pid = 0;
+	bool ok = true;
+
+	snprintf(path, sizeof(path), "%s/postmaster.pid", pgdata);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return true;
+	if (fgets(line, sizeof(line), f) != NULL)
+		pid = strtol(line, NULL, 10);
+	fclose(f);
+	if (pid <= 1 || pid == (long)getpid() || pid_gone((pid_t)pid))
+		return true; /* stale: PostgreSQL itself replaces the file */
+	snprintf(cwd_link, sizeof(cwd_link), "/proc/%ld/cwd", pid);
+	ssize_t n = readlink(cwd_link, cwd, sizeof(cwd) - 1);
+	want = realpath(pgdata, NULL);
+	if (n <= 0 || want == NULL) {
+		log_warn("pg", "%s names process %ld, which cannot be inspected; starting anyway",
+			 path, pid);
+		goto done;
+	}
+	cwd[n] = '\0';
+	if (strcmp(cwd, want) != 0)
+		goto done; /* another process reuses the pid: the file is stale */
+	log_warn("pg", "a PostgreSQL (pid %ld) left over from an earlier run still serves %s; stopping it (immediate shutdown)",
+		 pid, pgdata);
+	kill((pid_t)pid, SIGQUIT);
+	kill((pid_t)pid, SIGCONT);
+	if (!wait_gone((pid_t)pid, 15)) {
+		log_warn("pg", "the left-over PostgreSQL (pid %ld) did not stop in 15 s; killing it",
+			 pid);
+		kill((pid_t)pid, SIGKILL);
+		if (!wait_gone((pid_t)pid, 10)) {
+			log_error("pg", "the left-over PostgreSQL (pid %ld) on %s will not stop; stop it by hand",
+				  pid, pgdata);
+			ok = false;
+			goto done;
+		}
+	}
+	log_info("pg", "the left-over PostgreSQL (pid %ld) has stopped", pid);
+done:
+	free(want);
+	return ok;
 }
 
 bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
@@ -276,7 +381,10 @@ bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 	char *argv[] = { postgres, "-D", pg->pgdata, "-k", pg->sockdir,
 			 "-p", PG_PORT, "-c", "listen_addresses=", "-c", sockopt,
 			 NULL };
-	pg->pid = spawn(argv, &ra, logfd, pg->pgdata);
+	if (!stop_leftover(pg->pgdata))
+		goto done;
+	/* SIGINT: PostgreSQL's fast shutdown, should floe die. */
+	pg->pid = spawn(argv, &ra, logfd, pg->pgdata, SIGINT);
 	if (pg->pid < 0) {
 		log_error("pg", "cannot start postgres: %s", strerror(errno));
 		pg->pid = 0;

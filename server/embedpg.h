@@ -23,10 +23,13 @@ struct embedpg {
 	char *owner_conninfo;  /* the same as floe_owner (migrations) */
 };
 
-/* Initialises the cluster if needed, starts postgres, waits until it
- * accepts connections and creates the floe database and its roles
- * (floe_owner owns the objects, floe_runtime is floe's login). Logs and returns
- * false on failure (the child, if started, is stopped). */
+/* Initialises the cluster if needed, stops a postgres left running on it
+ * by an earlier floe, starts postgres, waits until it accepts connections
+ * and creates the floe database and its roles (floe_owner owns the
+ * objects, floe_runtime is floe's login). Logs and returns false on
+ * failure (the child, if started, is stopped). Call from the main thread:
+ * the child gets a fast shutdown when the thread that started it ends,
+ * which must be when floe ends, SIGKILL included. */
 bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 	__attribute__((warn_unused_result));
 

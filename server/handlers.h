@@ -10,17 +10,27 @@
 
 struct store;
 
-/* Borrows the worker's database connection, or answers 503 and returns
- * NULL. */
+/* Borrows a database connection from the pool of the thread the request
+ * runs on, or answers 503 and returns NULL. */
 struct store *handler_acquire(struct http_request *req);
 
 /* Gives the connection back. */
 void handler_release(struct http_request *req, struct store *s);
 
-/* Runs fn(arg) on a commit thread with req suspended; fn answers and ends
- * with http_async_complete(req). Without a commit thread to take it, fn
- * runs here and now. */
-void handler_defer(struct http_request *req, void (*fn)(void *arg), void *arg);
+/* Runs fn(arg, NULL) on a commit thread with req suspended, borrowing
+ * from the commit threads' pool; fn answers and ends with
+ * http_async_complete(req). When the queue is full or stopping, fn(arg,
+ * err) is called here and now and answers 503 at once. */
+void handler_defer(struct http_request *req, workq_fn fn, void *arg);
+
+/* The same on queue q, borrowing from pool. */
+void handler_defer_to(struct http_request *req, struct workq *q, struct store_pool *pool,
+		      workq_fn fn, void *arg);
+
+/* Answers a deferred request its queue refused (full, or shutting down)
+ * with 503 from the calling thread; the job then ends as usual with
+ * http_async_complete(req). */
+void handler_refuse(struct http_request *req, const struct floe_error *refused);
 
 /* Answers body with status (204: no body), or err when body is NULL.
  * Steals body. */

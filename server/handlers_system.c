@@ -11,7 +11,7 @@
 struct store *handler_acquire(struct http_request *req)
 {
 	struct floe_error err;
-	struct store *s = store_pool_acquire(req->app->pool, &err);
+	struct store *s = store_pool_acquire(req->pool, &err);
 
 	if (s == NULL)
 		http_reply_error(req, &err);
@@ -20,7 +20,7 @@ struct store *handler_acquire(struct http_request *req)
 
 void handler_release(struct http_request *req, struct store *s)
 {
-	store_pool_release(req->app->pool, s);
+	store_pool_release(req->pool, s);
 }
 
 void handler_answer(struct http_request *req, int status, json_t *body,
@@ -44,11 +44,30 @@ void handler_answer_done(struct http_request *req, bool ok, const struct floe_er
 		http_reply_error(req, err);
 }
 
-void handler_defer(struct http_request *req, void (*fn)(void *arg), void *arg)
+void handler_defer_to(struct http_request *req, struct workq *q, struct store_pool *pool,
+		      workq_fn fn, void *arg)
 {
+	struct floe_error err;
+
+	floe_error_clear(&err);
 	http_suspend(req);
-	if (req->app->commits == NULL || !workq_submit(req->app->commits, fn, arg))
-		fn(arg);
+	req->pool = pool;
+	if (!workq_submit(q, fn, arg, &err))
+		fn(arg, &err);
+}
+
+void handler_refuse(struct http_request *req, const struct floe_error *refused)
+{
+	/* Not on a thread of that pool: the HTTP workers' pool is free for
+	 * what is left to do (releasing an Idempotency-Key), while the queue's
+	 * own pool is likely all busy. */
+	req->pool = req->app->pool;
+	http_reply_error(req, refused);
+}
+
+void handler_defer(struct http_request *req, workq_fn fn, void *arg)
+{
+	handler_defer_to(req, req->app->commits, req->app->commit_pool, fn, arg);
 }
 
 struct table_env handler_env(struct http_request *req)

@@ -235,38 +235,84 @@ void handle_table_exists(struct http_request *req)
 	ident_ns_clear(&ns);
 }
 
-/* A commit, taken from the request and run on a commit thread. */
+/* A commit, taken from the request and run on a commit thread. While it
+ * waits it holds no more than the request's own body: the body is parsed
+ * on the commit thread. */
 struct commit_job {
 	struct http_request *req;
 	struct ns_ident ns;
 	char *name;  /* NULL: a multi-table transaction */
-	json_t *body;
 };
 
-static void commit_job_run(void *arg)
+/* The body of a single-table commit; an identifier in it, when given,
+ * must name this table. NULL with err set. */
+static json_t *commit_body(struct http_request *req, const struct ns_ident *ns,
+			   const char *name, struct floe_error *err)
+{
+	json_t *in = NULL;
+
+	if (!http_body_json(req, &in, err))
+		return NULL;
+	const json_t *ident = json_object_get(in, "identifier");
+	if (ident != NULL && !json_is_null(ident)) {
+		struct table_ident t;
+		if (!table_ident_from_json(ident, "identifier", &t, err)) {
+			json_decref(in);
+			return NULL;
+		}
+		bool same = strcmp(t.name, name) == 0 && t.ns.nlevels == ns->nlevels;
+		for (size_t i = 0; same && i < ns->nlevels; i++)
+			same = strcmp(t.ns.levels[i], ns->levels[i]) == 0;
+		table_ident_clear(&t);
+		if (!same) {
+			json_decref(in);
+			floe_err(err, FE_BAD_REQUEST,
+				 "the body's identifier names another table than the path");
+			return NULL;
+		}
+	}
+	return in;
+}
+
+static void commit_job_run(void *arg, const struct floe_error *refused)
 {
 	struct commit_job *job = arg;
 	struct http_request *req = job->req;
 	struct floe_error err;
-	struct store *s = handler_acquire(req);
+	json_t *in = NULL;
+	struct store *s = NULL;
 
 	floe_error_clear(&err);
-	if (s != NULL) {
-		struct table_env env = handler_env(req);
-		if (job->name != NULL) {
-			json_t *out = table_commit(s, &env, &job->ns, job->name, job->body, &err);
-			handler_release(req, s);
-			if (out == NULL)
-				http_reply_error(req, &err);
-			else
-				http_reply_json(req, 200, out);
-		} else {
-			bool ok = table_commit_transaction(s, &env, job->body, &err);
-			handler_release(req, s);
-			handler_answer_done(req, ok, &err);
-		}
+	if (refused != NULL) {
+		handler_refuse(req, refused);
+		goto done;
 	}
-	json_decref(job->body);
+	if (job->name != NULL)
+		in = commit_body(req, &job->ns, job->name, &err);
+	else if (!http_body_json(req, &in, &err))
+		in = NULL;
+	if (in == NULL) {
+		http_reply_error(req, &err);
+		goto done;
+	}
+	s = handler_acquire(req);
+	if (s == NULL)
+		goto done;
+	struct table_env env = handler_env(req);
+	if (job->name != NULL) {
+		json_t *out = table_commit(s, &env, &job->ns, job->name, in, &err);
+		handler_release(req, s);
+		if (out == NULL)
+			http_reply_error(req, &err);
+		else
+			http_reply_json(req, 200, out);
+	} else {
+		bool ok = table_commit_transaction(s, &env, in, &err);
+		handler_release(req, s);
+		handler_answer_done(req, ok, &err);
+	}
+done:
+	json_decref(in);
 	free(job->name);
 	ident_ns_clear(&job->ns);
 	free(job);
@@ -278,48 +324,24 @@ void handle_table_commit(struct http_request *req)
 	struct floe_error err;
 	struct ns_ident ns = { 0 };
 	char *name = NULL;
-	json_t *in = NULL;
 
 	floe_error_clear(&err);
-	if (!table_params(req, &ns, &name, &err) || !http_body_json(req, &in, &err)) {
+	if (!table_params(req, &ns, &name, &err)) {
 		http_reply_error(req, &err);
-		goto fail;
-	}
-	/* An identifier in the body, when given, must name this table. */
-	const json_t *ident = json_object_get(in, "identifier");
-	if (ident != NULL && !json_is_null(ident)) {
-		struct table_ident t;
-		if (!table_ident_from_json(ident, "identifier", &t, &err)) {
-			http_reply_error(req, &err);
-			goto fail;
-		}
-		bool same = strcmp(t.name, name) == 0 && t.ns.nlevels == ns.nlevels;
-		for (size_t i = 0; same && i < ns.nlevels; i++)
-			same = strcmp(t.ns.levels[i], ns.levels[i]) == 0;
-		table_ident_clear(&t);
-		if (!same) {
-			floe_err(&err, FE_BAD_REQUEST,
-				 "the body's identifier names another table than the path");
-			http_reply_error(req, &err);
-			goto fail;
-		}
+		return;
 	}
 	struct commit_job *job = calloc(1, sizeof(*job));
 	if (job == NULL) {
 		floe_err(&err, FE_INTERNAL, "out of memory");
 		http_reply_error(req, &err);
-		goto fail;
+		free(name);
+		ident_ns_clear(&ns);
+		return;
 	}
 	job->req = req;
 	job->ns = ns;
 	job->name = name;
-	job->body = in;
 	handler_defer(req, commit_job_run, job);
-	return;
-fail:
-	json_decref(in);
-	free(name);
-	ident_ns_clear(&ns);
 }
 
 void handle_table_drop(struct http_request *req)
@@ -447,21 +469,13 @@ void handle_table_credentials(struct http_request *req)
 void handle_transaction_commit(struct http_request *req)
 {
 	struct floe_error err;
-	json_t *in = NULL;
-
-	floe_error_clear(&err);
-	if (!http_body_json(req, &in, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
 	struct commit_job *job = calloc(1, sizeof(*job));
+
 	if (job == NULL) {
-		json_decref(in);
 		floe_err(&err, FE_INTERNAL, "out of memory");
 		http_reply_error(req, &err);
 		return;
 	}
 	job->req = req;
-	job->body = in;
 	handler_defer(req, commit_job_run, job);
 }

@@ -4,7 +4,6 @@
  */
 #include "handlers.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,72 +274,34 @@ void handle_wap_stage(struct http_request *req)
 	on_target(req, NULL, true, 201, op_wap_stage);
 }
 
-/* Publishes run in its own thread: the audit may take a hook's whole
- * timeout, and a worker thread must not wait that long. */
-struct publish_job {
-	struct http_request *req;
-	struct target t;
-};
-
-static void publish_now(struct http_request *req, struct target *t)
+/* Publishes run on the publish threads, each borrowing connections of
+ * its own: the audit may take a hook's whole timeout, and a worker thread
+ * must not wait that long. The path and body are parsed there, so a
+ * waiting publish holds no more than its request. */
+static void publish_job_run(void *arg, const struct floe_error *refused)
 {
+	struct http_request *req = arg;
 	struct floe_error err;
-	struct table_env env = handler_env(req);
+	struct target t;
 
 	floe_error_clear(&err);
-	json_t *out = wap_publish(req->app->pool, &env, &t->ns, t->table, t->extra, t->body,
-				  &err);
-	handler_answer(req, 200, out, &err);
+	if (refused != NULL) {
+		handler_refuse(req, refused);
+	} else if (!target_parse(req, &t, "run", true, &err)) {
+		http_reply_error(req, &err);
+	} else {
+		struct table_env env = handler_env(req);
+		json_t *out = wap_publish(req->pool, &env, &t.ns, t.table, t.extra, t.body,
+					  &err);
+		handler_answer(req, 200, out, &err);
+		target_clear(&t);
+	}
+	http_async_complete(req);
 }
-
-static void *publish_thread(void *arg)
-{
-	struct publish_job *job = arg;
-
-	publish_now(job->req, &job->t);
-	target_clear(&job->t);
-	http_async_complete(job->req);
-	free(job);
-	return NULL;
-}
-
-#define PUBLISH_MAX_CONCURRENT 256
 
 void handle_wap_publish(struct http_request *req)
 {
-	struct floe_error err;
-	struct publish_job *job = calloc(1, sizeof(*job));
-	pthread_attr_t attr;
-	pthread_t th;
-
-	if (job == NULL) {
-		floe_err(&err, FE_INTERNAL, "out of memory");
-		http_reply_error(req, &err);
-		return;
-	}
-	if (!target_parse(req, &job->t, "run", true, &err)) {
-		http_reply_error(req, &err);
-		free(job);
-		return;
-	}
-	if (atomic_load(&req->app->async) >= PUBLISH_MAX_CONCURRENT) {
-		floe_err(&err, FE_UNAVAILABLE, "too many publishes are running; retry");
-		http_reply_error(req, &err);
-		target_clear(&job->t);
-		free(job);
-		return;
-	}
-	job->req = req;
-	http_suspend(req);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&th, &attr, publish_thread, job) != 0) {
-		/* No thread to spare: publish in this one. */
-		pthread_attr_destroy(&attr);
-		publish_thread(job);
-		return;
-	}
-	pthread_attr_destroy(&attr);
+	handler_defer_to(req, req->app->publishes, req->app->publish_pool, publish_job_run, req);
 }
 
 static json_t *op_wap_get(struct store *s, const struct table_env *env,

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,9 +20,12 @@
 #include "idempotency.h"
 #include "router.h"
 
-/* How long shutdown waits for suspended requests (an audit may take a
- * hook's whole timeout, at most a minute, plus the database work). */
+/* How long shutdown waits for suspended requests still running (an audit
+ * may take a hook's whole timeout, at most a minute, plus the database
+ * work); those still queued are answered at once. */
 #define HTTP_ASYNC_WAIT_SECONDS 90
+/* Memory one connection may use for its headers and buffers. */
+#define HTTP_CONNECTION_MEMORY (64 * 1024)
 
 /* --- request state --- */
 
@@ -87,6 +91,7 @@ static struct http_request *request_new(struct app *app,
 		return NULL;
 	req->app = app;
 	req->conn = conn;
+	req->pool = app->pool;
 	req->method = method;
 	clock_gettime(CLOCK_MONOTONIC, &req->start);
 	req->path = strdup(url);
@@ -102,8 +107,28 @@ static struct http_request *request_new(struct app *app,
 	return req;
 }
 
+/* Counts the request's body as `total` bytes in the budget shared by every
+ * request. False (nothing counted) when that would exceed the budget. */
+static bool body_reserve(struct http_request *req, size_t total)
+{
+	struct app *app = req->app;
+
+	if (total <= req->body_reserved)
+		return true;
+	long long delta = (long long)(total - req->body_reserved);
+	long long after = atomic_fetch_add(&app->body_bytes, delta) + delta;
+	if (after > app->cfg->max_pending_body_bytes) {
+		atomic_fetch_sub(&app->body_bytes, delta);
+		return false;
+	}
+	req->body_reserved = total;
+	return true;
+}
+
 static void request_free(struct http_request *req)
 {
+	if (req->body_reserved > 0)
+		atomic_fetch_sub(&req->app->body_bytes, (long long)req->body_reserved);
 	if (req->response != NULL)
 		MHD_destroy_response(req->response);
 	free(req->captured);
@@ -331,6 +356,12 @@ static void dispatch(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
+	if (req->body_over_budget) {
+		floe_err(&err, FE_UNAVAILABLE,
+			 "too many request bodies are being received; retry");
+		http_reply_error(req, &err);
+		return;
+	}
 	switch (router_match(req, &route, allow, sizeof(allow))) {
 	case ROUTE_FOUND:
 		if (http_header(req, "Idempotency-Key") != NULL &&
@@ -366,13 +397,19 @@ static enum MHD_Result queue(struct http_request *req)
 	req->queued = true;
 	if (req->response == NULL)
 		return MHD_NO;
+	/* While stopping, each keep-alive connection ends with its next
+	 * answer, so the load drains within the grace period. */
+	if (atomic_load(&req->app->stopping))
+		MHD_add_response_header(req->response, "Connection", "close");
 	r = MHD_queue_response(req->conn, (unsigned int)req->status, req->response);
 	MHD_destroy_response(req->response);
 	req->response = NULL;
 	return r;
 }
 
-static bool content_length_too_large(struct http_request *req)
+/* The declared Content-Length, 0 when absent or malformed (libmicrohttpd
+ * rejects a malformed length). */
+static unsigned long long content_length(struct http_request *req)
 {
 	const char *cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
 						     "Content-Length");
@@ -380,12 +417,12 @@ static bool content_length_too_large(struct http_request *req)
 	unsigned long long v;
 
 	if (cl == NULL)
-		return false;
+		return 0;
 	errno = 0;
 	v = strtoull(cl, &end, 10);
 	if (errno != 0 || end == cl)
-		return false; /* libmicrohttpd rejects a malformed length */
-	return v > (unsigned long long)req->app->cfg->max_body_bytes;
+		return 0;
+	return v;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
@@ -403,13 +440,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			return MHD_NO;
 		*req_cls = req;
 		atomic_fetch_add(&app->inflight, 1);
-		if (content_length_too_large(req)) {
-			/* Answer now, without reading the body; the connection
-			 * closes afterwards. */
-			struct floe_error err;
+		unsigned long long cl = content_length(req);
+		struct floe_error err;
+		floe_error_clear(&err);
+		if (cl > (unsigned long long)app->cfg->max_body_bytes)
 			floe_err(&err, FE_TOO_LARGE,
 				 "request body exceeds the limit of %lld bytes",
 				 app->cfg->max_body_bytes);
+		else if (cl > 0 && !body_reserve(req, (size_t)cl + 1))
+			floe_err(&err, FE_UNAVAILABLE,
+				 "too many request bodies are being received; retry");
+		if (err.kind != FE_NONE) {
+			/* Answer now, without reading the body; the connection
+			 * closes afterwards. */
 			http_reply_error(req, &err);
 			http_add_header(req, "Connection", "close");
 			return queue(req);
@@ -426,6 +469,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		size_t max = (size_t)app->cfg->max_body_bytes;
 
 		*upload_data_size = 0;
+		if (req->body_over_budget)
+			return MHD_YES;
 		if (req->body_too_large || req->body_len + n > max) {
 			/* Keep reading (and dropping) so the 413 is delivered
 			 * at the end of a chunked body. */
@@ -441,6 +486,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				cap *= 2;
 			if (cap > max + 1)
 				cap = max + 1;
+			/* A declared length (already counted) is the exact size. */
+			if (req->body_reserved > req->body_len + n &&
+			    req->body_reserved < cap)
+				cap = req->body_reserved;
+			if (!body_reserve(req, cap)) {
+				/* Dropped like a body too large; 503 at the end. */
+				req->body_over_budget = true;
+				free(req->body);
+				req->body = NULL;
+				req->body_len = 0;
+				req->body_cap = 0;
+				return MHD_YES;
+			}
 			char *nb = realloc(req->body, cap);
 			if (nb == NULL)
 				return MHD_NO;
@@ -525,6 +583,32 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	log_warn("http", "%s", line);
 }
 
+/* The global connection limit: the configured one, kept below the
+ * open-file limit (raised to its hard maximum) with room for the
+ * database connections and files. */
+static unsigned int connection_limit(const struct floe_config *cfg)
+{
+	struct rlimit rl;
+	unsigned long long want = (unsigned long long)cfg->connection_limit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return (unsigned int)want;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	unsigned long long spare = 64ULL + 2ULL * (unsigned long long)(cfg->threads +
+		cfg->commit_threads + cfg->publish_threads);
+	if (rl.rlim_cur != RLIM_INFINITY && want + spare > rl.rlim_cur) {
+		unsigned long long cap = rl.rlim_cur > spare + 16 ? rl.rlim_cur - spare : 16;
+		log_warn("http", "connection limit %llu lowered to %llu to stay below the open-file limit %llu",
+			 want, cap, (unsigned long long)rl.rlim_cur);
+		want = cap;
+	}
+	return (unsigned int)want;
+}
+
 struct MHD_Daemon *http_start(struct app *app)
 {
 	const struct floe_config *cfg = app->cfg;
@@ -548,13 +632,19 @@ struct MHD_Daemon *http_start(struct app *app)
 	}
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	unsigned int limit = connection_limit(cfg);
 	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, app,
 			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 			     MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
 			     MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 			     MHD_OPTION_NOTIFY_COMPLETED, on_completed, app,
 			     MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
-			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
+			     MHD_OPTION_CONNECTION_TIMEOUT,
+			     (unsigned int)cfg->idle_timeout_seconds,
+			     MHD_OPTION_CONNECTION_LIMIT, limit,
+			     MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+			     (unsigned int)cfg->per_ip_connection_limit,
+			     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
 			     MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
 			     MHD_OPTION_END);
 	if (d == NULL)
@@ -571,24 +661,39 @@ int http_bound_port(struct MHD_Daemon *d)
 	return info ? (int)info->port : -1;
 }
 
-void http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds)
+bool http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds)
 {
+	atomic_store(&app->stopping, true);
 	MHD_socket fd = MHD_quiesce_daemon(d);
 
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);
-	for (int i = 0; i < grace_seconds * 20; i++) {
-		if (atomic_load(&app->inflight) == 0)
-			break;
+	/* Done when nothing has been in flight for a quarter of a second: a
+	 * keep-alive client that just had an answer without "Connection:
+	 * close" gets the time to send its next request, which is served. */
+	for (int i = 0, quiet = 0; i < grace_seconds * 20 && quiet < 5; i++) {
 		usleep(50000);
+		quiet = atomic_load(&app->inflight) == 0 ? quiet + 1 : 0;
 	}
 	long left = atomic_load(&app->inflight);
 	if (left > 0)
-		log_warn("http", "%ld requests still running after %d s; stopping anyway",
+		log_warn("http", "%ld requests still running after %d s; answering those queued with 503",
 			 left, grace_seconds);
-	/* A suspended request must be resumed before the daemon stops: wait
-	 * for the work behind it (bounded by the hook timeouts). */
+	/* Jobs not started by now are answered, not run, and not dropped:
+	 * each one resumes its connection. */
+	workq_cancel_pending(app->commits);
+	workq_cancel_pending(app->publishes);
+	/* A suspended connection must be resumed before the daemon stops
+	 * (libmicrohttpd aborts otherwise): wait for the jobs still running,
+	 * which the database and hook timeouts bound. */
 	for (int i = 0; atomic_load(&app->async) > 0 && i < HTTP_ASYNC_WAIT_SECONDS * 20; i++)
 		usleep(50000);
+	left = atomic_load(&app->async);
+	if (left > 0) {
+		log_error("http", "%ld requests still running after %d s more; exiting without closing their connections",
+			  left, HTTP_ASYNC_WAIT_SECONDS);
+		return false;
+	}
 	MHD_stop_daemon(d);
+	return true;
 }

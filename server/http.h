@@ -37,7 +37,13 @@ struct http_request {
 	char *body;               /* capped at the configured maximum */
 	size_t body_len;
 	size_t body_cap;
+	size_t body_reserved;     /* counted in app->body_bytes */
 	bool body_too_large;
+	bool body_over_budget;    /* every body held at once exceeds the budget */
+
+	/* The pool this request borrows from: the HTTP workers' until the
+	 * request is handed to a commit or publish thread. */
+	struct store_pool *pool;
 
 	/* Route parameters, raw, pointing into segbuf. */
 	const char *param_names[HTTP_MAX_PARAMS]; /* not NUL-terminated */
@@ -64,9 +70,14 @@ struct MHD_Daemon *http_start(struct app *app);
 /* The port actually bound (useful with port 0). */
 int http_bound_port(struct MHD_Daemon *d);
 
-/* Stops accepting, waits up to grace_seconds for in-flight requests,
- * then stops every thread and closes every connection. */
-void http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds);
+/* Stops accepting and answers with "Connection: close" from now on; waits
+ * up to grace_seconds for in-flight requests; answers every job still
+ * queued with 503; waits (bounded) for the jobs still running, so that no
+ * connection is suspended; then stops every thread and closes every
+ * connection. Returns false when a job was still running after that
+ * bound: the daemon is then left running (stopping it would abort) and
+ * the caller should exit non-zero. */
+bool http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds);
 
 /* The raw value of route parameter name, or NULL. */
 const char *http_param(const struct http_request *req, const char *name);

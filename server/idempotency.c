@@ -71,7 +71,7 @@ void idempotent_run(struct http_request *req,
 		h *= 1099511628211ULL;
 	}
 	snprintf(route, sizeof(route), "%s %s #%016llx", req->method, req->path, h);
-	struct store *s = store_pool_acquire(req->app->pool, &err);
+	struct store *s = store_pool_acquire(req->pool, &err);
 	if (s == NULL) {
 		http_reply_error(req, &err);
 		return;
@@ -79,7 +79,7 @@ void idempotent_run(struct http_request *req,
 	bool ok = store_idem_claim(s, key, route, req->idem_owner, KEEP_SECONDS,
 				   req->app->cfg->idempotency_lease_seconds, &claimed,
 				   &status, &response, &err);
-	store_pool_release(req->app->pool, s);
+	store_pool_release(req->pool, s);
 	if (!ok) {
 		http_reply_error(req, &err);
 		return;
@@ -115,7 +115,7 @@ void idempotent_finish(struct http_request *req)
 	if (!req->idem_claimed || key == NULL)
 		return;
 	req->idem_claimed = false;
-	struct store *s = store_pool_acquire(req->app->pool, &err);
+	struct store *s = store_pool_acquire(req->pool, &err);
 	if (s == NULL) {
 		/* The claim runs out with its lease; a retry then runs again
 		 * (a table commit recorded its own answer already). */
@@ -134,5 +134,5 @@ void idempotent_finish(struct http_request *req)
 	} else {
 		store_idem_release(s, key, req->idem_owner);
 	}
-	store_pool_release(req->app->pool, s);
+	store_pool_release(req->pool, s);
 }

@@ -30,8 +30,6 @@
 #define FLOE_VERSION "unknown"
 #endif
 
-/* Seconds in-flight requests get to finish on SIGTERM. */
-#define SHUTDOWN_GRACE_SECONDS 30
 /* Seconds to keep retrying migrations while the database is unreachable
  * (a compose deployment may start floe before PostgreSQL accepts). */
 #define MIGRATE_RETRY_SECONDS 60
@@ -53,6 +51,21 @@ static bool stop_requested(void)
 		return true;
 	}
 	return false;
+}
+
+/* The embedded PostgreSQL, for the libmicrohttpd panic handler. */
+static struct embedpg *panic_pg;
+
+/* libmicrohttpd found its own state broken: log it, stop the embedded
+ * PostgreSQL so that it does not outlive floe, and exit non-zero. */
+static void on_mhd_panic(void *cls, const char *file, unsigned int line, const char *reason)
+{
+	(void)cls;
+	log_error("http", "libmicrohttpd failed at %s:%u: %s; floe is stopping",
+		  file ? file : "?", line, reason ? reason : "no reason given");
+	if (panic_pg != NULL)
+		embedpg_stop(panic_pg);
+	_exit(70);
 }
 
 static bool migrate_with_retry(const char *conninfo, bool *stopped)
@@ -127,8 +140,17 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &waitset, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	log_info("main", "floe %s starting: %d HTTP threads, %d commit threads, warehouse %s",
-		 FLOE_VERSION, cfg.threads, cfg.commit_threads, cfg.warehouse);
+	log_info("main", "floe %s starting: %d HTTP threads, %d commit threads, %d publish threads, warehouse %s",
+		 FLOE_VERSION, cfg.threads, cfg.commit_threads, cfg.publish_threads,
+		 cfg.warehouse);
+	struct store_limits limits = {
+		.statement_timeout_ms = cfg.db_statement_timeout_ms,
+		.lock_timeout_ms = cfg.db_lock_timeout_ms,
+		.acquire_timeout_ms = cfg.db_acquire_timeout_ms,
+	};
+	store_set_limits(&limits);
+	panic_pg = &pg;
+	MHD_set_panic_func(on_mhd_panic, NULL);
 	const char *owner_conninfo;
 	if (cfg.database_url != NULL) {
 		conninfo = cfg.database_url;
@@ -157,14 +179,22 @@ int main(int argc, char **argv)
 
 	app.cfg = &cfg;
 	atomic_init(&app.inflight, 0);
-	/* One connection per HTTP worker and one per commit thread: no
-	 * thread ever waits for another's connection. */
-	app.pool = store_pool_new(conninfo, cfg.threads + cfg.commit_threads);
+	atomic_init(&app.async, 0);
+	atomic_init(&app.body_bytes, 0);
+	atomic_init(&app.stopping, false);
+	/* One connection per HTTP worker, per commit thread and per publish
+	 * thread, each kind in a pool of its own: no thread ever waits for
+	 * another kind's connection. */
+	app.pool = store_pool_new(conninfo, cfg.threads);
+	app.commit_pool = store_pool_new(conninfo, cfg.commit_threads);
+	app.publish_pool = store_pool_new(conninfo, cfg.publish_threads);
 	app.locks = commit_locks_new();
 	app.unsettled = unsettled_new();
-	app.commits = workq_start(cfg.commit_threads);
-	if (app.pool == NULL || app.locks == NULL || app.unsettled == NULL ||
-	    app.commits == NULL) {
+	app.commits = workq_start("commit", cfg.commit_threads, cfg.queue_max);
+	app.publishes = workq_start("publish", cfg.publish_threads, cfg.queue_max);
+	if (app.pool == NULL || app.commit_pool == NULL || app.publish_pool == NULL ||
+	    app.locks == NULL || app.unsettled == NULL || app.commits == NULL ||
+	    app.publishes == NULL) {
 		log_error("main", "out of memory");
 		goto done;
 	}
@@ -217,15 +247,25 @@ int main(int argc, char **argv)
 		break;
 	}
 done:
-	if (d != NULL)
-		http_stop(d, &app, exit_code == 0 ? SHUTDOWN_GRACE_SECONDS : 2);
-	/* http_stop waited for every suspended request, so no commit is
-	 * queued any more. */
+	if (d != NULL &&
+	    !http_stop(d, &app, exit_code == 0 ? cfg.shutdown_grace_seconds : 2)) {
+		/* Work still running holds connections and the pools: leave
+		 * them to the exit, but not the embedded PostgreSQL. */
+		embedpg_stop(&pg);
+		log_error("main", "floe stopped with work still running");
+		_exit(1);
+	}
+	/* http_stop answered or waited for every suspended request, so no
+	 * job is queued or running any more. */
 	workq_stop(&app.commits);
+	workq_stop(&app.publishes);
 	janitor_stop(&app.janitor);
 	store_pool_free(&app.pool);
+	store_pool_free(&app.commit_pool);
+	store_pool_free(&app.publish_pool);
 	commit_locks_free(&app.locks);
 	unsettled_free(&app.unsettled);
+	panic_pg = NULL;
 	embedpg_stop(&pg);
 	log_info("main", "floe stopped");
 	config_free(&cfg);

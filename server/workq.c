@@ -1,6 +1,7 @@
 /*
  * workq.c - the job queue behind workq.h: a mutex, a condition variable
- * and a singly linked list, first in first out.
+ * and a singly linked list, first in first out, with a count kept
+ * against the capacity.
  */
 #include "workq.h"
 
@@ -11,7 +12,7 @@
 #include "log.h"
 
 struct job {
-	void (*fn)(void *arg);
+	workq_fn fn;
 	void *arg;
 	struct job *next;
 };
@@ -21,7 +22,10 @@ struct workq {
 	pthread_cond_t cv;
 	struct job *head;
 	struct job *tail;
+	int waiting;   /* jobs in the list */
+	int capacity;
 	bool stopping;
+	const char *what;
 	int nthreads;
 	pthread_t *threads;
 };
@@ -42,13 +46,14 @@ static void *workq_main(void *arg)
 		q->head = j->next;
 		if (q->head == NULL)
 			q->tail = NULL;
+		q->waiting--;
 		pthread_mutex_unlock(&q->mu);
-		j->fn(j->arg);
+		j->fn(j->arg, NULL);
 		free(j);
 	}
 }
 
-struct workq *workq_start(int nthreads)
+struct workq *workq_start(const char *what, int nthreads, int capacity)
 {
 	struct workq *q = calloc(1, sizeof(*q));
 
@@ -59,11 +64,13 @@ struct workq *workq_start(int nthreads)
 		free(q);
 		return NULL;
 	}
+	q->what = what;
+	q->capacity = capacity;
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv, NULL);
 	for (int i = 0; i < nthreads; i++) {
 		if (pthread_create(&q->threads[i], NULL, workq_main, q) != 0) {
-			log_error("main", "cannot start commit thread %d", i);
+			log_error("main", "cannot start %s thread %d", what, i);
 			q->nthreads = i;
 			workq_stop(&q);
 			return NULL;
@@ -73,29 +80,65 @@ struct workq *workq_start(int nthreads)
 	return q;
 }
 
-bool workq_submit(struct workq *q, void (*fn)(void *arg), void *arg)
+bool workq_submit(struct workq *q, workq_fn fn, void *arg, struct floe_error *err)
 {
 	struct job *j = malloc(sizeof(*j));
 
 	if (j == NULL)
-		return false;
+		return floe_err(err, FE_UNAVAILABLE, "out of memory for the %s queue; retry",
+				q->what);
 	j->fn = fn;
 	j->arg = arg;
 	j->next = NULL;
 	pthread_mutex_lock(&q->mu);
-	if (q->stopping) {
+	if (q->stopping || q->waiting >= q->capacity) {
+		bool stopping = q->stopping;
 		pthread_mutex_unlock(&q->mu);
 		free(j);
-		return false;
+		if (stopping)
+			return floe_err(err, FE_UNAVAILABLE, "floe is shutting down; retry");
+		log_warn("workq", "the %s queue is full (%d waiting); refusing work",
+			 q->what, q->capacity);
+		return floe_err(err, FE_UNAVAILABLE,
+				"the %s queue is full (%d waiting); retry", q->what, q->capacity);
 	}
 	if (q->tail != NULL)
 		q->tail->next = j;
 	else
 		q->head = j;
 	q->tail = j;
+	q->waiting++;
 	pthread_cond_signal(&q->cv);
 	pthread_mutex_unlock(&q->mu);
 	return true;
+}
+
+void workq_cancel_pending(struct workq *q)
+{
+	struct floe_error err;
+	struct job *list;
+	int n = 0;
+
+	if (q == NULL)
+		return;
+	pthread_mutex_lock(&q->mu);
+	q->stopping = true;
+	list = q->head;
+	q->head = NULL;
+	q->tail = NULL;
+	q->waiting = 0;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	floe_err(&err, FE_UNAVAILABLE, "floe is shutting down; retry");
+	while (list != NULL) {
+		struct job *j = list;
+		list = j->next;
+		j->fn(j->arg, &err);
+		free(j);
+		n++;
+	}
+	if (n > 0)
+		log_warn("workq", "%d jobs of the %s queue answered 503: shutting down", n, q->what);
 }
 
 void workq_stop(struct workq **qp)
@@ -104,10 +147,7 @@ void workq_stop(struct workq **qp)
 
 	if (q == NULL)
 		return;
-	pthread_mutex_lock(&q->mu);
-	q->stopping = true;
-	pthread_cond_broadcast(&q->cv);
-	pthread_mutex_unlock(&q->mu);
+	workq_cancel_pending(q);
 	for (int i = 0; i < q->nthreads; i++)
 		pthread_join(q->threads[i], NULL);
 	pthread_mutex_destroy(&q->mu);

@@ -8,11 +8,14 @@
  */
 #include "store.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -382,13 +385,60 @@ static void store_notice(void *arg, const char *message)
 	log_debug("store", "%.*s", (int)len, message);
 }
 
-static PGconn *store_connect(const char *conninfo, struct floe_error *err)
+/* Set once at start-up by store_set_limits, read-only afterwards. */
+static struct store_limits limits = { 30000, 10000, 5000 };
+
+/* How long past the statement timeout the client waits for an answer
+ * before it takes the database for gone (a stopped server, a partition:
+ * the server-side timeout cannot fire then). */
+#define STORE_RESPONSE_GRACE_MS 5000
+
+void store_set_limits(const struct store_limits *l)
 {
-	/* Our defaults come first so that the caller's conninfo, expanded
-	 * in place of dbname, overrides them. */
-	const char *keys[] = { "connect_timeout", "application_name",
-			       "dbname", NULL };
-	const char *values[] = { "5", "floe", conninfo, NULL };
+	limits = *l;
+}
+
+/* The client-side wait for one answer, in ms; -1: forever. */
+static int store_response_wait_ms(void)
+{
+	if (limits.statement_timeout_ms <= 0)
+		return -1;
+	return limits.statement_timeout_ms + STORE_RESPONSE_GRACE_MS;
+}
+
+/*
+ * Opens one session. Our defaults come first so that the caller's
+ * conninfo, expanded in place of dbname, overrides them; the timeouts go
+ * into "options" after it, ahead of any options the caller gave (a later
+ * -c wins, so the caller can still override those too). Migration
+ * sessions (bounded false) get no statement or lock timeout: a migration may
+ * rewrite a large table or wait for another replica's migration.
+ */
+static PGconn *store_connect_as(const char *conninfo, bool bounded,
+				struct floe_error *err)
+{
+	char options[1024];
+	const char *given = NULL;
+	PQconninfoOption *parsed = PQconninfoParse(conninfo, NULL);
+
+	if (parsed != NULL) {
+		for (PQconninfoOption *o = parsed; o->keyword != NULL; o++) {
+			if (strcmp(o->keyword, "options") == 0 && o->val != NULL)
+				given = o->val;
+		}
+	}
+	snprintf(options, sizeof(options), "-c statement_timeout=%d -c lock_timeout=%d%s%s",
+		 bounded ? limits.statement_timeout_ms : 0,
+		 bounded ? limits.lock_timeout_ms : 0, given ? " " : "",
+		 given ? given : "");
+	if (parsed != NULL)
+		PQconninfoFree(parsed);
+	const char *keys[] = { "connect_timeout", "application_name", "keepalives",
+			       "keepalives_idle", "keepalives_interval",
+			       "keepalives_count", "tcp_user_timeout", "dbname",
+			       "options", NULL };
+	const char *values[] = { "5", "floe", "1", "15", "5", "3", "30000", conninfo,
+				 options, NULL };
 	PGconn *conn = PQconnectdbParams(keys, values, 1);
 
 	if (conn == NULL) {
@@ -406,18 +456,33 @@ static PGconn *store_connect(const char *conninfo, struct floe_error *err)
 		return NULL;
 	}
 	PQsetNoticeProcessor(conn, store_notice, NULL);
+	/* Sending never blocks either: a stopped server with a full socket
+	 * buffer must not hang the sender past the deadline (store_await). */
+	if (bounded && PQsetnonblocking(conn, 1) != 0)
+		log_warn("store", "cannot make a PostgreSQL connection nonblocking");
 	return conn;
 }
+
+static PGconn *store_connect(const char *conninfo, struct floe_error *err)
+{
+	return store_connect_as(conninfo, true, err);
+}
+
+static PGresult *store_collect(PGconn *conn, bool *timed_out);
 
 static bool store_prepare_all(PGconn *conn, struct floe_error *err)
 {
 	for (int i = 0; i < ST_COUNT; i++) {
-		PGresult *r = PQprepare(conn, statements[i].name,
-					statements[i].sql, 0, NULL);
+		bool timed_out = false;
+		PGresult *r = NULL;
+
+		if (PQsendPrepare(conn, statements[i].name, statements[i].sql, 0, NULL))
+			r = store_collect(conn, &timed_out);
 		bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 		if (!ok)
 			log_error("store", "cannot prepare statement %s: %s",
-				  statements[i].name, PQresultErrorMessage(r));
+				  statements[i].name,
+				  timed_out ? "no answer in time" : PQresultErrorMessage(r));
 		PQclear(r);
 		if (!ok)
 			return floe_err(err, PQstatus(conn) == CONNECTION_OK
@@ -468,8 +533,12 @@ struct store_pool *store_pool_new(const char *conninfo, int size)
 		pool->slots[i].index = i;
 		pool->slots[i].conninfo = pool->conninfo;
 	}
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_mutex_init(&pool->mu, NULL);
-	pthread_cond_init(&pool->cv, NULL);
+	pthread_cond_init(&pool->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	return pool;
 }
 
@@ -494,7 +563,15 @@ void store_pool_free(struct store_pool **poolp)
 struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err)
 {
 	struct store *s = NULL;
+	struct timespec deadline;
 
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += limits.acquire_timeout_ms / 1000;
+	deadline.tv_nsec += (long)(limits.acquire_timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
 	pthread_mutex_lock(&pool->mu);
 	for (;;) {
 		for (int i = 0; i < pool->size; i++) {
@@ -505,7 +582,16 @@ struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err
 		}
 		if (s != NULL)
 			break;
-		pthread_cond_wait(&pool->cv, &pool->mu);
+		if (limits.acquire_timeout_ms <= 0) {
+			pthread_cond_wait(&pool->cv, &pool->mu);
+		} else if (pthread_cond_timedwait(&pool->cv, &pool->mu, &deadline) == ETIMEDOUT) {
+			pthread_mutex_unlock(&pool->mu);
+			log_warn("store", "no free database connection within %d ms (pool of %d)",
+				 limits.acquire_timeout_ms, pool->size);
+			floe_err(err, FE_UNAVAILABLE,
+				 "every catalog database connection is busy; retry");
+			return NULL;
+		}
 	}
 	s->busy = true;
 	pthread_mutex_unlock(&pool->mu);
@@ -557,6 +643,105 @@ static void store_error_detail(struct floe_error *err, enum floe_outcome outcome
 	snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", sqlstate);
 }
 
+/* Sends what is queued on conn (a nonblocking connection) and waits until
+ * a whole answer is ready (true), or until the deadline (false;
+ * *timed_out set), or a broken connection (true: the next PQgetResult
+ * reports it). */
+static bool store_await(PGconn *conn, const struct timespec *deadline, bool *timed_out)
+{
+	bool flushed = false;
+
+	for (;;) {
+		if (!flushed) {
+			int f = PQflush(conn);
+			if (f < 0)
+				return true;
+			flushed = f == 0;
+		}
+		if (flushed && !PQisBusy(conn))
+			return true;
+		struct pollfd p = { .fd = PQsocket(conn),
+				    .events = (short)(POLLIN | (flushed ? 0 : POLLOUT)),
+				    .revents = 0 };
+		int wait = -1;
+
+		if (p.fd < 0)
+			return true;
+		if (deadline != NULL) {
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			long long ms = (long long)(deadline->tv_sec - now.tv_sec) * 1000LL +
+				       (deadline->tv_nsec - now.tv_nsec) / 1000000L;
+			if (ms <= 0) {
+				*timed_out = true;
+				return false;
+			}
+			wait = ms > 1000000 ? 1000000 : (int)ms;
+		}
+		int n = poll(&p, 1, wait);
+		if (n < 0 && errno != EINTR)
+			return true;
+		if (n > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP)) != 0 &&
+		    !PQconsumeInput(conn))
+			return true;
+	}
+}
+
+/*
+ * Waits for the answer to what was just sent on conn, at most the
+ * statement timeout plus a grace. On timeout the socket is shut down, so
+ * the connection reads as broken from then on (and is replaced on the
+ * next acquire); *timed_out is set and NULL returned. Else the last
+ * result (caller PQclear()s it).
+ */
+static PGresult *store_collect(PGconn *conn, bool *timed_out)
+{
+	struct timespec deadline;
+	int wait = store_response_wait_ms();
+	PGresult *last = NULL;
+
+	*timed_out = false;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += wait / 1000;
+	deadline.tv_nsec += (long)(wait % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	for (;;) {
+		if (!store_await(conn, wait < 0 ? NULL : &deadline, timed_out)) {
+			PQclear(last);
+			shutdown(PQsocket(conn), SHUT_RDWR);
+			(void)PQconsumeInput(conn);
+			for (;;) {
+				PGresult *rest = PQgetResult(conn);
+				if (rest == NULL)
+					break;
+				PQclear(rest);
+			}
+			return NULL;
+		}
+		PGresult *r = PQgetResult(conn);
+		if (r == NULL)
+			return last;
+		PQclear(last);
+		last = r;
+		if (PQstatus(conn) != CONNECTION_OK)
+			return last;
+	}
+}
+
+/* Sends one prepared statement and waits for its answer (store_collect);
+ * NULL when it could not be sent. */
+static PGresult *store_run(PGconn *conn, const char *name, int nparams,
+			   const char *const *params, bool *timed_out)
+{
+	*timed_out = false;
+	if (!PQsendQueryPrepared(conn, name, nparams, params, NULL, NULL, 0))
+		return NULL;
+	return store_collect(conn, timed_out);
+}
+
 /*
  * Runs a prepared statement. Returns the result (caller PQclear()s it) or
  * NULL with err set and its SQLSTATE and outcome filled in: FE_UNAVAILABLE
@@ -575,10 +760,23 @@ static PGresult *store_exec(struct store *s, enum stmt_id id, int nparams,
 		return NULL;
 	}
 	PGTransactionStatusType before = PQtransactionStatus(s->conn);
-	PGresult *r = PQexecPrepared(s->conn, statements[id].name, nparams,
-				     params, NULL, NULL, 0);
+	/* Inside BEGIN nothing but the COMMIT itself can have taken effect;
+	 * a write on its own commits as it runs. */
+	bool inside = before == PQTRANS_INTRANS || before == PQTRANS_INERROR;
+	bool unknown = id == ST_COMMIT || (!inside && statement_writes(statements[id].sql));
+	bool timed_out = false;
+	PGresult *r = store_run(s->conn, statements[id].name, nparams, params, &timed_out);
 	ExecStatusType st = PQresultStatus(r);
 
+	if (timed_out) {
+		log_warn("store", "statement %s: no answer from PostgreSQL within %d ms; closing the connection",
+			 statements[id].name, store_response_wait_ms());
+		PQclear(r);
+		floe_err(err, FE_UNAVAILABLE,
+			 "the catalog database did not answer in time; retry");
+		store_error_detail(err, unknown ? FO_UNKNOWN : FO_FAILED, "57014");
+		return NULL;
+	}
 	s->sqlstate[0] = '\0';
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
 		return r;
@@ -588,11 +786,6 @@ static PGresult *store_exec(struct store *s, enum stmt_id id, int nparams,
 	if (PQstatus(s->conn) != CONNECTION_OK ||
 	    (state != NULL && (strncmp(state, "08", 2) == 0 ||
 			       strncmp(state, "57P0", 4) == 0))) {
-		/* Inside BEGIN nothing but the COMMIT itself can have taken
-		 * effect; a write on its own commits as it runs. */
-		bool inside = before == PQTRANS_INTRANS || before == PQTRANS_INERROR;
-		bool unknown = id == ST_COMMIT ||
-			       (!inside && statement_writes(statements[id].sql));
 		log_warn("store", "statement %s: connection lost%s: %s",
 			 statements[id].name,
 			 unknown ? " (its outcome is unknown)" : "",
@@ -667,7 +860,7 @@ static bool exec_simple(PGconn *conn, const char *sql, const char *what,
 
 bool store_migrate(const char *conninfo, struct floe_error *err)
 {
-	PGconn *conn = store_connect(conninfo, err);
+	PGconn *conn = store_connect_as(conninfo, false, err);
 	PGresult *r = NULL;
 	bool ok = false;
 

@@ -19,6 +19,21 @@
 struct store;
 struct store_pool;
 
+/* Bounds on every database session floe opens (0: none). */
+struct store_limits {
+	int statement_timeout_ms; /* server side; the client waits this plus a grace */
+	int lock_timeout_ms;      /* server side, waiting for a row or table lock */
+	int acquire_timeout_ms;   /* waiting for a free connection of a pool */
+};
+
+/* Sets the limits for every session opened afterwards. Call once at
+ * start-up, before any connection; the values are copied. A statement
+ * canceled by either timeout fails with FE_UNAVAILABLE (nothing changed);
+ * a database that does not answer within the statement timeout plus a
+ * grace has its connection closed, FE_UNAVAILABLE (or, when a COMMIT was
+ * in flight, FE_COMMIT_STATE_UNKNOWN). */
+void store_set_limits(const struct store_limits *limits);
+
 /* A new pool of `size` connections to conninfo, connected lazily.
  * Returns NULL when out of memory. */
 struct store_pool *store_pool_new(const char *conninfo, int size);
@@ -27,7 +42,8 @@ struct store_pool *store_pool_new(const char *conninfo, int size);
 void store_pool_free(struct store_pool **pool);
 
 /* Borrows a connection, connecting (and preparing statements) when needed.
- * Fails with FE_UNAVAILABLE when the database cannot be reached. */
+ * Fails with FE_UNAVAILABLE when the database cannot be reached, or when
+ * no connection of the pool is free within the acquire timeout. */
 struct store *store_pool_acquire(struct store_pool *pool,
 				 struct floe_error *err) FLOE_WUR;
 

@@ -54,6 +54,16 @@ FLOE_OPTIONS = {
     "--janitor-interval-seconds": "FLOE_JANITOR_INTERVAL_SECONDS",
     "--metrics-retention-days": "FLOE_METRICS_RETENTION_DAYS",
     "--purge-max-attempts": "FLOE_PURGE_MAX_ATTEMPTS",
+    "--db-statement-timeout-ms": "FLOE_DB_STATEMENT_TIMEOUT_MS",
+    "--db-lock-timeout-ms": "FLOE_DB_LOCK_TIMEOUT_MS",
+    "--db-acquire-timeout-ms": "FLOE_DB_ACQUIRE_TIMEOUT_MS",
+    "--queue-max": "FLOE_QUEUE_MAX",
+    "--publish-threads": "FLOE_PUBLISH_THREADS",
+    "--idle-timeout-seconds": "FLOE_IDLE_TIMEOUT_SECONDS",
+    "--per-ip-connection-limit": "FLOE_PER_IP_CONNECTION_LIMIT",
+    "--connection-limit": "FLOE_CONNECTION_LIMIT",
+    "--max-pending-body-bytes": "FLOE_MAX_PENDING_BODY_BYTES",
+    "--shutdown-grace-seconds": "FLOE_SHUTDOWN_GRACE_SECONDS",
 }
 
 ERROR_KEYS = {"message", "type", "code", "stack"}

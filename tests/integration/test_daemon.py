@@ -51,7 +51,8 @@ def test_help_lists_every_option(tmp_path):
         assert var in out, f"--help does not mention {var}:\n{out}"
     for word in ("--help", "--version", "--print-routes"):
         assert word in out, f"--help does not mention {word}:\n{out}"
-    for default in ("127.0.0.1:8181", "8388608", "info", "floe-data"):
+    for default in ("127.0.0.1:8181", "8388608", "info", "floe-data", "30000", "10000", "5000",
+                    "1024", "256", "268435456", "60"):
         assert default in out, f"--help does not show the default {default!r}:\n{out}"
     assert list(tmp_path.iterdir()) == [], "--help created files"
 
@@ -102,6 +103,15 @@ BAD_OPTIONS = [
     ([], {"FLOE_LOG_LEVEL": "loud"}, ("FLOE_LOG_LEVEL", "--log-level")),
     ([], {"FLOE_LISTEN": "nonsense"}, ("FLOE_LISTEN", "--listen")),
     ([], {"FLOE_MAX_BODY_BYTES": "10"}, ("FLOE_MAX_BODY_BYTES", "--max-body-bytes")),
+    (["--db-statement-timeout-ms=0"], {}, ("--db-statement-timeout-ms",)),
+    ([], {"FLOE_DB_LOCK_TIMEOUT_MS": "soon"}, ("FLOE_DB_LOCK_TIMEOUT_MS",)),
+    (["--db-acquire-timeout-ms=-1"], {}, ("--db-acquire-timeout-ms",)),
+    (["--queue-max=0"], {}, ("--queue-max",)),
+    (["--publish-threads=257"], {}, ("--publish-threads",)),
+    (["--idle-timeout-seconds=0"], {}, ("--idle-timeout-seconds",)),
+    (["--per-ip-connection-limit=0"], {}, ("--per-ip-connection-limit",)),
+    (["--connection-limit=x"], {}, ("--connection-limit",)),
+    (["--max-pending-body-bytes=1024"], {}, ("--max-pending-body-bytes",)),
 ]
 
 
@@ -335,6 +345,125 @@ def test_shutdown_under_load(postgres, floe_factory):
     assert not problems, problems[:5]
 
 
+def test_sigterm_under_keepalive_commit_load_exits_0_in_bounded_time(postgres, floe_factory):
+    """Many keep-alive connections busy with commits and reads at SIGTERM:
+    floe exits 0 within its grace time, never aborts, and every request it
+    took is answered in full."""
+    f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database()},
+                     args=[])
+    f.create_namespace(["ka"])
+    for i in range(3):
+        r = f.post("/v1/namespaces/ka/tables", json={"name": f"t{i}", "schema": {
+            "type": "struct", "schema-id": 0,
+            "fields": [{"id": 1, "name": "id", "required": True, "type": "long"}]}})
+        assert r.status_code == 200, describe(r)
+    stop = threading.Event()
+    problems, answered = [], [0]
+    lock = threading.Lock()
+
+    def client(i):
+        s = requests.Session()
+        n = 0
+        while not stop.is_set():
+            n += 1
+            try:
+                if i % 2:
+                    r = s.post(f.url + f"/v1/namespaces/ka/tables/t{i % 3}", json={
+                        "requirements": [], "updates": [
+                            {"action": "set-properties", "updates": {f"c{i}": str(n)}}]}, timeout=40)
+                else:
+                    r = s.get(f.url + f"/v1/namespaces/ka/tables/t{i % 3}", timeout=40)
+            except requests.ConnectionError as e:
+                if "refused" not in repr(e).lower():
+                    with lock:
+                        problems.append(f"dropped: {e!r}")
+                time.sleep(0.05)
+                continue
+            except Exception as e:  # a truncated or garbled answer, a timeout
+                with lock:
+                    problems.append(repr(e))
+                continue
+            if r.status_code == 200:
+                try:
+                    r.json()["metadata"]
+                except Exception as e:
+                    with lock:
+                        problems.append(f"bad 200 body: {e!r}")
+                with lock:
+                    answered[0] += 1
+            elif r.status_code == 503:
+                if not r.headers.get("Retry-After", "").isdigit():
+                    with lock:
+                        problems.append(f"503 without Retry-After: {describe(r)}")
+            else:
+                with lock:
+                    problems.append(describe(r))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(48)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(2.0)
+        t0 = time.monotonic()
+        code = f.stop(signal.SIGTERM, timeout=45)
+        elapsed = time.monotonic() - t0
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(45)
+    log = f.log()
+    assert code == 0, f"exit {code} after SIGTERM under load; stderr:\n{f.log_tail()}"
+    assert elapsed < 35, f"took {elapsed:.1f} s to stop"
+    assert not re.search(r"abort|panic|libmicrohttpd failed", log, re.I), f.log_tail()
+    assert answered[0] > 0
+    assert not problems, problems[:5]
+
+
+def test_sigterm_with_commits_stuck_and_queued_answers_each_and_exits_0(postgres, floe_factory):
+    """A commit waiting on a row lock and commits queued behind it at
+    SIGTERM: the queued ones are answered 503 when the grace time ends (not
+    run, not dropped), the stuck one when its lock timeout fires; floe
+    never stops libmicrohttpd with a suspended connection (which aborts)."""
+    import psycopg
+    url = postgres.new_database()
+    f = floe_factory(env={"FLOE_DATABASE_URL": url},
+                     args=["--commit-threads=1", "--db-lock-timeout-ms=6000",
+                           "--shutdown-grace-seconds=2"])
+    f.create_namespace(["stuck"])
+    r = f.post("/v1/namespaces/stuck/tables", json={"name": "t", "schema": {
+        "type": "struct", "schema-id": 0,
+        "fields": [{"id": 1, "name": "id", "required": True, "type": "long"}]}})
+    assert r.status_code == 200, describe(r)
+
+    def commit(i):
+        return requests.post(f.url + "/v1/namespaces/stuck/tables/t", json={
+            "requirements": [], "updates": [
+                {"action": "set-properties", "updates": {f"k{i}": "v"}}]}, timeout=60)
+
+    lock = psycopg.connect(url)
+    try:
+        lock.execute("SELECT id FROM tables WHERE name = 't' FOR UPDATE")
+        with concurrent.futures.ThreadPoolExecutor(3) as ex:
+            running = ex.submit(commit, 0)
+            time.sleep(0.7)
+            queued = [ex.submit(commit, i) for i in (1, 2)]
+            time.sleep(0.7)
+            t0 = time.monotonic()
+            code = f.stop(signal.SIGTERM, timeout=30)
+            elapsed = time.monotonic() - t0
+            answers = [running.result(30)] + [q.result(30) for q in queued]
+    finally:
+        lock.rollback()
+        lock.close()
+    assert code == 0, f"exit {code}; stderr:\n{f.log_tail()}"
+    assert elapsed < 15, f"took {elapsed:.1f} s to stop"
+    for r in answers:
+        assert_error(r, 503, "ServiceUnavailableException")
+        assert r.headers.get("Retry-After", "").isdigit(), dict(r.headers)
+    assert "shutting down" in answers[1].json()["error"]["message"], describe(answers[1])
+    assert not re.search(r"abort|panic|libmicrohttpd failed", f.log(), re.I), f.log_tail()
+
+
 # ---------------------------------------------------------------- database outage
 
 
@@ -557,6 +686,62 @@ def test_embedded_postgres_killed(embedded_workdir, floe_factory):
     g = start_embedded(floe_factory, embedded_workdir)
     assert_ok_json(g.get("/v1/namespaces/survivor"))
     assert g.stop() == 0, g.log_tail()
+
+
+def cluster_pids(master: int) -> list[int]:
+    pids = [master]
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if int(proc_status(int(d)).get("PPid", "0")) == master:
+                    pids.append(int(d))
+            except (OSError, ValueError):
+                pass
+    return pids
+
+
+def test_kill_9_of_floe_takes_its_postgres_with_it(embedded_workdir, floe_factory):
+    data = embedded_workdir / "data"
+    f = start_embedded(floe_factory, embedded_workdir)
+    f.create_namespace(["before_kill"])
+    pids = cluster_pids(check_postgres_child(f, data))
+    assert len(pids) > 1, "no backend processes under the postmaster"
+    f.proc.send_signal(signal.SIGKILL)
+    f.proc.wait(10)
+    left = wait_until(lambda: not [p for p in pids if pid_alive(p)], 10)
+    assert left, f"postgres processes outlived floe: {[p for p in pids if pid_alive(p)]}"
+    # and the next start serves the same data
+    g = start_embedded(floe_factory, embedded_workdir)
+    assert_ok_json(g.get("/v1/namespaces/before_kill"))
+    assert g.stop() == 0, g.log_tail()
+
+
+def test_leftover_embedded_postgres_is_stopped_on_the_next_start(embedded_workdir, floe_factory, pg_bin_dir):
+    """A PostgreSQL still running on the embedded data directory (left by a
+    floe that crashed) is found, stopped and replaced by the next start."""
+    data = embedded_workdir / "data"
+    f = start_embedded(floe_factory, embedded_workdir)
+    f.create_namespace(["kept"])
+    assert f.stop() == 0, f.log_tail()
+    # Start the cluster the way floe does, but not as floe's child.
+    argv = [str(Path(pg_bin_dir) / "pg_ctl"), "-D", str(data / "pg"), "-l", str(data / "pg" / "leftover.log"),
+            "-w", "-t", "60", "-o", f"-k {data / 'run'} -p 5432 -c listen_addresses=", "start"]
+    if IS_ROOT:
+        argv = ["runuser", "-u", "postgres", "--"] + argv
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=90)
+    assert res.returncode == 0, res.stdout + res.stderr
+    leftover = postmaster_pid(data)
+    try:
+        assert leftover and pid_alive(leftover)
+        g = start_embedded(floe_factory, embedded_workdir)
+        assert wait_until(lambda: not pid_alive(leftover), 5), "the left-over postgres still runs"
+        assert re.search(r"left over", g.log()), g.log_tail()
+        assert_ok_json(g.get("/v1/namespaces/kept"))
+        check_postgres_child(g, data)
+        assert g.stop() == 0, g.log_tail()
+    finally:
+        if leftover and pid_alive(leftover):
+            os.kill(leftover, signal.SIGKILL)
 
 
 def test_embedded_with_explicit_pg_bin_dir(embedded_workdir, floe_factory, pg_bin_dir):

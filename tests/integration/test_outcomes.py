@@ -322,5 +322,8 @@ def test_unknown_outcome_is_settled_later_once_the_database_is_back(
     assert wait_until(lambda: "settled: version" in f.log(), 60, 0.5), f.log_tail()
     assert "did not land" in f.log()
     psql(psql_bin, url, "DROP TRIGGER IF EXISTS floe_test_slow ON commit_log")
+    # PostgreSQL restarted its backends after the kill: a connection floe
+    # held then is answered 503 once and replaced.
+    assert wait_until(lambda: t.floe.get(t.url).status_code == 200, 15, 0.5)
     assert t.head() is None
     assert metadata_files(t) == head_files
