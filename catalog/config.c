@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hooks.h"
+
 enum opt_id {
 	OPT_LISTEN,
 	OPT_DATABASE,
@@ -22,6 +24,7 @@ enum opt_id {
 	OPT_PG_BIN_DIR,
 	OPT_PG_USER,
 	OPT_COMMIT_THREADS,
+	OPT_HOOK_ALLOW,
 	OPT_COUNT
 };
 
@@ -53,6 +56,8 @@ static const struct option_def options[OPT_COUNT] = {
 		"Threads that run commits, each with one PostgreSQL connection, 1-256 (default: 4 per core, at least 4)" },
 	[OPT_PG_USER] = { "pg-user", "FLOE_PG_USER", NULL,
 		"User the embedded PostgreSQL runs as when floe runs as root (default: postgres, else nobody)" },
+	[OPT_HOOK_ALLOW] = { "hook-allow", "FLOE_HOOK_ALLOW", "",
+		"Comma-separated hosts and networks (address or address/prefix) audit hooks may reach although they are loopback, private, link-local, CGNAT, unique-local or otherwise internal; empty: none" },
 };
 
 _Static_assert(OPT_COUNT <= sizeof(((struct floe_config *)0)->raw) /
@@ -267,6 +272,10 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		if (cfg->pg_user == NULL)
 			return fail(errbuf, errlen, "out of memory");
 	}
+	char hook_err[200];
+	cfg->hook_policy = hook_policy_parse(raw[OPT_HOOK_ALLOW], hook_err, sizeof(hook_err));
+	if (cfg->hook_policy == NULL)
+		return BAD(OPT_HOOK_ALLOW, hook_err);
 #undef BAD
 	return true;
 }
@@ -373,6 +382,7 @@ void config_free(struct floe_config *cfg)
 	free(cfg->warehouse_path);
 	free(cfg->pg_bin_dir);
 	free(cfg->pg_user);
+	hook_policy_free(cfg->hook_policy);
 	for (size_t i = 0; i < sizeof(cfg->raw) / sizeof(cfg->raw[0]); i++)
 		free(cfg->raw[i]);
 	memset(cfg, 0, sizeof(*cfg));

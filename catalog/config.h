@@ -14,6 +14,8 @@
 
 #include "log.h"
 
+struct hook_policy;
+
 enum config_action {
 	CONFIG_RUN = 0,
 	CONFIG_HELP,
@@ -35,6 +37,8 @@ struct floe_config {
 	long long max_body_bytes;
 	char *pg_bin_dir;      /* NULL: search */
 	char *pg_user;         /* NULL: postgres, else nobody */
+	struct hook_policy *hook_policy; /* the hook allowlist, never NULL
+					  * after a successful load */
 	/* Raw option values indexed like the option table; freed by
 	 * config_free. */
 	char *raw[16];

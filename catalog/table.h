@@ -15,6 +15,7 @@
 #include "ident.h"
 
 struct store;
+struct hook_policy;
 
 /*
  * Striped locks that serialise the commits of one replica to one table:
@@ -38,6 +39,7 @@ struct table_env {
 	const char *warehouse_path; /* its local directory */
 	const char *request_id;
 	struct commit_locks *locks; /* may be NULL: no local serialisation */
+	const struct hook_policy *hook_policy; /* NULL: no hook allowlist */
 };
 
 /* A table's identity inside one request. */

@@ -58,6 +58,7 @@ struct table_env handler_env(struct http_request *req)
 		.warehouse_path = req->app->cfg->warehouse_path,
 		.request_id = req->request_id,
 		.locks = req->app->locks,
+		.hook_policy = req->app->cfg->hook_policy,
 	};
 	return env;
 }

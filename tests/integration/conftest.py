@@ -50,6 +50,7 @@ FLOE_OPTIONS = {
     "--max-body-bytes": "FLOE_MAX_BODY_BYTES",
     "--pg-bin-dir": "FLOE_PG_BIN_DIR",
     "--pg-user": "FLOE_PG_USER",
+    "--hook-allow": "FLOE_HOOK_ALLOW",
 }
 
 ERROR_KEYS = {"message", "type", "code", "stack"}
@@ -485,6 +486,9 @@ class Floe:
         env = dict(env or {})
         args = list(args)
         env.setdefault("FLOE_DATA_DIR", str(self.workdir / "data"))
+        # The webhook receivers of the tests listen on loopback, which floe
+        # refuses as a hook target unless it is allowlisted.
+        env.setdefault("FLOE_HOOK_ALLOW", "127.0.0.1")
         if listen_via == "env":
             env.setdefault("FLOE_LISTEN", self.listen)
         elif listen_via == "flag":
