@@ -870,7 +870,7 @@ static bool delivery_finish(struct delivery *d, CURLcode code)
 	bool retry = false;
 
 	curl_easy_getinfo(d->easy, CURLINFO_RESPONSE_CODE, &status);
-	c->http_status = code == CURLE_OK ? status : 0;
+	c->http_status = code == CURLE_OK || d->too_large ? status : 0;
 	if (code != CURLE_OK) {
 		c->verdict = HOOK_ERROR;
 		snprintf(c->reason, sizeof(c->reason), "%s", transport_reason(d, code));
