@@ -219,13 +219,14 @@ static bool host_normalise(const char *host, char *out, size_t outlen)
 {
 	size_t n = strlen(host);
 
+	if (n > 2 && host[0] == '[' && host[n - 1] == ']') {
+		host++;
+		n -= 2;
+	}
 	if (n >= outlen)
 		return false;
-	memcpy(out, host, n + 1);
-	if (out[0] == '[' && n > 2 && out[n - 1] == ']') {
-		out[n - 1] = '\0';
-		memmove(out, out + 1, n - 1);
-	}
+	memcpy(out, host, n);
+	out[n] = '\0';
 	char *pct = strchr(out, '%'); /* zone id */
 	if (pct != NULL)
 		*pct = '\0';
