@@ -16,9 +16,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
-import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import psycopg
@@ -188,6 +191,56 @@ def test_the_signature_covers_the_timestamp_and_a_replay_is_refused(floe, uniq, 
     forged = dict(req.headers, **{"x-floe-timestamp": str(int(clock[0]))})
     status, doc = auditor.handle(forged, req.body)
     assert status == 401 and "invalid" in doc["reason"], doc
+
+
+def test_the_reference_auditor_process_refuses_a_replayed_floe_delivery(floe, uniq, hooks, webhooks, tmp_path):
+    """floe's signed delivery, captured and sent on to auditor.py as an
+    operator runs it: accepted at once, refused once --max-age has passed."""
+    secret = "replay-secret-2"
+    rules = tmp_path / "expectations.json"
+    rules.write_text(json.dumps({"*": {"has_id": "id IS NOT NULL"}}))
+    port = free_port()
+    env = dict(os.environ, AUDITOR_LISTEN=f"127.0.0.1:{port}", AUDITOR_EXPECTATIONS=str(rules),
+               FLOE_AUDIT_SECRET=secret, AUDITOR_MAX_AGE="5")
+    proc = subprocess.Popen([sys.executable, str(AUDITOR_DIR / "auditor.py")], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/"
+
+    def replay(req):
+        headers = {k: v for k, v in req.headers.items()
+                   if k in ("content-type", "x-floe-event", "x-floe-delivery", "x-floe-timestamp",
+                            "x-floe-signature-256")}
+        r = urllib.request.Request(url, data=req.body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(r, timeout=30) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # the auditor is up before floe signs anything
+            try:
+                urllib.request.urlopen(url + "healthz", timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "auditor did not start"
+                time.sleep(0.1)
+        t = new_table(floe, uniq)
+        rcv = webhooks(PASS, secret=secret)
+        hooks(floe, "captured", rcv.url, scope=scope(t), secret=secret)
+        run, _ = staged(t)
+        assert_ok_json(t.publish(run["id"]))
+        (req,) = rcv.requests
+        status, doc = replay(req)
+        # Authenticated: the auditor went on to read the (fake) snapshot.
+        assert status != 401, doc
+        time.sleep(6.5)
+        status, doc = replay(req)
+        assert status == 401 and "window" in doc["reason"], (status, doc)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
 
 
 # --------------------------------------------------------------------------
