@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hooks.h"
+
 enum opt_id {
 	OPT_LISTEN,
 	OPT_DATABASE,
@@ -39,6 +41,7 @@ enum opt_id {
 	OPT_CONNECTION_LIMIT,
 	OPT_MAX_PENDING_BODY,
 	OPT_SHUTDOWN_GRACE,
+	OPT_HOOK_ALLOW,
 	OPT_COUNT
 };
 
@@ -100,6 +103,8 @@ static const struct option_def options[OPT_COUNT] = {
 		"Request bodies held in memory at once, arriving or waiting for their answer, in bytes (1048576-68719476736); past it 503" },
 	[OPT_SHUTDOWN_GRACE] = { "shutdown-grace-seconds", "FLOE_SHUTDOWN_GRACE_SECONDS", "30",
 		"Seconds in-flight requests get to finish on SIGTERM, 1-3600; commits and publishes still queued then get 503" },
+	[OPT_HOOK_ALLOW] = { "hook-allow", "FLOE_HOOK_ALLOW", "",
+		"Comma-separated hosts and networks (address or address/prefix) audit hooks may reach although they are loopback, private, link-local, CGNAT, unique-local or otherwise internal; empty: none" },
 };
 
 _Static_assert(OPT_COUNT <= sizeof(((struct floe_config *)0)->raw) /
@@ -382,6 +387,10 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		if (cfg->pg_user == NULL)
 			return fail(errbuf, errlen, "out of memory");
 	}
+	char hook_err[200];
+	cfg->hook_policy = hook_policy_parse(raw[OPT_HOOK_ALLOW], hook_err, sizeof(hook_err));
+	if (cfg->hook_policy == NULL)
+		return BAD(OPT_HOOK_ALLOW, hook_err);
 #undef BAD
 	return true;
 }
@@ -489,6 +498,7 @@ void config_free(struct floe_config *cfg)
 	free(cfg->warehouse_path);
 	free(cfg->pg_bin_dir);
 	free(cfg->pg_user);
+	hook_policy_free(cfg->hook_policy);
 	for (size_t i = 0; i < sizeof(cfg->raw) / sizeof(cfg->raw[0]); i++)
 		free(cfg->raw[i]);
 	memset(cfg, 0, sizeof(*cfg));

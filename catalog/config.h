@@ -14,6 +14,8 @@
 
 #include "log.h"
 
+struct hook_policy;
+
 enum config_action {
 	CONFIG_RUN = 0,
 	CONFIG_HELP,
@@ -51,6 +53,8 @@ struct floe_config {
 	int connection_limit;
 	long long max_pending_body_bytes;
 	int shutdown_grace_seconds;
+	struct hook_policy *hook_policy; /* the hook allowlist, never NULL
+					  * after a successful load */
 	/* Raw option values indexed like the option table; freed by
 	 * config_free. */
 	char *raw[64];

@@ -581,6 +581,12 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 
 	if (!store_table_load_as(s, ns, name, mode == SNAPSHOTS_REFS, &row, err))
 		return NULL;
+	if (row.metadata_location == NULL) {
+		/* Not a state floe leaves behind; an edited row must not crash. */
+		store_table_row_clear(&row);
+		floe_err(err, FE_INTERNAL, "the table's metadata location is missing");
+		return NULL;
+	}
 	/* The file name is unique per commit: a strong validator. */
 	const char *slash = strrchr(row.metadata_location, '/');
 	snprintf(etag, etaglen, "%s%s", slash ? slash + 1 : row.metadata_location,
@@ -805,7 +811,7 @@ static bool commit_round(struct store *s, const struct table_env *env,
 	if (m == NULL)
 		goto done;
 	if (!changed) {
-		*result = json_pack("{s:s, s:O}", "metadata-location",
+		*result = json_pack("{s:s?, s:O}", "metadata-location",
 				    row.metadata_location, "metadata", base);
 		ok = *result != NULL;
 		goto done;

@@ -16,6 +16,7 @@
 
 struct store;
 struct unsettled;
+struct hook_policy;
 
 /*
  * Striped locks that serialise the commits of one replica to one table:
@@ -45,6 +46,7 @@ struct table_env {
 	 * transaction, so a key is answered exactly when its commit landed. */
 	const char *idem_key;
 	const char *idem_owner;
+	const struct hook_policy *hook_policy; /* NULL: no hook allowlist */
 };
 
 /* A table's identity inside one request. */

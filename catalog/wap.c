@@ -703,11 +703,17 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 			"requested-by", "anonymous");
 		bodies[i] = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
 		json_decref(payload);
+		if (bodies[i] == NULL)
+			log_error("wap", "run %s: the payload for hook %s cannot be built (snapshot %lld, metadata location %s); the audit fails rid=%s",
+				  run_id, json_string_value(json_object_get(h, "name")), audited,
+				  metadata_location ? "known" : "missing", env->request_id);
 		calls[i].url = json_string_value(json_object_get(h, "url"));
 		calls[i].secret = json_string_value(json_object_get(h, "secret"));
 		calls[i].delivery_id = deliveries[i];
-		calls[i].body = bodies[i] ? bodies[i] : "{}";
+		/* NULL: the call is an error verdict and nothing is sent. */
+		calls[i].body = bodies[i];
 		calls[i].timeout_ms = (long)json_integer_value(json_object_get(h, "timeout-ms"));
+		calls[i].policy = env->hook_policy;
 	}
 
 	/* No connection, row or lock is held while the hooks run. */

@@ -9,6 +9,7 @@
 # next to floe (the pyiceberg service of docker/docker-compose.yml).
 #
 #   FLOE_AUDIT_SECRET      the audit hook's shared secret (unset: signatures are not checked)
+#   AUDITOR_MAX_AGE        seconds a signed delivery stays acceptable (default 300)
 #   AUDITOR_EXPECTATIONS   the expectations file (default: the shipped examples/auditor/expectations.json)
 
 FROM debian:bookworm-slim

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds floe, and runs every test: the unit
-# tests and the integration tests (real PostgreSQL, real floe, PyIceberg),
-# once on the normal build with warnings as errors and once on an
+# tests, the integration tests (real PostgreSQL, real floe, PyIceberg) and
+# two minutes of schemathesis against the OpenAPI document, once on the
+# normal build with warnings as errors and once on an
 # AddressSanitizer + UndefinedBehaviorSanitizer build; then real Apache
 # Spark against the sanitizer build; then the docker images and compose
 # deployment, built and run in a private Docker engine (as root).
@@ -20,6 +21,8 @@ run_suite() {
 	meson test -C "$build_dir" --suite unit --print-errorlogs
 	echo "== integration tests ($build_dir)"
 	FLOE_BIN="$PWD/$build_dir/server/floe" .venv/bin/python -m pytest tests/integration -q -p no:cacheprovider
+	echo "== schemathesis against api-spec/openapi.yaml ($build_dir): no 5xx"
+	FLOE_BIN="$PWD/$build_dir/server/floe" .venv/bin/python tests/schemathesis/run.py --seconds 120
 }
 
 run_suite build

@@ -78,6 +78,7 @@ struct table_env handler_env(struct http_request *req)
 		.request_id = req->request_id,
 		.locks = req->app->locks,
 		.unsettled = req->app->unsettled,
+		.hook_policy = req->app->cfg->hook_policy,
 	};
 	if (req->idem_claimed) {
 		env.idem_key = http_header(req, "Idempotency-Key");

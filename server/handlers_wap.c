@@ -174,7 +174,8 @@ void handle_hooks_create(struct http_request *req)
 	struct store *s;
 
 	floe_error_clear(&err);
-	if (!http_body_json(req, &in, &err) || !hook_spec_parse(in, &spec, &err)) {
+	if (!http_body_json(req, &in, &err) ||
+	    !hook_spec_parse(in, req->app->cfg->hook_policy, &spec, &err)) {
 		http_reply_error(req, &err);
 		json_decref(in);
 		return;

@@ -811,9 +811,12 @@ static PGresult *store_exec(struct store *s, enum stmt_id id, int nparams,
 		log_warn("store", "statement %s: %s", statements[id].name,
 			 PQresultErrorMessage(r));
 		floe_err(err, FE_UNAVAILABLE, "the catalog database is busy; retry");
-	} else if (state != NULL && strncmp(state, "23", 2) == 0) {
+	} else if (state != NULL && (strncmp(state, "23", 2) == 0 ||
+				     strncmp(state, "22", 2) == 0)) {
 		/* Integrity violations are conflicts the caller maps (an
-		 * existing name, a dropped parent): not a server fault. */
+		 * existing name, a dropped parent), and data exceptions come
+		 * from client input the caller maps (a since that is no
+		 * timestamp): not server faults. */
 		log_debug("store", "statement %s: %s", statements[id].name,
 			  PQresultErrorMessage(r));
 		floe_err(err, FE_INTERNAL, "internal database error");

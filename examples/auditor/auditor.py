@@ -37,6 +37,8 @@ MAX_BODY_BYTES = 16 * 1024 * 1024  # a payload carries one schema and one snapsh
 AUDIT_PATHS = ("/", "/audit")
 EVENT = "wap.audit"
 SIGNATURE_HEADER = "X-Floe-Signature-256"
+TIMESTAMP_HEADER = "X-Floe-Timestamp"
+DEFAULT_MAX_AGE = 300  # seconds a signed delivery stays acceptable (either side of now)
 EXPECTATION_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 
 
@@ -804,9 +806,9 @@ def evaluate(
     return checked, failures
 
 
-def sign(secret: bytes, body: bytes) -> str:
-    """The X-Floe-Signature-256 value floe sends for this body."""
-    return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+def sign(secret: bytes, timestamp: str, body: bytes) -> str:
+    """The X-Floe-Signature-256 value floe sends: HMAC-SHA256 over "<timestamp>.<body>"."""
+    return "sha256=" + hmac.new(secret, timestamp.encode("ascii") + b"." + body, hashlib.sha256).hexdigest()
 
 
 class Auditor:
@@ -817,25 +819,44 @@ class Auditor:
         expectations: ExpectationSet,
         secret: Optional[bytes] = None,
         read_rows: Optional[RowReader] = None,
+        max_age: int = DEFAULT_MAX_AGE,
+        clock: Callable[[], float] = time.time,
     ):
         self.expectations = expectations
         self.secret = secret
         self.read_rows = read_rows or make_snapshot_reader()
+        self.max_age = max_age
+        self.clock = clock
 
-    def signature_ok(self, headers: Mapping[str, str], body: bytes) -> bool:
+    def authenticate(self, headers: Mapping[str, str], body: bytes) -> Optional[str]:
+        """None when the delivery is signed by floe and fresh, else why not.
+
+        The signature covers the timestamp, so a captured delivery replayed
+        after the window (either side of now, for clock skew) is refused.
+        Inside the window a replay only gets the same verdict again: an
+        audit reads and changes nothing.
+        """
         if self.secret is None:
-            return True
+            return None
         provided = headers.get(SIGNATURE_HEADER.lower())
-        if not provided:
-            return False
+        stamp = headers.get(TIMESTAMP_HEADER.lower())
+        if not provided or not stamp:
+            return f"missing {SIGNATURE_HEADER} or {TIMESTAMP_HEADER}"
+        stamp = stamp.strip()
+        if not stamp.isascii() or not stamp.isdigit() or len(stamp) > 12:
+            return f"{TIMESTAMP_HEADER} must be Unix seconds"
         provided = provided.strip()
         if provided[:7].lower() != "sha256=":
-            return False
+            return f"invalid {SIGNATURE_HEADER}"
         try:
             given = ("sha256=" + provided[7:].lower()).encode("ascii")
         except UnicodeEncodeError:
-            return False
-        return hmac.compare_digest(sign(self.secret, body).encode("ascii"), given)
+            return f"invalid {SIGNATURE_HEADER}"
+        if not hmac.compare_digest(sign(self.secret, stamp, body).encode("ascii"), given):
+            return f"invalid {SIGNATURE_HEADER}"
+        if abs(self.clock() - int(stamp)) > self.max_age:
+            return f"{TIMESTAMP_HEADER} is outside the {self.max_age} s window (a replay, or a skewed clock)"
+        return None
 
     def handle(self, headers: Mapping[str, str], body: bytes) -> Tuple[int, Dict[str, Any]]:
         """Answer one delivery: (HTTP status, JSON body). Logs one line."""
@@ -863,8 +884,9 @@ class Auditor:
         return status, doc
 
     def _handle(self, hdrs: Dict[str, str], body: bytes, info: Dict[str, Any]) -> Tuple[int, Dict[str, Any]]:
-        if not self.signature_ok(hdrs, body):
-            return 401, {"passed": False, "reason": f"missing or invalid {SIGNATURE_HEADER}"}
+        refused = self.authenticate(hdrs, body)
+        if refused is not None:
+            return 401, {"passed": False, "reason": refused}
         event = hdrs.get("x-floe-event")
         if event != EVENT:
             return 400, {"passed": False, "reason": f"X-Floe-Event must be {EVENT}, got {event or 'nothing'}"}
@@ -1003,9 +1025,12 @@ environment variables (a flag wins over its variable):
   AUDITOR_LISTEN        --listen (default {DEFAULT_LISTEN})
   AUDITOR_EXPECTATIONS  --expectations
   AUDITOR_CATALOG_URI   --catalog-uri
+  AUDITOR_MAX_AGE       --max-age (default {DEFAULT_MAX_AGE})
   {DEFAULT_SECRET_ENV}     the shared secret of the floe audit hook (the variable
                         name can be changed with --secret-env). When set, every
-                        request must carry X-Floe-Signature-256; otherwise 401.
+                        request must carry X-Floe-Timestamp (Unix seconds, within
+                        --max-age of now) and X-Floe-Signature-256: sha256=<hex
+                        HMAC-SHA256(secret, "<timestamp>.<raw body>")>; otherwise 401.
 
 verdicts: 200 {{"passed": true}} passes; 200 {{"passed": false, "reason"}} and 422
 reject the publish; 400/401/500 are errors, which floe treats as fail-closed.
@@ -1027,6 +1052,9 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--secret-env", default=None,
                    help=f"name of the environment variable holding the hook secret "
                         f"(default {DEFAULT_SECRET_ENV}; when given explicitly it must be set)")
+    p.add_argument("--max-age", type=int, default=None,
+                   help=f"seconds a signed delivery stays acceptable, either side of now "
+                        f"(default {DEFAULT_MAX_AGE}; env AUDITOR_MAX_AGE)")
     p.add_argument("--catalog-uri", default=os.environ.get("AUDITOR_CATALOG_URI"),
                    help="floe REST catalog URI, used when a payload has no metadata-location "
                         "(env AUDITOR_CATALOG_URI)")
@@ -1051,6 +1079,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.secret_env and not secret_text:
             raise ConfigError(f"--secret-env {args.secret_env}: that variable is not set")
         host, port = parse_listen(args.listen)
+        max_age = args.max_age
+        if max_age is None:
+            text = os.environ.get("AUDITOR_MAX_AGE", "").strip()
+            if text and not text.isdigit():
+                raise ConfigError(f"AUDITOR_MAX_AGE {text!r} must be a number of seconds")
+            max_age = int(text) if text else DEFAULT_MAX_AGE
+        if max_age < 1:
+            raise ConfigError("--max-age must be at least 1 second")
     except ConfigError as e:
         LOG.error("%s", e)
         return 2
@@ -1064,7 +1100,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     secret = secret_text.encode("utf-8") if secret_text else None
     if secret is None:
         LOG.warning("%s is not set: request signatures are NOT checked", secret_env)
-    auditor = Auditor(expectations, secret=secret, read_rows=make_snapshot_reader(args.catalog_uri))
+    auditor = Auditor(expectations, secret=secret, read_rows=make_snapshot_reader(args.catalog_uri),
+                      max_age=max_age)
     try:
         server = AuditServer((host, port), auditor)
     except OSError as e:

@@ -301,6 +301,10 @@ def check_wap_setup():
         "name": "quality", "url": "http://auditor:8282/", "secret": SECRET,
         "scope": {"namespace": ["sales"]}, "timeout-ms": 60000}, want=(200, 201))
     state["hook"] = hook
+    # The auditor is admitted by name (FLOE_HOOK_ALLOW=auditor); a private
+    # address that is not allowlisted is still refused.
+    status, doc = http("POST", "/v1/audit-hooks", {"name": "probe", "url": "http://172.17.0.1:5432/"})
+    expect(status == 400 and "private" in doc["error"]["message"], f"private hook target: {status} {doc}")
     ok("POST", "/v1/namespaces/sales/properties", {"updates": {"floe.wap.required": "true"}})
     # main of sales.orders now moves only through a publish
     meta = table_meta("sales", "orders")
@@ -425,7 +429,7 @@ CHECKS = [
      check_container_setup),
     ("namespaces, a table, raw commits (set-properties, add-snapshot + set-snapshot-ref)",
      check_namespaces_and_raw_commits),
-    ("first rows on main with PyIceberg; audit hook http://auditor:8282/; floe.wap.required refuses a direct commit (403)",
+    ("first rows on main with PyIceberg; audit hook http://auditor:8282/ (allowlisted; a private address is not); floe.wap.required refuses a direct commit (403)",
      check_wap_setup),
     ("WAP: a bad batch written with PyIceberg is rejected by the auditor (422)", check_wap_rejected),
     ("WAP: a good batch is published (200), main is the audited snapshot", check_wap_published),

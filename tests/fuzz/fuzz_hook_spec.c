@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (body == NULL)
 		return 0;
 	floe_error_clear(&err);
-	if (hook_spec_parse(body, &spec, &err)) {
+	if (hook_spec_parse(body, NULL, &spec, &err)) {
 		if (spec.url == NULL || spec.name == NULL || spec.timeout_ms <= 0)
 			abort();
 		hook_spec_clear(&spec);

@@ -64,6 +64,7 @@ FLOE_OPTIONS = {
     "--connection-limit": "FLOE_CONNECTION_LIMIT",
     "--max-pending-body-bytes": "FLOE_MAX_PENDING_BODY_BYTES",
     "--shutdown-grace-seconds": "FLOE_SHUTDOWN_GRACE_SECONDS",
+    "--hook-allow": "FLOE_HOOK_ALLOW",
 }
 
 ERROR_KEYS = {"message", "type", "code", "stack"}
@@ -515,6 +516,9 @@ class Floe:
         env = dict(env or {})
         args = list(args)
         env.setdefault("FLOE_DATA_DIR", str(self.workdir / "data"))
+        # The webhook receivers of the tests listen on loopback, which floe
+        # refuses as a hook target unless it is allowlisted.
+        env.setdefault("FLOE_HOOK_ALLOW", "127.0.0.1")
         if listen_via == "env":
             env.setdefault("FLOE_LISTEN", self.listen)
         elif listen_via == "flag":

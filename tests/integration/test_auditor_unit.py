@@ -466,15 +466,25 @@ def serve():
         server.server_close()
 
 
-def post(url, doc=None, body=None, secret=SECRET, event="wap.audit", signature=None, path="/"):
+def floe_signature(secret: bytes, timestamp, body: bytes) -> str:
+    """What floe sends: sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>."""
+    return "sha256=" + hmac.new(secret, f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+
+
+def post(url, doc=None, body=None, secret=SECRET, event="wap.audit", signature=None, path="/",
+         timestamp="now"):
     data = body if body is not None else json.dumps(doc).encode()
     headers = {"Content-Type": "application/json", "X-Floe-Delivery": "d-1"}
+    if timestamp == "now":
+        timestamp = int(time.time())
+    if timestamp is not None:
+        headers["X-Floe-Timestamp"] = str(timestamp)
     if event is not None:
         headers["X-Floe-Event"] = event
     if signature is not None:
         headers["X-Floe-Signature-256"] = signature
     elif secret is not None:
-        headers["X-Floe-Signature-256"] = "sha256=" + hmac.new(secret, data, hashlib.sha256).hexdigest()
+        headers["X-Floe-Signature-256"] = floe_signature(secret, timestamp, data)
     req = urllib.request.Request(url + path, data=data, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
@@ -538,15 +548,62 @@ def test_http_wrong_signature_is_401(serve, signature):
     assert post(url, payload(), signature=signature)[0] == 401
 
 
-def test_http_signature_covers_the_raw_body(serve):
+def test_http_signature_covers_the_timestamp_and_the_raw_body(serve):
     url = serve(FakeReader(rows=[row(1)]))
     body = json.dumps(payload()).encode()
-    good = "sha256=" + hmac.new(SECRET, body, hashlib.sha256).hexdigest()
-    assert post(url, body=body, signature=good)[0] == 200
-    assert post(url, body=body, signature=good.upper().replace("SHA256=", "sha256="))[0] == 200
+    ts = int(time.time())
+    good = floe_signature(SECRET, ts, body)
+    assert post(url, body=body, signature=good, timestamp=ts)[0] == 200
+    assert post(url, body=body, signature=good.upper().replace("SHA256=", "sha256="), timestamp=ts)[0] == 200
     tampered = body.replace(b'"snapshot-id": 42', b'"snapshot-id": 43')
     assert tampered != body
-    assert post(url, body=tampered, signature=good)[0] == 401
+    assert post(url, body=tampered, signature=good, timestamp=ts)[0] == 401
+    # The body alone, as floe signed before timestamps, is no longer enough.
+    body_only = "sha256=" + hmac.new(SECRET, body, hashlib.sha256).hexdigest()
+    assert post(url, body=body, signature=body_only, timestamp=ts)[0] == 401
+    # The same signature under another timestamp does not verify.
+    assert post(url, body=body, signature=good, timestamp=ts - 1)[0] == 401
+
+
+@pytest.mark.parametrize("age", [301, -301, 3600, 10**9])
+def test_http_delivery_outside_the_window_is_401(serve, age):
+    reader = FakeReader(rows=[row(1)])
+    url = serve(reader)
+    status, doc = post(url, payload(), timestamp=int(time.time()) - age)  # correctly signed
+    assert status == 401
+    assert doc["passed"] is False and "window" in doc["reason"]
+    assert reader.calls == []
+
+
+@pytest.mark.parametrize("stamp", [None, "", "abc", "1.5", "-5", "+17", "1e9"])
+def test_http_missing_or_malformed_timestamp_is_401(serve, stamp):
+    url = serve(FakeReader(rows=[row(1)]))
+    body = json.dumps(payload()).encode()
+    headers = {"Content-Type": "application/json", "X-Floe-Event": "wap.audit",
+               "X-Floe-Signature-256": floe_signature(SECRET, stamp or "", body)}
+    if stamp is not None:
+        headers["X-Floe-Timestamp"] = stamp
+    req = urllib.request.Request(url + "/", data=body, headers=headers, method="POST")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=10)
+    assert e.value.code == 401
+
+
+def test_a_captured_delivery_replayed_later_is_refused():
+    clock = [1_800_000_000.0]
+    exps = aud.ExpectationSet.load(str(AUDITOR_DIR / "expectations.json"))
+    auditor = aud.Auditor(exps, secret=SECRET, read_rows=FakeReader(rows=[row(1)]), max_age=60,
+                          clock=lambda: clock[0])
+    body = json.dumps(payload()).encode()
+    ts = str(int(clock[0]))
+    headers = {"X-Floe-Event": "wap.audit", "X-Floe-Timestamp": ts,
+               "X-Floe-Signature-256": floe_signature(SECRET, ts, body)}
+    assert auditor.handle(headers, body)[0] == 200
+    clock[0] += 60
+    assert auditor.handle(headers, body)[0] == 200  # inside the window
+    clock[0] += 1
+    status, doc = auditor.handle(headers, body)
+    assert status == 401 and "window" in doc["reason"]
 
 
 def test_http_wrong_secret_is_401(serve):
@@ -734,7 +791,7 @@ def test_cli_help_documents_environment():
     out = subprocess.run([sys.executable, str(AUDITOR_DIR / "auditor.py"), "--help"],
                          capture_output=True, text=True, check=True).stdout
     for word in ("AUDITOR_LISTEN", "AUDITOR_EXPECTATIONS", "FLOE_AUDIT_SECRET", "AUDITOR_CATALOG_URI",
-                 "--secret-env", "--catalog-uri"):
+                 "--secret-env", "--catalog-uri", "--max-age", "AUDITOR_MAX_AGE", "X-Floe-Timestamp"):
         assert word in out
 
 
@@ -761,7 +818,8 @@ def test_cli_serves_from_environment(staged_table):
     env = dict(os.environ,
                AUDITOR_LISTEN=f"127.0.0.1:{port}",
                AUDITOR_EXPECTATIONS=str(AUDITOR_DIR / "expectations.json"),
-               FLOE_AUDIT_SECRET=SECRET.decode())
+               FLOE_AUDIT_SECRET=SECRET.decode(),
+               AUDITOR_MAX_AGE="30")
     proc = subprocess.Popen([sys.executable, str(AUDITOR_DIR / "auditor.py")], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
@@ -778,6 +836,7 @@ def test_cli_serves_from_environment(staged_table):
         doc = payload(**{"snapshot-id": staged_table["branch"],
                          "metadata-location": staged_table["metadata-location"]})
         assert post(url, doc, secret=None)[0] == 401
+        assert post(url, doc, timestamp=int(time.time()) - 100)[0] == 401  # AUDITOR_MAX_AGE=30
         status, verdict = post(url, doc)
         assert status == 200
         assert verdict["reason"] == "amount_positive: 1 row, known_currency: 1 row, status_domain: 1 row"
@@ -786,5 +845,5 @@ def test_cli_serves_from_environment(staged_table):
         _, err = proc.communicate(timeout=10)
     assert proc.returncode == 0
     audit_lines = [line for line in err.splitlines() if " audit run=" in line]
-    assert len(audit_lines) == 2  # one line per audit, the refused one included
+    assert len(audit_lines) == 3  # one line per audit, the refused ones included
     assert "verdict=reject" in audit_lines[-1] and "table=sales.orders" in audit_lines[-1]

@@ -327,3 +327,16 @@ def test_unknown_outcome_is_settled_later_once_the_database_is_back(
     assert wait_until(lambda: t.floe.get(t.url).status_code == 200, 15, 0.5)
     assert t.head() is None
     assert metadata_files(t) == head_files
+
+
+def test_a_row_without_a_metadata_location_does_not_crash_floe(fresh_floe, table, psql_bin):
+    """Not a state floe leaves behind, but the schema allows it: an edited
+    row gets an error answer, and floe keeps serving."""
+    url = database_url(fresh_floe)
+    uuid = table.metadata()["table-uuid"]
+    psql(psql_bin, url, f"UPDATE tables SET metadata_location = NULL WHERE table_uuid = '{uuid}'")
+    assert_error(fresh_floe.get(table.url), 500, "InternalServerError")
+    assert fresh_floe.get("/health").status_code == 200
+    r = table.commit([{"action": "set-properties", "updates": {"a": "b"}}])
+    assert r.status_code in (200, 503), describe(r)
+    assert fresh_floe.get("/health").status_code == 200

@@ -393,7 +393,6 @@ def test_publish_a_given_snapshot_of_the_branch(floe, table, hooks, webhooks):
 @pytest.mark.parametrize("reply", [
     pytest.param(Reply(200, b""), id="empty-200"),
     pytest.param(Reply(204), id="204"),
-    pytest.param(Reply(200, "looks fine to me"), id="text-200"),
     pytest.param(Reply(202, {"passed": True, "checks": 3}), id="202-passed"),
     pytest.param(Reply(200, {"status": "ok"}), id="json-without-passed"),
 ])
@@ -417,7 +416,8 @@ def test_any_2xx_without_passed_false_passes(floe, table, hooks, webhooks, reply
     pytest.param(Reply(200, {"passed": False, "reason": "row count dropped by 40%"}),
                  "row count dropped by 40%", id="passed-false"),
     pytest.param(Reply(403, {"reason": "amount_eur must be positive"}), "amount_eur must be positive", id="403"),
-    pytest.param(Reply(422, "currency USD is not allowed"), "currency USD is not allowed", id="422-text"),
+    pytest.param(Reply(422, {"passed": False, "reason": "currency USD is not allowed"}),
+                 "currency USD is not allowed", id="422"),
 ])
 def test_publish_rejected(floe, table, hooks, webhooks, reply, reason):
     t = table
@@ -459,16 +459,17 @@ def test_publish_rejected(floe, table, hooks, webhooks, reply, reason):
 
 def test_long_reason_is_truncated_not_lost(floe, table, hooks, webhooks):
     t = table
-    reason = "bad rows: " + "x" * 200_000
-    rcv = webhooks(Reply(422, reason))
+    reason = "bad rows: " + "x" * 50_000  # under the 64 KiB answer cap
+    rcv = webhooks(Reply(422, {"reason": reason}))
     hooks(floe, "verbose", rcv.url, scope=table_scope(t))
     run = t.stage()
     t.add_snapshot(run["branch"])
     err = assert_error(t.publish(run["id"]), 422, "AuditRejectedException")
     assert "bad rows: xxxx" in err["message"]
-    assert len(err["message"]) < 100_000, "the reason is not truncated"
+    assert len(err["message"]) < 1000, "the reason is not truncated"
     got = assert_ok_json(floe.get(t.run_url(run["id"])))
     assert got["audits"][0]["reason"].startswith("bad rows: xxxx")
+    assert len(got["audits"][0]["reason"].encode()) <= 256, "a reason is at most 256 bytes"
     assert t.head("main") == t.s1
 
 
@@ -601,10 +602,16 @@ def test_signature_headers_and_payload(floe, table, hooks, webhooks):
         assert req.header("X-Floe-Event") == "wap.audit", req.headers
         assert is_uuid(req.header("X-Floe-Delivery")), req.headers
 
-    # The receiver recomputed the HMAC-SHA256 of the raw body with the secret.
-    assert sreq.signature_valid is True, (sreq.header("X-Floe-Signature-256"), signature(secret, sreq.body))
-    assert sreq.header("X-Floe-Signature-256") == signature(secret, sreq.body)
-    assert sreq.header("X-Floe-Signature-256") != signature("another secret", sreq.body)
+    # The receiver recomputed the HMAC-SHA256 of "<timestamp>.<raw body>"
+    # with the secret; the timestamp is now, in Unix seconds.
+    ts = sreq.header("X-Floe-Timestamp")
+    assert ts is not None and re.fullmatch(r"\d+", ts), sreq.headers
+    assert abs(int(ts) - sent_at.timestamp()) < 30, (ts, sent_at)
+    assert sreq.signature_valid is True, (sreq.header("X-Floe-Signature-256"), signature(secret, ts, sreq.body))
+    assert sreq.header("X-Floe-Signature-256") == signature(secret, ts, sreq.body)
+    assert sreq.header("X-Floe-Signature-256") != signature("another secret", ts, sreq.body)
+    assert sreq.header("X-Floe-Signature-256") != signature(secret, int(ts) - 1, sreq.body), \
+        "the timestamp is not part of the signed string"
     assert ureq.header("X-Floe-Signature-256") is None, "a hook without a secret gets no signature"
     assert sreq.header("X-Floe-Delivery") != ureq.header("X-Floe-Delivery")
 

@@ -5,7 +5,7 @@ answers floe's audit calls the way a test tells it to: a status and a body,
 after a delay (to hang past floe's timeout), or with bytes that are not HTTP
 at all.  It records every request (method, path, headers, raw body) and,
 when given the shared secret, checks the ``X-Floe-Signature-256`` header by
-recomputing the HMAC-SHA256 of the raw body.
+recomputing the HMAC-SHA256 of ``"<X-Floe-Timestamp>.<raw body>"``.
 
 ``refused_url()`` gives a URL on a free port where nobody listens, so that
 a connection to it is refused.
@@ -39,10 +39,10 @@ def refused_url(path: str = "/audit") -> str:
     return f"http://127.0.0.1:{port}{path}"
 
 
-def signature(secret: str | bytes, body: bytes) -> str:
-    """The value of X-Floe-Signature-256 for a body: sha256=<hex HMAC-SHA256>."""
+def signature(secret: str | bytes, timestamp: str | int, body: bytes) -> str:
+    """The value of X-Floe-Signature-256: sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>."""
     key = secret.encode() if isinstance(secret, str) else secret
-    return "sha256=" + hmac.new(key, body, hashlib.sha256).hexdigest()
+    return "sha256=" + hmac.new(key, str(timestamp).encode() + b"." + body, hashlib.sha256).hexdigest()
 
 
 @dataclass
@@ -212,7 +212,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         req = Request(self.command, self.path, headers, body, time.monotonic())
         if rcv.secret is not None:
             got = headers.get("x-floe-signature-256")
-            req.signature_valid = got is not None and hmac.compare_digest(got, signature(rcv.secret, body))
+            ts = headers.get("x-floe-timestamp")
+            req.signature_valid = (got is not None and ts is not None
+                                   and hmac.compare_digest(got, signature(rcv.secret, ts, body)))
         rcv._record(req)
         reply = rcv._next_reply()
         if rcv.on_request is not None:

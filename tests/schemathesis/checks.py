@@ -1,0 +1,36 @@
+"""floe's own schemathesis checks, loaded by run.py (SCHEMATHESIS_HOOKS).
+
+iceberg_error_body: every answer of 400 and above is the Iceberg error
+body {"error": {"message", "type", "code"}} with code equal to the status
+(HEAD answers have no body), and a 5xx is only ever a 503 with Retry-After
+for a documented transient state (an audit hook that cannot give a verdict,
+a full queue, the database out of reach): never 500, 502 or 504.
+"""
+
+import json
+
+import schemathesis
+
+TRANSIENT_503 = {"AuditUnavailableException", "ServiceUnavailableException"}
+
+
+@schemathesis.check
+def iceberg_error_body(ctx, response, case):
+    status = response.status_code
+    if status < 400:
+        return None
+    if case.method.upper() != "HEAD":
+        try:
+            body = json.loads(response.content)
+        except ValueError:
+            raise AssertionError(f"{status} answer is not JSON: {response.content[:200]!r}") from None
+        err = body.get("error") if isinstance(body, dict) else None
+        if not (isinstance(err, dict) and set(body) == {"error"} and isinstance(err.get("message"), str)
+                and isinstance(err.get("type"), str) and err.get("code") == status):
+            raise AssertionError(f"{status} answer is not an Iceberg error body: {body!r}")
+    if status >= 500:
+        kind = None if case.method.upper() == "HEAD" else err["type"]
+        retry = {k.lower(): v for k, v in response.headers.items()}.get("retry-after")
+        if status != 503 or not retry or (kind is not None and kind not in TRANSIENT_503):
+            raise AssertionError(f"server error {status} {kind} (Retry-After: {retry!r})")
+    return None
