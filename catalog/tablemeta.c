@@ -9,6 +9,8 @@
  */
 #include "tablemeta.h"
 
+#include "idmap.h"
+
 #include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -140,14 +142,35 @@ static bool type_is_v3_only(const char *t)
 }
 
 /*
- * Walks a type, checking its shape and collecting ids. ids is an array of
- * every field, element, key and value id seen; format is the table's
- * format version (v3-only types and defaults are refused below v3).
+ * Walks a type, checking its shape and collecting ids: ids maps every
+ * field, element, key and value id to its type (borrowed; 0 for none), so
+ * a duplicate is found the moment it is seen, in one pass. format is the
+ * table's format version (v3-only types and defaults are refused below v3).
  */
-static bool walk_type(const json_t *type, int format, json_t *ids,
+struct schema_walk {
+	struct idmap *ids;
+	int format;
+	int64_t highest;
+};
+
+static bool walk_type(const json_t *type, struct schema_walk *w,
 		      struct floe_error *err);
 
-static bool walk_field(const json_t *f, int format, json_t *ids,
+static bool note_id(struct schema_walk *w, int64_t id, const json_t *type,
+		    struct floe_error *err)
+{
+	if (id < 0)
+		return bad(err, "schema: field id %" PRId64 " is negative", id);
+	if (idmap_has(w->ids, id))
+		return bad(err, "schema: field id %" PRId64 " is used twice", id);
+	if (!idmap_put(w->ids, id, (int64_t)(intptr_t)type))
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	if (id > w->highest)
+		w->highest = id;
+	return true;
+}
+
+static bool walk_field(const json_t *f, struct schema_walk *w,
 		       struct floe_error *err)
 {
 	int64_t id;
@@ -161,22 +184,23 @@ static bool walk_field(const json_t *f, int format, json_t *ids,
 	if (!json_is_boolean(json_object_get(f, "required")))
 		return bad(err, "schema: field '%s' needs a boolean 'required'",
 			   get_str(f, "name"));
-	if (format < 3) {
+	if (w->format < 3) {
 		json_t *d = json_object_get(f, "initial-default");
 		if (d != NULL && !json_is_null(d))
 			return bad(err, "schema: field '%s' has an initial-default, which needs format version 3",
 				   get_str(f, "name"));
 	}
-	json_array_append_new(ids, json_integer(id));
-	return walk_type(json_object_get(f, "type"), format, ids, err);
+	if (!note_id(w, id, json_object_get(f, "type"), err))
+		return false;
+	return walk_type(json_object_get(f, "type"), w, err);
 }
 
-static bool walk_type(const json_t *type, int format, json_t *ids,
+static bool walk_type(const json_t *type, struct schema_walk *w,
 		      struct floe_error *err)
 {
 	if (json_is_string(type)) {
 		const char *t = json_string_value(type);
-		if (format < 3 && type_is_v3_only(t))
+		if (w->format < 3 && type_is_v3_only(t))
 			return bad(err, "schema: type %s needs format version 3", t);
 		return true;
 	}
@@ -192,131 +216,122 @@ static bool walk_type(const json_t *type, int format, json_t *ids,
 		if (!json_is_array(fields))
 			return bad(err, "schema: a struct needs a 'fields' array");
 		json_array_foreach(fields, i, f) {
-			if (!walk_field(f, format, ids, err))
+			if (!walk_field(f, w, err))
 				return false;
 		}
 		return true;
 	}
 	if (strcmp(kind, "list") == 0) {
 		int64_t id;
-		if (!get_int(type, "element-id", "list type", NULL, &id, err))
+		if (!get_int(type, "element-id", "list type", NULL, &id, err) ||
+		    !note_id(w, id, json_object_get(type, "element"), err))
 			return false;
-		json_array_append_new(ids, json_integer(id));
-		return walk_type(json_object_get(type, "element"), format, ids, err);
+		return walk_type(json_object_get(type, "element"), w, err);
 	}
 	if (strcmp(kind, "map") == 0) {
 		int64_t kid, vid;
 		if (!get_int(type, "key-id", "map type", NULL, &kid, err) ||
-		    !get_int(type, "value-id", "map type", NULL, &vid, err))
+		    !get_int(type, "value-id", "map type", NULL, &vid, err) ||
+		    !note_id(w, kid, json_object_get(type, "key"), err) ||
+		    !note_id(w, vid, json_object_get(type, "value"), err))
 			return false;
-		json_array_append_new(ids, json_integer(kid));
-		json_array_append_new(ids, json_integer(vid));
-		return walk_type(json_object_get(type, "key"), format, ids, err) &&
-		       walk_type(json_object_get(type, "value"), format, ids, err);
+		return walk_type(json_object_get(type, "key"), w, err) &&
+		       walk_type(json_object_get(type, "value"), w, err);
 	}
 	return bad(err, "schema: unknown nested type '%s'", kind);
 }
 
-/* Checks a schema object; *highest gets its highest id (0 if none). */
+/*
+ * Checks a schema object; *highest gets its highest id (0 if none). With
+ * index, *index gets the map of its ids to their types (caller frees).
+ */
 static bool schema_check(const json_t *schema, int format, int64_t *highest,
-			 struct floe_error *err)
+			 struct idmap **index, struct floe_error *err)
 {
-	json_t *ids = json_array();
-	size_t i, j;
-	json_t *v;
+	struct schema_walk w = { idmap_new(64), format, 0 };
 	bool ok;
 
+	*highest = 0;
+	if (index != NULL)
+		*index = NULL;
+	if (w.ids == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
 	if (!json_is_object(schema)) {
-		json_decref(ids);
+		idmap_free(w.ids);
 		return bad(err, "schema must be an object");
 	}
-	ok = walk_type(schema, format, ids, err);
-	*highest = 0;
-	json_array_foreach(ids, i, v) {
-		int64_t id = json_integer_value(v);
-		if (!ok)
-			break;
-		if (id < 0) {
-			ok = bad(err, "schema: field id %" PRId64 " is negative", id);
-			break;
-		}
-		for (j = i + 1; j < json_array_size(ids); j++) {
-			if (json_integer_value(json_array_get(ids, j)) == id) {
-				ok = bad(err, "schema: field id %" PRId64 " is used twice", id);
-				break;
-			}
-		}
-		if (id > *highest)
-			*highest = id;
-	}
-	json_decref(ids);
+	ok = walk_type(schema, &w, err);
+	*highest = w.highest;
+	if (ok && index != NULL)
+		*index = w.ids;
+	else
+		idmap_free(w.ids);
 	return ok;
 }
 
-/* True when schema holds a field (at any depth) with this id. */
-static bool schema_has_id(const json_t *type, int64_t id)
+/* Adds every id of a stored type to index (first one wins); false only
+ * when out of memory. Stored metadata is not re-validated here. */
+static bool index_type(const json_t *type, struct idmap *index)
 {
-	if (!json_is_object(type))
-		return false;
 	const char *kind = get_str(type, "type");
-	if (kind == NULL)
-		return false;
+	size_t i;
+	json_t *f;
+
+	if (!json_is_object(type) || kind == NULL)
+		return true;
 	if (strcmp(kind, "struct") == 0) {
-		size_t i;
-		json_t *f;
 		json_array_foreach(json_object_get(type, "fields"), i, f) {
-			if (int_or(f, "id", -1) == id ||
-			    schema_has_id(json_object_get(f, "type"), id))
-				return true;
+			int64_t id = int_or(f, "id", -1);
+			const json_t *t = json_object_get(f, "type");
+			if (!idmap_has(index, id) &&
+			    !idmap_put(index, id, (int64_t)(intptr_t)t))
+				return false;
 		}
-		return false;
+		json_array_foreach(json_object_get(type, "fields"), i, f) {
+			if (!index_type(json_object_get(f, "type"), index))
+				return false;
+		}
+		return true;
 	}
-	if (strcmp(kind, "list") == 0)
-		return int_or(type, "element-id", -1) == id ||
-		       schema_has_id(json_object_get(type, "element"), id);
-	if (strcmp(kind, "map") == 0)
-		return int_or(type, "key-id", -1) == id ||
-		       int_or(type, "value-id", -1) == id ||
-		       schema_has_id(json_object_get(type, "key"), id) ||
-		       schema_has_id(json_object_get(type, "value"), id);
-	return false;
+	const char *const keys[][2] = { { "element-id", "element" },
+					{ "key-id", "key" }, { "value-id", "value" } };
+	for (size_t k = 0; k < 3; k++) {
+		json_t *idv = json_object_get(type, keys[k][0]);
+		const json_t *t = json_object_get(type, keys[k][1]);
+		if (!json_is_integer(idv))
+			continue;
+		if (!idmap_has(index, json_integer_value(idv)) &&
+		    !idmap_put(index, json_integer_value(idv), (int64_t)(intptr_t)t))
+			return false;
+		if (!index_type(t, index))
+			return false;
+	}
+	return true;
 }
 
-/* The type of the field (or element, key, value) with this id, or NULL. */
-static const json_t *schema_find_type(const json_t *type, int64_t id)
+/* The ids of a stored schema mapped to their types (new; caller frees),
+ * or NULL with FE_INTERNAL when out of memory. */
+static struct idmap *schema_index(const json_t *schema, struct floe_error *err)
 {
-	if (!json_is_object(type))
-		return NULL;
-	const char *kind = get_str(type, "type");
-	const json_t *t;
-	if (kind == NULL)
-		return NULL;
-	if (strcmp(kind, "struct") == 0) {
-		size_t i;
-		json_t *f;
-		json_array_foreach(json_object_get(type, "fields"), i, f) {
-			if (int_or(f, "id", -1) == id)
-				return json_object_get(f, "type");
-			if ((t = schema_find_type(json_object_get(f, "type"), id)) != NULL)
-				return t;
-		}
+	struct idmap *index = idmap_new(64);
+
+	if (index == NULL || !index_type(schema, index)) {
+		idmap_free(index);
+		floe_err(err, FE_INTERNAL, "out of memory");
 		return NULL;
 	}
-	if (strcmp(kind, "list") == 0) {
-		if (int_or(type, "element-id", -1) == id)
-			return json_object_get(type, "element");
-		return schema_find_type(json_object_get(type, "element"), id);
-	}
-	if (strcmp(kind, "map") == 0) {
-		if (int_or(type, "key-id", -1) == id)
-			return json_object_get(type, "key");
-		if (int_or(type, "value-id", -1) == id)
-			return json_object_get(type, "value");
-		if ((t = schema_find_type(json_object_get(type, "key"), id)) != NULL)
-			return t;
-		return schema_find_type(json_object_get(type, "value"), id);
-	}
-	return NULL;
+	return index;
+}
+
+/* The type of the field (or element, key, value) id in a schema index, or
+ * NULL; *found tells whether the id is in the schema at all. */
+static const json_t *index_find_type(const struct idmap *index, int64_t id,
+				     bool *found)
+{
+	int64_t v = 0;
+
+	*found = idmap_get(index, id, &v);
+	return *found ? (const json_t *)(intptr_t)v : NULL;
 }
 
 static bool type_in(const char *t, const char *const *set)
@@ -393,35 +408,17 @@ static bool transform_check(const char *tr, const json_t *type, const char *what
 
 /* --- fresh ids for createTable --- */
 
-struct idmap {
-	json_t *map;    /* object: decimal old id -> new id */
-	int64_t next;   /* last id assigned */
+struct fresh_ids {
+	struct idmap *map; /* old id -> new id */
+	int64_t next;      /* last id assigned */
 };
-
-static bool idmap_put(struct idmap *m, int64_t old, int64_t fresh)
-{
-	char key[32];
-	snprintf(key, sizeof(key), "%" PRId64, old);
-	return json_object_set_new(m->map, key, json_integer(fresh)) == 0;
-}
-
-static bool idmap_get(const struct idmap *m, int64_t old, int64_t *fresh)
-{
-	char key[32];
-	snprintf(key, sizeof(key), "%" PRId64, old);
-	json_t *v = json_object_get(m->map, key);
-	if (v == NULL)
-		return false;
-	*fresh = json_integer_value(v);
-	return true;
-}
 
 /*
  * Renumbers a type in place as Iceberg's AssignFreshIds does: every
  * direct field of a struct first, then each field's type in order; a
  * list's element id, a map's key and value ids, before recursing.
  */
-static bool reassign_type(json_t *type, struct idmap *m)
+static bool reassign_type(json_t *type, struct fresh_ids *m)
 {
 	if (!json_is_object(type))
 		return true;
@@ -432,7 +429,7 @@ static bool reassign_type(json_t *type, struct idmap *m)
 		json_t *f;
 		json_array_foreach(fields, i, f) {
 			int64_t fresh = ++m->next;
-			if (!idmap_put(m, int_or(f, "id", -1), fresh) ||
+			if (!idmap_put(m->map, int_or(f, "id", -1), fresh) ||
 			    !set_int(f, "id", fresh))
 				return false;
 		}
@@ -444,7 +441,7 @@ static bool reassign_type(json_t *type, struct idmap *m)
 	}
 	if (strcmp(kind, "list") == 0) {
 		int64_t fresh = ++m->next;
-		if (!idmap_put(m, int_or(type, "element-id", -1), fresh) ||
+		if (!idmap_put(m->map, int_or(type, "element-id", -1), fresh) ||
 		    !set_int(type, "element-id", fresh))
 			return false;
 		return reassign_type(json_object_get(type, "element"), m);
@@ -452,9 +449,9 @@ static bool reassign_type(json_t *type, struct idmap *m)
 	if (strcmp(kind, "map") == 0) {
 		int64_t k = ++m->next;
 		int64_t v = ++m->next;
-		if (!idmap_put(m, int_or(type, "key-id", -1), k) ||
+		if (!idmap_put(m->map, int_or(type, "key-id", -1), k) ||
 		    !set_int(type, "key-id", k) ||
-		    !idmap_put(m, int_or(type, "value-id", -1), v) ||
+		    !idmap_put(m->map, int_or(type, "value-id", -1), v) ||
 		    !set_int(type, "value-id", v))
 			return false;
 		return reassign_type(json_object_get(type, "key"), m) &&
@@ -474,12 +471,14 @@ static bool valid_null_order(const char *n)
 	       (strcmp(n, "nulls-first") == 0 || strcmp(n, "nulls-last") == 0);
 }
 
-/* Checks a sort field; schema is the schema its source-id must be in
- * (NULL: not checked). */
-static bool sort_field_check(const json_t *f, const json_t *schema,
+/* Checks a sort field; schema is the index (schema_check, schema_index)
+ * of the schema its source-id must be in (NULL: not checked). */
+static bool sort_field_check(const json_t *f, const struct idmap *schema,
 			     struct floe_error *err)
 {
 	int64_t src;
+	bool found = false;
+	const json_t *type = NULL;
 
 	if (!json_is_object(f))
 		return bad(err, "sort order: a field must be an object");
@@ -491,16 +490,20 @@ static bool sort_field_check(const json_t *f, const json_t *schema,
 		return bad(err, "sort field: 'direction' must be asc or desc");
 	if (!valid_null_order(get_str(f, "null-order")))
 		return bad(err, "sort field: 'null-order' must be nulls-first or nulls-last");
-	if (schema != NULL && !schema_has_id(schema, src))
-		return bad(err, "sort order: source id %" PRId64 " is not in the current schema", src);
-	return transform_check(get_str(f, "transform"),
-			       schema ? schema_find_type(schema, src) : NULL, "sort field", err);
+	if (schema != NULL) {
+		type = index_find_type(schema, src, &found);
+		if (!found)
+			return bad(err, "sort order: source id %" PRId64 " is not in the current schema", src);
+	}
+	return transform_check(get_str(f, "transform"), type, "sort field", err);
 }
 
-static bool partition_field_check(const json_t *f, const json_t *schema,
+static bool partition_field_check(const json_t *f, const struct idmap *schema,
 				  struct floe_error *err)
 {
 	int64_t src;
+	bool found = false;
+	const json_t *type = NULL;
 
 	if (!json_is_object(f))
 		return bad(err, "partition spec: a field must be an object");
@@ -510,11 +513,12 @@ static bool partition_field_check(const json_t *f, const json_t *schema,
 		return bad(err, "partition field: 'transform' must be a string");
 	if (!json_is_string(json_object_get(f, "name")))
 		return bad(err, "partition field: 'name' must be a string");
-	if (schema != NULL && !schema_has_id(schema, src))
-		return bad(err, "partition spec: source id %" PRId64 " is not in the current schema", src);
-	return transform_check(get_str(f, "transform"),
-			       schema ? schema_find_type(schema, src) : NULL,
-			       "partition field", err);
+	if (schema != NULL) {
+		type = index_find_type(schema, src, &found);
+		if (!found)
+			return bad(err, "partition spec: source id %" PRId64 " is not in the current schema", src);
+	}
+	return transform_check(get_str(f, "transform"), type, "partition field", err);
 }
 
 static const char *const reserved_properties[] = {
@@ -630,7 +634,8 @@ json_t *tablemeta_create(const json_t *request, const char *location,
 	json_t *spec = NULL;
 	json_t *order = NULL;
 	json_t *props = NULL;
-	struct idmap ids = { json_object(), 0 };
+	struct fresh_ids ids = { idmap_new(64), 0 };
+	struct idmap *rindex = NULL;
 	const json_t *rprops = json_object_get(request, "properties");
 	int format = 2;
 	int64_t highest;
@@ -655,7 +660,7 @@ json_t *tablemeta_create(const json_t *request, const char *location,
 		bad(err, "missing required field 'schema'");
 		goto fail;
 	}
-	if (!schema_check(rschema, format, &highest, err))
+	if (!schema_check(rschema, format, &highest, &rindex, err))
 		goto fail;
 
 	/* Schema: fresh ids, schema-id 0, identifier fields remapped. */
@@ -677,7 +682,7 @@ json_t *tablemeta_create(const json_t *request, const char *location,
 		json_array_foreach(idf, i, v) {
 			int64_t fresh;
 			if (!json_is_integer(v) ||
-			    !idmap_get(&ids, json_integer_value(v), &fresh)) {
+			    !idmap_get(ids.map, json_integer_value(v), &fresh)) {
 				json_decref(fresh_idf);
 				bad(err, "schema: identifier field %s is not in the schema",
 				    json_is_integer(v) ? "id" : "(not an integer)");
@@ -704,9 +709,9 @@ json_t *tablemeta_create(const json_t *request, const char *location,
 		}
 		json_array_foreach(rf, i, f) {
 			int64_t src;
-			if (!partition_field_check(f, rschema, err))
+			if (!partition_field_check(f, rindex, err))
 				goto fail;
-			if (!idmap_get(&ids, int_or(f, "source-id", -1), &src)) {
+			if (!idmap_get(ids.map, int_or(f, "source-id", -1), &src)) {
 				bad(err, "partition-spec: source id %" PRId64 " is not in the schema",
 				    int_or(f, "source-id", -1));
 				goto fail;
@@ -741,9 +746,9 @@ json_t *tablemeta_create(const json_t *request, const char *location,
 		json_t *f;
 		json_array_foreach(rof, i, f) {
 			int64_t src;
-			if (!sort_field_check(f, rschema, err))
+			if (!sort_field_check(f, rindex, err))
 				goto fail;
-			if (!idmap_get(&ids, int_or(f, "source-id", -1), &src)) {
+			if (!idmap_get(ids.map, int_or(f, "source-id", -1), &src)) {
 				bad(err, "write-order: source id %" PRId64 " is not in the schema",
 				    int_or(f, "source-id", -1));
 				goto fail;
@@ -810,7 +815,8 @@ fail:
 	json_decref(m);
 	m = NULL;
 done:
-	json_decref(ids.map);
+	idmap_free(ids.map);
+	idmap_free(rindex);
 	json_decref(schema);
 	json_decref(spec);
 	json_decref(order);
@@ -1046,7 +1052,7 @@ static bool up_add_schema(struct apply *a, const json_t *u, struct floe_error *e
 
 	if (schema == NULL)
 		return bad(err, "add-schema: missing required field 'schema'");
-	if (!schema_check(schema, format_of(a->m), &highest, err))
+	if (!schema_check(schema, format_of(a->m), &highest, NULL, err))
 		return false;
 	int64_t last_col = int_or(a->m, "last-column-id", 0);
 	int64_t new_last = highest > last_col ? highest : last_col;
@@ -1145,6 +1151,9 @@ static bool up_add_spec(struct apply *a, const json_t *u, struct floe_error *err
 		return bad(err, "add-spec: 'spec' must be an object with a 'fields' array");
 	if (schema == NULL)
 		return bad(err, "add-spec: the table has no current schema");
+	struct idmap *index = schema_index(schema, err);
+	if (index == NULL)
+		return false;
 	int64_t last_pid = int_or(a->m, "last-partition-id",
 				  PARTITION_DATA_ID_START - 1);
 	int64_t next_pid = last_pid;
@@ -1152,9 +1161,10 @@ static bool up_add_spec(struct apply *a, const json_t *u, struct floe_error *err
 	json_array_foreach(fields, i, f) {
 		bool present;
 		int64_t fid = 0;
-		if (!partition_field_check(f, schema, err) ||
+		if (!partition_field_check(f, index, err) ||
 		    !get_int(f, "field-id", "partition field", &present, &fid, err)) {
 			json_decref(nfields);
+			idmap_free(index);
 			return false;
 		}
 		if (!present)
@@ -1162,6 +1172,7 @@ static bool up_add_spec(struct apply *a, const json_t *u, struct floe_error *err
 		if (format_of(a->m) == 1 &&
 		    fid != PARTITION_DATA_ID_START + (int64_t)i) {
 			json_decref(nfields);
+			idmap_free(index);
 			return bad(err, "add-spec: a v1 spec needs sequential field ids from %d",
 				   PARTITION_DATA_ID_START);
 		}
@@ -1171,6 +1182,7 @@ static bool up_add_spec(struct apply *a, const json_t *u, struct floe_error *err
 		if (fid > next_pid)
 			next_pid = fid;
 	}
+	idmap_free(index);
 	json_t *s;
 	int64_t found = NONE_ADDED;
 	json_array_foreach(specs, i, s) {
@@ -1220,10 +1232,19 @@ static bool up_add_sort_order(struct apply *a, const json_t *u, struct floe_erro
 
 	if (!json_is_object(order) || !json_is_array(fields))
 		return bad(err, "add-sort-order: 'sort-order' must be an object with a 'fields' array");
-	json_array_foreach(fields, i, f) {
-		if (!sort_field_check(f, json_array_size(fields) ? schema : NULL, err))
+	struct idmap *index = NULL;
+	if (json_array_size(fields) > 0 && schema != NULL) {
+		index = schema_index(schema, err);
+		if (index == NULL)
 			return false;
 	}
+	json_array_foreach(fields, i, f) {
+		if (!sort_field_check(f, index, err)) {
+			idmap_free(index);
+			return false;
+		}
+	}
+	idmap_free(index);
 	if (json_array_size(fields) > 0 && schema == NULL)
 		return bad(err, "add-sort-order: the table has no current schema");
 	int64_t found = NONE_ADDED;
@@ -1858,22 +1879,32 @@ static bool spec_fits_schema(const json_t *m, struct floe_error *err)
 					 int_or(m, "default-sort-order-id", -1), NULL);
 	size_t i;
 	json_t *f;
+	bool ok = true;
 
 	if (schema == NULL)
 		return true;
+	struct idmap *index = schema_index(schema, err);
+	if (index == NULL)
+		return false;
 	json_array_foreach(json_object_get(spec, "fields"), i, f) {
-		if (!schema_has_id(schema, int_or(f, "source-id", -1)))
-			return bad(err, "the default partition spec uses field %" PRId64
-				   ", which the current schema no longer has; evolve the spec first",
-				   int_or(f, "source-id", -1));
+		if (!idmap_has(index, int_or(f, "source-id", -1))) {
+			ok = bad(err, "the default partition spec uses field %" PRId64
+				 ", which the current schema no longer has; evolve the spec first",
+				 int_or(f, "source-id", -1));
+			goto done;
+		}
 	}
 	json_array_foreach(json_object_get(order, "fields"), i, f) {
-		if (!schema_has_id(schema, int_or(f, "source-id", -1)))
-			return bad(err, "the default sort order uses field %" PRId64
-				   ", which the current schema no longer has; change the sort order first",
-				   int_or(f, "source-id", -1));
+		if (!idmap_has(index, int_or(f, "source-id", -1))) {
+			ok = bad(err, "the default sort order uses field %" PRId64
+				 ", which the current schema no longer has; change the sort order first",
+				 int_or(f, "source-id", -1));
+			goto done;
+		}
 	}
-	return true;
+done:
+	idmap_free(index);
+	return ok;
 }
 
 static bool finish(struct apply *a, const json_t *base, const char *base_location,
