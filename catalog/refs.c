@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "idmap.h"
 #include "store.h"
 #include "tablemeta.h"
 
@@ -31,18 +32,40 @@ json_t *refs_json(const char *name, const json_t *ref)
 
 bool refs_is_ancestor(const json_t *m, long long ancestor, long long id)
 {
-	size_t guard = json_array_size(json_object_get(m, "snapshots")) + 1;
+	const json_t *snaps = json_object_get(m, "snapshots");
+	size_t guard = json_array_size(snaps) + 1;
+	struct idmap *parents = idmap_new(json_array_size(snaps));
+	size_t i;
+	json_t *s;
+	bool found = false;
 
-	while (guard-- > 0) {
-		if (id == ancestor)
-			return true;
-		const json_t *snap = tablemeta_snapshot(m, id);
-		json_t *parent = snap ? json_object_get(snap, "parent-snapshot-id") : NULL;
-		if (!json_is_integer(parent))
+	/* One map of snapshot -> parent: a walk down a long history is then
+	 * linear, not a scan of every snapshot per step. */
+	if (parents == NULL)
+		return false;
+	json_array_foreach(snaps, i, s) {
+		json_t *sid = json_object_get(s, "snapshot-id");
+		json_t *parent = json_object_get(s, "parent-snapshot-id");
+		if (!json_is_integer(sid) || idmap_has(parents, json_integer_value(sid)))
+			continue;
+		if (!idmap_put(parents, json_integer_value(sid),
+			       json_is_integer(parent) ? json_integer_value(parent) : -1)) {
+			idmap_free(parents);
 			return false;
-		id = json_integer_value(parent);
+		}
 	}
-	return false;
+	while (guard-- > 0) {
+		int64_t parent;
+		if (id == ancestor) {
+			found = true;
+			break;
+		}
+		if (!idmap_get(parents, id, &parent) || parent == -1)
+			break;
+		id = parent;
+	}
+	idmap_free(parents);
+	return found;
 }
 
 json_t *refs_list(struct store *s, const struct ns_ident *ns, const char *table,

@@ -187,12 +187,15 @@ static bool location_writable(const struct table_env *env, const char *location,
 		return false;
 	ok = strncmp(path, env->warehouse_path, wl) == 0 && path[wl] == '/' &&
 	     path[wl + 1] != '\0';
-	free(path);
-	if (!ok)
+	if (!ok) {
+		free(path);
 		return floe_err(err, FE_BAD_REQUEST,
 				"table location %s is outside the warehouse %s",
 				location, env->warehouse);
-	return true;
+	}
+	ok = fileio_location_fits(path, err);
+	free(path);
+	return ok;
 }
 
 /* A table location floe may use: inside the warehouse, and neither
@@ -515,17 +518,10 @@ static json_t *commit_create(struct store *s, const struct table_env *env,
 	if (exists)
 		return floe_err(err, FE_COMMIT_FAILED,
 				"Requirement failed: table already exists (assert-create)"), NULL;
-	/* A uuid of our own comes first; the client's assign-uuid wins. */
-	json_t *all = json_array();
-	if (!uuid_v4(uuid) || all == NULL) {
-		json_decref(all);
-		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
-	}
-	json_array_append_new(all, json_pack("{s:s, s:s}", "action", "assign-uuid",
-					     "uuid", uuid));
-	json_array_extend(all, (json_t *)updates);
-	json_t *m = tablemeta_apply_create(all, now_ms(), err);
-	json_decref(all);
+	/* A uuid of our own unless the client assigns one. */
+	if (!uuid_v4(uuid))
+		return floe_err(err, FE_INTERNAL, "no randomness for a table uuid"), NULL;
+	json_t *m = tablemeta_apply_create(updates, uuid, now_ms(), err);
 	if (m == NULL)
 		return NULL;
 	if (!create_row(s, env, ns, name, m, &loc, err)) {

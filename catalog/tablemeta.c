@@ -10,6 +10,7 @@
 #include "tablemeta.h"
 
 #include "idmap.h"
+#include "uuid.h"
 
 #include <stdarg.h>
 #include <inttypes.h>
@@ -980,12 +981,178 @@ struct apply {
 	json_t *added_schemas;   /* ids added in this commit */
 	json_t *added_specs;
 	json_t *added_orders;
-	json_t *added_snapshots; /* snapshot ids added in this commit */
+	struct idmap *added_snapshots; /* snapshot ids added in this commit */
 	json_t *main_targets;    /* snapshot ids main was set to, in order */
 	bool snapshots_removed;
+	/*
+	 * Built on first use, so a commit of thousands of updates on a table
+	 * of thousands of snapshots stays linear. Removed entries become JSON
+	 * null holes (positions stay valid) until finish() compacts them.
+	 */
+	struct idmap *snapshot_index;  /* snapshot id -> position in snapshots */
+	struct idmap *stats_index[2];  /* snapshot id -> position in stats_lists[k] */
+	struct idmap *removed;         /* snapshots removed here whose refs remain */
+	bool holes;
 };
 
 #define NONE_ADDED (-2)
+
+static const char *const stats_lists[2] = { "statistics", "partition-statistics" };
+
+static bool oom(struct floe_error *err)
+{
+	return floe_err(err, FE_INTERNAL, "out of memory");
+}
+
+/*
+ * A new index of array: the integer field key of each object -> its
+ * position. The first entry wins; with drop_duplicates a later entry with
+ * the same id becomes a hole (*holes is set), as a replace by id would
+ * leave one entry. NULL when out of memory.
+ */
+static struct idmap *index_array(json_t *array, const char *key,
+				 bool drop_duplicates, bool *holes,
+				 struct floe_error *err)
+{
+	struct idmap *index = idmap_new(json_array_size(array));
+	size_t i;
+	json_t *e;
+
+	if (index == NULL)
+		return oom(err), NULL;
+	json_array_foreach(array, i, e) {
+		json_t *v = json_object_get(e, key);
+		if (!json_is_integer(v))
+			continue;
+		if (idmap_has(index, json_integer_value(v))) {
+			if (drop_duplicates) {
+				json_array_set_new(array, i, json_null());
+				*holes = true;
+			}
+			continue;
+		}
+		if (!idmap_put(index, json_integer_value(v), (int64_t)i)) {
+			idmap_free(index);
+			return oom(err), NULL;
+		}
+	}
+	return index;
+}
+
+static struct idmap *snapshot_index(struct apply *a, struct floe_error *err)
+{
+	if (a->snapshot_index == NULL)
+		a->snapshot_index = index_array(array_field(a->m, "snapshots"),
+						"snapshot-id", false, &a->holes, err);
+	return a->snapshot_index;
+}
+
+static struct idmap *stats_index(struct apply *a, size_t k, struct floe_error *err)
+{
+	if (a->stats_index[k] == NULL)
+		a->stats_index[k] = index_array(array_field(a->m, stats_lists[k]),
+						"snapshot-id", true, &a->holes, err);
+	return a->stats_index[k];
+}
+
+/* The snapshot with this id in the working copy (borrowed), or NULL; *ok
+ * false when out of memory. */
+static const json_t *apply_snapshot(struct apply *a, int64_t id, bool *ok,
+				    struct floe_error *err)
+{
+	struct idmap *index = snapshot_index(a, err);
+	int64_t pos;
+
+	*ok = index != NULL;
+	if (index == NULL || !idmap_get(index, id, &pos))
+		return NULL;
+	return json_array_get(json_object_get(a->m, "snapshots"), (size_t)pos);
+}
+
+/* Drops the entry for snapshot id from stats_lists[k] (leaves a hole). */
+static bool drop_stats(struct apply *a, size_t k, int64_t id, bool *dropped,
+		       struct floe_error *err)
+{
+	struct idmap *index = stats_index(a, k, err);
+	int64_t pos;
+
+	*dropped = false;
+	if (index == NULL)
+		return false;
+	if (!idmap_get(index, id, &pos))
+		return true;
+	json_array_set_new(json_object_get(a->m, stats_lists[k]), (size_t)pos,
+			   json_null());
+	idmap_del(index, id);
+	a->holes = true;
+	*dropped = true;
+	return true;
+}
+
+/*
+ * Drops the refs that point at a snapshot removed in this commit (only at
+ * snapshot *only when given), as Java's remove-snapshots does at once;
+ * main going means no current snapshot.
+ */
+static void drop_removed_refs(struct apply *a, const int64_t *only)
+{
+	json_t *refs = object_field(a->m, "refs");
+	const char *name;
+	json_t *ref;
+	void *tmp;
+
+	json_object_foreach_safe(refs, tmp, name, ref) {
+		int64_t target = int_or(ref, "snapshot-id", -1);
+		bool gone = only != NULL ? target == *only
+					 : idmap_has(a->removed, target);
+		if (!gone)
+			continue;
+		if (strcmp(name, "main") == 0)
+			set_int(a->m, "current-snapshot-id", -1);
+		json_object_del(refs, name);
+	}
+}
+
+/* Removes the holes of array in one pass. */
+static void compact(json_t *array)
+{
+	size_t n = json_array_size(array);
+	size_t keep = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(array, i);
+		if (json_is_null(e))
+			continue;
+		if (keep != i)
+			json_array_set(array, keep, e);
+		keep++;
+	}
+	while (json_array_size(array) > keep)
+		json_array_remove(array, json_array_size(array) - 1);
+}
+
+/* Brings the working copy back to plain metadata: refs of removed
+ * snapshots dropped, holes gone, indexes forgotten. */
+static void settle_removals(struct apply *a)
+{
+	if (a->removed != NULL) {
+		drop_removed_refs(a, NULL);
+		idmap_free(a->removed);
+		a->removed = NULL;
+	}
+	if (a->holes) {
+		compact(array_field(a->m, "snapshots"));
+		for (size_t k = 0; k < 2; k++)
+			compact(array_field(a->m, stats_lists[k]));
+		a->holes = false;
+	}
+	idmap_free(a->snapshot_index);
+	a->snapshot_index = NULL;
+	for (size_t k = 0; k < 2; k++) {
+		idmap_free(a->stats_index[k]);
+		a->stats_index[k] = NULL;
+	}
+}
 
 static bool int_array_has(const json_t *arr, int64_t v)
 {
@@ -1014,9 +1181,17 @@ static bool up_assign_uuid(struct apply *a, const json_t *u, struct floe_error *
 	const char *uuid = get_str(u, "uuid");
 	if (uuid == NULL)
 		return bad(err, "assign-uuid: missing required field 'uuid'");
+	if (!uuid_is_canonical(uuid))
+		return bad(err, "assign-uuid: '%.64s' is not a UUID (8-4-4-4-12 hex digits)",
+			   uuid);
+	/* As in Java's TableMetadata.Builder: the same uuid is a no-op, a
+	 * table that has one keeps it. */
 	const char *cur = get_str(a->m, "table-uuid");
-	if (cur != NULL && strcmp(cur, uuid) == 0)
+	if (cur != NULL && strcasecmp(cur, uuid) == 0)
 		return true;
+	if (cur != NULL)
+		return bad(err, "Cannot reassign uuid: the table's uuid is %s, not %s",
+			   cur, uuid);
 	json_object_set_new(a->m, "table-uuid", json_string(uuid));
 	a->changed = true;
 	return true;
@@ -1314,8 +1489,15 @@ static bool up_add_snapshot(struct apply *a, const json_t *u, struct floe_error 
 	if (summary != NULL && !json_is_null(summary) &&
 	    (!json_is_object(summary) || !json_is_string(json_object_get(summary, "operation"))))
 		return bad(err, "snapshot %" PRId64 ": 'summary' must be an object with an 'operation'", id);
-	if (find_by_id(snaps, "snapshot-id", id, NULL) != NULL)
+	struct idmap *index = snapshot_index(a, err);
+	if (index == NULL)
+		return false;
+	if (idmap_has(index, id))
 		return bad(err, "Snapshot already exists for id: %" PRId64, id);
+	/* Re-adding an id removed earlier in this commit: the old snapshot's
+	 * refs go now, not with the new one at the end. */
+	if (a->removed != NULL && idmap_del(a->removed, id))
+		drop_removed_refs(a, &id);
 
 	int64_t last_seq = int_or(a->m, "last-sequence-number", 0);
 	if (format >= 2 && has_parent && seq <= last_seq)
@@ -1362,10 +1544,12 @@ static bool up_add_snapshot(struct apply *a, const json_t *u, struct floe_error 
 		}
 		set_int(a->m, "next-row-id", next_row + added_rows);
 	}
-	json_array_append_new(snaps, copy);
+	if (json_array_append_new(snaps, copy) != 0 ||
+	    !idmap_put(index, id, (int64_t)json_array_size(snaps) - 1) ||
+	    !idmap_put(a->added_snapshots, id, 1))
+		return oom(err);
 	if (format >= 2 && has_seq && seq > last_seq)
 		set_int(a->m, "last-sequence-number", seq);
-	json_array_append_new(a->added_snapshots, json_integer(id));
 	a->changed = true;
 	return true;
 }
@@ -1380,14 +1564,11 @@ static bool ref_retention(const json_t *u, const char *key, bool *present,
 	return true;
 }
 
-static void log_main_change(struct apply *a, int64_t id)
+static void log_main_change(struct apply *a, const json_t *snap, int64_t id)
 {
 	int64_t ts = a->now;
-	if (int_array_has(a->added_snapshots, id)) {
-		const json_t *s = find_by_id(json_object_get(a->m, "snapshots"),
-					     "snapshot-id", id, NULL);
-		ts = int_or(s, "timestamp-ms", a->now);
-	}
+	if (idmap_has(a->added_snapshots, id))
+		ts = int_or(snap, "timestamp-ms", a->now);
 	json_array_append_new(array_field(a->m, "snapshot-log"),
 			      json_pack("{s:I, s:I}", "timestamp-ms", (json_int_t)ts,
 					"snapshot-id", (json_int_t)id));
@@ -1421,7 +1602,11 @@ static bool up_set_snapshot_ref(struct apply *a, const json_t *u, struct floe_er
 		return bad(err, "set-snapshot-ref: tags do not take min-snapshots-to-keep or max-snapshot-age-ms");
 	if (strcmp(name, "main") == 0 && strcmp(kind, "branch") != 0)
 		return bad(err, "set-snapshot-ref: main must be a branch");
-	if (find_by_id(json_object_get(a->m, "snapshots"), "snapshot-id", id, NULL) == NULL)
+	bool ok;
+	const json_t *snap = apply_snapshot(a, id, &ok, err);
+	if (!ok)
+		return false;
+	if (snap == NULL)
 		return bad(err, "Cannot set %s to unknown snapshot: %" PRId64, name, id);
 
 	json_t *ref = json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)id, "type", kind);
@@ -1439,7 +1624,7 @@ static bool up_set_snapshot_ref(struct apply *a, const json_t *u, struct floe_er
 	json_object_set_new(refs, name, ref);
 	if (strcmp(name, "main") == 0) {
 		set_int(a->m, "current-snapshot-id", id);
-		log_main_change(a, id);
+		log_main_change(a, snap, id);
 	}
 	a->changed = true;
 	return true;
@@ -1461,14 +1646,6 @@ static bool up_remove_snapshot_ref(struct apply *a, const json_t *u, struct floe
 	return true;
 }
 
-/* Drops entries of array whose "snapshot-id" is id. */
-static void drop_by_snapshot(json_t *array, int64_t id)
-{
-	size_t idx;
-	while (find_by_id(array, "snapshot-id", id, &idx) != NULL)
-		json_array_remove(array, idx);
-}
-
 static bool up_remove_snapshots(struct apply *a, const json_t *u, struct floe_error *err)
 {
 	const json_t *ids = json_object_get(u, "snapshot-ids");
@@ -1482,25 +1659,28 @@ static bool up_remove_snapshots(struct apply *a, const json_t *u, struct floe_er
 		if (!json_is_integer(v))
 			return bad(err, "remove-snapshots: 'snapshot-ids' must be an array of integers");
 	}
+	struct idmap *index = snapshot_index(a, err);
+	if (index == NULL)
+		return false;
+	/* Each removal is O(1): a hole in the arrays and an entry in
+	 * a->removed; refs and holes are settled once, in finish(). */
 	json_array_foreach(ids, i, v) {
 		int64_t id = json_integer_value(v);
-		size_t idx;
-		if (find_by_id(snaps, "snapshot-id", id, &idx) == NULL)
+		int64_t pos;
+		bool dropped;
+		if (!idmap_get(index, id, &pos))
 			continue;
-		json_array_remove(snaps, idx);
-		drop_by_snapshot(array_field(a->m, "statistics"), id);
-		drop_by_snapshot(array_field(a->m, "partition-statistics"), id);
-		json_t *refs = object_field(a->m, "refs");
-		const char *name;
-		json_t *ref;
-		void *tmp;
-		json_object_foreach_safe(refs, tmp, name, ref) {
-			if (int_or(ref, "snapshot-id", -1) == id) {
-				if (strcmp(name, "main") == 0)
-					set_int(a->m, "current-snapshot-id", -1);
-				json_object_del(refs, name);
-			}
+		json_array_set_new(snaps, (size_t)pos, json_null());
+		idmap_del(index, id);
+		a->holes = true;
+		for (size_t k = 0; k < 2; k++) {
+			if (!drop_stats(a, k, id, &dropped, err))
+				return false;
 		}
+		if (a->removed == NULL)
+			a->removed = idmap_new(json_array_size(ids));
+		if (a->removed == NULL || !idmap_put(a->removed, id, 1))
+			return oom(err);
 		a->snapshots_removed = true;
 		a->changed = true;
 	}
@@ -1568,12 +1748,13 @@ static bool up_remove_properties(struct apply *a, const json_t *u, struct floe_e
 	return true;
 }
 
-/* set-statistics and set-partition-statistics: replace by snapshot id. */
+/* set-statistics and set-partition-statistics: replace by snapshot id
+ * (k: the index of the list in stats_lists). */
 static bool set_stats(struct apply *a, const json_t *u, const char *field,
-		      const char *list, struct floe_error *err)
+		      size_t k, struct floe_error *err)
 {
 	const json_t *st = json_object_get(u, field);
-	int64_t id;
+	int64_t id, pos;
 
 	if (!json_is_object(st))
 		return bad(err, "missing required field '%s'", field);
@@ -1581,30 +1762,33 @@ static bool set_stats(struct apply *a, const json_t *u, const char *field,
 		return false;
 	if (!json_is_string(json_object_get(st, "statistics-path")))
 		return bad(err, "%s: missing required field 'statistics-path'", field);
-	json_t *arr = array_field(a->m, list);
-	size_t idx;
-	json_t *cur = find_by_id(arr, "snapshot-id", id, &idx);
-	if (cur != NULL && json_equal(cur, st))
-		return true;
-	if (cur != NULL)
-		json_array_set(arr, idx, (json_t *)st);
-	else
-		json_array_append(arr, (json_t *)st);
+	json_t *arr = array_field(a->m, stats_lists[k]);
+	struct idmap *index = stats_index(a, k, err);
+	if (index == NULL)
+		return false;
+	if (idmap_get(index, id, &pos)) {
+		if (json_equal(json_array_get(arr, (size_t)pos), st))
+			return true;
+		json_array_set(arr, (size_t)pos, (json_t *)st);
+	} else if (json_array_append(arr, (json_t *)st) != 0 ||
+		   !idmap_put(index, id, (int64_t)json_array_size(arr) - 1)) {
+		return oom(err);
+	}
 	a->changed = true;
 	return true;
 }
 
-static bool remove_stats(struct apply *a, const json_t *u, const char *list,
+static bool remove_stats(struct apply *a, const json_t *u, size_t k,
 			 const char *what, struct floe_error *err)
 {
-	int64_t id;
-	if (!get_int(u, "snapshot-id", what, NULL, &id, err))
+	int64_t id = 0;
+	bool dropped;
+
+	if (!get_int(u, "snapshot-id", what, NULL, &id, err) ||
+	    !drop_stats(a, k, id, &dropped, err))
 		return false;
-	json_t *arr = array_field(a->m, list);
-	if (find_by_id(arr, "snapshot-id", id, NULL) == NULL)
-		return true;
-	drop_by_snapshot(arr, id);
-	a->changed = true;
+	if (dropped)
+		a->changed = true;
 	return true;
 }
 
@@ -1627,13 +1811,31 @@ static bool remove_ids(struct apply *a, const json_t *u, const char *field,
 				   (int64_t)json_integer_value(v));
 	}
 	json_t *arr = array_field(a->m, list);
+	struct idmap *gone = idmap_new(json_array_size(ids));
+	json_t *kept = json_array();
+	json_t *e;
+	if (gone == NULL || kept == NULL) {
+		idmap_free(gone);
+		json_decref(kept);
+		return oom(err);
+	}
 	json_array_foreach(ids, i, v) {
-		size_t idx;
-		if (find_by_id(arr, idkey, json_integer_value(v), &idx) != NULL) {
-			json_array_remove(arr, idx);
-			a->changed = true;
+		if (!idmap_put(gone, json_integer_value(v), 1)) {
+			idmap_free(gone);
+			json_decref(kept);
+			return oom(err);
 		}
 	}
+	/* Like the scan it replaces, only the first entry with an id goes. */
+	json_array_foreach(arr, i, e) {
+		json_t *idv = json_object_get(e, idkey);
+		if (json_is_integer(idv) && idmap_del(gone, json_integer_value(idv)))
+			a->changed = true;
+		else
+			json_array_append(kept, e);
+	}
+	idmap_free(gone);
+	json_object_set_new(a->m, list, kept);
 	return true;
 }
 
@@ -1752,14 +1954,13 @@ static bool apply_one(struct apply *a, const json_t *u, struct floe_error *err)
 	if (strcmp(action, "remove-properties") == 0)
 		return up_remove_properties(a, u, err);
 	if (strcmp(action, "set-statistics") == 0)
-		return set_stats(a, u, "statistics", "statistics", err);
+		return set_stats(a, u, "statistics", 0, err);
 	if (strcmp(action, "remove-statistics") == 0)
-		return remove_stats(a, u, "statistics", "remove-statistics", err);
+		return remove_stats(a, u, 0, "remove-statistics", err);
 	if (strcmp(action, "set-partition-statistics") == 0)
-		return set_stats(a, u, "partition-statistics", "partition-statistics", err);
+		return set_stats(a, u, "partition-statistics", 1, err);
 	if (strcmp(action, "remove-partition-statistics") == 0)
-		return remove_stats(a, u, "partition-statistics",
-				    "remove-partition-statistics", err);
+		return remove_stats(a, u, 1, "remove-partition-statistics", err);
 	if (strcmp(action, "remove-partition-specs") == 0)
 		return remove_ids(a, u, "spec-ids", "partition-specs", "spec-id",
 				  "default-spec-id", "default partition spec", err);
@@ -1829,45 +2030,60 @@ static int64_t previous_versions_max(const json_t *m)
 
 static bool rewrite_snapshot_log(struct apply *a, struct floe_error *err)
 {
-	json_t *snaps = json_object_get(a->m, "snapshots");
 	json_t *log = array_field(a->m, "snapshot-log");
 	int64_t current = int_or(a->m, "current-snapshot-id", -1);
-	json_t *intermediate = json_array();
+	struct idmap *intermediate = idmap_new(0);
+	struct idmap *snaps = NULL;
+	json_t *fresh = NULL;
 	size_t i;
 	json_t *v;
+	bool ok = false;
 
+	if (intermediate == NULL)
+		return oom(err);
 	/* Snapshots added here that main passed through on the way. */
 	json_array_foreach(a->main_targets, i, v) {
 		int64_t id = json_integer_value(v);
-		if (id != current && int_array_has(a->added_snapshots, id))
-			json_array_append(intermediate, v);
+		if (id != current && idmap_has(a->added_snapshots, id) &&
+		    !idmap_put(intermediate, id, 1)) {
+			oom(err);
+			goto done;
+		}
 	}
-	if (json_array_size(intermediate) == 0 && !a->snapshots_removed) {
-		json_decref(intermediate);
-		return true;
+	if (idmap_count(intermediate) == 0 && !a->snapshots_removed) {
+		ok = true;
+		goto done;
 	}
-	json_t *fresh = json_array();
-	json_t *e;
-	json_array_foreach(log, i, e) {
-		int64_t id = int_or(e, "snapshot-id", -1);
-		if (find_by_id(snaps, "snapshot-id", id, NULL) != NULL) {
-			if (!int_array_has(intermediate, id))
-				json_array_append(fresh, e);
+	snaps = snapshot_index(a, err);
+	fresh = json_array();
+	if (snaps == NULL || fresh == NULL) {
+		if (snaps != NULL)
+			oom(err);
+		goto done;
+	}
+	json_array_foreach(log, i, v) {
+		int64_t id = int_or(v, "snapshot-id", -1);
+		if (idmap_has(snaps, id)) {
+			if (!idmap_has(intermediate, id))
+				json_array_append(fresh, v);
 		} else {
 			/* History before a removed snapshot would claim it was
 			 * current when it no longer exists: drop it all. */
 			json_array_clear(fresh);
 		}
 	}
-	json_decref(intermediate);
 	size_t n = json_array_size(fresh);
 	if (current != -1 && n > 0 &&
 	    int_or(json_array_get(fresh, n - 1), "snapshot-id", -1) != current) {
-		json_decref(fresh);
-		return bad(err, "Cannot set invalid snapshot log: latest entry is not the current snapshot");
+		bad(err, "Cannot set invalid snapshot log: latest entry is not the current snapshot");
+		goto done;
 	}
-	json_object_set_new(a->m, "snapshot-log", fresh);
-	return true;
+	json_object_set(a->m, "snapshot-log", fresh);
+	ok = true;
+done:
+	json_decref(fresh);
+	idmap_free(intermediate);
+	return ok;
 }
 
 static bool spec_fits_schema(const json_t *m, struct floe_error *err)
@@ -1910,6 +2126,7 @@ done:
 static bool finish(struct apply *a, const json_t *base, const char *base_location,
 		   struct floe_error *err)
 {
+	settle_removals(a);
 	if (!rewrite_snapshot_log(a, err) || !spec_fits_schema(a->m, err))
 		return false;
 	/* A timestamp far ahead of this server's clock breaks time travel. */
@@ -1928,8 +2145,17 @@ static bool finish(struct apply *a, const json_t *base, const char *base_locatio
 	if (base_location != NULL && base != NULL) {
 		json_t *mlog = array_field(a->m, "metadata-log");
 		int64_t max = previous_versions_max(a->m);
-		while ((int64_t)json_array_size(mlog) > max - 1 && json_array_size(mlog) > 0)
-			json_array_remove(mlog, 0);
+		size_t n = json_array_size(mlog);
+		/* Keep the newest max - 1 entries, copied once. */
+		if ((int64_t)n > max - 1) {
+			json_t *kept = json_array();
+			if (kept == NULL)
+				return oom(err);
+			for (size_t i = n - (size_t)(max - 1); i < n; i++)
+				json_array_append(kept, json_array_get(mlog, i));
+			json_object_set_new(a->m, "metadata-log", kept);
+			mlog = kept;
+		}
 		json_array_append_new(mlog, json_pack("{s:I, s:s}", "timestamp-ms",
 						      (json_int_t)int_or(base, "last-updated-ms", 0),
 						      "metadata-file", base_location));
@@ -1946,7 +2172,8 @@ static bool finish(struct apply *a, const json_t *base, const char *base_locatio
 	return true;
 }
 
-static void apply_init(struct apply *a, json_t *m, int64_t now)
+static bool apply_init(struct apply *a, json_t *m, int64_t now,
+		       struct floe_error *err)
 {
 	memset(a, 0, sizeof(*a));
 	a->m = m;
@@ -1955,8 +2182,13 @@ static void apply_init(struct apply *a, json_t *m, int64_t now)
 	a->added_schemas = json_array();
 	a->added_specs = json_array();
 	a->added_orders = json_array();
-	a->added_snapshots = json_array();
+	a->added_snapshots = idmap_new(0);
 	a->main_targets = json_array();
+	if (a->added_schemas == NULL || a->added_specs == NULL ||
+	    a->added_orders == NULL || a->added_snapshots == NULL ||
+	    a->main_targets == NULL)
+		return oom(err);
+	return true;
 }
 
 static void apply_free(struct apply *a)
@@ -1964,8 +2196,12 @@ static void apply_free(struct apply *a)
 	json_decref(a->added_schemas);
 	json_decref(a->added_specs);
 	json_decref(a->added_orders);
-	json_decref(a->added_snapshots);
+	idmap_free(a->added_snapshots);
 	json_decref(a->main_targets);
+	idmap_free(a->snapshot_index);
+	idmap_free(a->stats_index[0]);
+	idmap_free(a->stats_index[1]);
+	idmap_free(a->removed);
 }
 
 static bool apply_all(struct apply *a, const json_t *updates, struct floe_error *err)
@@ -2006,8 +2242,7 @@ json_t *tablemeta_apply(const json_t *base, const char *base_location,
 						      (json_int_t)cur, "type", "branch"));
 		json_object_set_new(m, "refs", refs);
 	}
-	apply_init(&a, m, now_ms);
-	bool ok = apply_all(&a, updates, err) &&
+	bool ok = apply_init(&a, m, now_ms, err) && apply_all(&a, updates, err) &&
 		  (!a.changed || finish(&a, base, base_location, err));
 	*changed = a.changed;
 	apply_free(&a);
@@ -2023,8 +2258,8 @@ json_t *tablemeta_apply(const json_t *base, const char *base_location,
 	return m;
 }
 
-json_t *tablemeta_apply_create(const json_t *updates, int64_t now_ms,
-			       struct floe_error *err)
+json_t *tablemeta_apply_create(const json_t *updates, const char *uuid,
+			       int64_t now_ms, struct floe_error *err)
 {
 	struct apply a;
 	int format = 2;
@@ -2058,8 +2293,9 @@ json_t *tablemeta_apply_create(const json_t *updates, int64_t now_ms,
 	}
 	if (format >= 2)
 		set_int(m, "last-sequence-number", 0);
-	apply_init(&a, m, now_ms);
-	bool ok = apply_all(&a, updates, err);
+	bool ok = apply_init(&a, m, now_ms, err) && apply_all(&a, updates, err);
+	if (ok && get_str(m, "table-uuid") == NULL && uuid != NULL)
+		json_object_set_new(m, "table-uuid", json_string(uuid));
 	if (ok && get_str(m, "table-uuid") == NULL)
 		ok = bad(err, "a staged create must assign the table uuid (assign-uuid)");
 	if (ok && json_array_size(json_object_get(m, "schemas")) == 0)
@@ -2117,22 +2353,31 @@ json_t *tablemeta_only_ref_snapshots(const json_t *metadata)
 		return NULL;
 	}
 	/* Without refs (older metadata), main is the current snapshot. */
-	int64_t implied = refs == NULL ? int_or(metadata, "current-snapshot-id", -1) : -1;
-	json_array_foreach(json_object_get(metadata, "snapshots"), i, s) {
-		int64_t id = int_or(s, "snapshot-id", -1);
-		const char *name;
-		json_t *ref;
-		if (implied != -1 && id == implied) {
-			json_array_append(kept, s);
-			continue;
-		}
-		json_object_foreach(refs, name, ref) {
-			if (int_or(ref, "snapshot-id", -2) == id) {
-				json_array_append(kept, s);
-				break;
-			}
-		}
+	struct idmap *targets = idmap_new(json_object_size(refs) + 1);
+	const char *name;
+	json_t *ref;
+	if (targets == NULL)
+		goto oom;
+	if (refs == NULL && int_or(metadata, "current-snapshot-id", -1) != -1 &&
+	    !idmap_put(targets, int_or(metadata, "current-snapshot-id", -1), 1))
+		goto oom;
+	json_object_foreach(refs, name, ref) {
+		json_t *id = json_object_get(ref, "snapshot-id");
+		if (json_is_integer(id) && !idmap_put(targets, json_integer_value(id), 1))
+			goto oom;
 	}
+	json_array_foreach(json_object_get(metadata, "snapshots"), i, s) {
+		json_t *id = json_object_get(s, "snapshot-id");
+		if (json_is_integer(id) && idmap_has(targets, json_integer_value(id)) &&
+		    json_array_append(kept, s) != 0)
+			goto oom;
+	}
+	idmap_free(targets);
 	json_object_set_new(m, "snapshots", kept);
 	return m;
+oom:
+	idmap_free(targets);
+	json_decref(m);
+	json_decref(kept);
+	return NULL;
 }
