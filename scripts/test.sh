@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds floe, and runs every test: the unit
 # tests and the integration tests (real PostgreSQL, real floe, PyIceberg),
-# once on the normal build with warnings as errors and once on an
+# once on the normal build with warnings as errors (followed by the soak:
+# three replicas on one PostgreSQL under mixed load) and once on an
 # AddressSanitizer + UndefinedBehaviorSanitizer build; then real Apache
 # Spark against the sanitizer build; then the docker images and compose
 # deployment, built and run in a private Docker engine (as root).
@@ -23,6 +24,12 @@ run_suite() {
 }
 
 run_suite build
+
+# Three replicas on one PostgreSQL under mixed load for a bounded time
+# (FLOE_SOAK_SECONDS, default 60): no lost acknowledged write, no 500.
+echo "== soak (build)"
+FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/soak -q -s -p no:cacheprovider
+
 run_suite build-asan
 
 echo "== Spark engine tests (against the sanitizer build)"
