@@ -68,6 +68,15 @@ bool refs_is_ancestor(const json_t *m, long long ancestor, long long id)
 	return found;
 }
 
+static int ref_name_cmp(const void *x, const void *y)
+{
+	const json_t *a = *(json_t *const *)x;
+	const json_t *b = *(json_t *const *)y;
+
+	return strcmp(json_string_value(json_object_get(a, "name")),
+		      json_string_value(json_object_get(b, "name")));
+}
+
 json_t *refs_list(struct store *s, const struct ns_ident *ns, const char *table,
 		  struct floe_error *err)
 {
@@ -81,20 +90,22 @@ json_t *refs_list(struct store *s, const struct ns_ident *ns, const char *table,
 	list = json_array();
 	json_object_foreach(json_object_get(m, "refs"), name, ref)
 		json_array_append_new(list, refs_json(name, ref));
-	/* jansson keeps insertion order; the answer is sorted by name. */
+	/* jansson keeps insertion order; the answer is sorted by name
+	 * (qsort: a table may have many thousands of tags). */
 	size_t n = json_array_size(list);
-	for (size_t i = 1; i < n; i++) {
-		for (size_t j = i; j > 0; j--) {
-			json_t *a = json_array_get(list, j - 1);
-			json_t *b = json_array_get(list, j);
-			if (strcmp(json_string_value(json_object_get(a, "name")),
-				   json_string_value(json_object_get(b, "name"))) <= 0)
-				break;
-			json_incref(a);
-			json_array_set(list, j - 1, b);
-			json_array_set_new(list, j, a);
-		}
+	json_t **sorted = malloc((n ? n : 1) * sizeof(*sorted));
+	if (sorted == NULL) {
+		json_decref(list);
+		json_decref(m);
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
 	}
+	for (size_t i = 0; i < n; i++)
+		sorted[i] = json_incref(json_array_get(list, i));
+	qsort(sorted, n, sizeof(*sorted), ref_name_cmp);
+	json_array_clear(list);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(list, sorted[i]);
+	free(sorted);
 	json_decref(m);
 	return json_pack("{s:o}", "refs", list);
 }

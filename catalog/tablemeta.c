@@ -992,6 +992,7 @@ struct apply {
 	struct idmap *snapshot_index;  /* snapshot id -> position in snapshots */
 	struct idmap *stats_index[2];  /* snapshot id -> position in stats_lists[k] */
 	struct idmap *removed;         /* snapshots removed here whose refs remain */
+	json_t *key_index;             /* encryption key-id -> position */
 	bool holes;
 };
 
@@ -1144,8 +1145,11 @@ static void settle_removals(struct apply *a)
 		compact(array_field(a->m, "snapshots"));
 		for (size_t k = 0; k < 2; k++)
 			compact(array_field(a->m, stats_lists[k]));
+		compact(json_object_get(a->m, "encryption-keys"));
 		a->holes = false;
 	}
+	json_decref(a->key_index);
+	a->key_index = NULL;
 	idmap_free(a->snapshot_index);
 	a->snapshot_index = NULL;
 	for (size_t k = 0; k < 2; k++) {
@@ -1839,28 +1843,53 @@ static bool remove_ids(struct apply *a, const json_t *u, const char *field,
 	return true;
 }
 
+/* The encryption keys by key-id -> position, built on first use (a key
+ * without a key-id is found as ""; the first entry wins). */
+static json_t *key_index(struct apply *a, struct floe_error *err)
+{
+	json_t *keys = array_field(a->m, "encryption-keys");
+	size_t i;
+	json_t *k;
+
+	if (a->key_index != NULL)
+		return a->key_index;
+	a->key_index = json_object();
+	if (a->key_index == NULL)
+		return oom(err), NULL;
+	json_array_foreach(keys, i, k) {
+		const char *kid = get_str(k, "key-id");
+		if (json_is_null(k) || json_object_get(a->key_index, kid ? kid : "") != NULL)
+			continue;
+		if (json_object_set_new(a->key_index, kid ? kid : "", json_integer((json_int_t)i)) != 0)
+			return oom(err), NULL;
+	}
+	return a->key_index;
+}
+
 static bool up_add_encryption_key(struct apply *a, const json_t *u, struct floe_error *err)
 {
 	const json_t *key = json_object_get(u, "encryption-key");
 	const char *kid = get_str(key, "key-id");
-	size_t i;
-	json_t *k;
 
 	if (!json_is_object(key) || kid == NULL)
 		return bad(err, "add-encryption-key: 'encryption-key' needs a string 'key-id'");
 	if (!json_is_string(json_object_get(key, "encrypted-key-metadata")))
 		return bad(err, "add-encryption-key: 'encryption-key' needs 'encrypted-key-metadata'");
 	json_t *keys = array_field(a->m, "encryption-keys");
-	json_array_foreach(keys, i, k) {
-		if (strcmp(get_str(k, "key-id") ? get_str(k, "key-id") : "", kid) == 0) {
-			if (json_equal(k, key))
-				return true;
-			json_array_set(keys, i, (json_t *)key);
-			a->changed = true;
+	json_t *index = key_index(a, err);
+	if (index == NULL)
+		return false;
+	json_t *pos = json_object_get(index, kid);
+	if (pos != NULL) {
+		size_t i = (size_t)json_integer_value(pos);
+		if (json_equal(json_array_get(keys, i), key))
 			return true;
-		}
+		json_array_set(keys, i, (json_t *)key);
+	} else if (json_array_append(keys, (json_t *)key) != 0 ||
+		   json_object_set_new(index, kid,
+				       json_integer((json_int_t)json_array_size(keys) - 1)) != 0) {
+		return oom(err);
 	}
-	json_array_append(keys, (json_t *)key);
 	a->changed = true;
 	return true;
 }
@@ -1868,20 +1897,24 @@ static bool up_add_encryption_key(struct apply *a, const json_t *u, struct floe_
 static bool up_remove_encryption_key(struct apply *a, const json_t *u, struct floe_error *err)
 {
 	const char *kid = get_str(u, "key-id");
-	size_t i;
-	json_t *k;
 
 	if (kid == NULL)
 		return bad(err, "remove-encryption-key: missing required field 'key-id'");
 	json_t *keys = array_field(a->m, "encryption-keys");
-	json_array_foreach(keys, i, k) {
-		const char *x = get_str(k, "key-id");
-		if (x != NULL && strcmp(x, kid) == 0) {
-			json_array_remove(keys, i);
-			a->changed = true;
-			return true;
-		}
-	}
+	json_t *index = key_index(a, err);
+	if (index == NULL)
+		return false;
+	json_t *pos = json_object_get(index, kid);
+	if (pos == NULL)
+		return true;
+	size_t i = (size_t)json_integer_value(pos);
+	if (get_str(json_array_get(keys, i), "key-id") == NULL)
+		return true;
+	/* A hole keeps the other positions; finish() compacts. */
+	json_array_set_new(keys, i, json_null());
+	json_object_del(index, kid);
+	a->holes = true;
+	a->changed = true;
 	return true;
 }
 
@@ -2202,6 +2235,7 @@ static void apply_free(struct apply *a)
 	idmap_free(a->stats_index[0]);
 	idmap_free(a->stats_index[1]);
 	idmap_free(a->removed);
+	json_decref(a->key_index);
 }
 
 static bool apply_all(struct apply *a, const json_t *updates, struct floe_error *err)

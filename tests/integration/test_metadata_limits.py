@@ -252,6 +252,9 @@ def test_30000_snapshots_ancestry_and_15000_removals(floe, ns):
     assert tags == {f"tag{i}": i for i in range(removed + 1, n + 1, 10)}
     assert m["refs"]["main"]["snapshot-id"] == n and m["refs"]["ff"]["snapshot-id"] == n
 
+    names = [ref["name"] for ref in assert_ok_json(floe.get(t.refs_url))["refs"]]
+    assert names == sorted(names) and len(names) == len(m["refs"])
+
     trimmed = assert_ok_json(floe.get(t.url, params={"snapshots": "refs"}))["metadata"]
     assert sorted(s["snapshot-id"] for s in trimmed["snapshots"]) == \
         sorted(set(tags.values()) | {n})
