@@ -5,6 +5,7 @@
 #include "ident.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,6 +228,22 @@ static char *ns_join_with(const struct ns_ident *ns, char sep)
 char *ident_ns_join(const struct ns_ident *ns)
 {
 	return ns_join_with(ns, IDENT_SEPARATOR);
+}
+
+char *ident_table_key(const struct ns_ident *ns, const char *name)
+{
+	char *joined = ident_ns_join(ns);
+	size_t len;
+	char *key;
+
+	if (joined == NULL)
+		return NULL;
+	len = strlen(joined) + strlen(name) + 2;
+	key = malloc(len);
+	if (key != NULL)
+		snprintf(key, len, "%s%c%s", joined, IDENT_SEPARATOR, name);
+	free(joined);
+	return key;
 }
 
 char *ident_ns_display(const struct ns_ident *ns)

@@ -57,6 +57,11 @@ json_t *ident_ns_to_json(const struct ns_ident *ns);
 /* The levels joined with 0x1F, as a new string (caller frees). */
 char *ident_ns_join(const struct ns_ident *ns);
 
+/* A key unique to the table identifier ns + name: the levels and the name
+ * joined with 0x1F, which no valid name contains (a new string, caller
+ * frees; NULL when out of memory). */
+char *ident_table_key(const struct ns_ident *ns, const char *name);
+
 /* The levels joined with '.', for log lines and messages (caller frees). */
 char *ident_ns_display(const struct ns_ident *ns);
 

@@ -767,10 +767,12 @@ bool table_commit_transaction(struct store *s, const struct table_env *env,
 	n = json_array_size(changes);
 	struct table_ident *ids = calloc(n, sizeof(*ids));
 	char **written = calloc(n, sizeof(*written));
+	json_t *seen = json_object(); /* identifier key -> true */
 	bool ok = false;
-	if (ids == NULL || written == NULL) {
+	if (ids == NULL || written == NULL || seen == NULL) {
 		free(ids);
 		free(written);
+		json_decref(seen);
 		return floe_err(err, FE_INTERNAL, "out of memory");
 	}
 	json_array_foreach(changes, i, c) {
@@ -791,16 +793,18 @@ bool table_commit_transaction(struct store *s, const struct table_env *env,
 				 "a transaction cannot create tables (assert-create)");
 			goto done;
 		}
-		for (size_t k = 0; k < i; k++) {
-			bool same = strcmp(ids[k].name, ids[i].name) == 0 &&
-				    ids[k].ns.nlevels == ids[i].ns.nlevels;
-			for (size_t l = 0; same && l < ids[i].ns.nlevels; l++)
-				same = strcmp(ids[k].ns.levels[l], ids[i].ns.levels[l]) == 0;
-			if (same) {
-				floe_err(err, FE_BAD_REQUEST,
-					 "table %s appears twice in one transaction", ids[i].name);
-				goto done;
-			}
+		char *key = ident_table_key(&ids[i].ns, ids[i].name);
+		bool twice = key != NULL && json_object_get(seen, key) != NULL;
+		if (key == NULL || (!twice && json_object_set_new(seen, key, json_true()) != 0)) {
+			free(key);
+			floe_err(err, FE_INTERNAL, "out of memory");
+			goto done;
+		}
+		free(key);
+		if (twice) {
+			floe_err(err, FE_BAD_REQUEST,
+				 "table %s appears twice in one transaction", ids[i].name);
+			goto done;
 		}
 	}
 
@@ -842,6 +846,7 @@ done:
 	}
 	free(ids);
 	free(written);
+	json_decref(seen);
 	return ok;
 }
 

@@ -258,3 +258,16 @@ def test_30000_snapshots_ancestry_and_15000_removals(floe, ns):
     trimmed = assert_ok_json(floe.get(t.url, params={"snapshots": "refs"}))["metadata"]
     assert sorted(s["snapshot-id"] for s in trimmed["snapshots"]) == \
         sorted(set(tags.values()) | {n})
+
+
+def test_transaction_of_100000_changes_finds_a_duplicate_quickly(floe):
+    """Each table may appear once in a transaction; the check compared every
+    change with every earlier one (about 40 s of CPU for this body)."""
+    changes = [{"identifier": {"namespace": ["n"], "name": f"t{i}"}, "updates": []}
+               for i in range(100000)]
+    changes.append({"identifier": {"namespace": ["n"], "name": "t0"}, "updates": []})
+    r, took = timed(lambda: post_compact(floe, "/v1/transactions/commit",
+                                         {"table-changes": changes}))
+    assert_error(r, 400, "BadRequestException")
+    assert "twice" in r.json()["error"]["message"]
+    assert took < GENEROUS_S

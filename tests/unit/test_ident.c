@@ -133,3 +133,20 @@ Test(ns_json, round_trips_and_validates)
 	json_decref(bad);
 	json_decref(empty);
 }
+
+Test(ident_table_key, differs_where_identifiers_differ)
+{
+	struct ns_ident a = { 2, { "a", "b" } };
+	struct ns_ident b = { 1, { "a" } };
+	struct ns_ident c = { 2, { "a", "b" } };
+	char *ka = ident_table_key(&a, "c");
+	char *kb = ident_table_key(&b, "bc");
+	char *kc = ident_table_key(&c, "c");
+
+	cr_assert_str_neq(ka, kb);
+	cr_assert_str_eq(ka, kc);
+	cr_assert_str_eq(ka, "a\x1f" "b\x1f" "c");
+	free(ka);
+	free(kb);
+	free(kc);
+}
