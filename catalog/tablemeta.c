@@ -971,6 +971,18 @@ bool tablemeta_check_requirements(const json_t *base,
 
 /* --- updates --- */
 
+/*
+ * One of the lists whose entries have ids and are reused when an identical
+ * one is added (schemas, partition specs, sort orders), indexed on first
+ * use: positions by id, ids by content (content_key), and the highest id.
+ */
+struct id_list {
+	struct idmap *pos;   /* id -> position; NULL: not built yet */
+	json_t *by_content;  /* content key -> id (the first entry wins) */
+	int64_t highest;
+	bool highest_stale;  /* the highest was removed: rescan */
+};
+
 struct apply {
 	json_t *m;           /* the working copy */
 	int64_t now;
@@ -978,9 +990,7 @@ struct apply {
 	int64_t last_schema; /* last added in this commit, -2: none */
 	int64_t last_spec;
 	int64_t last_order;
-	json_t *added_schemas;   /* ids added in this commit */
-	json_t *added_specs;
-	json_t *added_orders;
+	struct idmap *added[3];  /* schema, spec, sort order ids added here */
 	struct idmap *added_snapshots; /* snapshot ids added in this commit */
 	json_t *main_targets;    /* snapshot ids main was set to, in order */
 	bool snapshots_removed;
@@ -993,10 +1003,23 @@ struct apply {
 	struct idmap *stats_index[2];  /* snapshot id -> position in stats_lists[k] */
 	struct idmap *removed;         /* snapshots removed here whose refs remain */
 	json_t *key_index;             /* encryption key-id -> position */
+	struct id_list lists[3];       /* schemas, specs, sort orders */
 	bool holes;
 };
 
 #define NONE_ADDED (-2)
+
+enum { LIST_SCHEMAS, LIST_SPECS, LIST_ORDERS };
+
+static const struct {
+	const char *list;
+	const char *idkey;
+	int64_t missing_id; /* what an entry without an id counts as */
+} id_lists[3] = {
+	{ "schemas", "schema-id", -1 },
+	{ "partition-specs", "spec-id", -1 },
+	{ "sort-orders", "order-id", 0 },
+};
 
 static const char *const stats_lists[2] = { "statistics", "partition-statistics" };
 
@@ -1132,6 +1155,163 @@ static void compact(json_t *array)
 		json_array_remove(array, json_array_size(array) - 1);
 }
 
+/*
+ * What makes two entries of list kind the same, as a string (new; caller
+ * frees), or NULL when the entry can match nothing (or out of memory):
+ * schemas by fields and identifier fields, specs by source id, transform
+ * and name of each field (not the field ids), sort orders by fields.
+ */
+static char *content_key(int kind, const json_t *entry)
+{
+	json_t *fields = json_object_get(entry, "fields");
+	json_t *key = NULL;
+	char *text = NULL;
+	size_t i;
+	json_t *f;
+
+	if (fields == NULL)
+		return NULL;
+	if (kind == LIST_SCHEMAS) {
+		json_t *idf = json_object_get(entry, "identifier-field-ids");
+		key = json_pack("{s:O, s:o}", "fields", fields, "identifier-field-ids",
+				idf != NULL ? json_incref(idf) : json_array());
+	} else if (kind == LIST_SPECS) {
+		if (!json_is_array(fields))
+			return NULL;
+		key = json_array();
+		json_array_foreach(fields, i, f) {
+			json_t *src = json_object_get(f, "source-id");
+			json_t *tr = json_object_get(f, "transform");
+			json_t *name = json_object_get(f, "name");
+			if (!json_is_integer(src) || key == NULL) {
+				json_decref(key);
+				return NULL;
+			}
+			json_array_append_new(key, json_pack("[O, O, O]", src,
+							     tr ? tr : json_null(),
+							     name ? name : json_null()));
+		}
+	} else {
+		key = json_incref(fields);
+	}
+	if (key != NULL)
+		text = json_dumps(key, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	json_decref(key);
+	return text;
+}
+
+static struct id_list *id_list(struct apply *a, int kind, struct floe_error *err)
+{
+	struct id_list *l = &a->lists[kind];
+	json_t *arr = array_field(a->m, id_lists[kind].list);
+	size_t i;
+	json_t *e;
+
+	if (l->pos != NULL)
+		return l;
+	l->pos = idmap_new(json_array_size(arr));
+	l->by_content = json_object();
+	l->highest = id_lists[kind].missing_id;
+	l->highest_stale = false;
+	if (l->pos == NULL || l->by_content == NULL)
+		goto oom;
+	json_array_foreach(arr, i, e) {
+		int64_t id = int_or(e, id_lists[kind].idkey, id_lists[kind].missing_id);
+		if (json_is_null(e))
+			continue;
+		if (id > l->highest)
+			l->highest = id;
+		if (!json_is_integer(json_object_get(e, id_lists[kind].idkey)) ||
+		    idmap_has(l->pos, id))
+			continue;
+		if (!idmap_put(l->pos, id, (int64_t)i))
+			goto oom;
+		char *key = content_key(kind, e);
+		if (key != NULL && json_object_get(l->by_content, key) == NULL &&
+		    json_object_set_new(l->by_content, key, json_integer(id)) != 0) {
+			free(key);
+			goto oom;
+		}
+		free(key);
+	}
+	return l;
+oom:
+	idmap_free(l->pos);
+	json_decref(l->by_content);
+	l->pos = NULL;
+	l->by_content = NULL;
+	return oom(err), NULL;
+}
+
+static void id_list_forget(struct id_list *l)
+{
+	idmap_free(l->pos);
+	json_decref(l->by_content);
+	l->pos = NULL;
+	l->by_content = NULL;
+}
+
+/* The entry of list kind with this id (borrowed), or NULL; *ok false when
+ * out of memory. */
+static const json_t *id_list_get(struct apply *a, int kind, int64_t id, bool *ok,
+				 struct floe_error *err)
+{
+	struct id_list *l = id_list(a, kind, err);
+	int64_t pos;
+
+	*ok = l != NULL;
+	if (l == NULL || !idmap_get(l->pos, id, &pos))
+		return NULL;
+	return json_array_get(json_object_get(a->m, id_lists[kind].list), (size_t)pos);
+}
+
+/* The id of an entry identical to entry (content_key), or NONE_ADDED. */
+static int64_t id_list_find(const struct id_list *l, int kind, const json_t *entry)
+{
+	char *key = content_key(kind, entry);
+	json_t *id = key != NULL ? json_object_get(l->by_content, key) : NULL;
+
+	free(key);
+	return id != NULL ? json_integer_value(id) : NONE_ADDED;
+}
+
+/* The highest id in list kind (missing_id when empty). */
+static int64_t id_list_highest(struct apply *a, struct id_list *l, int kind)
+{
+	if (l->highest_stale) {
+		l->highest = max_id(json_object_get(a->m, id_lists[kind].list),
+				    id_lists[kind].idkey, id_lists[kind].missing_id);
+		l->highest_stale = false;
+	}
+	return l->highest;
+}
+
+/* Appends entry (stolen) with this id to list kind and indexes it. */
+static bool id_list_add(struct apply *a, struct id_list *l, int kind, int64_t id,
+			json_t *entry, struct floe_error *err)
+{
+	json_t *arr = array_field(a->m, id_lists[kind].list);
+	char *key = content_key(kind, entry);
+	bool ok = json_array_append_new(arr, entry) == 0 &&
+		  idmap_put(l->pos, id, (int64_t)json_array_size(arr) - 1) &&
+		  idmap_put(a->added[kind], id, 1);
+
+	if (ok && key != NULL && json_object_get(l->by_content, key) == NULL)
+		ok = json_object_set_new(l->by_content, key, json_integer(id)) == 0;
+	free(key);
+	if (!ok)
+		return oom(err);
+	if (!l->highest_stale && id > l->highest)
+		l->highest = id;
+	return true;
+}
+
+static const json_t *apply_current_schema(struct apply *a, bool *ok,
+					  struct floe_error *err)
+{
+	return id_list_get(a, LIST_SCHEMAS, int_or(a->m, "current-schema-id", -1), ok, err);
+}
+
 /* Brings the working copy back to plain metadata: refs of removed
  * snapshots dropped, holes gone, indexes forgotten. */
 static void settle_removals(struct apply *a)
@@ -1146,8 +1326,12 @@ static void settle_removals(struct apply *a)
 		for (size_t k = 0; k < 2; k++)
 			compact(array_field(a->m, stats_lists[k]));
 		compact(json_object_get(a->m, "encryption-keys"));
+		for (size_t k = 0; k < 3; k++)
+			compact(json_object_get(a->m, id_lists[k].list));
 		a->holes = false;
 	}
+	for (size_t k = 0; k < 3; k++)
+		id_list_forget(&a->lists[k]);
 	json_decref(a->key_index);
 	a->key_index = NULL;
 	idmap_free(a->snapshot_index);
@@ -1156,17 +1340,6 @@ static void settle_removals(struct apply *a)
 		idmap_free(a->stats_index[k]);
 		a->stats_index[k] = NULL;
 	}
-}
-
-static bool int_array_has(const json_t *arr, int64_t v)
-{
-	size_t i;
-	json_t *e;
-	json_array_foreach(arr, i, e) {
-		if (json_integer_value(e) == v)
-			return true;
-	}
-	return false;
 }
 
 static int format_of(const json_t *m)
@@ -1225,9 +1398,6 @@ static bool up_add_schema(struct apply *a, const json_t *u, struct floe_error *e
 {
 	const json_t *schema = json_object_get(u, "schema");
 	int64_t highest;
-	json_t *schemas = array_field(a->m, "schemas");
-	size_t i;
-	json_t *s;
 
 	if (schema == NULL)
 		return bad(err, "add-schema: missing required field 'schema'");
@@ -1235,36 +1405,27 @@ static bool up_add_schema(struct apply *a, const json_t *u, struct floe_error *e
 		return false;
 	int64_t last_col = int_or(a->m, "last-column-id", 0);
 	int64_t new_last = highest > last_col ? highest : last_col;
-	json_t *idf = json_object_get(schema, "identifier-field-ids");
-	json_t *empty = json_array();
+	struct id_list *l = id_list(a, LIST_SCHEMAS, err);
+	if (l == NULL)
+		return false;
 
 	/* An identical schema (fields and identifier fields) keeps its id. */
-	int64_t found = NONE_ADDED;
-	json_array_foreach(schemas, i, s) {
-		json_t *sidf = json_object_get(s, "identifier-field-ids");
-		if (json_equal(json_object_get(s, "fields"),
-			       json_object_get(schema, "fields")) &&
-		    json_equal(sidf ? sidf : empty, idf ? idf : empty)) {
-			found = int_or(s, "schema-id", -1);
-			break;
-		}
-	}
-	json_decref(empty);
+	int64_t found = id_list_find(l, LIST_SCHEMAS, schema);
 	if (found != NONE_ADDED && new_last == last_col) {
-		a->last_schema = int_array_has(a->added_schemas, found) ? found
-								       : NONE_ADDED;
+		a->last_schema = idmap_has(a->added[LIST_SCHEMAS], found) ? found
+									 : NONE_ADDED;
 		return true;
 	}
 	if (found == NONE_ADDED) {
-		int64_t id = json_array_size(schemas) == 0
-				     ? 0 : max_id(schemas, "schema-id", -1) + 1;
+		int64_t id = idmap_count(l->pos) == 0
+				     ? 0 : id_list_highest(a, l, LIST_SCHEMAS) + 1;
 		json_t *copy = json_deep_copy(schema);
 		if (copy == NULL)
 			return floe_err(err, FE_INTERNAL, "out of memory");
 		json_object_set_new(copy, "type", json_string("struct"));
 		set_int(copy, "schema-id", id);
-		json_array_append_new(schemas, copy);
-		json_array_append_new(a->added_schemas, json_integer(id));
+		if (!id_list_add(a, l, LIST_SCHEMAS, id, copy, err))
+			return false;
 		found = id;
 	}
 	set_int(a->m, "last-column-id", new_last);
@@ -1294,37 +1455,26 @@ static bool up_set_current_schema(struct apply *a, const json_t *u, struct floe_
 		return false;
 	if (id == int_or(a->m, "current-schema-id", -1))
 		return true;
-	if (find_by_id(json_object_get(a->m, "schemas"), "schema-id", id, NULL) == NULL)
-		return bad(err, "Cannot set current schema to unknown schema: %" PRId64, id);
+	bool ok;
+	if (id_list_get(a, LIST_SCHEMAS, id, &ok, err) == NULL)
+		return ok ? bad(err, "Cannot set current schema to unknown schema: %" PRId64, id)
+			  : false;
 	set_int(a->m, "current-schema-id", id);
 	a->changed = true;
-	return true;
-}
-
-static bool spec_fields_same(const json_t *x, const json_t *y)
-{
-	if (json_array_size(x) != json_array_size(y))
-		return false;
-	for (size_t i = 0; i < json_array_size(x); i++) {
-		const json_t *fx = json_array_get(x, i);
-		const json_t *fy = json_array_get(y, i);
-		if (int_or(fx, "source-id", -1) != int_or(fy, "source-id", -2) ||
-		    !json_equal(json_object_get(fx, "transform"),
-				json_object_get(fy, "transform")) ||
-		    !json_equal(json_object_get(fx, "name"), json_object_get(fy, "name")))
-			return false;
-	}
 	return true;
 }
 
 static bool up_add_spec(struct apply *a, const json_t *u, struct floe_error *err)
 {
 	const json_t *spec = json_object_get(u, "spec");
-	json_t *specs = array_field(a->m, "partition-specs");
 	const json_t *fields = json_object_get(spec, "fields");
-	const json_t *schema = current_schema(a->m);
+	bool ok;
+	const json_t *schema = apply_current_schema(a, &ok, err);
 	size_t i;
 	json_t *f;
+
+	if (!ok)
+		return false;
 
 	if (!json_is_object(spec) || !json_is_array(fields))
 		return bad(err, "add-spec: 'spec' must be an object with a 'fields' array");
@@ -1362,23 +1512,22 @@ static bool up_add_spec(struct apply *a, const json_t *u, struct floe_error *err
 			next_pid = fid;
 	}
 	idmap_free(index);
-	json_t *s;
-	int64_t found = NONE_ADDED;
-	json_array_foreach(specs, i, s) {
-		if (spec_fields_same(json_object_get(s, "fields"), nfields)) {
-			found = int_or(s, "spec-id", -1);
-			break;
-		}
+	json_t *nspec = json_pack("{s:I, s:o}", "spec-id", (json_int_t)0, "fields", nfields);
+	struct id_list *l = id_list(a, LIST_SPECS, err);
+	if (nspec == NULL || l == NULL) {
+		json_decref(nspec);
+		return l == NULL ? false : oom(err);
 	}
+	int64_t found = id_list_find(l, LIST_SPECS, nspec);
 	if (found != NONE_ADDED) {
-		json_decref(nfields);
-		a->last_spec = int_array_has(a->added_specs, found) ? found : NONE_ADDED;
+		json_decref(nspec);
+		a->last_spec = idmap_has(a->added[LIST_SPECS], found) ? found : NONE_ADDED;
 		return true;
 	}
-	int64_t id = json_array_size(specs) == 0 ? 0 : max_id(specs, "spec-id", -1) + 1;
-	json_array_append_new(specs, json_pack("{s:I, s:o}", "spec-id", (json_int_t)id,
-					       "fields", nfields));
-	json_array_append_new(a->added_specs, json_integer(id));
+	int64_t id = idmap_count(l->pos) == 0 ? 0 : id_list_highest(a, l, LIST_SPECS) + 1;
+	set_int(nspec, "spec-id", id);
+	if (!id_list_add(a, l, LIST_SPECS, id, nspec, err))
+		return false;
 	set_int(a->m, "last-partition-id", next_pid > last_pid ? next_pid : last_pid);
 	a->last_spec = id;
 	a->changed = true;
@@ -1393,8 +1542,10 @@ static bool up_set_default_spec(struct apply *a, const json_t *u, struct floe_er
 		return false;
 	if (id == int_or(a->m, "default-spec-id", -1))
 		return true;
-	if (find_by_id(json_object_get(a->m, "partition-specs"), "spec-id", id, NULL) == NULL)
-		return bad(err, "Cannot set default partition spec to unknown spec: %" PRId64, id);
+	bool ok;
+	if (id_list_get(a, LIST_SPECS, id, &ok, err) == NULL)
+		return ok ? bad(err, "Cannot set default partition spec to unknown spec: %" PRId64, id)
+			  : false;
 	set_int(a->m, "default-spec-id", id);
 	a->changed = true;
 	return true;
@@ -1404,10 +1555,13 @@ static bool up_add_sort_order(struct apply *a, const json_t *u, struct floe_erro
 {
 	const json_t *order = json_object_get(u, "sort-order");
 	const json_t *fields = json_object_get(order, "fields");
-	json_t *orders = array_field(a->m, "sort-orders");
-	const json_t *schema = current_schema(a->m);
+	bool ok;
+	const json_t *schema = apply_current_schema(a, &ok, err);
 	size_t i;
 	json_t *f;
+
+	if (!ok)
+		return false;
 
 	if (!json_is_object(order) || !json_is_array(fields))
 		return bad(err, "add-sort-order: 'sort-order' must be an object with a 'fields' array");
@@ -1426,27 +1580,25 @@ static bool up_add_sort_order(struct apply *a, const json_t *u, struct floe_erro
 	idmap_free(index);
 	if (json_array_size(fields) > 0 && schema == NULL)
 		return bad(err, "add-sort-order: the table has no current schema");
-	int64_t found = NONE_ADDED;
-	json_t *o;
-	json_array_foreach(orders, i, o) {
-		if (json_equal(json_object_get(o, "fields"), fields)) {
-			found = int_or(o, "order-id", -1);
-			break;
-		}
-	}
+	struct id_list *l = id_list(a, LIST_ORDERS, err);
+	if (l == NULL)
+		return false;
+	int64_t found = id_list_find(l, LIST_ORDERS, order);
 	if (found != NONE_ADDED) {
-		a->last_order = int_array_has(a->added_orders, found) ? found : NONE_ADDED;
+		a->last_order = idmap_has(a->added[LIST_ORDERS], found) ? found : NONE_ADDED;
 		return true;
 	}
 	int64_t id = 0;
 	if (json_array_size(fields) > 0) {
-		id = max_id(orders, "order-id", 0) + 1;
+		id = id_list_highest(a, l, LIST_ORDERS) + 1;
 		if (id < 1)
 			id = 1;
 	}
-	json_array_append_new(orders, json_pack("{s:I, s:O}", "order-id", (json_int_t)id,
-						"fields", fields));
-	json_array_append_new(a->added_orders, json_integer(id));
+	json_t *norder = json_pack("{s:I, s:O}", "order-id", (json_int_t)id, "fields", fields);
+	if (norder == NULL)
+		return oom(err);
+	if (!id_list_add(a, l, LIST_ORDERS, id, norder, err))
+		return false;
 	a->last_order = id;
 	a->changed = true;
 	return true;
@@ -1460,8 +1612,10 @@ static bool up_set_default_sort_order(struct apply *a, const json_t *u, struct f
 		return false;
 	if (id == int_or(a->m, "default-sort-order-id", -1))
 		return true;
-	if (find_by_id(json_object_get(a->m, "sort-orders"), "order-id", id, NULL) == NULL)
-		return bad(err, "Cannot set default sort order to unknown order: %" PRId64, id);
+	bool ok;
+	if (id_list_get(a, LIST_ORDERS, id, &ok, err) == NULL)
+		return ok ? bad(err, "Cannot set default sort order to unknown order: %" PRId64, id)
+			  : false;
 	set_int(a->m, "default-sort-order-id", id);
 	a->changed = true;
 	return true;
@@ -1798,8 +1952,8 @@ static bool remove_stats(struct apply *a, const json_t *u, size_t k,
 
 /* remove-partition-specs and remove-schemas. */
 static bool remove_ids(struct apply *a, const json_t *u, const char *field,
-		       const char *list, const char *idkey, const char *current_key,
-		       const char *what, struct floe_error *err)
+		       int kind, const char *current_key, const char *what,
+		       struct floe_error *err)
 {
 	const json_t *ids = json_object_get(u, field);
 	size_t i;
@@ -1814,32 +1968,30 @@ static bool remove_ids(struct apply *a, const json_t *u, const char *field,
 			return bad(err, "Cannot remove the %s %" PRId64, what,
 				   (int64_t)json_integer_value(v));
 	}
-	json_t *arr = array_field(a->m, list);
-	struct idmap *gone = idmap_new(json_array_size(ids));
-	json_t *kept = json_array();
-	json_t *e;
-	if (gone == NULL || kept == NULL) {
-		idmap_free(gone);
-		json_decref(kept);
-		return oom(err);
-	}
+	struct id_list *l = id_list(a, kind, err);
+	if (l == NULL)
+		return false;
+	json_t *arr = json_object_get(a->m, id_lists[kind].list);
+	/* Each removal leaves a hole (positions stay valid); finish()
+	 * compacts. */
 	json_array_foreach(ids, i, v) {
-		if (!idmap_put(gone, json_integer_value(v), 1)) {
-			idmap_free(gone);
-			json_decref(kept);
-			return oom(err);
-		}
+		int64_t id = json_integer_value(v);
+		int64_t pos;
+		if (!idmap_get(l->pos, id, &pos))
+			continue;
+		json_t *e = json_array_get(arr, (size_t)pos);
+		char *key = content_key(kind, e);
+		json_t *owner = key != NULL ? json_object_get(l->by_content, key) : NULL;
+		if (owner != NULL && json_integer_value(owner) == id)
+			json_object_del(l->by_content, key);
+		free(key);
+		json_array_set_new(arr, (size_t)pos, json_null());
+		idmap_del(l->pos, id);
+		if (id >= l->highest)
+			l->highest_stale = true;
+		a->holes = true;
+		a->changed = true;
 	}
-	/* Like the scan it replaces, only the first entry with an id goes. */
-	json_array_foreach(arr, i, e) {
-		json_t *idv = json_object_get(e, idkey);
-		if (json_is_integer(idv) && idmap_del(gone, json_integer_value(idv)))
-			a->changed = true;
-		else
-			json_array_append(kept, e);
-	}
-	idmap_free(gone);
-	json_object_set_new(a->m, list, kept);
 	return true;
 }
 
@@ -1995,11 +2147,11 @@ static bool apply_one(struct apply *a, const json_t *u, struct floe_error *err)
 	if (strcmp(action, "remove-partition-statistics") == 0)
 		return remove_stats(a, u, 1, "remove-partition-statistics", err);
 	if (strcmp(action, "remove-partition-specs") == 0)
-		return remove_ids(a, u, "spec-ids", "partition-specs", "spec-id",
-				  "default-spec-id", "default partition spec", err);
+		return remove_ids(a, u, "spec-ids", LIST_SPECS, "default-spec-id",
+				  "default partition spec", err);
 	if (strcmp(action, "remove-schemas") == 0)
-		return remove_ids(a, u, "schema-ids", "schemas", "schema-id",
-				  "current-schema-id", "current schema", err);
+		return remove_ids(a, u, "schema-ids", LIST_SCHEMAS, "current-schema-id",
+				  "current schema", err);
 	if (strcmp(action, "add-encryption-key") == 0)
 		return up_add_encryption_key(a, u, err);
 	if (strcmp(action, "remove-encryption-key") == 0)
@@ -2212,13 +2364,12 @@ static bool apply_init(struct apply *a, json_t *m, int64_t now,
 	a->m = m;
 	a->now = now;
 	a->last_schema = a->last_spec = a->last_order = NONE_ADDED;
-	a->added_schemas = json_array();
-	a->added_specs = json_array();
-	a->added_orders = json_array();
+	for (size_t k = 0; k < 3; k++)
+		a->added[k] = idmap_new(0);
 	a->added_snapshots = idmap_new(0);
 	a->main_targets = json_array();
-	if (a->added_schemas == NULL || a->added_specs == NULL ||
-	    a->added_orders == NULL || a->added_snapshots == NULL ||
+	if (a->added[0] == NULL || a->added[1] == NULL ||
+	    a->added[2] == NULL || a->added_snapshots == NULL ||
 	    a->main_targets == NULL)
 		return oom(err);
 	return true;
@@ -2226,9 +2377,10 @@ static bool apply_init(struct apply *a, json_t *m, int64_t now,
 
 static void apply_free(struct apply *a)
 {
-	json_decref(a->added_schemas);
-	json_decref(a->added_specs);
-	json_decref(a->added_orders);
+	for (size_t k = 0; k < 3; k++) {
+		idmap_free(a->added[k]);
+		id_list_forget(&a->lists[k]);
+	}
 	idmap_free(a->added_snapshots);
 	json_decref(a->main_targets);
 	idmap_free(a->snapshot_index);

@@ -271,3 +271,26 @@ def test_transaction_of_100000_changes_finds_a_duplicate_quickly(floe):
     assert_error(r, 400, "BadRequestException")
     assert "twice" in r.json()["error"]["message"]
     assert took < GENEROUS_S
+
+
+def test_commit_of_40000_schemas_and_specs(floe, ns):
+    """Each add-schema / add-spec looks for an identical one by content, not
+    by comparing with every schema so far (minutes of CPU for this body)."""
+    n = 20000
+    t = TableHandle(floe, ns, "evolving")
+    t.create()
+    updates = []
+    for i in range(n):
+        updates.append({"action": "add-schema", "schema": {"type": "struct", "fields": [
+            {"id": 1, "name": "id", "required": True, "type": "long"},
+            {"id": 3 + i, "name": f"c{i}", "required": False, "type": "int"}]}})
+        updates.append({"action": "add-spec", "spec": {"fields": [
+            {"source-id": 1, "name": f"b{i}", "transform": "bucket[4]"}]}})
+    updates.append({"action": "set-current-schema", "schema-id": -1})
+    updates.append({"action": "set-default-spec", "spec-id": -1})
+    r, took = timed(lambda: post_compact(floe, t.url, {"requirements": [], "updates": updates}))
+    m = assert_ok_json(r)["metadata"]
+    assert took < GENEROUS_S
+    assert len(m["schemas"]) == n + 1 and m["current-schema-id"] == n
+    assert len(m["partition-specs"]) == n + 1 and m["default-spec-id"] == n
+    assert m["last-column-id"] == n + 2
