@@ -41,7 +41,7 @@ def snapshot(i):
     return s
 
 
-def steps(n_fields, n_snaps, n_remove):
+def steps(n_fields, n_snaps, n_remove, n_schemas, n_changes):
     """(label, method, path, body) in order; paths are under the table."""
     yield (f"createTable, {n_fields} fields", "POST", "",
            {"name": "big", "schema": schema(n_fields),
@@ -68,10 +68,24 @@ def steps(n_fields, n_snaps, n_remove):
                {"action": "remove-snapshots", "snapshot-ids": [i]}
                for i in range(1, n_remove + 1)]})
     yield ("loadTable ?snapshots=refs", "GET", "/big?snapshots=refs", None)
+    evolve = []
+    for i in range(n_schemas):
+        evolve.append({"action": "add-schema", "schema": {"type": "struct", "fields": [
+            {"id": 1, "name": "column_000001", "required": False, "type": "long"},
+            {"id": n_fields + 1 + i, "name": f"x{i}", "required": False, "type": "int"}]}})
+        evolve.append({"action": "add-spec", "spec": {"fields": [
+            {"source-id": 1, "name": f"b{i}", "transform": "bucket[4]"}]}})
+    yield (f"commit: {n_schemas} add-schema + {n_schemas} add-spec", "POST", "/big",
+           {"requirements": [], "updates": evolve})
+    changes = [{"identifier": {"namespace": ["n"], "name": f"t{i}"}, "updates": []}
+               for i in range(n_changes)]
+    changes.append({"identifier": {"namespace": ["n"], "name": "t0"}, "updates": []})
+    yield (f"transactions/commit: {n_changes} changes, one table twice (400)", "TX", "",
+           {"table-changes": changes})
 
 
 def send(port, method, path, body):
-    data = json.dumps(body).encode() if body is not None else None
+    data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data,
                                  method=method,
                                  headers={"Content-Type": "application/json"})
@@ -88,6 +102,8 @@ def main():
     n_fields = int(os.environ.get("FIELDS", "20000"))
     n_snaps = int(os.environ.get("SNAPSHOTS", "10000"))
     n_remove = int(os.environ.get("REMOVE", "5000"))
+    n_schemas = int(os.environ.get("SCHEMAS", "20000"))
+    n_changes = int(os.environ.get("CHANGES", "100000"))
     work = tempfile.mkdtemp(prefix="floe-bigmeta-")
     os.chmod(work, 0o755)  # the embedded PostgreSQL may run as another user
     with socket.socket() as s:
@@ -106,8 +122,9 @@ def main():
             time.sleep(0.2)
         send(port, "POST", "/v1/namespaces", {"namespace": ["bench"]})
         tables = "/v1/namespaces/bench/tables"
-        for label, method, path, body in steps(n_fields, n_snaps, n_remove):
-            size = len(json.dumps(body)) if body is not None else 0
+        for label, method, path, body in steps(n_fields, n_snaps, n_remove, n_schemas,
+                                               n_changes):
+            size = len(json.dumps(body, separators=(",", ":"))) if body is not None else 0
             before, t0 = cpu_seconds(proc.pid), time.monotonic()
             if method == "REFS":
                 status = send(port, "POST", tables + path + "/refs",
@@ -115,6 +132,8 @@ def main():
                 if status < 300:
                     status = send(port, "POST", tables + path + "/refs/ff/fast-forward",
                                   {"to": "main"})
+            elif method == "TX":
+                status = send(port, "POST", "/v1/transactions/commit", body)
             else:
                 status = send(port, method, tables + path, body)
             cpu, wall = cpu_seconds(proc.pid) - before, time.monotonic() - t0

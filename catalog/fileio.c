@@ -63,10 +63,15 @@ bool fileio_location_fits(const char *path, struct floe_error *err)
 		while (*p == '/')
 			p++;
 		seg = strcspn(p, "/");
-		if (seg > NAME_MAX)
+		if (seg > NAME_MAX) {
+			/* Quote its start, cut on a UTF-8 character boundary. */
+			int shown = 40;
+			while (shown > 0 && ((unsigned char)p[shown] & 0xC0) == 0x80)
+				shown--;
 			return floe_err(err, FE_BAD_REQUEST,
-					"table location has a path segment of %zu bytes (%.40s...); the limit is %d bytes, and a name's escaped form counts ('%%', '/' and '\\' take 3 bytes each)",
-					seg, p, NAME_MAX);
+					"table location has a path segment of %zu bytes (%.*s...); the limit is %d bytes, and a name's escaped form counts ('%%', '/' and '\\' take 3 bytes each)",
+					seg, shown, p, NAME_MAX);
+		}
 		p += seg;
 	}
 	if (len + FILEIO_METADATA_SUFFIX_MAX >= PATH_MAX)

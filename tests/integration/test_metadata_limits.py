@@ -132,6 +132,15 @@ def test_table_name_that_escapes_too_long_is_400(floe, ns):
     assert files_under(warehouse(floe) / ns[0]) == []
 
 
+def test_too_long_name_with_multibyte_characters_gets_a_valid_message(floe, ns):
+    # 246 bytes; its segment is 256 bytes, and byte 40 is inside an "é".
+    name = "a" + "é" * 120 + "%" * 5
+    r = floe.post(f"/v1/namespaces/{ns_path(ns)}/tables",
+                  json={"name": name, "schema": TableHandle.SCHEMA})
+    assert_error(r, 400, "BadRequestException")
+    assert "256 bytes" in r.json()["error"]["message"]
+
+
 def test_namespace_level_that_escapes_too_long_is_400_at_table_create(floe, uniq):
     level = uniq + "/" * (255 - len(uniq))
     floe.create_namespace([level])

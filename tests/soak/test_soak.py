@@ -44,6 +44,7 @@ class Tally:
         self.counts = collections.Counter()
         self.acked = collections.defaultdict(set)      # table -> snapshot ids on main
         self.acked_files = collections.defaultdict(set)  # table uuid -> metadata files
+        self.unknown = collections.defaultdict(set)     # table -> snapshot ids answered 500
         self.bad = []                                   # (what, status, body)
 
     def answer(self, what, r, ok=(200,)):
@@ -117,6 +118,10 @@ def transactions(replicas, tally, stop, order, seed):
             with tally.lock:
                 for name, sid in sids.items():
                     tally.acked[name].add(sid)
+        elif r.status_code == 500:
+            with tally.lock:
+                for name, sid in sids.items():
+                    tally.unknown[name].add(sid)
 
 
 def wap_publishes(replicas, tally, stop, seed):
@@ -206,13 +211,15 @@ def test_soak_three_replicas(postgres, floe_factory, webhooks, psql_bin):
     assert not any(w.is_alive() for w in workers), "a soak worker hangs"
 
     # Lost acknowledged writes: every acknowledged snapshot is on main.
-    lost = {}
-    for name, sids in tally.acked.items():
+    lost, landed_unknown = {}, 0
+    for name in set(tally.acked) | set(tally.unknown):
         meta = load(f, name)
         assert meta is not None, f"table {name} is gone"
-        missing = sids - main_history(meta)
+        history = main_history(meta)
+        missing = tally.acked[name] - history
         if missing:
             lost[name] = sorted(missing)[:10]
+        landed_unknown += len(tally.unknown[name] & history)
     # ... and every metadata file a 200 named is in commit_log.
     logged = collections.defaultdict(set)
     for table_uuid, loc in psql(psql_bin, url,
@@ -237,6 +244,7 @@ def test_soak_three_replicas(postgres, floe_factory, webhooks, psql_bin):
         "conflicts (409)": sum(v for k, v in counts.items() if k.endswith(" 409")),
         "unavailable (503)": sum(v for k, v in counts.items() if k.endswith(" 503")),
         "500s": sum(v for k, v in counts.items() if k.endswith(" 500")),
+        "snapshots of 500-answered transactions that landed": landed_unknown,
     }
     # What the replicas logged about their 500s (a deadlock between two
     # transactions is a known failure, not an unknown outcome).
