@@ -1004,6 +1004,8 @@ struct apply {
 	struct idmap *removed;         /* snapshots removed here whose refs remain */
 	json_t *key_index;             /* encryption key-id -> position */
 	struct id_list lists[3];       /* schemas, specs, sort orders */
+	struct idmap *cur_fields;      /* schema_index of schema cur_fields_of */
+	int64_t cur_fields_of;
 	bool holes;
 };
 
@@ -1306,6 +1308,25 @@ static bool id_list_add(struct apply *a, struct id_list *l, int kind, int64_t id
 	return true;
 }
 
+/*
+ * The field index (schema_index) of schema, the current schema, built once
+ * per commit rather than once per add-spec or add-sort-order; it is keyed
+ * by schema id, and forgotten when schemas are removed (an id may then be
+ * given again). Borrowed; NULL when out of memory.
+ */
+static const struct idmap *current_schema_fields(struct apply *a, const json_t *schema,
+						 struct floe_error *err)
+{
+	int64_t id = int_or(a->m, "current-schema-id", -1);
+
+	if (a->cur_fields != NULL && a->cur_fields_of == id)
+		return a->cur_fields;
+	idmap_free(a->cur_fields);
+	a->cur_fields = schema_index(schema, err);
+	a->cur_fields_of = id;
+	return a->cur_fields;
+}
+
 static const json_t *apply_current_schema(struct apply *a, bool *ok,
 					  struct floe_error *err)
 {
@@ -1480,7 +1501,7 @@ static bool up_add_spec(struct apply *a, const json_t *u, struct floe_error *err
 		return bad(err, "add-spec: 'spec' must be an object with a 'fields' array");
 	if (schema == NULL)
 		return bad(err, "add-spec: the table has no current schema");
-	struct idmap *index = schema_index(schema, err);
+	const struct idmap *index = current_schema_fields(a, schema, err);
 	if (index == NULL)
 		return false;
 	int64_t last_pid = int_or(a->m, "last-partition-id",
@@ -1493,7 +1514,6 @@ static bool up_add_spec(struct apply *a, const json_t *u, struct floe_error *err
 		if (!partition_field_check(f, index, err) ||
 		    !get_int(f, "field-id", "partition field", &present, &fid, err)) {
 			json_decref(nfields);
-			idmap_free(index);
 			return false;
 		}
 		if (!present)
@@ -1501,7 +1521,6 @@ static bool up_add_spec(struct apply *a, const json_t *u, struct floe_error *err
 		if (format_of(a->m) == 1 &&
 		    fid != PARTITION_DATA_ID_START + (int64_t)i) {
 			json_decref(nfields);
-			idmap_free(index);
 			return bad(err, "add-spec: a v1 spec needs sequential field ids from %d",
 				   PARTITION_DATA_ID_START);
 		}
@@ -1511,7 +1530,6 @@ static bool up_add_spec(struct apply *a, const json_t *u, struct floe_error *err
 		if (fid > next_pid)
 			next_pid = fid;
 	}
-	idmap_free(index);
 	json_t *nspec = json_pack("{s:I, s:o}", "spec-id", (json_int_t)0, "fields", nfields);
 	struct id_list *l = id_list(a, LIST_SPECS, err);
 	if (nspec == NULL || l == NULL) {
@@ -1565,19 +1583,16 @@ static bool up_add_sort_order(struct apply *a, const json_t *u, struct floe_erro
 
 	if (!json_is_object(order) || !json_is_array(fields))
 		return bad(err, "add-sort-order: 'sort-order' must be an object with a 'fields' array");
-	struct idmap *index = NULL;
+	const struct idmap *index = NULL;
 	if (json_array_size(fields) > 0 && schema != NULL) {
-		index = schema_index(schema, err);
+		index = current_schema_fields(a, schema, err);
 		if (index == NULL)
 			return false;
 	}
 	json_array_foreach(fields, i, f) {
-		if (!sort_field_check(f, index, err)) {
-			idmap_free(index);
+		if (!sort_field_check(f, index, err))
 			return false;
-		}
 	}
-	idmap_free(index);
 	if (json_array_size(fields) > 0 && schema == NULL)
 		return bad(err, "add-sort-order: the table has no current schema");
 	struct id_list *l = id_list(a, LIST_ORDERS, err);
@@ -1971,6 +1986,10 @@ static bool remove_ids(struct apply *a, const json_t *u, const char *field,
 	struct id_list *l = id_list(a, kind, err);
 	if (l == NULL)
 		return false;
+	if (kind == LIST_SCHEMAS) {
+		idmap_free(a->cur_fields);
+		a->cur_fields = NULL;
+	}
 	json_t *arr = json_object_get(a->m, id_lists[kind].list);
 	/* Each removal leaves a hole (positions stay valid); finish()
 	 * compacts. */
@@ -2381,6 +2400,7 @@ static void apply_free(struct apply *a)
 		idmap_free(a->added[k]);
 		id_list_forget(&a->lists[k]);
 	}
+	idmap_free(a->cur_fields);
 	idmap_free(a->added_snapshots);
 	json_decref(a->main_targets);
 	idmap_free(a->snapshot_index);
