@@ -70,6 +70,39 @@ static bool sync_parent(const char *path)
 	return true;
 }
 
+/* The longest name floe writes under a table location: the metadata
+ * directory, a 19-digit version, a uuid and the temporary suffix. */
+#define FILEIO_METADATA_SUFFIX_MAX \
+	(sizeof("/metadata/") + 19 + 1 + UUID_STR_LEN + sizeof(".metadata.json.tmp"))
+
+bool fileio_location_fits(const char *path, struct floe_error *err)
+{
+	size_t len = strlen(path);
+	const char *p = path;
+
+	while (*p != '\0') {
+		size_t seg;
+		while (*p == '/')
+			p++;
+		seg = strcspn(p, "/");
+		if (seg > NAME_MAX) {
+			/* Quote its start, cut on a UTF-8 character boundary. */
+			int shown = 40;
+			while (shown > 0 && ((unsigned char)p[shown] & 0xC0) == 0x80)
+				shown--;
+			return floe_err(err, FE_BAD_REQUEST,
+					"table location has a path segment of %zu bytes (%.*s...); the limit is %d bytes, and a name's escaped form counts ('%%', '/' and '\\' take 3 bytes each)",
+					seg, shown, p, NAME_MAX);
+		}
+		p += seg;
+	}
+	if (len + FILEIO_METADATA_SUFFIX_MAX >= PATH_MAX)
+		return floe_err(err, FE_BAD_REQUEST,
+				"table location is %zu bytes long; with its metadata file names it must stay under %d bytes",
+				len, PATH_MAX - (int)FILEIO_METADATA_SUFFIX_MAX);
+	return true;
+}
+
 /* mkdir -p; each directory created is made durable in its parent. */
 static bool make_dirs(const char *path, struct floe_error *err)
 {

@@ -25,6 +25,15 @@ bool fileio_check_beneath(const char *url, const char *warehouse_path,
 			  struct floe_error *err) FLOE_WUR;
 
 /*
+ * Checks, before anything is written, that the files floe writes under a
+ * table location (a local path, as fileio_local_path gives) can be named:
+ * every path component at most NAME_MAX bytes, and the longest metadata
+ * file path under PATH_MAX. FE_BAD_REQUEST names the component and says
+ * that a name's escaped form counts ('%', '/' and '\' take 3 bytes).
+ */
+bool fileio_location_fits(const char *path, struct floe_error *err) FLOE_WUR;
+
+/*
  * Writes text as <table location>/metadata/<NNNNN>-<uuid>.metadata.json
  * (NNNNN = version): a temporary file, fsync, rename, fsync of the
  * directory, so a reader sees the whole file or none. *location receives

@@ -5,6 +5,7 @@
 #include "ident.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "idmap.h"
 #include "store.h"
 #include "tablemeta.h"
 
@@ -31,18 +32,49 @@ json_t *refs_json(const char *name, const json_t *ref)
 
 bool refs_is_ancestor(const json_t *m, long long ancestor, long long id)
 {
-	size_t guard = json_array_size(json_object_get(m, "snapshots")) + 1;
+	const json_t *snaps = json_object_get(m, "snapshots");
+	size_t guard = json_array_size(snaps) + 1;
+	struct idmap *parents = idmap_new(json_array_size(snaps));
+	size_t i;
+	json_t *s;
+	bool found = false;
 
-	while (guard-- > 0) {
-		if (id == ancestor)
-			return true;
-		const json_t *snap = tablemeta_snapshot(m, id);
-		json_t *parent = snap ? json_object_get(snap, "parent-snapshot-id") : NULL;
-		if (!json_is_integer(parent))
+	/* One map of snapshot -> parent: a walk down a long history is then
+	 * linear, not a scan of every snapshot per step. */
+	if (parents == NULL)
+		return false;
+	json_array_foreach(snaps, i, s) {
+		json_t *sid = json_object_get(s, "snapshot-id");
+		json_t *parent = json_object_get(s, "parent-snapshot-id");
+		if (!json_is_integer(sid) || idmap_has(parents, json_integer_value(sid)))
+			continue;
+		if (!idmap_put(parents, json_integer_value(sid),
+			       json_is_integer(parent) ? json_integer_value(parent) : -1)) {
+			idmap_free(parents);
 			return false;
-		id = json_integer_value(parent);
+		}
 	}
-	return false;
+	while (guard-- > 0) {
+		int64_t parent;
+		if (id == ancestor) {
+			found = true;
+			break;
+		}
+		if (!idmap_get(parents, id, &parent) || parent == -1)
+			break;
+		id = parent;
+	}
+	idmap_free(parents);
+	return found;
+}
+
+static int ref_name_cmp(const void *x, const void *y)
+{
+	const json_t *a = *(json_t *const *)x;
+	const json_t *b = *(json_t *const *)y;
+
+	return strcmp(json_string_value(json_object_get(a, "name")),
+		      json_string_value(json_object_get(b, "name")));
 }
 
 json_t *refs_list(struct store *s, const struct ns_ident *ns, const char *table,
@@ -58,20 +90,22 @@ json_t *refs_list(struct store *s, const struct ns_ident *ns, const char *table,
 	list = json_array();
 	json_object_foreach(json_object_get(m, "refs"), name, ref)
 		json_array_append_new(list, refs_json(name, ref));
-	/* jansson keeps insertion order; the answer is sorted by name. */
+	/* jansson keeps insertion order; the answer is sorted by name
+	 * (qsort: a table may have many thousands of tags). */
 	size_t n = json_array_size(list);
-	for (size_t i = 1; i < n; i++) {
-		for (size_t j = i; j > 0; j--) {
-			json_t *a = json_array_get(list, j - 1);
-			json_t *b = json_array_get(list, j);
-			if (strcmp(json_string_value(json_object_get(a, "name")),
-				   json_string_value(json_object_get(b, "name"))) <= 0)
-				break;
-			json_incref(a);
-			json_array_set(list, j - 1, b);
-			json_array_set_new(list, j, a);
-		}
+	json_t **sorted = malloc((n ? n : 1) * sizeof(*sorted));
+	if (sorted == NULL) {
+		json_decref(list);
+		json_decref(m);
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
 	}
+	for (size_t i = 0; i < n; i++)
+		sorted[i] = json_incref(json_array_get(list, i));
+	qsort(sorted, n, sizeof(*sorted), ref_name_cmp);
+	json_array_clear(list);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(list, sorted[i]);
+	free(sorted);
 	json_decref(m);
 	return json_pack("{s:o}", "refs", list);
 }

@@ -15,7 +15,8 @@
 
 struct store;
 
-/* True when ancestor is snapshot id or one of its ancestors in m. */
+/* True when ancestor is snapshot id or one of its ancestors in m (false
+ * also when out of memory). Linear in the number of snapshots. */
 bool refs_is_ancestor(const json_t *m, long long ancestor, long long id);
 
 /* {"refs": [Ref]} sorted by name. */

@@ -246,12 +246,15 @@ static bool location_writable(const struct table_env *env, const char *location,
 		return false;
 	ok = location_within(canon, env->warehouse) &&
 	     strcmp(location_path(canon), env->warehouse_path) != 0;
-	free(canon);
-	if (!ok)
+	if (!ok) {
+		free(canon);
 		return floe_err(err, FE_BAD_REQUEST,
 				"table location %s is outside the warehouse %s",
 				location, env->warehouse);
-	return fileio_check_beneath(location, env->warehouse_path, err);
+	}
+	ok = fileio_location_fits(location_path(canon), err);
+	free(canon);
+	return ok && fileio_check_beneath(location, env->warehouse_path, err);
 }
 
 /* Answers a clash with table `other` (freed here): 409 when a table of
@@ -689,17 +692,10 @@ static json_t *commit_create(struct store *s, const struct table_env *env,
 	if (exists)
 		return floe_err(err, FE_COMMIT_FAILED,
 				"Requirement failed: table already exists (assert-create)"), NULL;
-	/* A uuid of our own comes first; the client's assign-uuid wins. */
-	json_t *all = json_array();
-	if (!uuid_v4(uuid) || all == NULL) {
-		json_decref(all);
-		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
-	}
-	json_array_append_new(all, json_pack("{s:s, s:s}", "action", "assign-uuid",
-					     "uuid", uuid));
-	json_array_extend(all, (json_t *)updates);
-	json_t *m = tablemeta_apply_create(all, now_ms(), err);
-	json_decref(all);
+	/* A uuid of our own unless the client assigns one. */
+	if (!uuid_v4(uuid))
+		return floe_err(err, FE_INTERNAL, "no randomness for a table uuid"), NULL;
+	json_t *m = tablemeta_apply_create(updates, uuid, now_ms(), err);
 	if (m == NULL)
 		return NULL;
 	/* A create that brings a main snapshot moves main. */

@@ -9,6 +9,9 @@
  */
 #include "tablemeta.h"
 
+#include "idmap.h"
+#include "uuid.h"
+
 #include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -140,14 +143,35 @@ static bool type_is_v3_only(const char *t)
 }
 
 /*
- * Walks a type, checking its shape and collecting ids. ids is an array of
- * every field, element, key and value id seen; format is the table's
- * format version (v3-only types and defaults are refused below v3).
+ * Walks a type, checking its shape and collecting ids: ids maps every
+ * field, element, key and value id to its type (borrowed; 0 for none), so
+ * a duplicate is found the moment it is seen, in one pass. format is the
+ * table's format version (v3-only types and defaults are refused below v3).
  */
-static bool walk_type(const json_t *type, int format, json_t *ids,
+struct schema_walk {
+	struct idmap *ids;
+	int format;
+	int64_t highest;
+};
+
+static bool walk_type(const json_t *type, struct schema_walk *w,
 		      struct floe_error *err);
 
-static bool walk_field(const json_t *f, int format, json_t *ids,
+static bool note_id(struct schema_walk *w, int64_t id, const json_t *type,
+		    struct floe_error *err)
+{
+	if (id < 0)
+		return bad(err, "schema: field id %" PRId64 " is negative", id);
+	if (idmap_has(w->ids, id))
+		return bad(err, "schema: field id %" PRId64 " is used twice", id);
+	if (!idmap_put(w->ids, id, (int64_t)(intptr_t)type))
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	if (id > w->highest)
+		w->highest = id;
+	return true;
+}
+
+static bool walk_field(const json_t *f, struct schema_walk *w,
 		       struct floe_error *err)
 {
 	int64_t id;
@@ -161,22 +185,23 @@ static bool walk_field(const json_t *f, int format, json_t *ids,
 	if (!json_is_boolean(json_object_get(f, "required")))
 		return bad(err, "schema: field '%s' needs a boolean 'required'",
 			   get_str(f, "name"));
-	if (format < 3) {
+	if (w->format < 3) {
 		json_t *d = json_object_get(f, "initial-default");
 		if (d != NULL && !json_is_null(d))
 			return bad(err, "schema: field '%s' has an initial-default, which needs format version 3",
 				   get_str(f, "name"));
 	}
-	json_array_append_new(ids, json_integer(id));
-	return walk_type(json_object_get(f, "type"), format, ids, err);
+	if (!note_id(w, id, json_object_get(f, "type"), err))
+		return false;
+	return walk_type(json_object_get(f, "type"), w, err);
 }
 
-static bool walk_type(const json_t *type, int format, json_t *ids,
+static bool walk_type(const json_t *type, struct schema_walk *w,
 		      struct floe_error *err)
 {
 	if (json_is_string(type)) {
 		const char *t = json_string_value(type);
-		if (format < 3 && type_is_v3_only(t))
+		if (w->format < 3 && type_is_v3_only(t))
 			return bad(err, "schema: type %s needs format version 3", t);
 		return true;
 	}
@@ -192,131 +217,122 @@ static bool walk_type(const json_t *type, int format, json_t *ids,
 		if (!json_is_array(fields))
 			return bad(err, "schema: a struct needs a 'fields' array");
 		json_array_foreach(fields, i, f) {
-			if (!walk_field(f, format, ids, err))
+			if (!walk_field(f, w, err))
 				return false;
 		}
 		return true;
 	}
 	if (strcmp(kind, "list") == 0) {
 		int64_t id;
-		if (!get_int(type, "element-id", "list type", NULL, &id, err))
+		if (!get_int(type, "element-id", "list type", NULL, &id, err) ||
+		    !note_id(w, id, json_object_get(type, "element"), err))
 			return false;
-		json_array_append_new(ids, json_integer(id));
-		return walk_type(json_object_get(type, "element"), format, ids, err);
+		return walk_type(json_object_get(type, "element"), w, err);
 	}
 	if (strcmp(kind, "map") == 0) {
 		int64_t kid, vid;
 		if (!get_int(type, "key-id", "map type", NULL, &kid, err) ||
-		    !get_int(type, "value-id", "map type", NULL, &vid, err))
+		    !get_int(type, "value-id", "map type", NULL, &vid, err) ||
+		    !note_id(w, kid, json_object_get(type, "key"), err) ||
+		    !note_id(w, vid, json_object_get(type, "value"), err))
 			return false;
-		json_array_append_new(ids, json_integer(kid));
-		json_array_append_new(ids, json_integer(vid));
-		return walk_type(json_object_get(type, "key"), format, ids, err) &&
-		       walk_type(json_object_get(type, "value"), format, ids, err);
+		return walk_type(json_object_get(type, "key"), w, err) &&
+		       walk_type(json_object_get(type, "value"), w, err);
 	}
 	return bad(err, "schema: unknown nested type '%s'", kind);
 }
 
-/* Checks a schema object; *highest gets its highest id (0 if none). */
+/*
+ * Checks a schema object; *highest gets its highest id (0 if none). With
+ * index, *index gets the map of its ids to their types (caller frees).
+ */
 static bool schema_check(const json_t *schema, int format, int64_t *highest,
-			 struct floe_error *err)
+			 struct idmap **index, struct floe_error *err)
 {
-	json_t *ids = json_array();
-	size_t i, j;
-	json_t *v;
+	struct schema_walk w = { idmap_new(64), format, 0 };
 	bool ok;
 
+	*highest = 0;
+	if (index != NULL)
+		*index = NULL;
+	if (w.ids == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
 	if (!json_is_object(schema)) {
-		json_decref(ids);
+		idmap_free(w.ids);
 		return bad(err, "schema must be an object");
 	}
-	ok = walk_type(schema, format, ids, err);
-	*highest = 0;
-	json_array_foreach(ids, i, v) {
-		int64_t id = json_integer_value(v);
-		if (!ok)
-			break;
-		if (id < 0) {
-			ok = bad(err, "schema: field id %" PRId64 " is negative", id);
-			break;
-		}
-		for (j = i + 1; j < json_array_size(ids); j++) {
-			if (json_integer_value(json_array_get(ids, j)) == id) {
-				ok = bad(err, "schema: field id %" PRId64 " is used twice", id);
-				break;
-			}
-		}
-		if (id > *highest)
-			*highest = id;
-	}
-	json_decref(ids);
+	ok = walk_type(schema, &w, err);
+	*highest = w.highest;
+	if (ok && index != NULL)
+		*index = w.ids;
+	else
+		idmap_free(w.ids);
 	return ok;
 }
 
-/* True when schema holds a field (at any depth) with this id. */
-static bool schema_has_id(const json_t *type, int64_t id)
+/* Adds every id of a stored type to index (first one wins); false only
+ * when out of memory. Stored metadata is not re-validated here. */
+static bool index_type(const json_t *type, struct idmap *index)
 {
-	if (!json_is_object(type))
-		return false;
 	const char *kind = get_str(type, "type");
-	if (kind == NULL)
-		return false;
+	size_t i;
+	json_t *f;
+
+	if (!json_is_object(type) || kind == NULL)
+		return true;
 	if (strcmp(kind, "struct") == 0) {
-		size_t i;
-		json_t *f;
 		json_array_foreach(json_object_get(type, "fields"), i, f) {
-			if (int_or(f, "id", -1) == id ||
-			    schema_has_id(json_object_get(f, "type"), id))
-				return true;
+			int64_t id = int_or(f, "id", -1);
+			const json_t *t = json_object_get(f, "type");
+			if (!idmap_has(index, id) &&
+			    !idmap_put(index, id, (int64_t)(intptr_t)t))
+				return false;
 		}
-		return false;
+		json_array_foreach(json_object_get(type, "fields"), i, f) {
+			if (!index_type(json_object_get(f, "type"), index))
+				return false;
+		}
+		return true;
 	}
-	if (strcmp(kind, "list") == 0)
-		return int_or(type, "element-id", -1) == id ||
-		       schema_has_id(json_object_get(type, "element"), id);
-	if (strcmp(kind, "map") == 0)
-		return int_or(type, "key-id", -1) == id ||
-		       int_or(type, "value-id", -1) == id ||
-		       schema_has_id(json_object_get(type, "key"), id) ||
-		       schema_has_id(json_object_get(type, "value"), id);
-	return false;
+	const char *const keys[][2] = { { "element-id", "element" },
+					{ "key-id", "key" }, { "value-id", "value" } };
+	for (size_t k = 0; k < 3; k++) {
+		json_t *idv = json_object_get(type, keys[k][0]);
+		const json_t *t = json_object_get(type, keys[k][1]);
+		if (!json_is_integer(idv))
+			continue;
+		if (!idmap_has(index, json_integer_value(idv)) &&
+		    !idmap_put(index, json_integer_value(idv), (int64_t)(intptr_t)t))
+			return false;
+		if (!index_type(t, index))
+			return false;
+	}
+	return true;
 }
 
-/* The type of the field (or element, key, value) with this id, or NULL. */
-static const json_t *schema_find_type(const json_t *type, int64_t id)
+/* The ids of a stored schema mapped to their types (new; caller frees),
+ * or NULL with FE_INTERNAL when out of memory. */
+static struct idmap *schema_index(const json_t *schema, struct floe_error *err)
 {
-	if (!json_is_object(type))
-		return NULL;
-	const char *kind = get_str(type, "type");
-	const json_t *t;
-	if (kind == NULL)
-		return NULL;
-	if (strcmp(kind, "struct") == 0) {
-		size_t i;
-		json_t *f;
-		json_array_foreach(json_object_get(type, "fields"), i, f) {
-			if (int_or(f, "id", -1) == id)
-				return json_object_get(f, "type");
-			if ((t = schema_find_type(json_object_get(f, "type"), id)) != NULL)
-				return t;
-		}
+	struct idmap *index = idmap_new(64);
+
+	if (index == NULL || !index_type(schema, index)) {
+		idmap_free(index);
+		floe_err(err, FE_INTERNAL, "out of memory");
 		return NULL;
 	}
-	if (strcmp(kind, "list") == 0) {
-		if (int_or(type, "element-id", -1) == id)
-			return json_object_get(type, "element");
-		return schema_find_type(json_object_get(type, "element"), id);
-	}
-	if (strcmp(kind, "map") == 0) {
-		if (int_or(type, "key-id", -1) == id)
-			return json_object_get(type, "key");
-		if (int_or(type, "value-id", -1) == id)
-			return json_object_get(type, "value");
-		if ((t = schema_find_type(json_object_get(type, "key"), id)) != NULL)
-			return t;
-		return schema_find_type(json_object_get(type, "value"), id);
-	}
-	return NULL;
+	return index;
+}
+
+/* The type of the field (or element, key, value) id in a schema index, or
+ * NULL; *found tells whether the id is in the schema at all. */
+static const json_t *index_find_type(const struct idmap *index, int64_t id,
+				     bool *found)
+{
+	int64_t v = 0;
+
+	*found = idmap_get(index, id, &v);
+	return *found ? (const json_t *)(intptr_t)v : NULL;
 }
 
 static bool type_in(const char *t, const char *const *set)
@@ -393,35 +409,17 @@ static bool transform_check(const char *tr, const json_t *type, const char *what
 
 /* --- fresh ids for createTable --- */
 
-struct idmap {
-	json_t *map;    /* object: decimal old id -> new id */
-	int64_t next;   /* last id assigned */
+struct fresh_ids {
+	struct idmap *map; /* old id -> new id */
+	int64_t next;      /* last id assigned */
 };
-
-static bool idmap_put(struct idmap *m, int64_t old, int64_t fresh)
-{
-	char key[32];
-	snprintf(key, sizeof(key), "%" PRId64, old);
-	return json_object_set_new(m->map, key, json_integer(fresh)) == 0;
-}
-
-static bool idmap_get(const struct idmap *m, int64_t old, int64_t *fresh)
-{
-	char key[32];
-	snprintf(key, sizeof(key), "%" PRId64, old);
-	json_t *v = json_object_get(m->map, key);
-	if (v == NULL)
-		return false;
-	*fresh = json_integer_value(v);
-	return true;
-}
 
 /*
  * Renumbers a type in place as Iceberg's AssignFreshIds does: every
  * direct field of a struct first, then each field's type in order; a
  * list's element id, a map's key and value ids, before recursing.
  */
-static bool reassign_type(json_t *type, struct idmap *m)
+static bool reassign_type(json_t *type, struct fresh_ids *m)
 {
 	if (!json_is_object(type))
 		return true;
@@ -432,7 +430,7 @@ static bool reassign_type(json_t *type, struct idmap *m)
 		json_t *f;
 		json_array_foreach(fields, i, f) {
 			int64_t fresh = ++m->next;
-			if (!idmap_put(m, int_or(f, "id", -1), fresh) ||
+			if (!idmap_put(m->map, int_or(f, "id", -1), fresh) ||
 			    !set_int(f, "id", fresh))
 				return false;
 		}
@@ -444,7 +442,7 @@ static bool reassign_type(json_t *type, struct idmap *m)
 	}
 	if (strcmp(kind, "list") == 0) {
 		int64_t fresh = ++m->next;
-		if (!idmap_put(m, int_or(type, "element-id", -1), fresh) ||
+		if (!idmap_put(m->map, int_or(type, "element-id", -1), fresh) ||
 		    !set_int(type, "element-id", fresh))
 			return false;
 		return reassign_type(json_object_get(type, "element"), m);
@@ -452,9 +450,9 @@ static bool reassign_type(json_t *type, struct idmap *m)
 	if (strcmp(kind, "map") == 0) {
 		int64_t k = ++m->next;
 		int64_t v = ++m->next;
-		if (!idmap_put(m, int_or(type, "key-id", -1), k) ||
+		if (!idmap_put(m->map, int_or(type, "key-id", -1), k) ||
 		    !set_int(type, "key-id", k) ||
-		    !idmap_put(m, int_or(type, "value-id", -1), v) ||
+		    !idmap_put(m->map, int_or(type, "value-id", -1), v) ||
 		    !set_int(type, "value-id", v))
 			return false;
 		return reassign_type(json_object_get(type, "key"), m) &&
@@ -474,12 +472,14 @@ static bool valid_null_order(const char *n)
 	       (strcmp(n, "nulls-first") == 0 || strcmp(n, "nulls-last") == 0);
 }
 
-/* Checks a sort field; schema is the schema its source-id must be in
- * (NULL: not checked). */
-static bool sort_field_check(const json_t *f, const json_t *schema,
+/* Checks a sort field; schema is the index (schema_check, schema_index)
+ * of the schema its source-id must be in (NULL: not checked). */
+static bool sort_field_check(const json_t *f, const struct idmap *schema,
 			     struct floe_error *err)
 {
 	int64_t src;
+	bool found = false;
+	const json_t *type = NULL;
 
 	if (!json_is_object(f))
 		return bad(err, "sort order: a field must be an object");
@@ -491,16 +491,20 @@ static bool sort_field_check(const json_t *f, const json_t *schema,
 		return bad(err, "sort field: 'direction' must be asc or desc");
 	if (!valid_null_order(get_str(f, "null-order")))
 		return bad(err, "sort field: 'null-order' must be nulls-first or nulls-last");
-	if (schema != NULL && !schema_has_id(schema, src))
-		return bad(err, "sort order: source id %" PRId64 " is not in the current schema", src);
-	return transform_check(get_str(f, "transform"),
-			       schema ? schema_find_type(schema, src) : NULL, "sort field", err);
+	if (schema != NULL) {
+		type = index_find_type(schema, src, &found);
+		if (!found)
+			return bad(err, "sort order: source id %" PRId64 " is not in the current schema", src);
+	}
+	return transform_check(get_str(f, "transform"), type, "sort field", err);
 }
 
-static bool partition_field_check(const json_t *f, const json_t *schema,
+static bool partition_field_check(const json_t *f, const struct idmap *schema,
 				  struct floe_error *err)
 {
 	int64_t src;
+	bool found = false;
+	const json_t *type = NULL;
 
 	if (!json_is_object(f))
 		return bad(err, "partition spec: a field must be an object");
@@ -510,11 +514,12 @@ static bool partition_field_check(const json_t *f, const json_t *schema,
 		return bad(err, "partition field: 'transform' must be a string");
 	if (!json_is_string(json_object_get(f, "name")))
 		return bad(err, "partition field: 'name' must be a string");
-	if (schema != NULL && !schema_has_id(schema, src))
-		return bad(err, "partition spec: source id %" PRId64 " is not in the current schema", src);
-	return transform_check(get_str(f, "transform"),
-			       schema ? schema_find_type(schema, src) : NULL,
-			       "partition field", err);
+	if (schema != NULL) {
+		type = index_find_type(schema, src, &found);
+		if (!found)
+			return bad(err, "partition spec: source id %" PRId64 " is not in the current schema", src);
+	}
+	return transform_check(get_str(f, "transform"), type, "partition field", err);
 }
 
 static const char *const reserved_properties[] = {
@@ -630,7 +635,8 @@ json_t *tablemeta_create(const json_t *request, const char *location,
 	json_t *spec = NULL;
 	json_t *order = NULL;
 	json_t *props = NULL;
-	struct idmap ids = { json_object(), 0 };
+	struct fresh_ids ids = { idmap_new(64), 0 };
+	struct idmap *rindex = NULL;
 	const json_t *rprops = json_object_get(request, "properties");
 	int format = 2;
 	int64_t highest;
@@ -655,7 +661,7 @@ json_t *tablemeta_create(const json_t *request, const char *location,
 		bad(err, "missing required field 'schema'");
 		goto fail;
 	}
-	if (!schema_check(rschema, format, &highest, err))
+	if (!schema_check(rschema, format, &highest, &rindex, err))
 		goto fail;
 
 	/* Schema: fresh ids, schema-id 0, identifier fields remapped. */
@@ -677,7 +683,7 @@ json_t *tablemeta_create(const json_t *request, const char *location,
 		json_array_foreach(idf, i, v) {
 			int64_t fresh;
 			if (!json_is_integer(v) ||
-			    !idmap_get(&ids, json_integer_value(v), &fresh)) {
+			    !idmap_get(ids.map, json_integer_value(v), &fresh)) {
 				json_decref(fresh_idf);
 				bad(err, "schema: identifier field %s is not in the schema",
 				    json_is_integer(v) ? "id" : "(not an integer)");
@@ -704,9 +710,9 @@ json_t *tablemeta_create(const json_t *request, const char *location,
 		}
 		json_array_foreach(rf, i, f) {
 			int64_t src;
-			if (!partition_field_check(f, rschema, err))
+			if (!partition_field_check(f, rindex, err))
 				goto fail;
-			if (!idmap_get(&ids, int_or(f, "source-id", -1), &src)) {
+			if (!idmap_get(ids.map, int_or(f, "source-id", -1), &src)) {
 				bad(err, "partition-spec: source id %" PRId64 " is not in the schema",
 				    int_or(f, "source-id", -1));
 				goto fail;
@@ -741,9 +747,9 @@ json_t *tablemeta_create(const json_t *request, const char *location,
 		json_t *f;
 		json_array_foreach(rof, i, f) {
 			int64_t src;
-			if (!sort_field_check(f, rschema, err))
+			if (!sort_field_check(f, rindex, err))
 				goto fail;
-			if (!idmap_get(&ids, int_or(f, "source-id", -1), &src)) {
+			if (!idmap_get(ids.map, int_or(f, "source-id", -1), &src)) {
 				bad(err, "write-order: source id %" PRId64 " is not in the schema",
 				    int_or(f, "source-id", -1));
 				goto fail;
@@ -810,7 +816,8 @@ fail:
 	json_decref(m);
 	m = NULL;
 done:
-	json_decref(ids.map);
+	idmap_free(ids.map);
+	idmap_free(rindex);
 	json_decref(schema);
 	json_decref(spec);
 	json_decref(order);
@@ -964,6 +971,18 @@ bool tablemeta_check_requirements(const json_t *base,
 
 /* --- updates --- */
 
+/*
+ * One of the lists whose entries have ids and are reused when an identical
+ * one is added (schemas, partition specs, sort orders), indexed on first
+ * use: positions by id, ids by content (content_key), and the highest id.
+ */
+struct id_list {
+	struct idmap *pos;   /* id -> position; NULL: not built yet */
+	json_t *by_content;  /* content key -> id (the first entry wins) */
+	int64_t highest;
+	bool highest_stale;  /* the highest was removed: rescan */
+};
+
 struct apply {
 	json_t *m;           /* the working copy */
 	int64_t now;
@@ -971,25 +990,377 @@ struct apply {
 	int64_t last_schema; /* last added in this commit, -2: none */
 	int64_t last_spec;
 	int64_t last_order;
-	json_t *added_schemas;   /* ids added in this commit */
-	json_t *added_specs;
-	json_t *added_orders;
-	json_t *added_snapshots; /* snapshot ids added in this commit */
+	struct idmap *added[3];  /* schema, spec, sort order ids added here */
+	struct idmap *added_snapshots; /* snapshot ids added in this commit */
 	json_t *main_targets;    /* snapshot ids main was set to, in order */
 	bool snapshots_removed;
+	/*
+	 * Built on first use, so a commit of thousands of updates on a table
+	 * of thousands of snapshots stays linear. Removed entries become JSON
+	 * null holes (positions stay valid) until finish() compacts them.
+	 */
+	struct idmap *snapshot_index;  /* snapshot id -> position in snapshots */
+	struct idmap *stats_index[2];  /* snapshot id -> position in stats_lists[k] */
+	struct idmap *removed;         /* snapshots removed here whose refs remain */
+	json_t *key_index;             /* encryption key-id -> position */
+	struct id_list lists[3];       /* schemas, specs, sort orders */
+	struct idmap *cur_fields;      /* schema_index of schema cur_fields_of */
+	int64_t cur_fields_of;
+	bool holes;
 };
 
 #define NONE_ADDED (-2)
 
-static bool int_array_has(const json_t *arr, int64_t v)
+enum { LIST_SCHEMAS, LIST_SPECS, LIST_ORDERS };
+
+static const struct {
+	const char *list;
+	const char *idkey;
+	int64_t missing_id; /* what an entry without an id counts as */
+} id_lists[3] = {
+	{ "schemas", "schema-id", -1 },
+	{ "partition-specs", "spec-id", -1 },
+	{ "sort-orders", "order-id", 0 },
+};
+
+static const char *const stats_lists[2] = { "statistics", "partition-statistics" };
+
+static bool oom(struct floe_error *err)
 {
+	return floe_err(err, FE_INTERNAL, "out of memory");
+}
+
+/*
+ * A new index of array: the integer field key of each object -> its
+ * position. The first entry wins; with drop_duplicates a later entry with
+ * the same id becomes a hole (*holes is set), as a replace by id would
+ * leave one entry. NULL when out of memory.
+ */
+static struct idmap *index_array(json_t *array, const char *key,
+				 bool drop_duplicates, bool *holes,
+				 struct floe_error *err)
+{
+	struct idmap *index = idmap_new(json_array_size(array));
 	size_t i;
 	json_t *e;
-	json_array_foreach(arr, i, e) {
-		if (json_integer_value(e) == v)
-			return true;
+
+	if (index == NULL)
+		return oom(err), NULL;
+	json_array_foreach(array, i, e) {
+		json_t *v = json_object_get(e, key);
+		if (!json_is_integer(v))
+			continue;
+		if (idmap_has(index, json_integer_value(v))) {
+			if (drop_duplicates) {
+				json_array_set_new(array, i, json_null());
+				*holes = true;
+			}
+			continue;
+		}
+		if (!idmap_put(index, json_integer_value(v), (int64_t)i)) {
+			idmap_free(index);
+			return oom(err), NULL;
+		}
 	}
-	return false;
+	return index;
+}
+
+static struct idmap *snapshot_index(struct apply *a, struct floe_error *err)
+{
+	if (a->snapshot_index == NULL)
+		a->snapshot_index = index_array(array_field(a->m, "snapshots"),
+						"snapshot-id", false, &a->holes, err);
+	return a->snapshot_index;
+}
+
+static struct idmap *stats_index(struct apply *a, size_t k, struct floe_error *err)
+{
+	if (a->stats_index[k] == NULL)
+		a->stats_index[k] = index_array(array_field(a->m, stats_lists[k]),
+						"snapshot-id", true, &a->holes, err);
+	return a->stats_index[k];
+}
+
+/* The snapshot with this id in the working copy (borrowed), or NULL; *ok
+ * false when out of memory. */
+static const json_t *apply_snapshot(struct apply *a, int64_t id, bool *ok,
+				    struct floe_error *err)
+{
+	struct idmap *index = snapshot_index(a, err);
+	int64_t pos;
+
+	*ok = index != NULL;
+	if (index == NULL || !idmap_get(index, id, &pos))
+		return NULL;
+	return json_array_get(json_object_get(a->m, "snapshots"), (size_t)pos);
+}
+
+/* Drops the entry for snapshot id from stats_lists[k] (leaves a hole). */
+static bool drop_stats(struct apply *a, size_t k, int64_t id, bool *dropped,
+		       struct floe_error *err)
+{
+	struct idmap *index = stats_index(a, k, err);
+	int64_t pos;
+
+	*dropped = false;
+	if (index == NULL)
+		return false;
+	if (!idmap_get(index, id, &pos))
+		return true;
+	json_array_set_new(json_object_get(a->m, stats_lists[k]), (size_t)pos,
+			   json_null());
+	idmap_del(index, id);
+	a->holes = true;
+	*dropped = true;
+	return true;
+}
+
+/*
+ * Drops the refs that point at a snapshot removed in this commit (only at
+ * snapshot *only when given), as Java's remove-snapshots does at once;
+ * main going means no current snapshot.
+ */
+static void drop_removed_refs(struct apply *a, const int64_t *only)
+{
+	json_t *refs = object_field(a->m, "refs");
+	const char *name;
+	json_t *ref;
+	void *tmp;
+
+	json_object_foreach_safe(refs, tmp, name, ref) {
+		int64_t target = int_or(ref, "snapshot-id", -1);
+		bool gone = only != NULL ? target == *only
+					 : idmap_has(a->removed, target);
+		if (!gone)
+			continue;
+		if (strcmp(name, "main") == 0)
+			set_int(a->m, "current-snapshot-id", -1);
+		json_object_del(refs, name);
+	}
+}
+
+/* Removes the holes of array in one pass. */
+static void compact(json_t *array)
+{
+	size_t n = json_array_size(array);
+	size_t keep = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(array, i);
+		if (json_is_null(e))
+			continue;
+		if (keep != i)
+			json_array_set(array, keep, e);
+		keep++;
+	}
+	while (json_array_size(array) > keep)
+		json_array_remove(array, json_array_size(array) - 1);
+}
+
+/*
+ * What makes two entries of list kind the same, as a string (new; caller
+ * frees), or NULL when the entry can match nothing (or out of memory):
+ * schemas by fields and identifier fields, specs by source id, transform
+ * and name of each field (not the field ids), sort orders by fields.
+ */
+static char *content_key(int kind, const json_t *entry)
+{
+	json_t *fields = json_object_get(entry, "fields");
+	json_t *key = NULL;
+	char *text = NULL;
+	size_t i;
+	json_t *f;
+
+	if (fields == NULL)
+		return NULL;
+	if (kind == LIST_SCHEMAS) {
+		json_t *idf = json_object_get(entry, "identifier-field-ids");
+		key = json_pack("{s:O, s:o}", "fields", fields, "identifier-field-ids",
+				idf != NULL ? json_incref(idf) : json_array());
+	} else if (kind == LIST_SPECS) {
+		if (!json_is_array(fields))
+			return NULL;
+		key = json_array();
+		json_array_foreach(fields, i, f) {
+			json_t *src = json_object_get(f, "source-id");
+			json_t *tr = json_object_get(f, "transform");
+			json_t *name = json_object_get(f, "name");
+			if (!json_is_integer(src) || key == NULL) {
+				json_decref(key);
+				return NULL;
+			}
+			json_array_append_new(key, json_pack("[O, O, O]", src,
+							     tr ? tr : json_null(),
+							     name ? name : json_null()));
+		}
+	} else {
+		key = json_incref(fields);
+	}
+	if (key != NULL)
+		text = json_dumps(key, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	json_decref(key);
+	return text;
+}
+
+static struct id_list *id_list(struct apply *a, int kind, struct floe_error *err)
+{
+	struct id_list *l = &a->lists[kind];
+	json_t *arr = array_field(a->m, id_lists[kind].list);
+	size_t i;
+	json_t *e;
+
+	if (l->pos != NULL)
+		return l;
+	l->pos = idmap_new(json_array_size(arr));
+	l->by_content = json_object();
+	l->highest = id_lists[kind].missing_id;
+	l->highest_stale = false;
+	if (l->pos == NULL || l->by_content == NULL)
+		goto oom;
+	json_array_foreach(arr, i, e) {
+		int64_t id = int_or(e, id_lists[kind].idkey, id_lists[kind].missing_id);
+		if (json_is_null(e))
+			continue;
+		if (id > l->highest)
+			l->highest = id;
+		if (!json_is_integer(json_object_get(e, id_lists[kind].idkey)) ||
+		    idmap_has(l->pos, id))
+			continue;
+		if (!idmap_put(l->pos, id, (int64_t)i))
+			goto oom;
+		char *key = content_key(kind, e);
+		if (key != NULL && json_object_get(l->by_content, key) == NULL &&
+		    json_object_set_new(l->by_content, key, json_integer(id)) != 0) {
+			free(key);
+			goto oom;
+		}
+		free(key);
+	}
+	return l;
+oom:
+	idmap_free(l->pos);
+	json_decref(l->by_content);
+	l->pos = NULL;
+	l->by_content = NULL;
+	return oom(err), NULL;
+}
+
+static void id_list_forget(struct id_list *l)
+{
+	idmap_free(l->pos);
+	json_decref(l->by_content);
+	l->pos = NULL;
+	l->by_content = NULL;
+}
+
+/* The entry of list kind with this id (borrowed), or NULL; *ok false when
+ * out of memory. */
+static const json_t *id_list_get(struct apply *a, int kind, int64_t id, bool *ok,
+				 struct floe_error *err)
+{
+	struct id_list *l = id_list(a, kind, err);
+	int64_t pos;
+
+	*ok = l != NULL;
+	if (l == NULL || !idmap_get(l->pos, id, &pos))
+		return NULL;
+	return json_array_get(json_object_get(a->m, id_lists[kind].list), (size_t)pos);
+}
+
+/* The id of an entry identical to entry (content_key), or NONE_ADDED. */
+static int64_t id_list_find(const struct id_list *l, int kind, const json_t *entry)
+{
+	char *key = content_key(kind, entry);
+	json_t *id = key != NULL ? json_object_get(l->by_content, key) : NULL;
+
+	free(key);
+	return id != NULL ? json_integer_value(id) : NONE_ADDED;
+}
+
+/* The highest id in list kind (missing_id when empty). */
+static int64_t id_list_highest(struct apply *a, struct id_list *l, int kind)
+{
+	if (l->highest_stale) {
+		l->highest = max_id(json_object_get(a->m, id_lists[kind].list),
+				    id_lists[kind].idkey, id_lists[kind].missing_id);
+		l->highest_stale = false;
+	}
+	return l->highest;
+}
+
+/* Appends entry (stolen) with this id to list kind and indexes it. */
+static bool id_list_add(struct apply *a, struct id_list *l, int kind, int64_t id,
+			json_t *entry, struct floe_error *err)
+{
+	json_t *arr = array_field(a->m, id_lists[kind].list);
+	char *key = content_key(kind, entry);
+	bool ok = json_array_append_new(arr, entry) == 0 &&
+		  idmap_put(l->pos, id, (int64_t)json_array_size(arr) - 1) &&
+		  idmap_put(a->added[kind], id, 1);
+
+	if (ok && key != NULL && json_object_get(l->by_content, key) == NULL)
+		ok = json_object_set_new(l->by_content, key, json_integer(id)) == 0;
+	free(key);
+	if (!ok)
+		return oom(err);
+	if (!l->highest_stale && id > l->highest)
+		l->highest = id;
+	return true;
+}
+
+/*
+ * The field index (schema_index) of schema, the current schema, built once
+ * per commit rather than once per add-spec or add-sort-order; it is keyed
+ * by schema id, and forgotten when schemas are removed (an id may then be
+ * given again). Borrowed; NULL when out of memory.
+ */
+static const struct idmap *current_schema_fields(struct apply *a, const json_t *schema,
+						 struct floe_error *err)
+{
+	int64_t id = int_or(a->m, "current-schema-id", -1);
+
+	if (a->cur_fields != NULL && a->cur_fields_of == id)
+		return a->cur_fields;
+	idmap_free(a->cur_fields);
+	a->cur_fields = schema_index(schema, err);
+	a->cur_fields_of = id;
+	return a->cur_fields;
+}
+
+static const json_t *apply_current_schema(struct apply *a, bool *ok,
+					  struct floe_error *err)
+{
+	return id_list_get(a, LIST_SCHEMAS, int_or(a->m, "current-schema-id", -1), ok, err);
+}
+
+/* Brings the working copy back to plain metadata: refs of removed
+ * snapshots dropped, holes gone, indexes forgotten. */
+static void settle_removals(struct apply *a)
+{
+	if (a->removed != NULL) {
+		drop_removed_refs(a, NULL);
+		idmap_free(a->removed);
+		a->removed = NULL;
+	}
+	if (a->holes) {
+		compact(array_field(a->m, "snapshots"));
+		for (size_t k = 0; k < 2; k++)
+			compact(array_field(a->m, stats_lists[k]));
+		compact(json_object_get(a->m, "encryption-keys"));
+		for (size_t k = 0; k < 3; k++)
+			compact(json_object_get(a->m, id_lists[k].list));
+		a->holes = false;
+	}
+	for (size_t k = 0; k < 3; k++)
+		id_list_forget(&a->lists[k]);
+	json_decref(a->key_index);
+	a->key_index = NULL;
+	idmap_free(a->snapshot_index);
+	a->snapshot_index = NULL;
+	for (size_t k = 0; k < 2; k++) {
+		idmap_free(a->stats_index[k]);
+		a->stats_index[k] = NULL;
+	}
 }
 
 static int format_of(const json_t *m)
@@ -1008,9 +1379,17 @@ static bool up_assign_uuid(struct apply *a, const json_t *u, struct floe_error *
 	const char *uuid = get_str(u, "uuid");
 	if (uuid == NULL)
 		return bad(err, "assign-uuid: missing required field 'uuid'");
+	if (!uuid_is_canonical(uuid))
+		return bad(err, "assign-uuid: '%.64s' is not a UUID (8-4-4-4-12 hex digits)",
+			   uuid);
+	/* As in Java's TableMetadata.Builder: the same uuid is a no-op, a
+	 * table that has one keeps it. */
 	const char *cur = get_str(a->m, "table-uuid");
-	if (cur != NULL && strcmp(cur, uuid) == 0)
+	if (cur != NULL && strcasecmp(cur, uuid) == 0)
 		return true;
+	if (cur != NULL)
+		return bad(err, "Cannot reassign uuid: the table's uuid is %s, not %s",
+			   cur, uuid);
 	json_object_set_new(a->m, "table-uuid", json_string(uuid));
 	a->changed = true;
 	return true;
@@ -1040,46 +1419,34 @@ static bool up_add_schema(struct apply *a, const json_t *u, struct floe_error *e
 {
 	const json_t *schema = json_object_get(u, "schema");
 	int64_t highest;
-	json_t *schemas = array_field(a->m, "schemas");
-	size_t i;
-	json_t *s;
 
 	if (schema == NULL)
 		return bad(err, "add-schema: missing required field 'schema'");
-	if (!schema_check(schema, format_of(a->m), &highest, err))
+	if (!schema_check(schema, format_of(a->m), &highest, NULL, err))
 		return false;
 	int64_t last_col = int_or(a->m, "last-column-id", 0);
 	int64_t new_last = highest > last_col ? highest : last_col;
-	json_t *idf = json_object_get(schema, "identifier-field-ids");
-	json_t *empty = json_array();
+	struct id_list *l = id_list(a, LIST_SCHEMAS, err);
+	if (l == NULL)
+		return false;
 
 	/* An identical schema (fields and identifier fields) keeps its id. */
-	int64_t found = NONE_ADDED;
-	json_array_foreach(schemas, i, s) {
-		json_t *sidf = json_object_get(s, "identifier-field-ids");
-		if (json_equal(json_object_get(s, "fields"),
-			       json_object_get(schema, "fields")) &&
-		    json_equal(sidf ? sidf : empty, idf ? idf : empty)) {
-			found = int_or(s, "schema-id", -1);
-			break;
-		}
-	}
-	json_decref(empty);
+	int64_t found = id_list_find(l, LIST_SCHEMAS, schema);
 	if (found != NONE_ADDED && new_last == last_col) {
-		a->last_schema = int_array_has(a->added_schemas, found) ? found
-								       : NONE_ADDED;
+		a->last_schema = idmap_has(a->added[LIST_SCHEMAS], found) ? found
+									 : NONE_ADDED;
 		return true;
 	}
 	if (found == NONE_ADDED) {
-		int64_t id = json_array_size(schemas) == 0
-				     ? 0 : max_id(schemas, "schema-id", -1) + 1;
+		int64_t id = idmap_count(l->pos) == 0
+				     ? 0 : id_list_highest(a, l, LIST_SCHEMAS) + 1;
 		json_t *copy = json_deep_copy(schema);
 		if (copy == NULL)
 			return floe_err(err, FE_INTERNAL, "out of memory");
 		json_object_set_new(copy, "type", json_string("struct"));
 		set_int(copy, "schema-id", id);
-		json_array_append_new(schemas, copy);
-		json_array_append_new(a->added_schemas, json_integer(id));
+		if (!id_list_add(a, l, LIST_SCHEMAS, id, copy, err))
+			return false;
 		found = id;
 	}
 	set_int(a->m, "last-column-id", new_last);
@@ -1109,42 +1476,34 @@ static bool up_set_current_schema(struct apply *a, const json_t *u, struct floe_
 		return false;
 	if (id == int_or(a->m, "current-schema-id", -1))
 		return true;
-	if (find_by_id(json_object_get(a->m, "schemas"), "schema-id", id, NULL) == NULL)
-		return bad(err, "Cannot set current schema to unknown schema: %" PRId64, id);
+	bool ok;
+	if (id_list_get(a, LIST_SCHEMAS, id, &ok, err) == NULL)
+		return ok ? bad(err, "Cannot set current schema to unknown schema: %" PRId64, id)
+			  : false;
 	set_int(a->m, "current-schema-id", id);
 	a->changed = true;
-	return true;
-}
-
-static bool spec_fields_same(const json_t *x, const json_t *y)
-{
-	if (json_array_size(x) != json_array_size(y))
-		return false;
-	for (size_t i = 0; i < json_array_size(x); i++) {
-		const json_t *fx = json_array_get(x, i);
-		const json_t *fy = json_array_get(y, i);
-		if (int_or(fx, "source-id", -1) != int_or(fy, "source-id", -2) ||
-		    !json_equal(json_object_get(fx, "transform"),
-				json_object_get(fy, "transform")) ||
-		    !json_equal(json_object_get(fx, "name"), json_object_get(fy, "name")))
-			return false;
-	}
 	return true;
 }
 
 static bool up_add_spec(struct apply *a, const json_t *u, struct floe_error *err)
 {
 	const json_t *spec = json_object_get(u, "spec");
-	json_t *specs = array_field(a->m, "partition-specs");
 	const json_t *fields = json_object_get(spec, "fields");
-	const json_t *schema = current_schema(a->m);
+	bool ok;
+	const json_t *schema = apply_current_schema(a, &ok, err);
 	size_t i;
 	json_t *f;
+
+	if (!ok)
+		return false;
 
 	if (!json_is_object(spec) || !json_is_array(fields))
 		return bad(err, "add-spec: 'spec' must be an object with a 'fields' array");
 	if (schema == NULL)
 		return bad(err, "add-spec: the table has no current schema");
+	const struct idmap *index = current_schema_fields(a, schema, err);
+	if (index == NULL)
+		return false;
 	int64_t last_pid = int_or(a->m, "last-partition-id",
 				  PARTITION_DATA_ID_START - 1);
 	int64_t next_pid = last_pid;
@@ -1152,7 +1511,7 @@ static bool up_add_spec(struct apply *a, const json_t *u, struct floe_error *err
 	json_array_foreach(fields, i, f) {
 		bool present;
 		int64_t fid = 0;
-		if (!partition_field_check(f, schema, err) ||
+		if (!partition_field_check(f, index, err) ||
 		    !get_int(f, "field-id", "partition field", &present, &fid, err)) {
 			json_decref(nfields);
 			return false;
@@ -1171,23 +1530,22 @@ static bool up_add_spec(struct apply *a, const json_t *u, struct floe_error *err
 		if (fid > next_pid)
 			next_pid = fid;
 	}
-	json_t *s;
-	int64_t found = NONE_ADDED;
-	json_array_foreach(specs, i, s) {
-		if (spec_fields_same(json_object_get(s, "fields"), nfields)) {
-			found = int_or(s, "spec-id", -1);
-			break;
-		}
+	json_t *nspec = json_pack("{s:I, s:o}", "spec-id", (json_int_t)0, "fields", nfields);
+	struct id_list *l = id_list(a, LIST_SPECS, err);
+	if (nspec == NULL || l == NULL) {
+		json_decref(nspec);
+		return l == NULL ? false : oom(err);
 	}
+	int64_t found = id_list_find(l, LIST_SPECS, nspec);
 	if (found != NONE_ADDED) {
-		json_decref(nfields);
-		a->last_spec = int_array_has(a->added_specs, found) ? found : NONE_ADDED;
+		json_decref(nspec);
+		a->last_spec = idmap_has(a->added[LIST_SPECS], found) ? found : NONE_ADDED;
 		return true;
 	}
-	int64_t id = json_array_size(specs) == 0 ? 0 : max_id(specs, "spec-id", -1) + 1;
-	json_array_append_new(specs, json_pack("{s:I, s:o}", "spec-id", (json_int_t)id,
-					       "fields", nfields));
-	json_array_append_new(a->added_specs, json_integer(id));
+	int64_t id = idmap_count(l->pos) == 0 ? 0 : id_list_highest(a, l, LIST_SPECS) + 1;
+	set_int(nspec, "spec-id", id);
+	if (!id_list_add(a, l, LIST_SPECS, id, nspec, err))
+		return false;
 	set_int(a->m, "last-partition-id", next_pid > last_pid ? next_pid : last_pid);
 	a->last_spec = id;
 	a->changed = true;
@@ -1202,8 +1560,10 @@ static bool up_set_default_spec(struct apply *a, const json_t *u, struct floe_er
 		return false;
 	if (id == int_or(a->m, "default-spec-id", -1))
 		return true;
-	if (find_by_id(json_object_get(a->m, "partition-specs"), "spec-id", id, NULL) == NULL)
-		return bad(err, "Cannot set default partition spec to unknown spec: %" PRId64, id);
+	bool ok;
+	if (id_list_get(a, LIST_SPECS, id, &ok, err) == NULL)
+		return ok ? bad(err, "Cannot set default partition spec to unknown spec: %" PRId64, id)
+			  : false;
 	set_int(a->m, "default-spec-id", id);
 	a->changed = true;
 	return true;
@@ -1213,40 +1573,47 @@ static bool up_add_sort_order(struct apply *a, const json_t *u, struct floe_erro
 {
 	const json_t *order = json_object_get(u, "sort-order");
 	const json_t *fields = json_object_get(order, "fields");
-	json_t *orders = array_field(a->m, "sort-orders");
-	const json_t *schema = current_schema(a->m);
+	bool ok;
+	const json_t *schema = apply_current_schema(a, &ok, err);
 	size_t i;
 	json_t *f;
 
+	if (!ok)
+		return false;
+
 	if (!json_is_object(order) || !json_is_array(fields))
 		return bad(err, "add-sort-order: 'sort-order' must be an object with a 'fields' array");
+	const struct idmap *index = NULL;
+	if (json_array_size(fields) > 0 && schema != NULL) {
+		index = current_schema_fields(a, schema, err);
+		if (index == NULL)
+			return false;
+	}
 	json_array_foreach(fields, i, f) {
-		if (!sort_field_check(f, json_array_size(fields) ? schema : NULL, err))
+		if (!sort_field_check(f, index, err))
 			return false;
 	}
 	if (json_array_size(fields) > 0 && schema == NULL)
 		return bad(err, "add-sort-order: the table has no current schema");
-	int64_t found = NONE_ADDED;
-	json_t *o;
-	json_array_foreach(orders, i, o) {
-		if (json_equal(json_object_get(o, "fields"), fields)) {
-			found = int_or(o, "order-id", -1);
-			break;
-		}
-	}
+	struct id_list *l = id_list(a, LIST_ORDERS, err);
+	if (l == NULL)
+		return false;
+	int64_t found = id_list_find(l, LIST_ORDERS, order);
 	if (found != NONE_ADDED) {
-		a->last_order = int_array_has(a->added_orders, found) ? found : NONE_ADDED;
+		a->last_order = idmap_has(a->added[LIST_ORDERS], found) ? found : NONE_ADDED;
 		return true;
 	}
 	int64_t id = 0;
 	if (json_array_size(fields) > 0) {
-		id = max_id(orders, "order-id", 0) + 1;
+		id = id_list_highest(a, l, LIST_ORDERS) + 1;
 		if (id < 1)
 			id = 1;
 	}
-	json_array_append_new(orders, json_pack("{s:I, s:O}", "order-id", (json_int_t)id,
-						"fields", fields));
-	json_array_append_new(a->added_orders, json_integer(id));
+	json_t *norder = json_pack("{s:I, s:O}", "order-id", (json_int_t)id, "fields", fields);
+	if (norder == NULL)
+		return oom(err);
+	if (!id_list_add(a, l, LIST_ORDERS, id, norder, err))
+		return false;
 	a->last_order = id;
 	a->changed = true;
 	return true;
@@ -1260,8 +1627,10 @@ static bool up_set_default_sort_order(struct apply *a, const json_t *u, struct f
 		return false;
 	if (id == int_or(a->m, "default-sort-order-id", -1))
 		return true;
-	if (find_by_id(json_object_get(a->m, "sort-orders"), "order-id", id, NULL) == NULL)
-		return bad(err, "Cannot set default sort order to unknown order: %" PRId64, id);
+	bool ok;
+	if (id_list_get(a, LIST_ORDERS, id, &ok, err) == NULL)
+		return ok ? bad(err, "Cannot set default sort order to unknown order: %" PRId64, id)
+			  : false;
 	set_int(a->m, "default-sort-order-id", id);
 	a->changed = true;
 	return true;
@@ -1293,8 +1662,15 @@ static bool up_add_snapshot(struct apply *a, const json_t *u, struct floe_error 
 	if (summary != NULL && !json_is_null(summary) &&
 	    (!json_is_object(summary) || !json_is_string(json_object_get(summary, "operation"))))
 		return bad(err, "snapshot %" PRId64 ": 'summary' must be an object with an 'operation'", id);
-	if (find_by_id(snaps, "snapshot-id", id, NULL) != NULL)
+	struct idmap *index = snapshot_index(a, err);
+	if (index == NULL)
+		return false;
+	if (idmap_has(index, id))
 		return bad(err, "Snapshot already exists for id: %" PRId64, id);
+	/* Re-adding an id removed earlier in this commit: the old snapshot's
+	 * refs go now, not with the new one at the end. */
+	if (a->removed != NULL && idmap_del(a->removed, id))
+		drop_removed_refs(a, &id);
 
 	int64_t last_seq = int_or(a->m, "last-sequence-number", 0);
 	if (format >= 2 && has_parent && seq <= last_seq)
@@ -1341,10 +1717,12 @@ static bool up_add_snapshot(struct apply *a, const json_t *u, struct floe_error 
 		}
 		set_int(a->m, "next-row-id", next_row + added_rows);
 	}
-	json_array_append_new(snaps, copy);
+	if (json_array_append_new(snaps, copy) != 0 ||
+	    !idmap_put(index, id, (int64_t)json_array_size(snaps) - 1) ||
+	    !idmap_put(a->added_snapshots, id, 1))
+		return oom(err);
 	if (format >= 2 && has_seq && seq > last_seq)
 		set_int(a->m, "last-sequence-number", seq);
-	json_array_append_new(a->added_snapshots, json_integer(id));
 	a->changed = true;
 	return true;
 }
@@ -1359,14 +1737,11 @@ static bool ref_retention(const json_t *u, const char *key, bool *present,
 	return true;
 }
 
-static void log_main_change(struct apply *a, int64_t id)
+static void log_main_change(struct apply *a, const json_t *snap, int64_t id)
 {
 	int64_t ts = a->now;
-	if (int_array_has(a->added_snapshots, id)) {
-		const json_t *s = find_by_id(json_object_get(a->m, "snapshots"),
-					     "snapshot-id", id, NULL);
-		ts = int_or(s, "timestamp-ms", a->now);
-	}
+	if (idmap_has(a->added_snapshots, id))
+		ts = int_or(snap, "timestamp-ms", a->now);
 	json_array_append_new(array_field(a->m, "snapshot-log"),
 			      json_pack("{s:I, s:I}", "timestamp-ms", (json_int_t)ts,
 					"snapshot-id", (json_int_t)id));
@@ -1400,7 +1775,11 @@ static bool up_set_snapshot_ref(struct apply *a, const json_t *u, struct floe_er
 		return bad(err, "set-snapshot-ref: tags do not take min-snapshots-to-keep or max-snapshot-age-ms");
 	if (strcmp(name, "main") == 0 && strcmp(kind, "branch") != 0)
 		return bad(err, "set-snapshot-ref: main must be a branch");
-	if (find_by_id(json_object_get(a->m, "snapshots"), "snapshot-id", id, NULL) == NULL)
+	bool ok;
+	const json_t *snap = apply_snapshot(a, id, &ok, err);
+	if (!ok)
+		return false;
+	if (snap == NULL)
 		return bad(err, "Cannot set %s to unknown snapshot: %" PRId64, name, id);
 
 	json_t *ref = json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)id, "type", kind);
@@ -1418,7 +1797,7 @@ static bool up_set_snapshot_ref(struct apply *a, const json_t *u, struct floe_er
 	json_object_set_new(refs, name, ref);
 	if (strcmp(name, "main") == 0) {
 		set_int(a->m, "current-snapshot-id", id);
-		log_main_change(a, id);
+		log_main_change(a, snap, id);
 	}
 	a->changed = true;
 	return true;
@@ -1440,14 +1819,6 @@ static bool up_remove_snapshot_ref(struct apply *a, const json_t *u, struct floe
 	return true;
 }
 
-/* Drops entries of array whose "snapshot-id" is id. */
-static void drop_by_snapshot(json_t *array, int64_t id)
-{
-	size_t idx;
-	while (find_by_id(array, "snapshot-id", id, &idx) != NULL)
-		json_array_remove(array, idx);
-}
-
 static bool up_remove_snapshots(struct apply *a, const json_t *u, struct floe_error *err)
 {
 	const json_t *ids = json_object_get(u, "snapshot-ids");
@@ -1461,25 +1832,28 @@ static bool up_remove_snapshots(struct apply *a, const json_t *u, struct floe_er
 		if (!json_is_integer(v))
 			return bad(err, "remove-snapshots: 'snapshot-ids' must be an array of integers");
 	}
+	struct idmap *index = snapshot_index(a, err);
+	if (index == NULL)
+		return false;
+	/* Each removal is O(1): a hole in the arrays and an entry in
+	 * a->removed; refs and holes are settled once, in finish(). */
 	json_array_foreach(ids, i, v) {
 		int64_t id = json_integer_value(v);
-		size_t idx;
-		if (find_by_id(snaps, "snapshot-id", id, &idx) == NULL)
+		int64_t pos;
+		bool dropped;
+		if (!idmap_get(index, id, &pos))
 			continue;
-		json_array_remove(snaps, idx);
-		drop_by_snapshot(array_field(a->m, "statistics"), id);
-		drop_by_snapshot(array_field(a->m, "partition-statistics"), id);
-		json_t *refs = object_field(a->m, "refs");
-		const char *name;
-		json_t *ref;
-		void *tmp;
-		json_object_foreach_safe(refs, tmp, name, ref) {
-			if (int_or(ref, "snapshot-id", -1) == id) {
-				if (strcmp(name, "main") == 0)
-					set_int(a->m, "current-snapshot-id", -1);
-				json_object_del(refs, name);
-			}
+		json_array_set_new(snaps, (size_t)pos, json_null());
+		idmap_del(index, id);
+		a->holes = true;
+		for (size_t k = 0; k < 2; k++) {
+			if (!drop_stats(a, k, id, &dropped, err))
+				return false;
 		}
+		if (a->removed == NULL)
+			a->removed = idmap_new(json_array_size(ids));
+		if (a->removed == NULL || !idmap_put(a->removed, id, 1))
+			return oom(err);
 		a->snapshots_removed = true;
 		a->changed = true;
 	}
@@ -1547,12 +1921,13 @@ static bool up_remove_properties(struct apply *a, const json_t *u, struct floe_e
 	return true;
 }
 
-/* set-statistics and set-partition-statistics: replace by snapshot id. */
+/* set-statistics and set-partition-statistics: replace by snapshot id
+ * (k: the index of the list in stats_lists). */
 static bool set_stats(struct apply *a, const json_t *u, const char *field,
-		      const char *list, struct floe_error *err)
+		      size_t k, struct floe_error *err)
 {
 	const json_t *st = json_object_get(u, field);
-	int64_t id;
+	int64_t id, pos;
 
 	if (!json_is_object(st))
 		return bad(err, "missing required field '%s'", field);
@@ -1560,37 +1935,40 @@ static bool set_stats(struct apply *a, const json_t *u, const char *field,
 		return false;
 	if (!json_is_string(json_object_get(st, "statistics-path")))
 		return bad(err, "%s: missing required field 'statistics-path'", field);
-	json_t *arr = array_field(a->m, list);
-	size_t idx;
-	json_t *cur = find_by_id(arr, "snapshot-id", id, &idx);
-	if (cur != NULL && json_equal(cur, st))
-		return true;
-	if (cur != NULL)
-		json_array_set(arr, idx, (json_t *)st);
-	else
-		json_array_append(arr, (json_t *)st);
+	json_t *arr = array_field(a->m, stats_lists[k]);
+	struct idmap *index = stats_index(a, k, err);
+	if (index == NULL)
+		return false;
+	if (idmap_get(index, id, &pos)) {
+		if (json_equal(json_array_get(arr, (size_t)pos), st))
+			return true;
+		json_array_set(arr, (size_t)pos, (json_t *)st);
+	} else if (json_array_append(arr, (json_t *)st) != 0 ||
+		   !idmap_put(index, id, (int64_t)json_array_size(arr) - 1)) {
+		return oom(err);
+	}
 	a->changed = true;
 	return true;
 }
 
-static bool remove_stats(struct apply *a, const json_t *u, const char *list,
+static bool remove_stats(struct apply *a, const json_t *u, size_t k,
 			 const char *what, struct floe_error *err)
 {
-	int64_t id;
-	if (!get_int(u, "snapshot-id", what, NULL, &id, err))
+	int64_t id = 0;
+	bool dropped;
+
+	if (!get_int(u, "snapshot-id", what, NULL, &id, err) ||
+	    !drop_stats(a, k, id, &dropped, err))
 		return false;
-	json_t *arr = array_field(a->m, list);
-	if (find_by_id(arr, "snapshot-id", id, NULL) == NULL)
-		return true;
-	drop_by_snapshot(arr, id);
-	a->changed = true;
+	if (dropped)
+		a->changed = true;
 	return true;
 }
 
 /* remove-partition-specs and remove-schemas. */
 static bool remove_ids(struct apply *a, const json_t *u, const char *field,
-		       const char *list, const char *idkey, const char *current_key,
-		       const char *what, struct floe_error *err)
+		       int kind, const char *current_key, const char *what,
+		       struct floe_error *err)
 {
 	const json_t *ids = json_object_get(u, field);
 	size_t i;
@@ -1605,39 +1983,84 @@ static bool remove_ids(struct apply *a, const json_t *u, const char *field,
 			return bad(err, "Cannot remove the %s %" PRId64, what,
 				   (int64_t)json_integer_value(v));
 	}
-	json_t *arr = array_field(a->m, list);
+	struct id_list *l = id_list(a, kind, err);
+	if (l == NULL)
+		return false;
+	if (kind == LIST_SCHEMAS) {
+		idmap_free(a->cur_fields);
+		a->cur_fields = NULL;
+	}
+	json_t *arr = json_object_get(a->m, id_lists[kind].list);
+	/* Each removal leaves a hole (positions stay valid); finish()
+	 * compacts. */
 	json_array_foreach(ids, i, v) {
-		size_t idx;
-		if (find_by_id(arr, idkey, json_integer_value(v), &idx) != NULL) {
-			json_array_remove(arr, idx);
-			a->changed = true;
-		}
+		int64_t id = json_integer_value(v);
+		int64_t pos;
+		if (!idmap_get(l->pos, id, &pos))
+			continue;
+		json_t *e = json_array_get(arr, (size_t)pos);
+		char *key = content_key(kind, e);
+		json_t *owner = key != NULL ? json_object_get(l->by_content, key) : NULL;
+		if (owner != NULL && json_integer_value(owner) == id)
+			json_object_del(l->by_content, key);
+		free(key);
+		json_array_set_new(arr, (size_t)pos, json_null());
+		idmap_del(l->pos, id);
+		if (id >= l->highest)
+			l->highest_stale = true;
+		a->holes = true;
+		a->changed = true;
 	}
 	return true;
+}
+
+/* The encryption keys by key-id -> position, built on first use (a key
+ * without a key-id is found as ""; the first entry wins). */
+static json_t *key_index(struct apply *a, struct floe_error *err)
+{
+	json_t *keys = array_field(a->m, "encryption-keys");
+	size_t i;
+	json_t *k;
+
+	if (a->key_index != NULL)
+		return a->key_index;
+	a->key_index = json_object();
+	if (a->key_index == NULL)
+		return oom(err), NULL;
+	json_array_foreach(keys, i, k) {
+		const char *kid = get_str(k, "key-id");
+		if (json_is_null(k) || json_object_get(a->key_index, kid ? kid : "") != NULL)
+			continue;
+		if (json_object_set_new(a->key_index, kid ? kid : "", json_integer((json_int_t)i)) != 0)
+			return oom(err), NULL;
+	}
+	return a->key_index;
 }
 
 static bool up_add_encryption_key(struct apply *a, const json_t *u, struct floe_error *err)
 {
 	const json_t *key = json_object_get(u, "encryption-key");
 	const char *kid = get_str(key, "key-id");
-	size_t i;
-	json_t *k;
 
 	if (!json_is_object(key) || kid == NULL)
 		return bad(err, "add-encryption-key: 'encryption-key' needs a string 'key-id'");
 	if (!json_is_string(json_object_get(key, "encrypted-key-metadata")))
 		return bad(err, "add-encryption-key: 'encryption-key' needs 'encrypted-key-metadata'");
 	json_t *keys = array_field(a->m, "encryption-keys");
-	json_array_foreach(keys, i, k) {
-		if (strcmp(get_str(k, "key-id") ? get_str(k, "key-id") : "", kid) == 0) {
-			if (json_equal(k, key))
-				return true;
-			json_array_set(keys, i, (json_t *)key);
-			a->changed = true;
+	json_t *index = key_index(a, err);
+	if (index == NULL)
+		return false;
+	json_t *pos = json_object_get(index, kid);
+	if (pos != NULL) {
+		size_t i = (size_t)json_integer_value(pos);
+		if (json_equal(json_array_get(keys, i), key))
 			return true;
-		}
+		json_array_set(keys, i, (json_t *)key);
+	} else if (json_array_append(keys, (json_t *)key) != 0 ||
+		   json_object_set_new(index, kid,
+				       json_integer((json_int_t)json_array_size(keys) - 1)) != 0) {
+		return oom(err);
 	}
-	json_array_append(keys, (json_t *)key);
 	a->changed = true;
 	return true;
 }
@@ -1645,20 +2068,24 @@ static bool up_add_encryption_key(struct apply *a, const json_t *u, struct floe_
 static bool up_remove_encryption_key(struct apply *a, const json_t *u, struct floe_error *err)
 {
 	const char *kid = get_str(u, "key-id");
-	size_t i;
-	json_t *k;
 
 	if (kid == NULL)
 		return bad(err, "remove-encryption-key: missing required field 'key-id'");
 	json_t *keys = array_field(a->m, "encryption-keys");
-	json_array_foreach(keys, i, k) {
-		const char *x = get_str(k, "key-id");
-		if (x != NULL && strcmp(x, kid) == 0) {
-			json_array_remove(keys, i);
-			a->changed = true;
-			return true;
-		}
-	}
+	json_t *index = key_index(a, err);
+	if (index == NULL)
+		return false;
+	json_t *pos = json_object_get(index, kid);
+	if (pos == NULL)
+		return true;
+	size_t i = (size_t)json_integer_value(pos);
+	if (get_str(json_array_get(keys, i), "key-id") == NULL)
+		return true;
+	/* A hole keeps the other positions; finish() compacts. */
+	json_array_set_new(keys, i, json_null());
+	json_object_del(index, kid);
+	a->holes = true;
+	a->changed = true;
 	return true;
 }
 
@@ -1731,20 +2158,19 @@ static bool apply_one(struct apply *a, const json_t *u, struct floe_error *err)
 	if (strcmp(action, "remove-properties") == 0)
 		return up_remove_properties(a, u, err);
 	if (strcmp(action, "set-statistics") == 0)
-		return set_stats(a, u, "statistics", "statistics", err);
+		return set_stats(a, u, "statistics", 0, err);
 	if (strcmp(action, "remove-statistics") == 0)
-		return remove_stats(a, u, "statistics", "remove-statistics", err);
+		return remove_stats(a, u, 0, "remove-statistics", err);
 	if (strcmp(action, "set-partition-statistics") == 0)
-		return set_stats(a, u, "partition-statistics", "partition-statistics", err);
+		return set_stats(a, u, "partition-statistics", 1, err);
 	if (strcmp(action, "remove-partition-statistics") == 0)
-		return remove_stats(a, u, "partition-statistics",
-				    "remove-partition-statistics", err);
+		return remove_stats(a, u, 1, "remove-partition-statistics", err);
 	if (strcmp(action, "remove-partition-specs") == 0)
-		return remove_ids(a, u, "spec-ids", "partition-specs", "spec-id",
-				  "default-spec-id", "default partition spec", err);
+		return remove_ids(a, u, "spec-ids", LIST_SPECS, "default-spec-id",
+				  "default partition spec", err);
 	if (strcmp(action, "remove-schemas") == 0)
-		return remove_ids(a, u, "schema-ids", "schemas", "schema-id",
-				  "current-schema-id", "current schema", err);
+		return remove_ids(a, u, "schema-ids", LIST_SCHEMAS, "current-schema-id",
+				  "current schema", err);
 	if (strcmp(action, "add-encryption-key") == 0)
 		return up_add_encryption_key(a, u, err);
 	if (strcmp(action, "remove-encryption-key") == 0)
@@ -1808,45 +2234,60 @@ static int64_t previous_versions_max(const json_t *m)
 
 static bool rewrite_snapshot_log(struct apply *a, struct floe_error *err)
 {
-	json_t *snaps = json_object_get(a->m, "snapshots");
 	json_t *log = array_field(a->m, "snapshot-log");
 	int64_t current = int_or(a->m, "current-snapshot-id", -1);
-	json_t *intermediate = json_array();
+	struct idmap *intermediate = idmap_new(0);
+	struct idmap *snaps = NULL;
+	json_t *fresh = NULL;
 	size_t i;
 	json_t *v;
+	bool ok = false;
 
+	if (intermediate == NULL)
+		return oom(err);
 	/* Snapshots added here that main passed through on the way. */
 	json_array_foreach(a->main_targets, i, v) {
 		int64_t id = json_integer_value(v);
-		if (id != current && int_array_has(a->added_snapshots, id))
-			json_array_append(intermediate, v);
+		if (id != current && idmap_has(a->added_snapshots, id) &&
+		    !idmap_put(intermediate, id, 1)) {
+			oom(err);
+			goto done;
+		}
 	}
-	if (json_array_size(intermediate) == 0 && !a->snapshots_removed) {
-		json_decref(intermediate);
-		return true;
+	if (idmap_count(intermediate) == 0 && !a->snapshots_removed) {
+		ok = true;
+		goto done;
 	}
-	json_t *fresh = json_array();
-	json_t *e;
-	json_array_foreach(log, i, e) {
-		int64_t id = int_or(e, "snapshot-id", -1);
-		if (find_by_id(snaps, "snapshot-id", id, NULL) != NULL) {
-			if (!int_array_has(intermediate, id))
-				json_array_append(fresh, e);
+	snaps = snapshot_index(a, err);
+	fresh = json_array();
+	if (snaps == NULL || fresh == NULL) {
+		if (snaps != NULL)
+			oom(err);
+		goto done;
+	}
+	json_array_foreach(log, i, v) {
+		int64_t id = int_or(v, "snapshot-id", -1);
+		if (idmap_has(snaps, id)) {
+			if (!idmap_has(intermediate, id))
+				json_array_append(fresh, v);
 		} else {
 			/* History before a removed snapshot would claim it was
 			 * current when it no longer exists: drop it all. */
 			json_array_clear(fresh);
 		}
 	}
-	json_decref(intermediate);
 	size_t n = json_array_size(fresh);
 	if (current != -1 && n > 0 &&
 	    int_or(json_array_get(fresh, n - 1), "snapshot-id", -1) != current) {
-		json_decref(fresh);
-		return bad(err, "Cannot set invalid snapshot log: latest entry is not the current snapshot");
+		bad(err, "Cannot set invalid snapshot log: latest entry is not the current snapshot");
+		goto done;
 	}
-	json_object_set_new(a->m, "snapshot-log", fresh);
-	return true;
+	json_object_set(a->m, "snapshot-log", fresh);
+	ok = true;
+done:
+	json_decref(fresh);
+	idmap_free(intermediate);
+	return ok;
 }
 
 static bool spec_fits_schema(const json_t *m, struct floe_error *err)
@@ -1858,27 +2299,38 @@ static bool spec_fits_schema(const json_t *m, struct floe_error *err)
 					 int_or(m, "default-sort-order-id", -1), NULL);
 	size_t i;
 	json_t *f;
+	bool ok = true;
 
 	if (schema == NULL)
 		return true;
+	struct idmap *index = schema_index(schema, err);
+	if (index == NULL)
+		return false;
 	json_array_foreach(json_object_get(spec, "fields"), i, f) {
-		if (!schema_has_id(schema, int_or(f, "source-id", -1)))
-			return bad(err, "the default partition spec uses field %" PRId64
-				   ", which the current schema no longer has; evolve the spec first",
-				   int_or(f, "source-id", -1));
+		if (!idmap_has(index, int_or(f, "source-id", -1))) {
+			ok = bad(err, "the default partition spec uses field %" PRId64
+				 ", which the current schema no longer has; evolve the spec first",
+				 int_or(f, "source-id", -1));
+			goto done;
+		}
 	}
 	json_array_foreach(json_object_get(order, "fields"), i, f) {
-		if (!schema_has_id(schema, int_or(f, "source-id", -1)))
-			return bad(err, "the default sort order uses field %" PRId64
-				   ", which the current schema no longer has; change the sort order first",
-				   int_or(f, "source-id", -1));
+		if (!idmap_has(index, int_or(f, "source-id", -1))) {
+			ok = bad(err, "the default sort order uses field %" PRId64
+				 ", which the current schema no longer has; change the sort order first",
+				 int_or(f, "source-id", -1));
+			goto done;
+		}
 	}
-	return true;
+done:
+	idmap_free(index);
+	return ok;
 }
 
 static bool finish(struct apply *a, const json_t *base, const char *base_location,
 		   struct floe_error *err)
 {
+	settle_removals(a);
 	if (!rewrite_snapshot_log(a, err) || !spec_fits_schema(a->m, err))
 		return false;
 	/* A timestamp far ahead of this server's clock breaks time travel. */
@@ -1897,8 +2349,17 @@ static bool finish(struct apply *a, const json_t *base, const char *base_locatio
 	if (base_location != NULL && base != NULL) {
 		json_t *mlog = array_field(a->m, "metadata-log");
 		int64_t max = previous_versions_max(a->m);
-		while ((int64_t)json_array_size(mlog) > max - 1 && json_array_size(mlog) > 0)
-			json_array_remove(mlog, 0);
+		size_t n = json_array_size(mlog);
+		/* Keep the newest max - 1 entries, copied once. */
+		if ((int64_t)n > max - 1) {
+			json_t *kept = json_array();
+			if (kept == NULL)
+				return oom(err);
+			for (size_t i = n - (size_t)(max - 1); i < n; i++)
+				json_array_append(kept, json_array_get(mlog, i));
+			json_object_set_new(a->m, "metadata-log", kept);
+			mlog = kept;
+		}
 		json_array_append_new(mlog, json_pack("{s:I, s:s}", "timestamp-ms",
 						      (json_int_t)int_or(base, "last-updated-ms", 0),
 						      "metadata-file", base_location));
@@ -1915,26 +2376,38 @@ static bool finish(struct apply *a, const json_t *base, const char *base_locatio
 	return true;
 }
 
-static void apply_init(struct apply *a, json_t *m, int64_t now)
+static bool apply_init(struct apply *a, json_t *m, int64_t now,
+		       struct floe_error *err)
 {
 	memset(a, 0, sizeof(*a));
 	a->m = m;
 	a->now = now;
 	a->last_schema = a->last_spec = a->last_order = NONE_ADDED;
-	a->added_schemas = json_array();
-	a->added_specs = json_array();
-	a->added_orders = json_array();
-	a->added_snapshots = json_array();
+	for (size_t k = 0; k < 3; k++)
+		a->added[k] = idmap_new(0);
+	a->added_snapshots = idmap_new(0);
 	a->main_targets = json_array();
+	if (a->added[0] == NULL || a->added[1] == NULL ||
+	    a->added[2] == NULL || a->added_snapshots == NULL ||
+	    a->main_targets == NULL)
+		return oom(err);
+	return true;
 }
 
 static void apply_free(struct apply *a)
 {
-	json_decref(a->added_schemas);
-	json_decref(a->added_specs);
-	json_decref(a->added_orders);
-	json_decref(a->added_snapshots);
+	for (size_t k = 0; k < 3; k++) {
+		idmap_free(a->added[k]);
+		id_list_forget(&a->lists[k]);
+	}
+	idmap_free(a->cur_fields);
+	idmap_free(a->added_snapshots);
 	json_decref(a->main_targets);
+	idmap_free(a->snapshot_index);
+	idmap_free(a->stats_index[0]);
+	idmap_free(a->stats_index[1]);
+	idmap_free(a->removed);
+	json_decref(a->key_index);
 }
 
 static bool apply_all(struct apply *a, const json_t *updates, struct floe_error *err)
@@ -1975,8 +2448,7 @@ json_t *tablemeta_apply(const json_t *base, const char *base_location,
 						      (json_int_t)cur, "type", "branch"));
 		json_object_set_new(m, "refs", refs);
 	}
-	apply_init(&a, m, now_ms);
-	bool ok = apply_all(&a, updates, err) &&
+	bool ok = apply_init(&a, m, now_ms, err) && apply_all(&a, updates, err) &&
 		  (!a.changed || finish(&a, base, base_location, err));
 	*changed = a.changed;
 	apply_free(&a);
@@ -1992,8 +2464,8 @@ json_t *tablemeta_apply(const json_t *base, const char *base_location,
 	return m;
 }
 
-json_t *tablemeta_apply_create(const json_t *updates, int64_t now_ms,
-			       struct floe_error *err)
+json_t *tablemeta_apply_create(const json_t *updates, const char *uuid,
+			       int64_t now_ms, struct floe_error *err)
 {
 	struct apply a;
 	int format = 2;
@@ -2027,8 +2499,9 @@ json_t *tablemeta_apply_create(const json_t *updates, int64_t now_ms,
 	}
 	if (format >= 2)
 		set_int(m, "last-sequence-number", 0);
-	apply_init(&a, m, now_ms);
-	bool ok = apply_all(&a, updates, err);
+	bool ok = apply_init(&a, m, now_ms, err) && apply_all(&a, updates, err);
+	if (ok && get_str(m, "table-uuid") == NULL && uuid != NULL)
+		json_object_set_new(m, "table-uuid", json_string(uuid));
 	if (ok && get_str(m, "table-uuid") == NULL)
 		ok = bad(err, "a staged create must assign the table uuid (assign-uuid)");
 	if (ok && json_array_size(json_object_get(m, "schemas")) == 0)
@@ -2086,22 +2559,31 @@ json_t *tablemeta_only_ref_snapshots(const json_t *metadata)
 		return NULL;
 	}
 	/* Without refs (older metadata), main is the current snapshot. */
-	int64_t implied = refs == NULL ? int_or(metadata, "current-snapshot-id", -1) : -1;
-	json_array_foreach(json_object_get(metadata, "snapshots"), i, s) {
-		int64_t id = int_or(s, "snapshot-id", -1);
-		const char *name;
-		json_t *ref;
-		if (implied != -1 && id == implied) {
-			json_array_append(kept, s);
-			continue;
-		}
-		json_object_foreach(refs, name, ref) {
-			if (int_or(ref, "snapshot-id", -2) == id) {
-				json_array_append(kept, s);
-				break;
-			}
-		}
+	struct idmap *targets = idmap_new(json_object_size(refs) + 1);
+	const char *name;
+	json_t *ref;
+	if (targets == NULL)
+		goto oom;
+	if (refs == NULL && int_or(metadata, "current-snapshot-id", -1) != -1 &&
+	    !idmap_put(targets, int_or(metadata, "current-snapshot-id", -1), 1))
+		goto oom;
+	json_object_foreach(refs, name, ref) {
+		json_t *id = json_object_get(ref, "snapshot-id");
+		if (json_is_integer(id) && !idmap_put(targets, json_integer_value(id), 1))
+			goto oom;
 	}
+	json_array_foreach(json_object_get(metadata, "snapshots"), i, s) {
+		json_t *id = json_object_get(s, "snapshot-id");
+		if (json_is_integer(id) && idmap_has(targets, json_integer_value(id)) &&
+		    json_array_append(kept, s) != 0)
+			goto oom;
+	}
+	idmap_free(targets);
 	json_object_set_new(m, "snapshots", kept);
 	return m;
+oom:
+	idmap_free(targets);
+	json_decref(m);
+	json_decref(kept);
+	return NULL;
 }

@@ -61,10 +61,11 @@ json_t *tablemeta_apply(const json_t *base, const char *base_location,
 /*
  * The metadata of a table created by a commit carrying assert-create (a
  * staged create): the updates are applied to an empty table of the format
- * version of the first upgrade-format-version update (else 2).
+ * version of the first upgrade-format-version update (else 2). uuid is
+ * the table uuid when no assign-uuid sets one (NULL: one must).
  */
-json_t *tablemeta_apply_create(const json_t *updates, int64_t now_ms,
-			       struct floe_error *err) FLOE_WUR;
+json_t *tablemeta_apply_create(const json_t *updates, const char *uuid,
+			       int64_t now_ms, struct floe_error *err) FLOE_WUR;
 
 /* The snapshot with this id in metadata m (borrowed), or NULL. */
 const json_t *tablemeta_snapshot(const json_t *m, long long id);

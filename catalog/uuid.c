@@ -3,6 +3,7 @@
  */
 #include "uuid.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <sys/random.h>
 
@@ -20,4 +21,20 @@ bool uuid_v4(char out[UUID_STR_LEN])
 		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
 		 b[10], b[11], b[12], b[13], b[14], b[15]);
 	return true;
+}
+
+bool uuid_is_canonical(const char *s)
+{
+	size_t i;
+
+	if (s == NULL)
+		return false;
+	for (i = 0; i < UUID_STR_LEN - 1; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+		if (s[i] == '\0')
+			return false;
+		if (dash ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
+			return false;
+	}
+	return s[i] == '\0';
 }

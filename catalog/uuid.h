@@ -13,4 +13,8 @@
  * only when the kernel's random source fails. */
 bool uuid_v4(char out[UUID_STR_LEN]);
 
+/* True when s is a UUID in canonical form: 8-4-4-4-12 hex digits (either
+ * case) and nothing else. */
+bool uuid_is_canonical(const char *s);
+
 #endif

@@ -2,10 +2,12 @@
 # Installs what is missing, builds floe, and runs every test: the unit
 # tests, the integration tests (real PostgreSQL, real floe, PyIceberg) and
 # two minutes of schemathesis against the OpenAPI document, once on the
-# normal build with warnings as errors and once on an
-# AddressSanitizer + UndefinedBehaviorSanitizer build; then real Apache
-# Spark against the sanitizer build; then the docker images and compose
-# deployment, built and run in a private Docker engine (as root).
+# normal build with warnings as errors (followed by the soak: three
+# replicas on one PostgreSQL under mixed load, and by the libFuzzer
+# targets) and once on an AddressSanitizer + UndefinedBehaviorSanitizer
+# build; then real Apache Spark against the sanitizer build; then the
+# docker images and compose deployment, built and run in a private Docker
+# engine (as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +28,18 @@ run_suite() {
 }
 
 run_suite build
+
+# Three replicas on one PostgreSQL under mixed load for a bounded time
+# (FLOE_SOAK_SECONDS, default 60): no lost acknowledged write, no 500.
+echo "== soak (build)"
+FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/soak -q -s -p no:cacheprovider
+
+# libFuzzer targets (tests/fuzz) built with clang, seeded from the
+# fixtures, 30 s each: a crash fails the run and its input joins
+# tests/fuzz/corpus/.
+echo "== fuzz targets"
+scripts/fuzz.sh 30
+
 run_suite build-asan
 
 echo "== Spark engine tests (against the sanitizer build)"

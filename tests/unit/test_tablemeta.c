@@ -14,6 +14,8 @@
  *     "now-ms": <commit time>,
  *     "create": true,                        optional: a staged create, i.e.
  *                                            tablemeta_apply_create (base null)
+ *     "uuid": "...",                         optional, with create: the uuid
+ *                                            used when no assign-uuid sets one
  *     "requirements": [...],                 tablemeta_check_requirements first
  *     "updates": [...],                      then tablemeta_apply(_create)
  *     "expect": <expectation> }
@@ -250,7 +252,9 @@ static void run_commit(const json_t *fx, struct report *r)
 		goto done;
 	}
 	if (create)
-		result = tablemeta_apply_create(updates, now_ms, &err);
+		result = tablemeta_apply_create(updates,
+						json_string_value(json_object_get(fx, "uuid")),
+						now_ms, &err);
 	else
 		result = tablemeta_apply(base, base_location, updates, now_ms,
 					 &changed, &err);
