@@ -1822,24 +1822,34 @@ void store_idem_release(struct store *s, const char *key, const char *owner)
 	PQclear(r);
 }
 
-static bool location_clash(struct store *s, const char *location, const char *uuid,
-			   bool with_purges, char **other, struct floe_error *err)
+/* Runs a statement whose answer is at most one text value: *out is a copy
+ * of the first column of the first row (caller frees), or NULL when there
+ * is no row. */
+static bool exec_text(struct store *s, enum stmt_id id, int nparams,
+		      const char *const *params, char **out, struct floe_error *err)
 {
-	const char *params[3] = { location, uuid, with_purges ? "true" : "false" };
-	PGresult *r = store_exec(s, ST_TABLE_LOCATION_CLASH, 3, params, err);
+	PGresult *r = store_exec(s, id, nparams, params, err);
 
-	*other = NULL;
+	*out = NULL;
 	if (r == NULL)
 		return false;
 	if (PQntuples(r) > 0) {
-		*other = strdup(PQgetvalue(r, 0, 0));
-		if (*other == NULL) {
+		*out = strdup(PQgetvalue(r, 0, 0));
+		if (*out == NULL) {
 			PQclear(r);
 			return floe_err(err, FE_INTERNAL, "out of memory");
 		}
 	}
 	PQclear(r);
 	return true;
+}
+
+static bool location_clash(struct store *s, const char *location, const char *uuid,
+			   bool with_purges, char **other, struct floe_error *err)
+{
+	const char *params[3] = { location, uuid, with_purges ? "true" : "false" };
+
+	return exec_text(s, ST_TABLE_LOCATION_CLASH, 3, params, other, err);
 }
 
 bool store_table_location_clash(struct store *s, const char *location,
@@ -2032,20 +2042,14 @@ bool store_ns_wap_required(struct store *s, const struct ns_ident *ns,
 			   char **where, struct floe_error *err)
 {
 	char *levels = levels_param(ns, err);
-	PGresult *r;
 
 	*where = NULL;
 	if (levels == NULL)
 		return false;
 	const char *params[1] = { levels };
-	r = store_exec(s, ST_NS_WAP_REQUIRED, 1, params, err);
+	bool ok = exec_text(s, ST_NS_WAP_REQUIRED, 1, params, where, err);
 	free(levels);
-	if (r == NULL)
-		return false;
-	if (PQntuples(r) > 0)
-		*where = strdup(PQgetvalue(r, 0, 0));
-	PQclear(r);
-	return true;
+	return ok;
 }
 
 /* --- JSON from rows --- */
@@ -2196,20 +2200,8 @@ bool store_hook_sole_guard(struct store *s, const char *id, char **target,
 			   struct floe_error *err)
 {
 	const char *params[1] = { id };
-	PGresult *r = store_exec(s, ST_HOOK_SOLE_GUARD, 1, params, err);
 
-	*target = NULL;
-	if (r == NULL)
-		return false;
-	if (PQntuples(r) > 0) {
-		*target = strdup(PQgetvalue(r, 0, 0));
-		if (*target == NULL) {
-			PQclear(r);
-			return floe_err(err, FE_INTERNAL, "out of memory");
-		}
-	}
-	PQclear(r);
-	return true;
+	return exec_text(s, ST_HOOK_SOLE_GUARD, 1, params, target, err);
 }
 
 bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns,
