@@ -1,11 +1,10 @@
 /*
- * control.c - the audited-publish control. A table is protected when it,
- * or its namespace or an ancestor, sets floe.wap.required=true; then only
- * a WAP publish moves its main. Weakening the control (removing the
- * property, deleting the last hook that covers it, registering over or
- * renaming a protected table out of its scope) is refused through the
- * ordinary routes and allowed through POST /controls/{action} alone, which
- * always carries a reason into the audit log.
+ * control.c - the explicit route of the audited-publish control. Weakening
+ * the control (removing floe.wap.required, deleting the last hook that
+ * covers it, registering over or renaming a protected table out of its
+ * scope) is refused through the ordinary routes (policy.c) and allowed
+ * through POST /controls/{action} alone, which always carries a reason
+ * into the audit log.
  */
 #include "control.h"
 
@@ -17,90 +16,6 @@
 #include "log.h"
 #include "namespace.h"
 #include "store.h"
-
-static bool value_true(const json_t *v)
-{
-	const char *s = json_string_value(v);
-	return s != NULL && strcasecmp(s, "true") == 0;
-}
-
-bool control_table_sets(const json_t *m)
-{
-	return value_true(json_object_get(json_object_get(m, "properties"), CONTROL_PROPERTY));
-}
-
-bool control_rule(struct store *s, const struct ns_ident *ns, const json_t *m,
-		  char *rule, size_t len, struct floe_error *err)
-{
-	char *where = NULL;
-
-	rule[0] = '\0';
-	if (control_table_sets(m)) {
-		snprintf(rule, len, "the table sets " CONTROL_PROPERTY "=true");
-		return true;
-	}
-	if (!store_ns_wap_required(s, ns, &where, err))
-		return false;
-	if (where != NULL)
-		snprintf(rule, len, "namespace %s sets " CONTROL_PROPERTY "=true", where);
-	free(where);
-	return true;
-}
-
-bool control_check_main_move(struct store *s, const struct ns_ident *ns,
-			     const char *name, const json_t *base, const json_t *m,
-			     struct floe_error *err)
-{
-	char rule[256];
-
-	/* The property before or after the change: a commit cannot set
-	 * it to false and move main in one go. */
-	if (control_table_sets(m) && !control_table_sets(base))
-		snprintf(rule, sizeof(rule), "the table sets " CONTROL_PROPERTY "=true");
-	else if (!control_rule(s, ns, base, rule, sizeof(rule), err))
-		return false;
-	if (rule[0] == '\0')
-		return true;
-	return floe_err(err, FE_FORBIDDEN,
-			"main of table %s can only move through a write-audit-publish run: %s",
-			name, rule);
-}
-
-bool control_check_table_properties(const char *name, const json_t *base,
-				    const json_t *m, struct floe_error *err)
-{
-	if (!control_table_sets(base) || control_table_sets(m))
-		return true;
-	return floe_err(err, FE_FORBIDDEN,
-			"table %s sets " CONTROL_PROPERTY "=true: removing or changing it weakens the audited-publish control; only POST /v1/controls/wap-required with a reason may",
-			name);
-}
-
-bool control_check_ns_properties(const struct ns_ident *ns, const json_t *old,
-				 const json_t *removals, const json_t *updates,
-				 struct floe_error *err)
-{
-	const json_t *now = json_object_get(old, CONTROL_PROPERTY);
-	const json_t *set = json_object_get(updates, CONTROL_PROPERTY);
-	bool removed = false;
-	size_t i;
-	json_t *v;
-
-	if (!value_true(now))
-		return true;
-	json_array_foreach((json_t *)removals, i, v) {
-		if (strcmp(json_string_value(v), CONTROL_PROPERTY) == 0)
-			removed = true;
-	}
-	if (set != NULL ? value_true(set) : !removed)
-		return true;
-	char *shown = ident_ns_display(ns);
-	floe_err(err, FE_FORBIDDEN,
-		 "namespace %s sets " CONTROL_PROPERTY "=true: removing or changing it weakens the audited-publish control; only POST /v1/controls/wap-required with a reason may",
-		 shown ? shown : "?");
-	free(shown);
-	return false;
-}
 
 /* Ends a transaction begun by the caller: commit when ok, else roll back
  * (unless the commit's own outcome is unknown). */
@@ -165,7 +80,7 @@ bool control_hook_delete(struct store *s, const struct table_env *env, const cha
 		ok = store_hook_sole_guard(s, id, &guarded, err);
 		if (ok && guarded != NULL)
 			ok = floe_err(err, FE_FORBIDDEN,
-				      "audit hook %s is the last one covering %s, which sets " CONTROL_PROPERTY "=true: deleting it weakens the audited-publish control; only POST /v1/controls/delete-hook with a reason may",
+				      "audit hook %s is the last one covering %s, which sets " POLICY_PROPERTY "=true: deleting it weakens the audited-publish control; only POST /v1/controls/delete-hook with a reason may",
 				      id, guarded);
 	}
 	if (ok)
@@ -234,9 +149,9 @@ static json_t *apply_wap_required(struct store *s, const struct table_env *env,
 		};
 		change = json_is_true(required)
 				 ? json_pack("[{s:s, s:{s:s}}]", "action", "set-properties",
-					     "updates", CONTROL_PROPERTY, "true")
+					     "updates", POLICY_PROPERTY, "true")
 				 : json_pack("[{s:s, s:[s]}]", "action", "remove-properties",
-					     "removals", CONTROL_PROPERTY);
+					     "removals", POLICY_PROPERTY);
 		json_t *res = table_commit_with(s, env, &ns, c.table, NULL, change,
 						TABLE_COMMIT_CONTROL, table_control_also, &c, err);
 		if (res == NULL)
@@ -244,8 +159,8 @@ static json_t *apply_wap_required(struct store *s, const struct table_env *env,
 		json_decref(res);
 	} else {
 		change = json_is_true(required)
-				 ? json_pack("{s:{s:s}}", "updates", CONTROL_PROPERTY, "true")
-				 : json_pack("{s:[s]}", "removals", CONTROL_PROPERTY);
+				 ? json_pack("{s:{s:s}}", "updates", POLICY_PROPERTY, "true")
+				 : json_pack("{s:[s]}", "removals", POLICY_PROPERTY);
 		json_t *res = ns_update_properties(s, &ns, change, env->request_id, reason, err);
 		if (res == NULL)
 			goto done;

@@ -8,8 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "control.h"
-
+#include "policy.h"
 #include "store.h"
 
 bool page_request_parse(const char *token, const char *size,
@@ -260,12 +259,12 @@ json_t *ns_update_properties(struct store *s, const struct ns_ident *ns,
 	bool ok = store_begin(s, err) &&
 		  store_ns_update_properties(s, ns, rem, upd, &old, err);
 	if (ok && reason == NULL)
-		ok = control_check_ns_properties(ns, old, rem, upd, err);
+		ok = policy_check_ns_properties(ns, old, rem, upd, err);
 	if (ok) {
-		bool before = value_is_true(json_object_get(old, CONTROL_PROPERTY));
-		const json_t *set = json_object_get(upd, CONTROL_PROPERTY);
+		bool before = value_is_true(json_object_get(old, POLICY_PROPERTY));
+		const json_t *set = json_object_get(upd, POLICY_PROPERTY);
 		bool after = set != NULL ? value_is_true(set)
-					 : before && !array_has_string(rem, CONTROL_PROPERTY);
+					 : before && !array_has_string(rem, POLICY_PROPERTY);
 		if (before != after || reason != NULL) {
 			json_t *details = json_pack("{s:b, s:s*}", "required", after, "reason",
 						    reason);

@@ -14,10 +14,10 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "control.h"
 #include "fileio.h"
 #include "location.h"
 #include "log.h"
+#include "policy.h"
 #include "store.h"
 #include "tablemeta.h"
 #include "unsettled.h"
@@ -700,7 +700,7 @@ static json_t *commit_create(struct store *s, const struct table_env *env,
 		return NULL;
 	/* A create that brings a main snapshot moves main. */
 	if (tablemeta_current_snapshot(m) >= 0 &&
-	    !control_check_main_move(s, ns, name, NULL, m, err)) {
+	    !policy_check_main_move(s, ns, name, NULL, m, err)) {
 		json_decref(m);
 		return NULL;
 	}
@@ -737,7 +737,7 @@ static bool main_move_allowed(struct store *s, const struct ns_ident *ns,
 {
 	if (tablemeta_current_snapshot(base) == tablemeta_current_snapshot(m))
 		return true;
-	return control_check_main_move(s, ns, name, base, m, err);
+	return policy_check_main_move(s, ns, name, base, m, err);
 }
 
 /*
@@ -814,7 +814,7 @@ static bool commit_round(struct store *s, const struct table_env *env,
 	}
 	if (!(flags & TABLE_COMMIT_MAIN_MOVE) && !main_move_allowed(s, ns, name, base, m, err))
 		goto done;
-	if (!(flags & TABLE_COMMIT_CONTROL) && !control_check_table_properties(name, base, m, err))
+	if (!(flags & TABLE_COMMIT_CONTROL) && !policy_check_table_properties(name, base, m, err))
 		goto done;
 	const char *table_loc = json_string_value(json_object_get(m, "location"));
 	const char *base_loc = json_string_value(json_object_get(base, "location"));
@@ -900,12 +900,12 @@ static bool touches_control(const json_t *updates)
 		if (action == NULL)
 			continue;
 		if (strcmp(action, "set-properties") == 0 &&
-		    json_object_get(json_object_get(u, "updates"), CONTROL_PROPERTY) != NULL)
+		    json_object_get(json_object_get(u, "updates"), POLICY_PROPERTY) != NULL)
 			return true;
 		if (strcmp(action, "remove-properties") == 0) {
 			json_array_foreach(json_object_get(u, "removals"), k, key) {
 				if (json_is_string(key) &&
-				    strcmp(json_string_value(key), CONTROL_PROPERTY) == 0)
+				    strcmp(json_string_value(key), POLICY_PROPERTY) == 0)
 					return true;
 			}
 		}
@@ -923,7 +923,7 @@ struct commit_extras {
 };
 
 /* A commit that sets floe.wap.required records it (weakening it is
- * refused before: control_check_table_properties); a keyed commit records
+ * refused before: policy_check_table_properties); a keyed commit records
  * its answer. */
 static bool commit_extras_also(struct store *s, void *ctx, const json_t *result,
 			       struct floe_error *err)
@@ -932,7 +932,7 @@ static bool commit_extras_also(struct store *s, void *ctx, const json_t *result,
 
 	if (x->control) {
 		json_t *details = json_pack("{s:b}", "required",
-					    control_table_sets(json_object_get(result, "metadata")));
+					    policy_table_sets(json_object_get(result, "metadata")));
 		bool ok = store_event_insert(s, "control.wap-required", x->env->request_id, x->ns,
 					     x->name, NULL, details, err);
 		json_decref(details);
@@ -1275,7 +1275,7 @@ static bool register_over(struct store *s, const struct table_env *env,
 	if (!store_table_load(s, ns, name, &row, err))
 		goto done;
 	old = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
-	if (!control_rule(s, ns, old, rule, sizeof(rule), err))
+	if (!policy_rule(s, ns, old, rule, sizeof(rule), err))
 		goto done;
 	if (rule[0] != '\0' && reason == NULL) {
 		floe_err(err, FE_FORBIDDEN,
@@ -1313,7 +1313,7 @@ static bool register_new(struct store *s, const struct table_env *env,
 	char rule[256] = "";
 
 	if (tablemeta_current_snapshot(m) >= 0 &&
-	    !control_rule(s, ns, m, rule, sizeof(rule), err))
+	    !policy_rule(s, ns, m, rule, sizeof(rule), err))
 		return false;
 	if (rule[0] != '\0' && reason == NULL)
 		return floe_err(err, FE_FORBIDDEN,
@@ -1467,8 +1467,8 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 	m = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
 	/* The table's own floe.wap.required travels with it; a namespace's
 	 * stays behind, so leaving its scope would leave the control. */
-	if (!control_rule(s, &from.ns, m, from_rule, sizeof(from_rule), err) ||
-	    !control_rule(s, &to.ns, m, to_rule, sizeof(to_rule), err))
+	if (!policy_rule(s, &from.ns, m, from_rule, sizeof(from_rule), err) ||
+	   !policy_rule(s, &to.ns, m, to_rule, sizeof(to_rule), err))
 		goto fail;
 	if (from_rule[0] != '\0' && to_rule[0] == '\0' && reason == NULL) {
 		floe_err(err, FE_FORBIDDEN,

@@ -13,8 +13,22 @@
 #include "table.h"
 #include "workq.h"
 
+struct http_request;
+
+/*
+ * Middleware around every route (idempotency.c's, set by main.c), so the
+ * HTTP layer calls it without knowing it: run() runs a route's handler for
+ * a request, finish() ends a request that was answered from another
+ * thread. NULL members: the handler runs as it is.
+ */
+struct middleware {
+	void (*run)(struct http_request *req, void (*handler)(struct http_request *req));
+	void (*finish)(struct http_request *req);
+};
+
 struct app {
 	const struct floe_config *cfg;
+	struct middleware middleware;
 	/* Each kind of thread has connections of its own, so commits and
 	 * publishes cannot starve loadTable or /ready. */
 	struct store_pool *pool;         /* the HTTP worker threads' */

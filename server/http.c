@@ -17,7 +17,6 @@
 #include <microhttpd.h>
 
 #include "log.h"
-#include "idempotency.h"
 #include "router.h"
 
 /* How long shutdown waits for suspended requests still running (an audit
@@ -364,10 +363,8 @@ static void dispatch(struct http_request *req)
 	}
 	switch (router_match(req, &route, allow, sizeof(allow))) {
 	case ROUTE_FOUND:
-		if (http_header(req, "Idempotency-Key") != NULL &&
-		    (strcmp(req->method, "POST") == 0 ||
-		     strcmp(req->method, "DELETE") == 0))
-			idempotent_run(req, route->handler);
+		if (req->app->middleware.run != NULL)
+			req->app->middleware.run(req, route->handler);
 		else
 			route->handler(req);
 		if (!req->suspended && req->response == NULL) {
@@ -539,7 +536,8 @@ void http_async_complete(struct http_request *req)
 		floe_error_set_outcome(&err, FO_UNKNOWN);
 		http_reply_error(req, &err);
 	}
-	idempotent_finish(req);
+	if (app->middleware.finish != NULL)
+		app->middleware.finish(req);
 	MHD_resume_connection(req->conn);
 	atomic_fetch_sub(&app->async, 1);
 }

@@ -54,6 +54,12 @@ void idempotent_run(struct http_request *req,
 	char *response = NULL;
 
 	floe_error_clear(&err);
+	/* Only the methods that change the catalog take a key. */
+	if (key == NULL || (strcmp(req->method, "POST") != 0 &&
+			    strcmp(req->method, "DELETE") != 0)) {
+		handler(req);
+		return;
+	}
 	if (!key_is_uuid(key)) {
 		floe_err(&err, FE_BAD_REQUEST, "Idempotency-Key must be a UUID (36 characters)");
 		http_reply_error(req, &err);

@@ -12,7 +12,8 @@
 #define IDEMPOTENCY_LIFETIME "PT30M"
 #define IDEMPOTENCY_LIFETIME_SECONDS (30 * 60)
 
-/* Runs handler under req's Idempotency-Key: replays a finished answer,
+/* Runs handler under req's Idempotency-Key (as it is when the request
+ * has none, or is not a POST or DELETE): replays a finished answer,
  * answers 503 with Retry-After while the first request still runs, else
  * runs it and records what it answered (2xx and 4xx; a 5xx is not
  * recorded, so a retry runs again, and table commits record theirs in the

@@ -178,6 +178,8 @@ int main(int argc, char **argv)
 	}
 
 	app.cfg = &cfg;
+	app.middleware.run = idempotent_run;
+	app.middleware.finish = idempotent_finish;
 	atomic_init(&app.inflight, 0);
 	atomic_init(&app.async, 0);
 	atomic_init(&app.body_bytes, 0);

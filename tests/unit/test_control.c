@@ -10,7 +10,7 @@ static struct floe_error err;
 
 static json_t *props(const char *value)
 {
-	return value ? json_pack("{s:{s:s}}", "properties", CONTROL_PROPERTY, value)
+	return value ? json_pack("{s:{s:s}}", "properties", POLICY_PROPERTY, value)
 		     : json_pack("{s:{}}", "properties");
 }
 
@@ -19,13 +19,13 @@ Test(control, table_property_weakening)
 	json_t *on = props("true"), *upper = props("TRUE"), *off = props("false"),
 	       *none = props(NULL);
 
-	cr_assert(control_check_table_properties("t", on, upper, &err));
-	cr_assert(control_check_table_properties("t", none, on, &err));
-	cr_assert(control_check_table_properties("t", none, off, &err));
-	cr_assert_not(control_check_table_properties("t", on, off, &err));
+	cr_assert(policy_check_table_properties("t", on, upper, &err));
+	cr_assert(policy_check_table_properties("t", none, on, &err));
+	cr_assert(policy_check_table_properties("t", none, off, &err));
+	cr_assert_not(policy_check_table_properties("t", on, off, &err));
 	cr_assert_eq(err.kind, FE_FORBIDDEN);
 	cr_assert(strstr(err.message, "/v1/controls/wap-required") != NULL, "%s", err.message);
-	cr_assert_not(control_check_table_properties("t", on, none, &err));
+	cr_assert_not(policy_check_table_properties("t", on, none, &err));
 	json_decref(on);
 	json_decref(upper);
 	json_decref(off);
@@ -35,21 +35,21 @@ Test(control, table_property_weakening)
 Test(control, namespace_property_weakening)
 {
 	struct ns_ident ns = { 0 };
-	json_t *old = json_pack("{s:s}", CONTROL_PROPERTY, "true");
+	json_t *old = json_pack("{s:s}", POLICY_PROPERTY, "true");
 	json_t *none = json_array();
-	json_t *removal = json_pack("[s]", CONTROL_PROPERTY);
+	json_t *removal = json_pack("[s]", POLICY_PROPERTY);
 	json_t *other = json_pack("[s]", "owner");
-	json_t *set_false = json_pack("{s:s}", CONTROL_PROPERTY, "false");
-	json_t *set_true = json_pack("{s:s}", CONTROL_PROPERTY, "True");
+	json_t *set_false = json_pack("{s:s}", POLICY_PROPERTY, "false");
+	json_t *set_true = json_pack("{s:s}", POLICY_PROPERTY, "True");
 	json_t *empty = json_object();
 
 	cr_assert(ident_ns_parse("sales", 5, &ns, &err));
-	cr_assert(control_check_ns_properties(&ns, old, other, empty, &err));
-	cr_assert(control_check_ns_properties(&ns, old, none, set_true, &err));
-	cr_assert_not(control_check_ns_properties(&ns, old, removal, empty, &err));
+	cr_assert(policy_check_ns_properties(&ns, old, other, empty, &err));
+	cr_assert(policy_check_ns_properties(&ns, old, none, set_true, &err));
+	cr_assert_not(policy_check_ns_properties(&ns, old, removal, empty, &err));
 	cr_assert(strstr(err.message, "namespace sales") != NULL, "%s", err.message);
-	cr_assert_not(control_check_ns_properties(&ns, old, none, set_false, &err));
-	cr_assert(control_check_ns_properties(&ns, empty, removal, empty, &err));
+	cr_assert_not(policy_check_ns_properties(&ns, old, none, set_false, &err));
+	cr_assert(policy_check_ns_properties(&ns, empty, removal, empty, &err));
 	ident_ns_clear(&ns);
 	json_decref(old);
 	json_decref(none);

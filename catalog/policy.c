@@ -1,0 +1,99 @@
+/*
+ * policy.c - the rules of the audited-publish control. A table is
+ * protected when it, or its namespace or an ancestor, sets
+ * floe.wap.required=true; then only a WAP publish moves its main, and an
+ * ordinary change may not weaken the property. The route that may weaken
+ * it is control.c's.
+ */
+#include "policy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "store.h"
+
+static bool value_true(const json_t *v)
+{
+	const char *s = json_string_value(v);
+	return s != NULL && strcasecmp(s, "true") == 0;
+}
+
+bool policy_table_sets(const json_t *m)
+{
+	return value_true(json_object_get(json_object_get(m, "properties"), POLICY_PROPERTY));
+}
+
+bool policy_rule(struct store *s, const struct ns_ident *ns, const json_t *m,
+		 char *rule, size_t len, struct floe_error *err)
+{
+	char *where = NULL;
+
+	rule[0] = '\0';
+	if (policy_table_sets(m)) {
+		snprintf(rule, len, "the table sets " POLICY_PROPERTY "=true");
+		return true;
+	}
+	if (!store_ns_wap_required(s, ns, &where, err))
+		return false;
+	if (where != NULL)
+		snprintf(rule, len, "namespace %s sets " POLICY_PROPERTY "=true", where);
+	free(where);
+	return true;
+}
+
+bool policy_check_main_move(struct store *s, const struct ns_ident *ns,
+			    const char *name, const json_t *base, const json_t *m,
+			    struct floe_error *err)
+{
+	char rule[256];
+
+	/* The property before or after the change: a commit cannot set
+	 * it to false and move main in one go. */
+	if (policy_table_sets(m) && !policy_table_sets(base))
+		snprintf(rule, sizeof(rule), "the table sets " POLICY_PROPERTY "=true");
+	else if (!policy_rule(s, ns, base, rule, sizeof(rule), err))
+		return false;
+	if (rule[0] == '\0')
+		return true;
+	return floe_err(err, FE_FORBIDDEN,
+			"main of table %s can only move through a write-audit-publish run: %s",
+			name, rule);
+}
+
+bool policy_check_table_properties(const char *name, const json_t *base,
+				   const json_t *m, struct floe_error *err)
+{
+	if (!policy_table_sets(base) || policy_table_sets(m))
+		return true;
+	return floe_err(err, FE_FORBIDDEN,
+			"table %s sets " POLICY_PROPERTY "=true: removing or changing it weakens the audited-publish control; only POST /v1/controls/wap-required with a reason may",
+			name);
+}
+
+bool policy_check_ns_properties(const struct ns_ident *ns, const json_t *old,
+				const json_t *removals, const json_t *updates,
+				struct floe_error *err)
+{
+	const json_t *now = json_object_get(old, POLICY_PROPERTY);
+	const json_t *set = json_object_get(updates, POLICY_PROPERTY);
+	bool removed = false;
+	size_t i;
+	json_t *v;
+
+	if (!value_true(now))
+		return true;
+	json_array_foreach((json_t *)removals, i, v) {
+		if (strcmp(json_string_value(v), POLICY_PROPERTY) == 0)
+			removed = true;
+	}
+	if (set != NULL ? value_true(set) : !removed)
+		return true;
+	char *shown = ident_ns_display(ns);
+	floe_err(err, FE_FORBIDDEN,
+		 "namespace %s sets " POLICY_PROPERTY "=true: removing or changing it weakens the audited-publish control; only POST /v1/controls/wap-required with a reason may",
+		 shown ? shown : "?");
+	free(shown);
+	return false;
+}
