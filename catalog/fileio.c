@@ -20,12 +20,6 @@
 #include "log.h"
 #include "uuid.h"
 
-/* The text of errno value e (strerror is not thread-safe). */
-static const char *errstr(int e, char *buf, size_t len)
-{
-	return strerror_r(e, buf, len);
-}
-
 char *fileio_local_path(const char *url, struct floe_error *err)
 {
 	char *canon = location_canonical(url, err);
@@ -47,7 +41,6 @@ static bool sync_parent(const char *path)
 	char parent[PATH_MAX];
 	const char *slash = strrchr(path, '/');
 	size_t len = slash == NULL ? 0 : (size_t)(slash - path);
-	char eb[128];
 
 	if (len >= sizeof(parent))
 		return false;
@@ -61,7 +54,7 @@ static bool sync_parent(const char *path)
 	int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fsync(fd) != 0) {
 		log_error("fileio", "cannot sync directory %s: %s", parent,
-			  errstr(errno, eb, sizeof(eb)));
+			  log_strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return false;
@@ -108,7 +101,6 @@ static bool make_dirs(const char *path, struct floe_error *err)
 {
 	char buf[PATH_MAX];
 	size_t len = strlen(path);
-	char eb[128];
 
 	if (len >= sizeof(buf))
 		return floe_err(err, FE_BAD_REQUEST, "path is too long");
@@ -124,7 +116,7 @@ static bool make_dirs(const char *path, struct floe_error *err)
 						"cannot create the table's metadata directory");
 		} else if (errno != EEXIST) {
 			log_error("fileio", "cannot create directory %s: %s", buf,
-				  errstr(errno, eb, sizeof(eb)));
+				  log_strerror(errno));
 			return floe_err(err, FE_INTERNAL,
 					"cannot create the table's metadata directory");
 		}
@@ -159,7 +151,6 @@ bool fileio_write_metadata(const char *table_location, long long version,
 	char tmp[PATH_MAX + 16];
 	int fd = -1;
 	bool ok = false;
-	char eb[128];
 
 	*location = NULL;
 	if (base == NULL)
@@ -185,7 +176,7 @@ bool fileio_write_metadata(const char *table_location, long long version,
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0 || !write_all(fd, text, len) || fsync(fd) != 0) {
-		log_error("fileio", "cannot write %s: %s", tmp, errstr(errno, eb, sizeof(eb)));
+		log_error("fileio", "cannot write %s: %s", tmp, log_strerror(errno));
 		floe_err(err, FE_INTERNAL, "cannot write the metadata file");
 		if (fd >= 0)
 			unlink(tmp);
@@ -194,7 +185,7 @@ bool fileio_write_metadata(const char *table_location, long long version,
 	close(fd);
 	fd = -1;
 	if (rename(tmp, path) != 0) {
-		log_error("fileio", "cannot rename %s: %s", tmp, errstr(errno, eb, sizeof(eb)));
+		log_error("fileio", "cannot rename %s: %s", tmp, log_strerror(errno));
 		unlink(tmp);
 		floe_err(err, FE_INTERNAL, "cannot write the metadata file");
 		goto done;
@@ -202,7 +193,7 @@ bool fileio_write_metadata(const char *table_location, long long version,
 	/* The rename is durable only once the directory is. */
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || fsync(dfd) != 0) {
-		log_error("fileio", "cannot sync directory %s: %s", dir, errstr(errno, eb, sizeof(eb)));
+		log_error("fileio", "cannot sync directory %s: %s", dir, log_strerror(errno));
 		if (dfd >= 0)
 			close(dfd);
 		unlink(path);
@@ -245,7 +236,6 @@ bool fileio_check_beneath(const char *url, const char *warehouse_path,
 {
 	char *path = fileio_local_path(url, err);
 	char cur[PATH_MAX];
-	char eb[128];
 	bool ok = false;
 	struct stat st;
 
@@ -276,7 +266,7 @@ bool fileio_check_beneath(const char *url, const char *warehouse_path,
 					 "location %.200s passes through a file", url);
 				goto done;
 			}
-			log_warn("fileio", "cannot check %s: %s", cur, errstr(errno, eb, sizeof(eb)));
+			log_warn("fileio", "cannot check %s: %s", cur, log_strerror(errno));
 			floe_err(err, FE_BAD_REQUEST, "location %.200s cannot be checked", url);
 			goto done;
 		}
@@ -308,7 +298,6 @@ bool fileio_read(const char *url, size_t max, char **text, size_t *len,
 	size_t n = 0;
 	int fd = -1;
 	bool ok = false;
-	char eb[128];
 	struct stat st;
 
 	*text = NULL;
@@ -319,7 +308,7 @@ bool fileio_read(const char *url, size_t max, char **text, size_t *len,
 	 * opening, open without blocking or following, and look again. */
 	if (lstat(path, &st) != 0) {
 		floe_err(err, FE_BAD_REQUEST, "cannot read %.200s: %s", url,
-			 errstr(errno, eb, sizeof(eb)));
+			 log_strerror(errno));
 		goto done;
 	}
 	if (!S_ISREG(st.st_mode)) {
@@ -329,7 +318,7 @@ bool fileio_read(const char *url, size_t max, char **text, size_t *len,
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		floe_err(err, FE_BAD_REQUEST, "cannot read %.200s: %s", url,
-			 errstr(errno, eb, sizeof(eb)));
+			 log_strerror(errno));
 		goto done;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -396,10 +385,9 @@ void fileio_remove(const char *url)
 {
 	struct floe_error err;
 	char *path = fileio_local_path(url, &err);
-	char eb[128];
 
 	if (path != NULL && unlink(path) != 0 && errno != ENOENT)
-		log_warn("fileio", "cannot remove %s: %s", path, errstr(errno, eb, sizeof(eb)));
+		log_warn("fileio", "cannot remove %s: %s", path, log_strerror(errno));
 	free(path);
 }
 
@@ -416,11 +404,10 @@ struct purge_state {
 
 static void purge_failed(struct purge_state *ps, const char *name, int e)
 {
-	char eb[128];
 
 	if (ps->failed++ == 0)
 		snprintf(ps->first_error, sizeof(ps->first_error), "cannot remove %s: %s", name,
-			 errstr(e, eb, sizeof(eb)));
+			 log_strerror(e));
 }
 
 /* Removes entry name of directory pfd and, when it is a directory,
@@ -479,7 +466,6 @@ static int open_parent_beneath(const char *warehouse_path, const char *rel,
 			       char *last, size_t lastlen, bool *missing,
 			       struct floe_error *err)
 {
-	char eb[128];
 	int fd = open(warehouse_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	*missing = false;
@@ -489,7 +475,7 @@ static int open_parent_beneath(const char *warehouse_path, const char *rel,
 			return -1;
 		}
 		floe_err(err, FE_INTERNAL, "cannot open the warehouse: %s",
-			 errstr(errno, eb, sizeof(eb)));
+			 log_strerror(errno));
 		return -1;
 	}
 	for (;;) {
@@ -518,7 +504,7 @@ static int open_parent_beneath(const char *warehouse_path, const char *rel,
 					 last);
 				return -1;
 			}
-			floe_err(err, FE_INTERNAL, "cannot open %s: %s", last, errstr(e, eb, sizeof(eb)));
+			floe_err(err, FE_INTERNAL, "cannot open %s: %s", last, log_strerror(e));
 			return -1;
 		}
 		fd = nfd;

@@ -73,3 +73,10 @@ void log_write(enum log_level level, const char *subsystem,
 	ssize_t r = write(STDERR_FILENO, line, n);
 	(void)r;
 }
+
+const char *log_strerror(int e)
+{
+	static _Thread_local char buf[128];
+
+	return strerror_r(e, buf, sizeof(buf));
+}

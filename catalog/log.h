@@ -25,6 +25,11 @@ bool log_level_parse(const char *name, enum log_level *out);
 /* True when a line of this level would be written. */
 bool log_enabled(enum log_level level);
 
+/* The text of errno value e for a log line: strerror_r into a buffer of
+ * the calling thread's (strerror is not thread-safe). Valid until the
+ * thread's next call. */
+const char *log_strerror(int e);
+
 /* Writes "<time> <LEVEL> [<subsystem>] <message>". */
 void log_write(enum log_level level, const char *subsystem,
 	       const char *fmt, ...) __attribute__((format(printf, 3, 4)));

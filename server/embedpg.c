@@ -84,9 +84,15 @@ static char *find_bindir(const struct floe_config *cfg)
 	const char *path = getenv("PATH");
 	if (path != NULL) {
 		char *copy = strdup(path);
-		char *save = NULL;
-		for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir;
-		     dir = strtok_r(NULL, ":", &save)) {
+		char *next = copy;
+		while (next != NULL) {
+			char *dir = next;
+			char *colon = strchr(dir, ':');
+			next = colon != NULL ? colon + 1 : NULL;
+			if (colon != NULL)
+				*colon = '\0';
+			if (dir[0] == '\0')
+				continue;
 			if (is_executable(dir, "initdb") &&
 			    is_executable(dir, "postgres")) {
 				char *found = strdup(dir);
@@ -147,12 +153,12 @@ static bool resolve_runas(const struct floe_config *cfg, struct runas *ra)
 static bool make_dir(const char *path, mode_t mode, const struct runas *ra)
 {
 	if (mkdir(path, mode) != 0 && errno != EEXIST) {
-		log_error("pg", "cannot create %s: %s", path, strerror(errno));
+		log_error("pg", "cannot create %s: %s", path, log_strerror(errno));
 		return false;
 	}
 	if (ra->drop && chown(path, ra->uid, ra->gid) != 0) {
 		log_error("pg", "cannot give %s to user %s: %s", path, ra->name,
-			  strerror(errno));
+			  log_strerror(errno));
 		return false;
 	}
 	return true;
@@ -183,7 +189,7 @@ static pid_t spawn(char *const argv[], const struct runas *ra, int logfd,
 		if (setgroups(0, NULL) != 0 || setgid(ra->gid) != 0 ||
 		    setuid(ra->uid) != 0) {
 			dprintf(logfd, "floe: cannot switch to user %s: %s\n",
-				ra->name, strerror(errno));
+				ra->name, log_strerror(errno));
 			_exit(126);
 		}
 	}
@@ -194,14 +200,14 @@ static pid_t spawn(char *const argv[], const struct runas *ra, int logfd,
 		_exit(125);
 	}
 	if (chdir(cwd) != 0)
-		dprintf(logfd, "floe: cannot enter %s: %s\n", cwd, strerror(errno));
+		dprintf(logfd, "floe: cannot enter %s: %s\n", cwd, log_strerror(errno));
 	int devnull = open("/dev/null", O_RDONLY);
 	if (devnull >= 0)
 		dup2(devnull, STDIN_FILENO);
 	dup2(logfd, STDOUT_FILENO);
 	dup2(logfd, STDERR_FILENO);
 	execv(argv[0], argv);
-	dprintf(logfd, "floe: cannot run %s: %s\n", argv[0], strerror(errno));
+	dprintf(logfd, "floe: cannot run %s: %s\n", argv[0], log_strerror(errno));
 	_exit(127);
 }
 
@@ -220,7 +226,7 @@ static bool run_initdb(const char *bindir, const char *pgdata,
 	pid = spawn(argv, ra, logfd, pgdata, SIGKILL);
 	free(initdb);
 	if (pid < 0) {
-		log_error("pg", "cannot start initdb: %s", strerror(errno));
+		log_error("pg", "cannot start initdb: %s", log_strerror(errno));
 		return false;
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -363,14 +369,14 @@ bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 	}
 	if (mkdir(cfg->data_dir, 0755) != 0 && errno != EEXIST) {
 		log_error("pg", "cannot create data directory %s: %s",
-			  cfg->data_dir, strerror(errno));
+			  cfg->data_dir, log_strerror(errno));
 		goto done;
 	}
 	if (!make_dir(pg->pgdata, 0700, &ra) || !make_dir(pg->sockdir, 0700, &ra))
 		goto done;
 	logfd = open(pg->logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 	if (logfd < 0) {
-		log_error("pg", "cannot open %s: %s", pg->logfile, strerror(errno));
+		log_error("pg", "cannot open %s: %s", pg->logfile, log_strerror(errno));
 		goto done;
 	}
 	if (access(version_file, F_OK) != 0 &&
@@ -386,7 +392,7 @@ bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 	/* SIGINT: PostgreSQL's fast shutdown, should floe die. */
 	pg->pid = spawn(argv, &ra, logfd, pg->pgdata, SIGINT);
 	if (pg->pid < 0) {
-		log_error("pg", "cannot start postgres: %s", strerror(errno));
+		log_error("pg", "cannot start postgres: %s", log_strerror(errno));
 		pg->pid = 0;
 		goto done;
 	}

@@ -647,7 +647,7 @@ struct MHD_Daemon *http_start(struct app *app)
 			     MHD_OPTION_END);
 	if (d == NULL)
 		log_error("http", "cannot listen on %s:%d: %s", cfg->listen_host,
-			  cfg->listen_port, strerror(errno));
+			  cfg->listen_port, log_strerror(errno));
 	freeaddrinfo(ai);
 	return d;
 }
