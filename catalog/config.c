@@ -145,7 +145,73 @@ void config_print_help(FILE *out, const char *argv0)
 	fprintf(out,
 		"\n  --help               print this text and exit\n"
 		"  --version            print the version and exit\n"
-		"  --print-routes       print every route floe serves and exit\n");
+		"  --print-routes       print every route floe serves and exit\n"
+		"  --print-man          print the manual page (roff) and exit\n");
+}
+
+/* Writes text for roff: a leading '.' or '\'' would be a request, and
+ * '\' and '-' have meanings of their own. */
+static void man_text(FILE *out, const char *text)
+{
+	if (text[0] == '.' || text[0] == '\'')
+		fputs("\\&", out);
+	for (const char *p = text; *p; p++) {
+		if (*p == '\\')
+			fputs("\\e", out);
+		else if (*p == '-')
+			fputs("\\-", out);
+		else
+			fputc(*p, out);
+	}
+}
+
+void config_print_man(FILE *out, const char *version)
+{
+	fputs(".TH FLOE 1 \"\" \"floe ", out);
+	man_text(out, version);
+	fputs("\" \"User Commands\"\n"
+	      ".SH NAME\n"
+	      "floe \\- an Apache Iceberg REST catalog backed by PostgreSQL\n"
+	      ".SH SYNOPSIS\n"
+	      ".B floe\n"
+	      "[\\fIOPTION\\fR...]\n"
+	      ".SH DESCRIPTION\n"
+	      "floe serves the Iceberg REST catalog protocol over HTTP, keeps its state in\n"
+	      "PostgreSQL (its own embedded one when no database is given) and writes table\n"
+	      "metadata files under its warehouse. Beyond the protocol it serves refs, audit\n"
+	      "hooks, write\\-audit\\-publish runs and an append\\-only audit log.\n"
+	      ".PP\n"
+	      "Every option is a flag (\\fB\\-\\-name=value\\fR or \\fB\\-\\-name value\\fR) and an\n"
+	      "environment variable; a flag wins over the variable.\n"
+	      ".SH OPTIONS\n", out);
+	for (int i = 0; i < OPT_COUNT; i++) {
+		const struct option_def *o = &options[i];
+		fputs(".TP\n.BR \\-\\-", out);
+		man_text(out, o->flag);
+		fputs(" \" \" \\fI", out);
+		man_text(out, o->env);
+		fputs("\\fR\n", out);
+		man_text(out, o->help);
+		fputc('\n', out);
+		if (o->defval != NULL) {
+			fputs(".br\nDefault: \"", out);
+			man_text(out, o->defval);
+			fputs("\".\n", out);
+		}
+	}
+	fputs(".TP\n.B \\-\\-help\nPrint the options and exit.\n"
+	      ".TP\n.B \\-\\-version\nPrint the version and exit.\n"
+	      ".TP\n.B \\-\\-print\\-routes\nPrint every route floe serves and exit.\n"
+	      ".TP\n.B \\-\\-print\\-man\nPrint this manual page and exit.\n"
+	      ".SH SIGNALS\n"
+	      "SIGTERM or SIGINT stops floe cleanly: in\\-flight requests get\n"
+	      "\\fB\\-\\-shutdown\\-grace\\-seconds\\fR to finish, queued commits and publishes are\n"
+	      "answered 503, and the embedded PostgreSQL is stopped.\n"
+	      ".SH EXIT STATUS\n"
+	      "0 after a clean stop; 1 when floe cannot serve (its database or embedded\n"
+	      "PostgreSQL failed); 2 for a bad option.\n"
+	      ".SH SEE ALSO\n"
+	      "The README and api\\-spec/openapi.yaml of the floe sources.\n", out);
 }
 
 static bool parse_int(const char *s, long long min, long long max,
@@ -443,6 +509,10 @@ bool config_load(struct floe_config *cfg, int argc, char **argv,
 		}
 		if (strcmp(arg, "--print-routes") == 0) {
 			cfg->action = CONFIG_PRINT_ROUTES;
+			continue;
+		}
+		if (strcmp(arg, "--print-man") == 0) {
+			cfg->action = CONFIG_PRINT_MAN;
 			continue;
 		}
 		if (strncmp(arg, "--", 2) != 0)

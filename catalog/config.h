@@ -21,6 +21,7 @@ enum config_action {
 	CONFIG_HELP,
 	CONFIG_VERSION,
 	CONFIG_PRINT_ROUTES,
+	CONFIG_PRINT_MAN,
 };
 
 struct floe_config {
@@ -75,6 +76,10 @@ bool config_load(struct floe_config *cfg, int argc, char **argv,
 
 /* Prints the usage text with every option, its variable and default. */
 void config_print_help(FILE *out, const char *argv0);
+
+/* Prints floe(1), the manual page, in roff from the same option table;
+ * version goes into its header. */
+void config_print_man(FILE *out, const char *version);
 
 /* Frees everything config_load allocated. Safe to call twice. */
 void config_free(struct floe_config *cfg);

@@ -120,6 +120,10 @@ int main(int argc, char **argv)
 		router_print(stdout);
 		config_free(&cfg);
 		return 0;
+	case CONFIG_PRINT_MAN:
+		config_print_man(stdout, FLOE_VERSION);
+		config_free(&cfg);
+		return 0;
 	case CONFIG_RUN:
 		break;
 	}

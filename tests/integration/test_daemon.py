@@ -22,9 +22,11 @@ import requests
 from conftest import (
     FLOE_OPTIONS,
     IS_ROOT,
+    REPO,
     assert_error,
     assert_ok_json,
     describe,
+    floe_binary,
     free_port,
     is_descendant,
     make_shared_tmpdir,
@@ -49,12 +51,58 @@ def test_help_lists_every_option(tmp_path):
     for flag, var in FLOE_OPTIONS.items():
         assert flag in out, f"--help does not mention {flag}:\n{out}"
         assert var in out, f"--help does not mention {var}:\n{out}"
-    for word in ("--help", "--version", "--print-routes"):
+    for word in ("--help", "--version", "--print-routes", "--print-man"):
         assert word in out, f"--help does not mention {word}:\n{out}"
     for default in ("127.0.0.1:8181", "8388608", "info", "floe-data", "30000", "10000", "5000",
                     "1024", "256", "268435456", "60"):
         assert default in out, f"--help does not show the default {default!r}:\n{out}"
     assert list(tmp_path.iterdir()) == [], "--help created files"
+
+
+def test_man_page_lists_every_option_and_renders(tmp_path):
+    res = run_floe(["--print-man"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    roff = res.stdout
+    assert roff.startswith(".TH FLOE 1 "), roff[:200]
+    plain = roff.replace("\\-", "-")
+    for flag, var in FLOE_OPTIONS.items():
+        assert f".BR {flag} " in plain, f"floe(1) does not list {flag}"
+        assert var in plain, f"floe(1) does not name {var}"
+    # Rendered by a real man(1) where the machine has one: every option
+    # shows up in the text a reader sees.
+    man = shutil.which("man")
+    if man:
+        page = tmp_path / "floe.1"
+        page.write_text(roff)
+        shown = subprocess.run([man, "-l", str(page)], capture_output=True, text=True,
+                               env={**os.environ, "MANWIDTH": "200"},
+                               timeout=30)
+        assert shown.returncode == 0, shown.stderr
+        text = re.sub(".\b", "", shown.stdout).replace("\u2010", "-")
+        for flag in FLOE_OPTIONS:
+            assert flag in text, f"the rendered floe(1) does not show {flag}"
+    assert list(tmp_path.iterdir()) in ([], [tmp_path / "floe.1"]), "--print-man created files"
+
+
+def test_systemd_unit_is_valid_and_waits_as_long_as_floe(tmp_path):
+    """dist/floe.service: systemd accepts it, and its stop timeout covers
+    floe's own shutdown waits (the grace period, the wait for running
+    commits and publishes, the embedded PostgreSQL's shutdown)."""
+    unit = (REPO / "dist" / "floe.service").read_text()
+    timeout = int(re.search(r"^TimeoutStopSec=(\d+)$", unit, re.M).group(1))
+    grace = 30   # --shutdown-grace-seconds' default (test_help_lists_every_option)
+    jobs = 90    # server/http.c HTTP_ASYNC_WAIT_SECONDS
+    pg_stop = 30  # server/embedpg.c: 600 waits of 50 ms for a fast shutdown
+    assert timeout > grace + jobs + pg_stop, unit
+    assert "KillMode=mixed" in unit  # SIGTERM to floe only; it stops PostgreSQL itself
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed")
+    local = tmp_path / "floe.service"
+    local.write_text(re.sub(r"^ExecStart=.*$", f"ExecStart={floe_binary()}", unit, flags=re.M))
+    res = subprocess.run([analyze, "verify", "--man=no", str(local)], capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0 and "floe.service" not in res.stderr, res.stderr
 
 
 def test_version(tmp_path):
