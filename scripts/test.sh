@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds floe, and runs every test: the unit
-# tests, the integration tests (real PostgreSQL, real floe, PyIceberg) and
-# two minutes of schemathesis against the OpenAPI document, once on the
-# normal build with warnings as errors (followed by the soak: three
-# replicas on one PostgreSQL under mixed load, and by the libFuzzer
-# targets) and once on an AddressSanitizer + UndefinedBehaviorSanitizer
-# build; then real Apache Spark against the sanitizer build; then the
-# docker images and compose deployment, built and run in a private Docker
-# engine (as root).
+# Installs what is missing, builds floe, and runs every test:
+#  - on the normal build (warnings as errors): the unit tests, the
+#    integration tests (real PostgreSQL, real floe, PyIceberg), two minutes
+#    of schemathesis against the OpenAPI document, the soak (three replicas
+#    on one PostgreSQL under mixed load) and the libFuzzer targets;
+#  - the threaded suites under ThreadSanitizer;
+#  - the same suites on an AddressSanitizer + UBSan build;
+#  - real Apache Spark against the sanitizer build;
+#  - the docker images and compose deployment, built and run in a private
+#    Docker engine (as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,6 +40,24 @@ FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/soak -q -s -p
 # tests/fuzz/corpus/.
 echo "== fuzz targets"
 scripts/fuzz.sh 30
+
+# ThreadSanitizer: the suites where threads meet (concurrent commits,
+# idempotency claims, write-audit-publish) against a TSan build; any race
+# report fails the run.
+echo "== ThreadSanitizer (build-tsan)"
+scripts/setup.sh build-tsan -Db_sanitize=thread -Dtests=false
+tsan_logs=$(mktemp -d)
+chmod 0777 "$tsan_logs"
+TSAN_OPTIONS="halt_on_error=0 log_path=$tsan_logs/tsan" FLOE_BIN="$PWD/build-tsan/server/floe" \
+	.venv/bin/python -m pytest tests/integration/test_concurrency.py \
+	tests/integration/test_idempotency.py tests/integration/test_wap.py -q -p no:cacheprovider
+if compgen -G "$tsan_logs/tsan*" >/dev/null; then
+	echo "ThreadSanitizer reported:"
+	cat "$tsan_logs"/tsan*
+	exit 1
+fi
+echo "ThreadSanitizer: no report"
+rm -rf "$tsan_logs"
 
 run_suite build-asan
 
