@@ -34,7 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!json_is_array(updates) || !tablemeta_check_actions(updates, &err))
 		goto done;
 	if (!json_is_object(base)) {
-		json_t *m = tablemeta_apply_create(updates, 1767225600000, &err);
+		json_t *m = tablemeta_apply_create(updates, "9c12b9a4-2b8c-4e0a-8a4c-7f2d3f6c1a10",
+						   1767225600000, &err);
 		if (m == NULL)
 			check_client_error(&err);
 		json_decref(m);
