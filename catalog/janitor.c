@@ -1,8 +1,9 @@
 /*
  * janitor.c - the janitor thread (see janitor.h). Each round does a
  * bounded amount of each chore, so one round never runs long and a
- * backlog drains over several rounds. Not for stale WAP runs (wap.c
- * recovers those itself).
+ * backlog drains over several rounds. A run left auditing by a floe that
+ * stopped is failed once its lease is over (a publish may also take it
+ * over before that, wap.c).
  */
 #include "janitor.h"
 
@@ -154,7 +155,7 @@ static void run_expiry(struct store *s, const char *what,
 		long n = 0;
 		floe_error_clear(&err);
 		if (!expire(s, age, JANITOR_DELETE_BATCH, &n, &err)) {
-			log_warn("janitor", "removing old %s failed: %s", what, err.message);
+			log_warn("janitor", "%s: failed: %s", what, err.message);
 			break;
 		}
 		total += n;
@@ -162,7 +163,7 @@ static void run_expiry(struct store *s, const char *what,
 			break;
 	}
 	if (total > 0)
-		log_info("janitor", "removed %ld old %s", total, what);
+		log_info("janitor", "%s: %ld", what, total);
 }
 
 /* Visits a slice of the tables for orphan temporary metadata files. */
@@ -219,8 +220,12 @@ static void janitor_round(struct janitor *j)
 	}
 	unsettled_drain(j->cfg.unsettled, settle_one, s);
 	run_purges(j, s);
-	run_expiry(s, "idempotency keys", store_idem_expire, j->cfg.idempotency_keep_s);
-	run_expiry(s, "metrics reports", store_metrics_expire, j->cfg.metrics_retention_days);
+	run_expiry(s, "expired idempotency keys removed", store_idem_expire,
+		   j->cfg.idempotency_keep_s);
+	run_expiry(s, "metrics reports past their retention removed", store_metrics_expire,
+		   j->cfg.metrics_retention_days);
+	run_expiry(s, "runs left auditing past their lease failed (wap.lease-expired)",
+		   store_run_expire_stale, 0);
 	run_visit(j, s);
 	store_pool_release(j->pool, s);
 }

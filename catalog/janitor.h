@@ -2,7 +2,8 @@
  * janitor.h - floe's periodic upkeep, on a thread of its own with a
  * database connection of its own (never on a request thread): purges of
  * dropped tables, expired idempotency keys, metrics reports past their
- * retention, orphan temporary metadata files, and commits whose outcome
+ * retention, orphan temporary metadata files, write-audit-publish runs
+ * left auditing past their lease, and commits whose outcome
  * was unknown when they were answered (unsettled.h). Several replicas may
  * run janitors at once: purge rows are claimed with SKIP LOCKED.
  */

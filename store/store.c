@@ -90,6 +90,7 @@ enum stmt_id {
 	ST_RUN_GET,
 	ST_RUN_LIST,
 	ST_RUN_TRANSITION,
+	ST_RUN_EXPIRE_STALE,
 	ST_EVENT_INSERT,
 	ST_EVENT_LIST,
 	ST_COUNT
@@ -337,6 +338,20 @@ static const struct {
 		"  OR ('auditing-stale' = ANY (string_to_array($3::text, ',')) "
 		"      AND state = 'auditing' AND lease_until < now())) "
 		"RETURNING id" },
+	/* Runs left auditing by a floe that stopped: failed, with their
+	 * event, in one statement. */
+	[ST_RUN_EXPIRE_STALE] = { "run_expire_stale",
+		"WITH stale AS (UPDATE wap_runs SET state = 'audit-failed', updated_at = now(), "
+		"  lease_until = NULL, lease_owner = NULL "
+		"  WHERE id IN (SELECT id FROM wap_runs WHERE state = 'auditing' "
+		"    AND lease_until < now() - make_interval(secs => $1::int) "
+		"    LIMIT $2::int FOR UPDATE SKIP LOCKED) "
+		"  RETURNING id, namespace, table_name) "
+		"INSERT INTO audit_events (event, namespace, table_name, run_id, details) "
+		"SELECT 'wap.lease-expired', namespace, table_name, id, "
+		"  jsonb_build_object('state', 'audit-failed', 'reason', "
+		"    'the floe auditing this run stopped before the audit ended; publish again') "
+		"FROM stale" },
 	[ST_EVENT_INSERT] = { "event_insert",
 		"INSERT INTO audit_events (event, request_id, namespace, table_name, run_id, "
 		"  details) "
@@ -2034,6 +2049,12 @@ bool store_metrics_expire(struct store *s, int older_than_days, int limit, long 
 			  struct floe_error *err)
 {
 	return expire(s, ST_METRICS_EXPIRE, older_than_days, limit, deleted, err);
+}
+
+bool store_run_expire_stale(struct store *s, int past_lease_s, int limit, long *expired,
+			    struct floe_error *err)
+{
+	return expire(s, ST_RUN_EXPIRE_STALE, past_lease_s, limit, expired, err);
 }
 
 /* --- enforced publish --- */

@@ -239,6 +239,12 @@ bool store_metrics_insert(struct store *s, const struct ns_ident *ns,
 bool store_metrics_expire(struct store *s, int older_than_days, int limit, long *deleted,
 			  struct floe_error *err) FLOE_WUR;
 
+/* Moves at most limit runs still "auditing" past_lease_s after their
+ * audit lease ran out (the floe auditing them stopped) to "audit-failed",
+ * each with a wap.lease-expired audit event, atomically. */
+bool store_run_expire_stale(struct store *s, int past_lease_s, int limit, long *expired,
+			    struct floe_error *err) FLOE_WUR;
+
 /* --- purges (dropped tables whose files wait for the janitor) --- */
 
 struct purge_row {

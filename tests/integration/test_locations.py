@@ -19,8 +19,10 @@ import pytest
 import requests
 
 from conftest import (
+    TableHandle,
     assert_error,
     assert_ok_json,
+    audit_events,
     database_url,
     describe,
     make_shared_tmpdir,
@@ -641,3 +643,33 @@ def test_kill_during_a_purge_keeps_the_tombstone(postgres, floe_factory, psql_bi
         assert not d.exists()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_janitor_fails_runs_left_auditing_past_their_lease(wh_floe, psql_bin, webhooks, hooks):
+    """A floe that stopped mid-audit leaves its run 'auditing': once the
+    lease is over the janitor fails it, with its audit event, and the run
+    can be published again."""
+    f, _scratch, _wh = wh_floe
+    url = database_url(f)
+    f.create_namespace(["stale"])
+    t = TableHandle(f, ["stale"], "t")
+    t.create()
+    t.add_snapshot()
+    run = t.stage()
+    t.add_snapshot(ref=run["branch"])
+    live = t.stage()
+    # As a stopped floe leaves it: auditing, its lease over. And one whose
+    # lease still runs, which the janitor must leave alone.
+    psql(psql_bin, url, "UPDATE wap_runs SET state = 'auditing', lease_owner = gen_random_uuid(), "
+                        f"lease_until = now() - interval '1 minute' WHERE id = '{run['id']}'")
+    psql(psql_bin, url, "UPDATE wap_runs SET state = 'auditing', lease_owner = gen_random_uuid(), "
+                        f"lease_until = now() + interval '1 hour' WHERE id = '{live['id']}'")
+    assert wait_until(lambda: t.run(run["id"])["state"] == "audit-failed", 15), t.run(run["id"])
+    events = [e for e in audit_events(f, run=run["id"]) if e["event"] == "wap.lease-expired"]
+    assert len(events) == 1 and events[0]["details"]["state"] == "audit-failed", events
+    assert t.run(live["id"])["state"] == "auditing"
+    receiver = webhooks()
+    hooks(f, "pass", receiver.url, scope={"namespace": ["stale"]})
+    r = t.publish(run["id"])
+    assert r.status_code == 200, describe(r)
+    assert r.json()["state"] == "published"
