@@ -21,7 +21,7 @@
 
 #include "log.h"
 
-#define HOOK_BODY_MAX (64 * 1024)  /* the largest answer read from a hook */
+#define HOOK_BODY_MAX ((size_t)64 * 1024) /* the largest answer read from a hook */
 #define HOOK_CONNECT_TIMEOUT_MS 3000
 
 bool hooks_global_init(void)
@@ -198,12 +198,12 @@ static bool delivery_headers(struct delivery *d)
 			goto fail;
 		h = nh;
 	}
-	snprintf(line, sizeof(line), "X-Floe-Delivery: %s", c->delivery_id);
+	(void)snprintf(line, sizeof(line), "X-Floe-Delivery: %s", c->delivery_id);
 	struct curl_slist *nh = curl_slist_append(h, line);
 	if (nh == NULL)
 		goto fail;
 	h = nh;
-	snprintf(line, sizeof(line), "X-Floe-Timestamp: %lld", ts);
+	(void)snprintf(line, sizeof(line), "X-Floe-Timestamp: %lld", ts);
 	nh = curl_slist_append(h, line);
 	if (nh == NULL)
 		goto fail;
@@ -211,7 +211,7 @@ static bool delivery_headers(struct delivery *d)
 	if (c->secret != NULL) {
 		char sig[72];
 		hooks_signature(c->secret, ts, c->body, sig);
-		snprintf(line, sizeof(line), "X-Floe-Signature-256: %s", sig);
+		(void)snprintf(line, sizeof(line), "X-Floe-Signature-256: %s", sig);
 		nh = curl_slist_append(h, line);
 		if (nh == NULL)
 			goto fail;
@@ -304,7 +304,7 @@ static void reason_from(const json_t *j, char *out, size_t len)
 		r = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
 	hooks_clean_reason(r != NULL ? r : "", out, len);
 	if (out[0] == '\0')
-		snprintf(out, len, "%s", "no reason given");
+		(void)snprintf(out, len, "%s", "no reason given");
 }
 
 /* A transport failure in a fixed vocabulary: what a hook URL could learn
@@ -370,7 +370,7 @@ static bool delivery_finish(struct delivery *d, CURLcode code)
 	c->http_status = code == CURLE_OK || d->too_large ? status : 0;
 	if (code != CURLE_OK) {
 		c->verdict = HOOK_ERROR;
-		snprintf(c->reason, sizeof(c->reason), "%s", transport_reason(d, code));
+		(void)snprintf(c->reason, sizeof(c->reason), "%s", transport_reason(d, code));
 		/* The detail is for the operator's log only. */
 		log_warn("hooks", "delivery %s attempt %d: %s%s%s (%s)", c->delivery_id,
 			 c->attempts, c->reason, d->blocked ? ": " : "",
@@ -388,7 +388,7 @@ static bool delivery_finish(struct delivery *d, CURLcode code)
 		const json_t *passed = json_object_get(j, "passed");
 		if (!json_is_object(j)) {
 			c->verdict = HOOK_ERROR;
-			snprintf(c->reason, sizeof(c->reason), "%s", "not JSON");
+			(void)snprintf(c->reason, sizeof(c->reason), "%s", "not JSON");
 		} else if (json_is_false(passed)) {
 			c->verdict = HOOK_REJECT;
 			reason_from(j, c->reason, sizeof(c->reason));
@@ -397,7 +397,7 @@ static bool delivery_finish(struct delivery *d, CURLcode code)
 			c->reason[0] = '\0';
 		} else {
 			c->verdict = HOOK_ERROR;
-			snprintf(c->reason, sizeof(c->reason), "%s", "\"passed\" is not a boolean");
+			(void)snprintf(c->reason, sizeof(c->reason), "%s", "\"passed\" is not a boolean");
 		}
 		goto done;
 	}
@@ -408,7 +408,7 @@ static bool delivery_finish(struct delivery *d, CURLcode code)
 		goto done;
 	}
 	c->verdict = HOOK_ERROR;
-	snprintf(c->reason, sizeof(c->reason), "the hook answered HTTP %ld", status);
+	(void)snprintf(c->reason, sizeof(c->reason), "the hook answered HTTP %ld", status);
 	retry = status >= 500;
 done:
 	json_decref(j);
@@ -418,13 +418,18 @@ done:
 void hooks_call_all(struct hook_call *calls, size_t n)
 {
 	CURLM *multi = curl_multi_init();
-	struct delivery *ds = calls && n ? calloc(n, sizeof(*ds)) : NULL;
+	struct delivery *ds = NULL;
 	size_t running = 0;
+
+	if (calls == NULL)
+		n = 0;
+	if (n > 0)
+		ds = calloc(n, sizeof(*ds));
 
 	if (multi == NULL || (n > 0 && ds == NULL)) {
 		for (size_t i = 0; i < n; i++) {
 			calls[i].verdict = HOOK_ERROR;
-			snprintf(calls[i].reason, sizeof(calls[i].reason), "out of memory");
+			(void)snprintf(calls[i].reason, sizeof(calls[i].reason), "out of memory");
 		}
 		goto done;
 	}
@@ -441,20 +446,20 @@ void hooks_call_all(struct hook_call *calls, size_t n)
 		d->done = true;
 		if (calls[i].body == NULL) {
 			/* Fail closed: an audit of nothing is no audit. */
-			snprintf(calls[i].reason, sizeof(calls[i].reason), "payload not built");
+			(void)snprintf(calls[i].reason, sizeof(calls[i].reason), "payload not built");
 			continue;
 		}
 		char *scheme = NULL;
 		char *host = NULL;
 		if (hook_url_split(calls[i].url, &scheme, &host) != HOOK_URL_OK) {
-			snprintf(calls[i].reason, sizeof(calls[i].reason), "invalid URL");
+			(void)snprintf(calls[i].reason, sizeof(calls[i].reason), "invalid URL");
 			continue;
 		}
 		d->host_admitted = hook_policy_admits_host(calls[i].policy, host);
 		free(scheme);
 		free(host);
 		if (!delivery_start(d, multi)) {
-			snprintf(calls[i].reason, sizeof(calls[i].reason), "cannot start the call");
+			(void)snprintf(calls[i].reason, sizeof(calls[i].reason), "cannot start the call");
 			continue;
 		}
 		d->done = false;

@@ -281,13 +281,13 @@ static bool policy_add(struct hook_policy *p, const char *entry, char *errbuf, s
 	struct allow_net net = { 0 };
 
 	if (alen >= sizeof(raw)) {
-		snprintf(errbuf, errlen, "entry \"%.40s...\" is too long", entry);
+		(void)snprintf(errbuf, errlen, "entry \"%.40s...\" is too long", entry);
 		return false;
 	}
 	memcpy(raw, entry, alen);
 	raw[alen] = '\0';
 	if (!host_normalise(raw, h, sizeof(h))) {
-		snprintf(errbuf, errlen, "entry \"%s\" is not a host, an address or a network", entry);
+		(void)snprintf(errbuf, errlen, "entry \"%s\" is not a host, an address or a network", entry);
 		return false;
 	}
 	struct in_addr a4;
@@ -311,15 +311,15 @@ static bool policy_add(struct hook_policy *p, const char *entry, char *errbuf, s
 		p->n_hosts++;
 		return true;
 	} else {
-		snprintf(errbuf, errlen, "entry \"%s\" is not a host, an address or a network", entry);
+		(void)snprintf(errbuf, errlen, "entry \"%s\" is not a host, an address or a network", entry);
 		return false;
 	}
 	if (slash != NULL) {
 		char *end = NULL;
 		long bits = strtol(slash + 1, &end, 10);
 		if (slash[1] == '\0' || *end != '\0' || bits < 0 || bits > net.prefix) {
-			snprintf(errbuf, errlen, "entry \"%s\" has a bad prefix length (0-%d)", entry,
-				 net.prefix);
+			(void)snprintf(errbuf, errlen, "entry \"%s\" has a bad prefix length (0-%d)", entry,
+				       net.prefix);
 			return false;
 		}
 		net.prefix = (int)bits;

@@ -28,6 +28,10 @@ run_suite() {
 	FLOE_BIN="$PWD/$build_dir/server/floe" .venv/bin/python tests/schemathesis/run.py --seconds 120
 }
 
+# Static analysis (clang-tidy, cppcheck, scan-build): any finding fails.
+echo "== static analysis (scripts/lint.sh)"
+scripts/lint.sh build
+
 run_suite build
 
 # Three replicas on one PostgreSQL under mixed load for a bounded time
