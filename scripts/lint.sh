@@ -93,8 +93,8 @@ if [ "${FLOE_LINT_FORMAT:-0}" = 1 ]; then
 		echo "clang-format: every file is formatted"
 	else
 		grep -E '^[^ ].*(warning|error):' "$work/format.log" | cut -d: -f1 | sort | uniq -c |
-			awk '{print $2 ": " $1 " places"}'
-		echo "clang-format: the files above differ from .clang-format"
+			sort -rn | awk '{print $2 ": " $1 " places"}'
+		echo "clang-format: the files above differ from .clang-format (clang-format-14 -i FILE)"
 		failed=1
 	fi
 else
