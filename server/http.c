@@ -57,7 +57,7 @@ static void request_id_init(struct http_request *req)
 		(void)snprintf(req->request_id + 2 * i, 3, "%02x", rnd[i]);
 }
 
-static void split_segments(struct http_request *req)
+void http_split_segments(struct http_request *req)
 {
 	char *p = req->segbuf;
 
@@ -101,7 +101,7 @@ static struct http_request *request_new(struct app *app,
 		free(req);
 		return NULL;
 	}
-	split_segments(req);
+	http_split_segments(req);
 	request_id_init(req);
 	return req;
 }
