@@ -3,7 +3,7 @@
  * control (policy.h) may be weakened, and the audit hooks' registration
  * and deletion. Every change here writes its audit event in the same
  * database transaction.
- * Not the publish itself (wap.c) nor the calls to the hooks (hooks.c).
+ * Not the publish itself (wap.c) nor the calls to the hooks (hooks/deliver.c).
  */
 #ifndef FLOE_CONTROL_H
 #define FLOE_CONTROL_H
@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "error.h"
-#include "hooks.h"
+#include "hookspec.h"
 #include "ident.h"
 #include "policy.h"
 #include "table.h"

@@ -88,7 +88,7 @@ static json_t *manifest_list_schema(int format_version)
 /* Avro's zig-zag varint of a long. */
 static size_t put_long(unsigned char *out, long long v)
 {
-	unsigned long long z = ((unsigned long long)v << 1) ^ (unsigned long long)(v >> 63);
+	unsigned long long z = ((unsigned long long)v << 1) ^ (v < 0 ? ~0ULL : 0ULL);
 	size_t n = 0;
 
 	do {
@@ -218,16 +218,17 @@ json_t *emptysnap_create(const json_t *m, long long now_ms, char **manifest_list
 	}
 	put_raw(b, "Obj\x01", 4);
 	unsigned char count[10];
-	put_raw(b, count, put_long(count, fv >= 2 ? 6 : 5));
+	size_t count_len = put_long(count, fv >= 2 ? 6 : 5);
+	put_raw(b, count, count_len);
 	put_meta(b, "avro.schema", schema);
 	put_meta(b, "avro.codec", "null");
-	snprintf(text, sizeof(text), "%lld", id);
+	(void)snprintf(text, sizeof(text), "%lld", id);
 	put_meta(b, "snapshot-id", text);
 	put_meta(b, "parent-snapshot-id", "null");
-	snprintf(text, sizeof(text), "%d", fv);
+	(void)snprintf(text, sizeof(text), "%d", fv);
 	put_meta(b, "format-version", text);
 	if (fv >= 2) {
-		snprintf(text, sizeof(text), "%lld", seq);
+		(void)snprintf(text, sizeof(text), "%lld", seq);
 		put_meta(b, "sequence-number", text);
 	}
 	put_raw(b, count, put_long(count, 0));
@@ -247,7 +248,7 @@ json_t *emptysnap_create(const json_t *m, long long now_ms, char **manifest_list
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto done;
 	}
-	snprintf(*manifest_list, llen, "file://%s", path);
+	(void)snprintf(*manifest_list, llen, "file://%s", path);
 	snap = json_pack("{s:I, s:I, s:s, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s}, s:O}",
 			 "snapshot-id", (json_int_t)id, "timestamp-ms", (json_int_t)now_ms,
 			 "manifest-list", *manifest_list, "summary", "operation", "append",

@@ -66,7 +66,7 @@ static bool purge_one(struct janitor *j, struct store *s, const struct purge_row
 	 * too. */
 	char *canon = location_canonical(row->location, &perr);
 	if (canon == NULL) {
-		snprintf(reason, sizeof(reason), "%s", perr.message);
+		(void)snprintf(reason, sizeof(reason), "%s", perr.message);
 		res = FILEIO_PURGE_REFUSED;
 		goto record;
 	}
@@ -78,13 +78,13 @@ static bool purge_one(struct janitor *j, struct store *s, const struct purge_row
 		return false;
 	}
 	if (other != NULL) {
-		snprintf(reason, sizeof(reason),
-			 "table %s lives in or around this location; its files are kept", other);
+		(void)snprintf(reason, sizeof(reason),
+			       "table %s lives in or around this location; its files are kept", other);
 		free(other);
 		res = FILEIO_PURGE_REFUSED;
 	} else {
 		res = fileio_purge(canon, j->warehouse_path, &removed, &perr);
-		snprintf(reason, sizeof(reason), "%s", perr.message);
+		(void)snprintf(reason, sizeof(reason), "%s", perr.message);
 	}
 	free(canon);
 record:

@@ -32,7 +32,7 @@ bool page_request_parse(const char *token, const char *size,
 	/* A token is the hex of the last key returned: opaque to clients,
 	 * and it survives any URL encoding unchanged. */
 	size_t len = strlen(token);
-	if (len % 2 != 0 || len / 2 > IDENT_MAX_LEVELS * (IDENT_MAX_NAME_BYTES + 1))
+	if (len % 2 != 0 || len / 2 > (size_t)IDENT_MAX_LEVELS * (IDENT_MAX_NAME_BYTES + 1))
 		goto bad;
 	char *raw = malloc(len / 2 * 3 + 1);
 	if (raw == NULL)

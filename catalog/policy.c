@@ -32,13 +32,13 @@ bool policy_rule(struct store *s, const struct ns_ident *ns, const json_t *m,
 
 	rule[0] = '\0';
 	if (policy_table_sets(m)) {
-		snprintf(rule, len, "the table sets " POLICY_PROPERTY "=true");
+		(void)snprintf(rule, len, "the table sets " POLICY_PROPERTY "=true");
 		return true;
 	}
 	if (!store_ns_wap_required(s, ns, &where, err))
 		return false;
 	if (where != NULL)
-		snprintf(rule, len, "namespace %s sets " POLICY_PROPERTY "=true", where);
+		(void)snprintf(rule, len, "namespace %s sets " POLICY_PROPERTY "=true", where);
 	free(where);
 	return true;
 }
@@ -52,7 +52,7 @@ bool policy_check_main_move(struct store *s, const struct ns_ident *ns,
 	/* The property before or after the change: a commit cannot set
 	 * it to false and move main in one go. */
 	if (policy_table_sets(m) && !policy_table_sets(base))
-		snprintf(rule, sizeof(rule), "the table sets " POLICY_PROPERTY "=true");
+		(void)snprintf(rule, sizeof(rule), "the table sets " POLICY_PROPERTY "=true");
 	else if (!policy_rule(s, ns, base, rule, sizeof(rule), err))
 		return false;
 	if (rule[0] == '\0')

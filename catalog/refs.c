@@ -93,7 +93,7 @@ json_t *refs_list(struct store *s, const struct ns_ident *ns, const char *table,
 	/* jansson keeps insertion order; the answer is sorted by name
 	 * (qsort: a table may have many thousands of tags). */
 	size_t n = json_array_size(list);
-	json_t **sorted = malloc((n ? n : 1) * sizeof(*sorted));
+	json_t **sorted = malloc((n ? n : 1) * sizeof(json_t *));
 	if (sorted == NULL) {
 		json_decref(list);
 		json_decref(m);
@@ -101,7 +101,7 @@ json_t *refs_list(struct store *s, const struct ns_ident *ns, const char *table,
 	}
 	for (size_t i = 0; i < n; i++)
 		sorted[i] = json_incref(json_array_get(list, i));
-	qsort(sorted, n, sizeof(*sorted), ref_name_cmp);
+	qsort(sorted, n, sizeof(json_t *), ref_name_cmp);
 	json_array_clear(list);
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(list, sorted[i]);

@@ -69,8 +69,8 @@ bool unsettled_add(struct unsettled *u, const char *table_uuid, long long versio
 		return false;
 	}
 	e->c.location = loc;
-	snprintf(e->c.table_uuid, sizeof(e->c.table_uuid), "%s", table_uuid);
-	snprintf(e->c.request_id, sizeof(e->c.request_id), "%s", request_id);
+	(void)snprintf(e->c.table_uuid, sizeof(e->c.table_uuid), "%s", table_uuid);
+	(void)snprintf(e->c.request_id, sizeof(e->c.request_id), "%s", request_id);
 	e->c.version = version;
 	pthread_mutex_lock(&u->mu);
 	bool room = u->count < UNSETTLED_MAX;

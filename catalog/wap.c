@@ -16,6 +16,7 @@
 #include "emptysnap.h"
 #include "fileio.h"
 #include "hooks.h"
+#include "hookspec.h"
 #include "log.h"
 #include "refs.h"
 #include "store.h"

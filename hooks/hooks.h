@@ -1,9 +1,10 @@
 /*
- * hooks.h - audit webhooks: what a valid registration is, which addresses
- * a hook may reach (the target policy and its allowlist), and calling
- * every hook in scope of a publish in parallel (libcurl multi), signed
- * with HMAC-SHA256 (OpenSSL) over a timestamp and the body when the hook
- * has a secret.
+ * hooks.h - audit webhook delivery: which addresses a hook may reach (the
+ * target policy and its allowlist, policy.c), how a hook URL is read
+ * (url.c), and calling every hook in scope of a publish in parallel
+ * (libcurl multi, deliver.c), signed with HMAC-SHA256 (OpenSSL, sign.c)
+ * over a timestamp and the body when the hook has a secret. What a valid
+ * registration is belongs to the catalog (hookspec.h).
  */
 #ifndef FLOE_HOOKS_H
 #define FLOE_HOOKS_H
@@ -14,10 +15,7 @@
 #include <jansson.h>
 
 #include "error.h"
-#include "ident.h"
 
-#define HOOK_TIMEOUT_DEFAULT_MS 10000
-#define HOOK_TIMEOUT_MAX_MS 60000
 #define HOOK_MAX_ATTEMPTS 3 /* the first call and at most two retries */
 /* The longest reason kept of a hook's answer, in bytes (UTF-8, cut at a
  * character boundary, control characters removed). */
@@ -52,28 +50,18 @@ const char *hook_policy_check_addr(const struct hook_policy *policy,
  * or when host is not an address literal. */
 const char *hook_policy_check_literal(const struct hook_policy *policy, const char *host);
 
-/* A parsed registration body. */
-struct hook_spec {
-	const char *name;
-	const char *url;
-	const char *secret;      /* NULL: unsigned */
-	struct ns_ident scope_ns;/* empty: every table */
-	const char *scope_table; /* NULL unless one table */
-	long timeout_ms;
-};
+/* True when the allowlist names host (as written in a URL: brackets, zone
+ * id, trailing dots and case do not matter). policy may be NULL (no
+ * allowlist). */
+bool hook_policy_admits_host(const struct hook_policy *policy, const char *host);
 
-/* Checks a registration body and fills spec (strings borrowed from body).
- * FE_BAD_REQUEST naming what is wrong: the URL must be http or https and
- * an address literal in it must pass policy (the rule is named); host
- * names are checked at connect time against every address they resolve
- * to. policy may be NULL (no allowlist). */
-bool hook_spec_parse(const json_t *body, const struct hook_policy *policy,
-		     struct hook_spec *spec, struct floe_error *err) FLOE_WUR;
+enum hook_url_result { HOOK_URL_OK, HOOK_URL_INVALID, HOOK_URL_NOMEM };
 
-void hook_spec_clear(struct hook_spec *spec);
-
-/* True when a hook id (a path segment) has the form of a UUID. */
-bool hook_id_valid(const char *id);
+/* Reads a URL as delivery will (libcurl's parser). On HOOK_URL_OK fills
+ * *scheme and *host with new strings (free both with free()); otherwise
+ * both are NULL: HOOK_URL_INVALID when it is no URL with a host,
+ * HOOK_URL_NOMEM when memory ran out. */
+enum hook_url_result hook_url_split(const char *url, char **scheme, char **host) FLOE_WUR;
 
 enum hook_verdict { HOOK_PASS, HOOK_REJECT, HOOK_ERROR };
 

@@ -40,8 +40,8 @@ static const struct {
 	[FE_AUDIT_UNAVAILABLE] = { 503, "AuditUnavailableException" },
 };
 
-bool floe_err(struct floe_error *err, enum floe_errkind kind,
-	      const char *fmt, ...)
+bool (floe_err)(struct floe_error *err, enum floe_errkind kind,
+		const char *fmt, ...)
 {
 	va_list ap;
 
@@ -51,7 +51,7 @@ bool floe_err(struct floe_error *err, enum floe_errkind kind,
 	err->outcome = kind == FE_COMMIT_STATE_UNKNOWN ? FO_UNKNOWN : FO_NOT_ATTEMPTED;
 	err->sqlstate[0] = '\0';
 	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	(void)vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
 	return false;
 }

@@ -15,11 +15,11 @@ bool uuid_v4(char out[UUID_STR_LEN])
 		return false;
 	b[6] = (unsigned char)((b[6] & 0x0F) | 0x40);
 	b[8] = (unsigned char)((b[8] & 0x3F) | 0x80);
-	snprintf(out, UUID_STR_LEN,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
-		 "%02x%02x%02x%02x%02x%02x",
-		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
-		 b[10], b[11], b[12], b[13], b[14], b[15]);
+	(void)snprintf(out, UUID_STR_LEN,
+		       "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+		       "%02x%02x%02x%02x%02x%02x",
+		       b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
+		       b[10], b[11], b[12], b[13], b[14], b[15]);
 	return true;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what floe needs on a Debian 12 machine and builds it.
 #   scripts/setup.sh [--python] [BUILD_DIR [MESON_OPTION...]]
-# --python also prepares the test virtual environment in .venv.
+# --python also prepares the tests: their virtual environment in .venv, the
+# static analysers and gcovr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +19,8 @@ packages=(build-essential pkg-config meson ninja-build
 	libssl-dev libcriterion-dev postgresql postgresql-contrib curl)
 if [ "$want_python" = 1 ]; then
 	packages+=(python3 python3-venv python3-pip)
+	# scripts/lint.sh's analysers and the coverage report of scripts/test.sh.
+	packages+=(clang-14 clang-tidy-14 clang-tools-14 clang-format-14 cppcheck gcovr)
 	# Spark (tests/spark) runs on Java 17; keep a JDK already on the machine.
 	command -v java >/dev/null || packages+=(openjdk-17-jre-headless)
 fi

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds floe, and runs every test:
-#  - on the normal build (warnings as errors): the unit tests, the
-#    integration tests (real PostgreSQL, real floe, PyIceberg), two minutes
+#  - static analysis (scripts/lint.sh: clang-tidy, cppcheck, scan-build);
+#  - on the normal build (warnings as errors, coverage counted): the unit
+#    tests, the integration tests (real PostgreSQL, real floe, PyIceberg)
+#    and the line coverage they reach (gcovr), two minutes
 #    of schemathesis against the OpenAPI document, the soak (three replicas
 #    on one PostgreSQL under mixed load) and the libFuzzer targets;
 #  - the threaded suites under ThreadSanitizer;
@@ -12,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh --python build -Dwerror=true
+scripts/setup.sh --python build -Dwerror=true -Db_coverage=true
 scripts/setup.sh build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
@@ -20,13 +22,25 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 run_suite() {
 	local build_dir=$1
+	# A build with -Db_coverage=true counts afresh for this run.
+	find "$build_dir" -name '*.gcda' -delete
 	echo "== unit tests ($build_dir)"
 	meson test -C "$build_dir" --suite unit --print-errorlogs
 	echo "== integration tests ($build_dir)"
 	FLOE_BIN="$PWD/$build_dir/server/floe" .venv/bin/python -m pytest tests/integration -q -p no:cacheprovider
+	if [ -n "$(find "$build_dir" -name '*.gcno' -print -quit)" ]; then
+		# The daemons write their counts when they exit on SIGTERM.
+		echo "== coverage of the C sources by the unit and integration tests ($build_dir/coverage.txt)"
+		gcovr --root . --filter '(lib|meta|fileio|hooks|store|catalog|server)/' --exclude 'tests/' \
+			--print-summary -o "$build_dir/coverage.txt" "$build_dir"
+	fi
 	echo "== schemathesis against api-spec/openapi.yaml ($build_dir): no 5xx"
 	FLOE_BIN="$PWD/$build_dir/server/floe" .venv/bin/python tests/schemathesis/run.py --seconds 120
 }
+
+# Static analysis (clang-tidy, cppcheck, scan-build): any finding fails.
+echo "== static analysis (scripts/lint.sh)"
+scripts/lint.sh build
 
 run_suite build
 

@@ -123,30 +123,30 @@ static bool fail(char *errbuf, size_t errlen, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(errbuf, errlen, fmt, ap);
+	(void)vsnprintf(errbuf, errlen, fmt, ap);
 	va_end(ap);
 	return false;
 }
 
 void config_print_help(FILE *out, const char *argv0)
 {
-	fprintf(out,
-		"Usage: %s [OPTION...]\n"
-		"floe: an Apache Iceberg REST catalog backed by PostgreSQL.\n\n"
-		"Every option can be given as a flag (--name=value or --name value)\n"
-		"or as an environment variable; a flag wins over the variable.\n\n",
-		argv0);
+	(void)fprintf(out,
+		      "Usage: %s [OPTION...]\n"
+		      "floe: an Apache Iceberg REST catalog backed by PostgreSQL.\n\n"
+		      "Every option can be given as a flag (--name=value or --name value)\n"
+		      "or as an environment variable; a flag wins over the variable.\n\n",
+		      argv0);
 	for (int i = 0; i < OPT_COUNT; i++) {
 		const struct option_def *o = &options[i];
-		fprintf(out, "  --%-16s %-20s %s\n", o->flag, o->env, o->help);
+		(void)fprintf(out, "  --%-16s %-20s %s\n", o->flag, o->env, o->help);
 		if (o->defval != NULL)
-			fprintf(out, "  %-38s default: \"%s\"\n", "", o->defval);
+			(void)fprintf(out, "  %-38s default: \"%s\"\n", "", o->defval);
 	}
-	fprintf(out,
-		"\n  --help               print this text and exit\n"
-		"  --version            print the version and exit\n"
-		"  --print-routes       print every route floe serves and exit\n"
-		"  --print-man          print the manual page (roff) and exit\n");
+	(void)fprintf(out,
+		      "\n  --help               print this text and exit\n"
+		      "  --version            print the version and exit\n"
+		      "  --print-routes       print every route floe serves and exit\n"
+		      "  --print-man          print the manual page (roff) and exit\n");
 }
 
 /* Writes text for roff: a leading '.' or '\'' would be a request, and
@@ -154,64 +154,64 @@ void config_print_help(FILE *out, const char *argv0)
 static void man_text(FILE *out, const char *text)
 {
 	if (text[0] == '.' || text[0] == '\'')
-		fputs("\\&", out);
+		(void)fputs("\\&", out);
 	for (const char *p = text; *p; p++) {
 		if (*p == '\\')
-			fputs("\\e", out);
+			(void)fputs("\\e", out);
 		else if (*p == '-')
-			fputs("\\-", out);
+			(void)fputs("\\-", out);
 		else
-			fputc(*p, out);
+			(void)fputc(*p, out);
 	}
 }
 
 void config_print_man(FILE *out, const char *version)
 {
-	fputs(".TH FLOE 1 \"\" \"floe ", out);
+	(void)fputs(".TH FLOE 1 \"\" \"floe ", out);
 	man_text(out, version);
-	fputs("\" \"User Commands\"\n"
-	      ".SH NAME\n"
-	      "floe \\- an Apache Iceberg REST catalog backed by PostgreSQL\n"
-	      ".SH SYNOPSIS\n"
-	      ".B floe\n"
-	      "[\\fIOPTION\\fR...]\n"
-	      ".SH DESCRIPTION\n"
-	      "floe serves the Iceberg REST catalog protocol over HTTP, keeps its state in\n"
-	      "PostgreSQL (its own embedded one when no database is given) and writes table\n"
-	      "metadata files under its warehouse. Beyond the protocol it serves refs, audit\n"
-	      "hooks, write\\-audit\\-publish runs and an append\\-only audit log.\n"
-	      ".PP\n"
-	      "Every option is a flag (\\fB\\-\\-name=value\\fR or \\fB\\-\\-name value\\fR) and an\n"
-	      "environment variable; a flag wins over the variable.\n"
-	      ".SH OPTIONS\n", out);
+	(void)fputs("\" \"User Commands\"\n"
+		    ".SH NAME\n"
+		    "floe \\- an Apache Iceberg REST catalog backed by PostgreSQL\n"
+		    ".SH SYNOPSIS\n"
+		    ".B floe\n"
+		    "[\\fIOPTION\\fR...]\n"
+		    ".SH DESCRIPTION\n"
+		    "floe serves the Iceberg REST catalog protocol over HTTP, keeps its state in\n"
+		    "PostgreSQL (its own embedded one when no database is given) and writes table\n"
+		    "metadata files under its warehouse. Beyond the protocol it serves refs, audit\n"
+		    "hooks, write\\-audit\\-publish runs and an append\\-only audit log.\n"
+		    ".PP\n"
+		    "Every option is a flag (\\fB\\-\\-name=value\\fR or \\fB\\-\\-name value\\fR) and an\n"
+		    "environment variable; a flag wins over the variable.\n"
+		    ".SH OPTIONS\n", out);
 	for (int i = 0; i < OPT_COUNT; i++) {
 		const struct option_def *o = &options[i];
-		fputs(".TP\n.BR \\-\\-", out);
+		(void)fputs(".TP\n.BR \\-\\-", out);
 		man_text(out, o->flag);
-		fputs(" \" \" \\fI", out);
+		(void)fputs(" \" \" \\fI", out);
 		man_text(out, o->env);
-		fputs("\\fR\n", out);
+		(void)fputs("\\fR\n", out);
 		man_text(out, o->help);
-		fputc('\n', out);
+		(void)fputc('\n', out);
 		if (o->defval != NULL) {
-			fputs(".br\nDefault: \"", out);
+			(void)fputs(".br\nDefault: \"", out);
 			man_text(out, o->defval);
-			fputs("\".\n", out);
+			(void)fputs("\".\n", out);
 		}
 	}
-	fputs(".TP\n.B \\-\\-help\nPrint the options and exit.\n"
-	      ".TP\n.B \\-\\-version\nPrint the version and exit.\n"
-	      ".TP\n.B \\-\\-print\\-routes\nPrint every route floe serves and exit.\n"
-	      ".TP\n.B \\-\\-print\\-man\nPrint this manual page and exit.\n"
-	      ".SH SIGNALS\n"
-	      "SIGTERM or SIGINT stops floe cleanly: in\\-flight requests get\n"
-	      "\\fB\\-\\-shutdown\\-grace\\-seconds\\fR to finish, queued commits and publishes are\n"
-	      "answered 503, and the embedded PostgreSQL is stopped.\n"
-	      ".SH EXIT STATUS\n"
-	      "0 after a clean stop; 1 when floe cannot serve (its database or embedded\n"
-	      "PostgreSQL failed); 2 for a bad option.\n"
-	      ".SH SEE ALSO\n"
-	      "The README and api\\-spec/openapi.yaml of the floe sources.\n", out);
+	(void)fputs(".TP\n.B \\-\\-help\nPrint the options and exit.\n"
+		    ".TP\n.B \\-\\-version\nPrint the version and exit.\n"
+		    ".TP\n.B \\-\\-print\\-routes\nPrint every route floe serves and exit.\n"
+		    ".TP\n.B \\-\\-print\\-man\nPrint this manual page and exit.\n"
+		    ".SH SIGNALS\n"
+		    "SIGTERM or SIGINT stops floe cleanly: in\\-flight requests get\n"
+		    "\\fB\\-\\-shutdown\\-grace\\-seconds\\fR to finish, queued commits and publishes are\n"
+		    "answered 503, and the embedded PostgreSQL is stopped.\n"
+		    ".SH EXIT STATUS\n"
+		    "0 after a clean stop; 1 when floe cannot serve (its database or embedded\n"
+		    "PostgreSQL failed); 2 for a bad option.\n"
+		    ".SH SEE ALSO\n"
+		    "The README and api\\-spec/openapi.yaml of the floe sources.\n", out);
 }
 
 static bool parse_int(const char *s, long long min, long long max,
@@ -282,7 +282,7 @@ static char *absolute_path(const char *p)
 		len = strlen(cwd) + strlen(p) + 2;
 		abs = malloc(len);
 		if (abs != NULL)
-			snprintf(abs, len, "%s/%s", cwd, strcmp(p, ".") == 0 ? "" : p);
+			(void)snprintf(abs, len, "%s/%s", cwd, strcmp(p, ".") == 0 ? "" : p);
 	}
 	if (abs == NULL)
 		return NULL;
@@ -338,7 +338,7 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		cfg->warehouse = malloc(len);
 		if (cfg->warehouse == NULL)
 			return fail(errbuf, errlen, "out of memory");
-		snprintf(cfg->warehouse, len, "file://%s/warehouse", cfg->data_dir);
+		(void)snprintf(cfg->warehouse, len, "file://%s/warehouse", cfg->data_dir);
 	} else {
 		const char *w = raw[OPT_WAREHOUSE];
 		if (strncmp(w, "file://", 7) != 0)

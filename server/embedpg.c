@@ -43,7 +43,7 @@ static char *path_join(const char *a, const char *b)
 	char *p = malloc(len);
 
 	if (p != NULL)
-		snprintf(p, len, "%s/%s", a, b);
+		(void)snprintf(p, len, "%s/%s", a, b);
 	return p;
 }
 
@@ -70,7 +70,7 @@ static bool is_executable(const char *dir, const char *name)
 {
 	char path[4096];
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	(void)snprintf(path, sizeof(path), "%s/%s", dir, name);
 	return access(path, X_OK) == 0;
 }
 
@@ -113,8 +113,8 @@ static char *find_bindir(const struct floe_config *cfg)
 			char bin[512];
 			if (end == e->d_name || *end != '\0')
 				continue;
-			snprintf(bin, sizeof(bin), "/usr/lib/postgresql/%s/bin",
-				 e->d_name);
+			(void)snprintf(bin, sizeof(bin), "/usr/lib/postgresql/%s/bin",
+				       e->d_name);
 			if (v > best && is_executable(bin, "initdb") &&
 			    is_executable(bin, "postgres"))
 				best = v;
@@ -124,7 +124,7 @@ static char *find_bindir(const struct floe_config *cfg)
 	if (best < 0)
 		return NULL;
 	char bin[512];
-	snprintf(bin, sizeof(bin), "/usr/lib/postgresql/%ld/bin", best);
+	(void)snprintf(bin, sizeof(bin), "/usr/lib/postgresql/%ld/bin", best);
 	return strdup(bin);
 }
 
@@ -136,13 +136,16 @@ static bool resolve_runas(const struct floe_config *cfg, struct runas *ra)
 	const char *candidates[2] = { cfg->pg_user ? cfg->pg_user : "postgres",
 				      cfg->pg_user ? NULL : "nobody" };
 	for (int i = 0; i < 2 && candidates[i] != NULL; i++) {
-		struct passwd *pw = getpwnam(candidates[i]);
-		if (pw == NULL || pw->pw_uid == 0)
+		struct passwd entry;
+		struct passwd *pw = NULL;
+		char buf[4096]; /* the strings of one passwd entry */
+		if (getpwnam_r(candidates[i], &entry, buf, sizeof(buf), &pw) != 0 || pw == NULL ||
+		    pw->pw_uid == 0)
 			continue;
 		ra->drop = true;
 		ra->uid = pw->pw_uid;
 		ra->gid = pw->pw_gid;
-		snprintf(ra->name, sizeof(ra->name), "%s", pw->pw_name);
+		(void)snprintf(ra->name, sizeof(ra->name), "%s", pw->pw_name);
 		return true;
 	}
 	log_error("pg", "floe runs as root and PostgreSQL refuses to: no unprivileged user %s to run it as (set --pg-user)",
@@ -182,8 +185,8 @@ static pid_t spawn(char *const argv[], const struct runas *ra, int logfd,
 		return pid;
 	sigset_t none;
 	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	(void)signal(SIGPIPE, SIG_DFL);
 	setpgid(0, 0);
 	if (ra->drop) {
 		if (setgroups(0, NULL) != 0 || setgid(ra->gid) != 0 ||
@@ -247,7 +250,7 @@ static bool pid_gone(pid_t pid)
 
 	if (kill(pid, 0) != 0 && errno == ESRCH)
 		return true;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	(void)snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	f = fopen(path, "r");
 	if (f == NULL)
 		return true;
@@ -257,7 +260,7 @@ static bool pid_gone(pid_t pid)
 			break;
 		}
 	}
-	fclose(f);
+	(void)fclose(f);
 	return zombie;
 }
 
@@ -267,7 +270,7 @@ static bool wait_gone(pid_t pid, int seconds)
 	for (int i = 0; i < seconds * 20; i++) {
 		if (pid_gone(pid))
 			return true;
-		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		struct timespec ts = { 0, 50L * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
 	return pid_gone(pid);
@@ -292,16 +295,16 @@ static bool stop_leftover(const char *pgdata)
 	long pid = 0;
 	bool ok = true;
 
-	snprintf(path, sizeof(path), "%s/postmaster.pid", pgdata);
+	(void)snprintf(path, sizeof(path), "%s/postmaster.pid", pgdata);
 	f = fopen(path, "r");
 	if (f == NULL)
 		return true;
 	if (fgets(line, sizeof(line), f) != NULL)
 		pid = strtol(line, NULL, 10);
-	fclose(f);
+	(void)fclose(f);
 	if (pid <= 1 || pid == (long)getpid() || pid_gone((pid_t)pid))
 		return true; /* stale: PostgreSQL itself replaces the file */
-	snprintf(cwd_link, sizeof(cwd_link), "/proc/%ld/cwd", pid);
+	(void)snprintf(cwd_link, sizeof(cwd_link), "/proc/%ld/cwd", pid);
 	ssize_t n = readlink(cwd_link, cwd, sizeof(cwd) - 1);
 	want = realpath(pgdata, NULL);
 	if (n <= 0 || want == NULL) {
@@ -383,7 +386,7 @@ bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 	    !run_initdb(bindir, pg->pgdata, &ra, logfd, pg->logfile))
 		goto done;
 
-	snprintf(sockopt, sizeof(sockopt), "unix_socket_permissions=0700");
+	(void)snprintf(sockopt, sizeof(sockopt), "unix_socket_permissions=0700");
 	char *argv[] = { postgres, "-D", pg->pgdata, "-k", pg->sockdir,
 			 "-p", PG_PORT, "-c", "listen_addresses=", "-c", sockopt,
 			 NULL };
@@ -415,13 +418,13 @@ bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 	}
 	/* The cluster's superuser (floe, from initdb) only sets up; floe
 	 * serves as floe_runtime, which may not change the audit log. */
-	snprintf(admin, clen, "host=%s port=" PG_PORT " user=floe dbname=postgres",
-		 host);
-	snprintf(super, clen, "host=%s port=" PG_PORT " user=floe dbname=floe", host);
-	snprintf(pg->conninfo, clen,
-		 "host=%s port=" PG_PORT " user=floe_runtime dbname=floe", host);
-	snprintf(pg->owner_conninfo, clen,
-		 "host=%s port=" PG_PORT " user=floe_owner dbname=floe", host);
+	(void)snprintf(admin, clen, "host=%s port=" PG_PORT " user=floe dbname=postgres",
+		       host);
+	(void)snprintf(super, clen, "host=%s port=" PG_PORT " user=floe dbname=floe", host);
+	(void)snprintf(pg->conninfo, clen,
+		       "host=%s port=" PG_PORT " user=floe_runtime dbname=floe", host);
+	(void)snprintf(pg->owner_conninfo, clen,
+		       "host=%s port=" PG_PORT " user=floe_owner dbname=floe", host);
 	free(host);
 	bool up = false;
 	for (int i = 0; i < 1200; i++) {
@@ -435,7 +438,7 @@ bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 			up = true;
 			break;
 		}
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
+		struct timespec ts = { 0, 100L * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
 	if (!up) {
@@ -488,7 +491,7 @@ void embedpg_stop(struct embedpg *pg)
 		for (int i = 0; i < 600 && pg->pid > 0; i++) {
 			if (embedpg_exited(pg, &status))
 				break;
-			struct timespec ts = { 0, 50 * 1000 * 1000 };
+			struct timespec ts = { 0, 50L * 1000 * 1000 };
 			nanosleep(&ts, NULL);
 		}
 		if (pg->pid > 0) {

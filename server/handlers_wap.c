@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "control.h"
-#include "hooks.h"
+#include "hookspec.h"
 #include "namespace.h"
 #include "refs.h"
 #include "store.h"

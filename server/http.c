@@ -54,10 +54,10 @@ static void request_id_init(struct http_request *req)
 		memcpy(rnd, &t, sizeof(rnd));
 	}
 	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(req->request_id + 2 * i, 3, "%02x", rnd[i]);
+		(void)snprintf(req->request_id + 2 * i, 3, "%02x", rnd[i]);
 }
 
-static void split_segments(struct http_request *req)
+void http_split_segments(struct http_request *req)
 {
 	char *p = req->segbuf;
 
@@ -101,7 +101,7 @@ static struct http_request *request_new(struct app *app,
 		free(req);
 		return NULL;
 	}
-	split_segments(req);
+	http_split_segments(req);
 	request_id_init(req);
 	return req;
 }
@@ -217,8 +217,8 @@ void http_reply_error(struct http_request *req, const struct floe_error *err)
 	if (method_mutates(req->method)) {
 		shown.kind = floe_error_mutation_kind(err);
 		if (shown.kind == FE_COMMIT_STATE_UNKNOWN && err->kind != FE_COMMIT_STATE_UNKNOWN)
-			snprintf(shown.message, sizeof(shown.message),
-				 "the database connection broke while the change was being committed; its outcome is unknown");
+			(void)snprintf(shown.message, sizeof(shown.message),
+				       "the database connection broke while the change was being committed; its outcome is unknown");
 	}
 	err = &shown;
 	int status = floe_errkind_status(err->kind);
@@ -574,7 +574,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	size_t n;
 
 	(void)cls;
-	vsnprintf(line, sizeof(line), fmt, ap);
+	(void)vsnprintf(line, sizeof(line), fmt, ap);
 	n = strlen(line);
 	while (n > 0 && line[n - 1] == '\n')
 		line[--n] = '\0';
@@ -621,7 +621,7 @@ struct MHD_Daemon *http_start(struct app *app)
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
-	snprintf(port, sizeof(port), "%d", cfg->listen_port);
+	(void)snprintf(port, sizeof(port), "%d", cfg->listen_port);
 	rc = getaddrinfo(cfg->listen_host, port, &hints, &ai);
 	if (rc != 0) {
 		log_error("http", "cannot resolve listen address %s: %s",

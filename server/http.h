@@ -79,6 +79,11 @@ int http_bound_port(struct MHD_Daemon *d);
  * the caller should exit non-zero. */
 bool http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds);
 
+/* Splits req->segbuf (a copy of the raw path) in place into req->segs:
+ * "/a/b" gives "a" and "b", "/" none, "/a/" "a" and "". More than
+ * HTTP_MAX_SEGMENTS sets too_many_segments. */
+void http_split_segments(struct http_request *req);
+
 /* The raw value of route parameter name, or NULL. */
 const char *http_param(const struct http_request *req, const char *name);
 

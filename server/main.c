@@ -103,7 +103,7 @@ int main(int argc, char **argv)
 	int exit_code = 1;
 
 	if (!config_load(&cfg, argc, argv, NULL, msg, sizeof(msg))) {
-		fprintf(stderr, "floe: %s\n", msg);
+		(void)fprintf(stderr, "floe: %s\n", msg);
 		config_free(&cfg);
 		return 2;
 	}
@@ -129,7 +129,7 @@ int main(int argc, char **argv)
 	}
 	log_set_level(cfg.log_level);
 	if (!hooks_global_init()) {
-		fprintf(stderr, "floe: cannot initialise libcurl\n");
+		(void)fprintf(stderr, "floe: cannot initialise libcurl\n");
 		config_free(&cfg);
 		return 1;
 	}
@@ -142,7 +142,7 @@ int main(int argc, char **argv)
 	sigaddset(&waitset, SIGHUP);
 	sigaddset(&waitset, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &waitset, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	(void)signal(SIGPIPE, SIG_IGN);
 
 	log_info("main", "floe %s starting: %d HTTP threads, %d commit threads, %d publish threads, warehouse %s",
 		 FLOE_VERSION, cfg.threads, cfg.commit_threads, cfg.publish_threads,

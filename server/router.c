@@ -108,7 +108,7 @@ static void allow_add(char *allow, size_t allowlen, const char *method)
 	if (strstr(allow, method) != NULL)
 		return;
 	size_t n = strlen(allow);
-	snprintf(allow + n, allowlen - n, "%s%s", n ? ", " : "", method);
+	(void)snprintf(allow + n, allowlen - n, "%s%s", n ? ", " : "", method);
 }
 
 enum route_result router_match(struct http_request *req,
@@ -145,7 +145,7 @@ enum route_result router_match(struct http_request *req,
 void router_print(FILE *out)
 {
 	for (size_t i = 0; i < ROUTE_COUNT; i++)
-		fprintf(out, "%s %s\n", routes[i].method, routes[i].pattern);
+		(void)fprintf(out, "%s %s\n", routes[i].method, routes[i].pattern);
 }
 
 json_t *router_endpoints(void)
@@ -158,8 +158,8 @@ json_t *router_endpoints(void)
 	for (size_t i = 0; i < ROUTE_COUNT; i++) {
 		if (!routes[i].advertise)
 			continue;
-		snprintf(buf, sizeof(buf), "%s %s", routes[i].method,
-			 routes[i].pattern);
+		(void)snprintf(buf, sizeof(buf), "%s %s", routes[i].method,
+			       routes[i].pattern);
 		if (json_array_append_new(arr, json_string(buf)) != 0) {
 			json_decref(arr);
 			return NULL;
