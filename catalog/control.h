@@ -13,9 +13,9 @@
 #include <jansson.h>
 
 #include "error.h"
-#include "hooks.h"
 #include "ident.h"
 #include "policy.h"
+#include "ports.h"
 #include "table.h"
 
 struct store;

@@ -15,8 +15,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "fileio.h"
 #include "log.h"
+#include "ports.h"
 #include "uuid.h"
 
 #define HEADER_MAX 8192

@@ -14,11 +14,10 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "fileio.h"
 #include "location.h"
 #include "log.h"
 #include "policy.h"
-#include "store.h"
+#include "ports.h"
 #include "tablemeta.h"
 #include "unsettled.h"
 #include "uuid.h"

@@ -14,11 +14,9 @@
 #include <time.h>
 
 #include "emptysnap.h"
-#include "fileio.h"
-#include "hooks.h"
 #include "log.h"
+#include "ports.h"
 #include "refs.h"
-#include "store.h"
 #include "tablemeta.h"
 #include "uuid.h"
 
