@@ -110,3 +110,20 @@ void fileio_remove(const char *url)
 		removed++;
 	}
 }
+
+bool fileio_write_new(const char *table_location, const char *name, const void *data,
+		      size_t len, char **location, struct floe_error *err)
+{
+	char url[1024];
+
+	*location = NULL;
+	if (fake_fault_due("fileio_write_new", err, NULL))
+		return false;
+	snprintf(url, sizeof(url), "%s/metadata/%s", table_location, name);
+	if (json_object_get(files, url) != NULL)
+		return floe_err(err, FE_INTERNAL, "cannot write %s", name);
+	/* Kept as text: the tests look at names, not at bytes. */
+	json_object_set_new(files, url, json_stringn(data, strnlen(data, len)));
+	*location = strdup(url);
+	return *location != NULL || floe_err(err, FE_INTERNAL, "out of memory");
+}
