@@ -29,16 +29,8 @@ static json_t *body;
 
 static void setup(void)
 {
-	json_t *levels = json_pack("[s]", "db");
-
-	fake_reset();
+	cr_assert(fake_start(&env, &ns));
 	floe_error_clear(&err);
-	memset(&env, 0, sizeof(env));
-	env.warehouse = "file:///wh";
-	env.warehouse_path = "/wh";
-	env.request_id = "test";
-	cr_assert(ident_ns_from_json(levels, "namespace", &ns, &err));
-	json_decref(levels);
 	json_decref(fake_new_table("db.t", LOC_T));
 	json_decref(fake_new_table("db.a", LOC_A));
 	json_decref(fake_new_table("db.b", LOC_B));

@@ -121,6 +121,13 @@ void fake_hooks_during(void (*fn)(void *arg), void *arg);
 
 /* --- tables for the tests --- */
 
+struct table_env;
+
+/* Resets every fake (fake_reset) and fills env for a warehouse at
+ * file:///wh and ns with the namespace "db". Returns false when out of
+ * memory. */
+bool fake_start(struct table_env *env, struct ns_ident *ns);
+
 /* Makes a table (one int column, format 2) at location through the real
  * metadata engine, adds it to the fake store under key with its metadata
  * file in the fake files, and returns its metadata (new reference). */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "table.h"
 #include "tablemeta.h"
 #include "uuid.h"
 
@@ -40,4 +41,19 @@ done:
 	free(loc);
 	json_decref(body);
 	return m;
+}
+
+bool fake_start(struct table_env *env, struct ns_ident *ns)
+{
+	struct floe_error err;
+	json_t *levels = json_pack("[s]", "db");
+	bool ok = levels != NULL && ident_ns_from_json(levels, "namespace", ns, &err);
+
+	fake_reset();
+	memset(env, 0, sizeof(*env));
+	env->warehouse = "file:///wh";
+	env->warehouse_path = "/wh";
+	env->request_id = "test";
+	json_decref(levels);
+	return ok;
 }
