@@ -15,7 +15,7 @@
 
 #include "log.h"
 #include "namespace.h"
-#include "store.h"
+#include "ports.h"
 
 /* Ends a transaction begun by the caller: commit when ok, else roll back
  * (unless the commit's own outcome is unknown). */

@@ -16,6 +16,7 @@
 #include "hookspec.h"
 #include "ident.h"
 #include "policy.h"
+#include "ports.h"
 #include "table.h"
 
 struct store;

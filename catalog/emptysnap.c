@@ -6,17 +6,12 @@
  */
 #include "emptysnap.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <unistd.h>
 
-#include "fileio.h"
-#include "log.h"
+#include "ports.h"
 #include "uuid.h"
 
 #define HEADER_MAX 8192
@@ -135,39 +130,6 @@ static void put_meta(struct buf *b, const char *key, const char *value)
 	put_bytes(b, value, strlen(value));
 }
 
-/* Writes data durably as a new file at path (never over another). */
-static bool write_new_file(const char *path, const void *data, size_t len,
-			   struct floe_error *err)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	const unsigned char *p = data;
-	size_t left = len;
-
-	if (fd < 0)
-		goto fail;
-	while (left > 0) {
-		ssize_t n = write(fd, p, left);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			goto fail;
-		p += n;
-		left -= (size_t)n;
-	}
-	if (fsync(fd) != 0)
-		goto fail;
-	close(fd);
-	return true;
-fail:;
-	char why[128];
-	log_error("fileio", "cannot write %s: %s", path, strerror_r(errno, why, sizeof(why)));
-	if (fd >= 0) {
-		close(fd);
-		unlink(path);
-	}
-	return floe_err(err, FE_INTERNAL, "cannot write the manifest list of an empty snapshot");
-}
-
 static long long random_snapshot_id(void)
 {
 	unsigned long long r = 0;
@@ -186,12 +148,11 @@ json_t *emptysnap_create(const json_t *m, long long now_ms, char **manifest_list
 	long long seq = json_integer_value(json_object_get(m, "last-sequence-number")) + 1;
 	long long id = random_snapshot_id();
 	char uuid[UUID_STR_LEN];
-	char path[PATH_MAX];
+	char name[96];
 	char text[32];
 	unsigned char sync[16];
 	struct buf *b = NULL;
 	char *schema = NULL;
-	char *dir = NULL;
 	json_t *snap = NULL;
 
 	*manifest_list = NULL;
@@ -200,14 +161,7 @@ json_t *emptysnap_create(const json_t *m, long long now_ms, char **manifest_list
 		return floe_err(err, FE_INTERNAL, "cannot make an empty snapshot"), NULL;
 	if (fv < 1)
 		fv = 1;
-	dir = fileio_local_path(location, err);
-	if (dir == NULL)
-		return NULL;
-	if (snprintf(path, sizeof(path), "%s/metadata/snap-%lld-0-%s.avro", dir, id, uuid) >=
-	    (int)sizeof(path)) {
-		floe_err(err, FE_BAD_REQUEST, "table location is too long");
-		goto done;
-	}
+	snprintf(name, sizeof(name), "snap-%lld-0-%s.avro", id, uuid);
 	json_t *sc = manifest_list_schema(fv);
 	schema = sc ? json_dumps(sc, JSON_COMPACT) : NULL;
 	json_decref(sc);
@@ -239,16 +193,12 @@ json_t *emptysnap_create(const json_t *m, long long now_ms, char **manifest_list
 	}
 	/* The metadata directory exists: the table's first metadata file
 	 * is in it. */
-	if (!write_new_file(path, b->data, b->len, err))
-		goto done;
-	size_t llen = strlen(path) + sizeof("file://");
-	*manifest_list = malloc(llen);
-	if (*manifest_list == NULL) {
-		unlink(path);
-		floe_err(err, FE_INTERNAL, "out of memory");
+	if (!fileio_write_new(location, name, b->data, b->len, manifest_list, err)) {
+		if (err->kind == FE_INTERNAL)
+			floe_err(err, FE_INTERNAL,
+				 "cannot write the manifest list of an empty snapshot");
 		goto done;
 	}
-	(void)snprintf(*manifest_list, llen, "file://%s", path);
 	snap = json_pack("{s:I, s:I, s:s, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s}, s:O}",
 			 "snapshot-id", (json_int_t)id, "timestamp-ms", (json_int_t)now_ms,
 			 "manifest-list", *manifest_list, "summary", "operation", "append",
@@ -267,6 +217,5 @@ json_t *emptysnap_create(const json_t *m, long long now_ms, char **manifest_list
 done:
 	free(b);
 	free(schema);
-	free(dir);
 	return snap;
 }

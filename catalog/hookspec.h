@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "error.h"
-#include "hooks.h"
+#include "ports.h"
 #include "ident.h"
 
 #define HOOK_TIMEOUT_DEFAULT_MS 10000

@@ -13,10 +13,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "fileio.h"
 #include "location.h"
 #include "log.h"
-#include "store.h"
+#include "ports.h"
 #include "unsettled.h"
 
 /* Purges per round, rows per bounded DELETE, tables visited for orphan

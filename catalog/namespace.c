@@ -9,7 +9,7 @@
 #include <strings.h>
 
 #include "policy.h"
-#include "store.h"
+#include "ports.h"
 
 bool page_request_parse(const char *token, const char *size,
 			struct page_request *out, struct floe_error *err)

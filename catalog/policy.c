@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "store.h"
+#include "ports.h"
 
 static bool value_true(const json_t *v)
 {

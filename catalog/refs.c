@@ -11,7 +11,7 @@
 #include <strings.h>
 
 #include "idmap.h"
-#include "store.h"
+#include "ports.h"
 #include "tablemeta.h"
 
 static const char *const retention_keys[] = { "max-ref-age-ms", "max-snapshot-age-ms",

@@ -1,103 +1,34 @@
 /*
- * table.c - table operations. The commit follows DESIGN.md "The commit":
- * read, check requirements, apply updates, write the new metadata file,
- * compare-and-swap the pointer; a lost swap goes round again against the
- * new base, so a commit whose requirements still hold lands.
+ * table.c - table operations: create, load, register, drop, rename, and
+ * the location rules and row writes they share with the commit engine
+ * (tablewrite.h). The commit loop and transactions are commit.c's.
  */
 #include "table.h"
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
-#include "fileio.h"
 #include "location.h"
 #include "log.h"
 #include "policy.h"
-#include "store.h"
+#include "ports.h"
 #include "tablemeta.h"
+#include "tablewrite.h"
 #include "unsettled.h"
 #include "uuid.h"
 
-#define COMMIT_MAX_ATTEMPTS 40
 /* The largest metadata file register reads (documented in README and
  * the API description): a bound on the memory one request can take. */
 #define METADATA_FILE_MAX (64u * 1024 * 1024)
 
-struct commit_locks {
-	pthread_mutex_t stripe[COMMIT_LOCK_STRIPES];
-};
-
-struct commit_locks *commit_locks_new(void)
-{
-	struct commit_locks *l = malloc(sizeof(*l));
-
-	if (l == NULL)
-		return NULL;
-	for (int i = 0; i < COMMIT_LOCK_STRIPES; i++)
-		pthread_mutex_init(&l->stripe[i], NULL);
-	return l;
-}
-
-void commit_locks_free(struct commit_locks **locks)
-{
-	if (*locks == NULL)
-		return;
-	for (int i = 0; i < COMMIT_LOCK_STRIPES; i++)
-		pthread_mutex_destroy(&(*locks)->stripe[i]);
-	free(*locks);
-	*locks = NULL;
-}
-
-/* The stripe of a table: FNV-1a over its levels and name. */
-static unsigned stripe_of(const struct ns_ident *ns, const char *name)
-{
-	uint32_t h = 2166136261u;
-	for (size_t i = 0; i <= ns->nlevels; i++) {
-		const char *p = i < ns->nlevels ? ns->levels[i] : name;
-		for (; *p; p++) {
-			h ^= (unsigned char)*p;
-			h *= 16777619u;
-		}
-		h ^= 0x1f;
-		h *= 16777619u;
-	}
-	return h % COMMIT_LOCK_STRIPES;
-}
-
-static void stripe_lock(const struct table_env *env, unsigned stripe)
-{
-	if (env->locks != NULL)
-		pthread_mutex_lock(&env->locks->stripe[stripe]);
-}
-
-static void stripe_unlock(const struct table_env *env, unsigned stripe)
-{
-	if (env->locks != NULL)
-		pthread_mutex_unlock(&env->locks->stripe[stripe]);
-}
-
-static int64_t now_ms(void)
+int64_t table_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Sleeps a random time that grows with the attempt, so writers that
- * collided spread out. */
-static void backoff(int attempt)
-{
-	unsigned int r = 0;
-	unsigned int cap_us = 500u << (attempt < 6 ? attempt : 6); /* to 32 ms */
-	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		r = (unsigned int)attempt * 7919u;
-	struct timespec ts = { 0, (long)(r % cap_us) * 1000L };
-	nanosleep(&ts, NULL);
 }
 
 /* How long a commit whose outcome is unknown waits for the database to
@@ -111,9 +42,9 @@ static void backoff(int attempt)
  * when that is known, with *landed; false when the database stayed away
  * (the outcome is still unknown and the file must be kept).
  */
-static bool settle_commit(struct store *s, const struct table_env *env,
-			  const char *uuid, long long version, const char *location,
-			  bool *landed)
+bool table_settle_commit(struct store *s, const struct table_env *env,
+			 const char *uuid, long long version, const char *location,
+			 bool *landed)
 {
 	struct floe_error err;
 
@@ -144,9 +75,9 @@ static bool settle_commit(struct store *s, const struct table_env *env,
 	return false;
 }
 
-/* After settle_commit found that a commit did not land: the error the
+/* After table_settle_commit found that a commit did not land: the error the
  * client gets says so. */
-static bool not_landed(struct floe_error *err)
+bool table_not_landed(struct floe_error *err)
 {
 	floe_err(err, FE_UNAVAILABLE,
 		 "the database connection broke before the commit completed; nothing was committed, retry");
@@ -282,11 +213,11 @@ static bool clash_error(struct store *s, const struct ns_ident *ns, const char *
 /* A table location floe may use: inside the warehouse, and neither
  * holding nor held by another table's location (a purge of one would
  * take the other's files). uuid: the table's own, or NULL. This look is
- * an early answer only; location_claim decides. */
-static bool location_usable(struct store *s, const struct table_env *env,
-			    const struct ns_ident *ns, const char *name,
-			    const char *location, const char *uuid,
-			    struct floe_error *err)
+ * an early answer only; table_location_claim decides. */
+bool table_location_usable(struct store *s, const struct table_env *env,
+			   const struct ns_ident *ns, const char *name,
+			   const char *location, const char *uuid,
+			   struct floe_error *err)
 {
 	char *other = NULL;
 	char *canon = NULL;
@@ -309,9 +240,9 @@ static bool location_usable(struct store *s, const struct table_env *env,
 /* The no-overlap rule, decided: inside the transaction that then inserts
  * or swaps the row, under a lock every replica takes for this, so two
  * nested locations cannot both pass. key: the canonical location. */
-static bool location_claim(struct store *s, const struct ns_ident *ns, const char *name,
-			   const char *location, const char *key, const char *uuid,
-			   struct floe_error *err)
+bool table_location_claim(struct store *s, const struct ns_ident *ns, const char *name,
+			  const char *location, const char *key, const char *uuid,
+			  struct floe_error *err)
 {
 	char *other = NULL;
 
@@ -329,7 +260,7 @@ static json_t *load_result(const char *location, json_t *metadata)
 			 "metadata", metadata, "config");
 }
 
-static char *dump(const json_t *m, size_t *len, struct floe_error *err)
+char *table_dump(const json_t *m, size_t *len, struct floe_error *err)
 {
 	char *text = json_dumps(m, JSON_COMPACT);
 	if (text == NULL) {
@@ -343,7 +274,7 @@ static char *dump(const json_t *m, size_t *len, struct floe_error *err)
 /* The snapshots=refs form of m as text (caller frees), or NULL when it
  * would be the same as m (every snapshot is a ref target). Computed once
  * per commit so that loadTable never parses metadata. */
-static char *refs_text(const json_t *m)
+char *table_refs_text(const json_t *m)
 {
 	json_t *trimmed = tablemeta_only_ref_snapshots(m);
 	char *text = NULL;
@@ -362,8 +293,8 @@ static char *refs_text(const json_t *m)
  * when the commit lands. Fails (and so undoes the commit) when a retry has
  * claimed the key meanwhile: that retry runs the commit instead.
  */
-static bool idem_record(struct store *s, const struct table_env *env, int status,
-			const json_t *answer, struct floe_error *err)
+bool table_idem_record(struct store *s, const struct table_env *env, int status,
+		       const json_t *answer, struct floe_error *err)
 {
 	char *text = NULL;
 	bool recorded = false;
@@ -398,19 +329,19 @@ static bool idem_record_created(struct store *s, const struct table_env *env,
 		: json_pack("{s:s, s:O}", "metadata-location", loc, "metadata", m);
 	if (answer == NULL)
 		return floe_err(err, FE_INTERNAL, "out of memory");
-	bool ok = idem_record(s, env, 200, answer, err);
+	bool ok = table_idem_record(s, env, 200, answer, err);
 	json_decref(answer);
 	return ok;
 }
 
 /* Writes metadata m as file number `version` of the table and creates its
  * row; the file is removed again if the row cannot be created. */
-static bool create_row(struct store *s, const struct table_env *env,
-		       const struct ns_ident *ns, const char *name, json_t *m,
-		       bool with_config, char **location_out, struct floe_error *err)
+bool table_create_row(struct store *s, const struct table_env *env,
+		      const struct ns_ident *ns, const char *name, json_t *m,
+		      bool with_config, char **location_out, struct floe_error *err)
 {
 	size_t len;
-	char *text = dump(m, &len, err);
+	char *text = table_dump(m, &len, err);
 	char *loc = NULL;
 	char *key = NULL;
 	char *refs = NULL;
@@ -423,18 +354,18 @@ static bool create_row(struct store *s, const struct table_env *env,
 	*location_out = NULL;
 	if (text == NULL)
 		return false;
-	if (!location_usable(s, env, ns, name, table_loc, uuid, err))
+	if (!table_location_usable(s, env, ns, name, table_loc, uuid, err))
 		goto done;
 	key = location_canonical(table_loc, err);
 	if (key == NULL)
 		goto done;
 	if (!fileio_write_metadata(table_loc, 0, text, len, &loc, err))
 		goto done;
-	refs = refs_text(m);
+	refs = table_refs_text(m);
 	if (!store_begin(s, err))
 		goto done;
 	in_tx = true;
-	if (!location_claim(s, ns, name, table_loc, key, uuid, err) ||
+	if (!table_location_claim(s, ns, name, table_loc, key, uuid, err) ||
 	    !store_table_create(s, ns, name, uuid, loc, text, refs, key, env->request_id,
 				err) ||
 	    (env->idem_key != NULL &&
@@ -444,9 +375,9 @@ static bool create_row(struct store *s, const struct table_env *env,
 	if (!store_commit(s, err)) {
 		bool landed = false;
 		if (err->outcome == FO_UNKNOWN) {
-			keep_file = !settle_commit(s, env, uuid, 1, loc, &landed);
+			keep_file = !table_settle_commit(s, env, uuid, 1, loc, &landed);
 			if (!keep_file && !landed)
-				not_landed(err);
+				table_not_landed(err);
 		}
 		if (!landed)
 			goto done;
@@ -492,7 +423,7 @@ json_t *table_create(struct store *s, const struct table_env *env,
 	location = table_default_location(env, ns, json_string_value(name));
 	if (location == NULL)
 		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
-	m = tablemeta_create(body, location, uuid, now_ms(), err);
+	m = tablemeta_create(body, location, uuid, table_now_ms(), err);
 	if (m == NULL)
 		goto done;
 	/* The default location may hold a renamed table's files: then this
@@ -549,7 +480,7 @@ json_t *table_create(struct store *s, const struct table_env *env,
 		m = NULL;
 		goto done;
 	}
-	if (!create_row(s, env, ns, json_string_value(name), m, true, &loc, err))
+	if (!table_create_row(s, env, ns, json_string_value(name), m, true, &loc, err))
 		goto done;
 	log_info("table", "created %s (%s) rid=%s", json_string_value(name), uuid,
 		 env->request_id);
@@ -650,604 +581,6 @@ json_t *table_load_metadata(struct store *s, const struct ns_ident *ns,
 	if (m == NULL)
 		floe_err(err, FE_INTERNAL, "stored metadata is unreadable");
 	return m;
-}
-
-/* True when updates holds an action that creates a table (assert-create
- * among the requirements). */
-static bool has_assert_create(const json_t *requirements)
-{
-	size_t i;
-	json_t *r;
-	json_array_foreach(requirements, i, r) {
-		const char *t = json_string_value(json_object_get(r, "type"));
-		if (t != NULL && strcmp(t, "assert-create") == 0)
-			return true;
-	}
-	return false;
-}
-
-/* The commit of a staged create: a new table from the updates alone. */
-static json_t *commit_create(struct store *s, const struct table_env *env,
-			     const struct ns_ident *ns, const char *name,
-			     const json_t *requirements, const json_t *updates,
-			     struct floe_error *err)
-{
-	size_t i;
-	json_t *r;
-	char uuid[UUID_STR_LEN];
-	char *loc = NULL;
-
-	json_array_foreach(requirements, i, r) {
-		const char *t = json_string_value(json_object_get(r, "type"));
-		if (t == NULL || strcmp(t, "assert-create") != 0)
-			return floe_err(err, FE_BAD_REQUEST,
-					"a create commit (assert-create) takes no other requirement, got %s",
-					t ? t : "(no type)"), NULL;
-	}
-	if (!json_is_array(updates))
-		return floe_err(err, FE_BAD_REQUEST, "'updates' must be an array"), NULL;
-	bool exists = false;
-	if (!store_table_exists(s, ns, name, &exists, err))
-		return NULL;
-	if (exists)
-		return floe_err(err, FE_COMMIT_FAILED,
-				"Requirement failed: table already exists (assert-create)"), NULL;
-	/* A uuid of our own unless the client assigns one. */
-	if (!uuid_v4(uuid))
-		return floe_err(err, FE_INTERNAL, "no randomness for a table uuid"), NULL;
-	json_t *m = tablemeta_apply_create(updates, uuid, now_ms(), err);
-	if (m == NULL)
-		return NULL;
-	/* A create that brings a main snapshot moves main. */
-	if (tablemeta_current_snapshot(m) >= 0 &&
-	    !policy_check_main_move(s, ns, name, NULL, m, err)) {
-		json_decref(m);
-		return NULL;
-	}
-	if (!create_row(s, env, ns, name, m, false, &loc, err)) {
-		json_decref(m);
-		return NULL;
-	}
-	log_info("table", "created %s by a staged commit rid=%s", name, env->request_id);
-	json_t *result = json_pack("{s:s, s:o}", "metadata-location", loc, "metadata", m);
-	free(loc);
-	return result;
-}
-
-/* What a round wrote: the file, and the version it becomes if the
- * swap commits (to settle an outcome the database did not confirm). */
-struct commit_mark {
-	char *location;
-	char uuid[40];
-	long long version;
-};
-
-static void commit_mark_clear(struct commit_mark *m)
-{
-	free(m->location);
-	memset(m, 0, sizeof(*m));
-}
-
-/* Enforced publish: main may move only through a WAP publish when the
- * table or one of its namespaces sets floe.wap.required (control.c
- * decides; this is the one check every path that moves main makes). */
-static bool main_move_allowed(struct store *s, const struct ns_ident *ns,
-			      const char *name, const json_t *base,
-			      const json_t *m, struct floe_error *err)
-{
-	if (tablemeta_current_snapshot(base) == tablemeta_current_snapshot(m))
-		return true;
-	return policy_check_main_move(s, ns, name, base, m, err);
-}
-
-/*
- * After the swap of a round (or the COMMIT of its own transaction) failed:
- * a known failure removes the file written for it (and sets *lost when
- * PostgreSQL rolled back a deadlock or serialization failure, which another
- * round may get past); an unknown outcome is settled from the commit log.
- * Returns true when the swap landed after all (err cleared).
- */
-static bool swap_failed(struct store *s, const struct table_env *env,
-			const struct table_row *row, const char *loc, bool *lost,
-			struct floe_error *err)
-{
-	bool landed = false;
-
-	if (err->outcome != FO_UNKNOWN) {
-		*lost = floe_error_is_rollback(err);
-		fileio_remove(loc);
-		return false;
-	}
-	if (!settle_commit(s, env, row->uuid, row->version + 1, loc, &landed))
-		return false; /* still unknown: the file is kept */
-	if (!landed) {
-		not_landed(err);
-		fileio_remove(loc);
-		return false;
-	}
-	floe_error_clear(err);
-	return true;
-}
-
-static bool commit_round(struct store *s, const struct table_env *env,
-			 const struct ns_ident *ns, const char *name,
-			 const json_t *requirements, const json_t *updates,
-			 unsigned flags, bool in_tx, json_t **result,
-			 struct commit_mark *written,
-			 bool *lost, struct floe_error *err)
-{
-	char *key = NULL;
-	bool own_tx = false;
-	struct table_row row;
-	json_t *base = NULL;
-	json_t *m = NULL;
-	char *text = NULL;
-	char *refs = NULL;
-	char *loc = NULL;
-	json_error_t jerr;
-	bool changed = false;
-	bool won = false;
-	bool ok = false;
-	size_t len;
-
-	*lost = false;
-	*result = NULL;
-	if (written != NULL)
-		memset(written, 0, sizeof(*written));
-	if (!store_table_load(s, ns, name, &row, err))
-		return false;
-	base = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
-	if (base == NULL) {
-		floe_err(err, FE_INTERNAL, "stored metadata is unreadable");
-		goto done;
-	}
-	if (!tablemeta_check_requirements(base, requirements, err))
-		goto done;
-	m = tablemeta_apply(base, row.metadata_location, updates, now_ms(), &changed, err);
-	if (m == NULL)
-		goto done;
-	if (!changed) {
-		*result = json_pack("{s:s?, s:O}", "metadata-location",
-				    row.metadata_location, "metadata", base);
-		ok = *result != NULL;
-		goto done;
-	}
-	if (!(flags & TABLE_COMMIT_MAIN_MOVE) && !main_move_allowed(s, ns, name, base, m, err))
-		goto done;
-	if (!(flags & TABLE_COMMIT_CONTROL) && !policy_check_table_properties(name, base, m, err))
-		goto done;
-	const char *table_loc = json_string_value(json_object_get(m, "location"));
-	const char *base_loc = json_string_value(json_object_get(base, "location"));
-	key = location_canonical(table_loc, err);
-	if (key == NULL)
-		goto done;
-	bool moved = base_loc == NULL || strcmp(base_loc, table_loc) != 0;
-	if (moved && !location_usable(s, env, ns, NULL, table_loc, row.uuid, err))
-		goto done;
-	text = dump(m, &len, err);
-	if (text == NULL)
-		goto done;
-	if (!fileio_write_metadata(table_loc, row.version, text, len, &loc, err))
-		goto done;
-	refs = refs_text(m);
-	if (moved) {
-		/* The new location is decided with the swap, in one
-		 * transaction (the caller's, or one of its own). */
-		if (!in_tx) {
-			if (!store_begin(s, err)) {
-				fileio_remove(loc);
-				goto done;
-			}
-			own_tx = true;
-		}
-		if (!location_claim(s, ns, NULL, table_loc, key, row.uuid, err)) {
-			fileio_remove(loc);
-			goto done;
-		}
-	}
-	if (!store_table_cas(s, row.id, row.version, loc, text, refs, key,
-			     row.metadata_location, env->request_id, &won, err)) {
-		if (!swap_failed(s, env, &row, loc, lost, err))
-			goto done;
-		won = true;
-	}
-	if (!won) {
-		/* Never referenced: an orphan unless removed now. */
-		fileio_remove(loc);
-		*lost = true;
-		goto done;
-	}
-	if (own_tx) {
-		own_tx = false;
-		if (!store_commit(s, err) && !swap_failed(s, env, &row, loc, lost, err))
-			goto done;
-	}
-	*result = json_pack("{s:s, s:o}", "metadata-location", loc, "metadata", m);
-	m = NULL;
-	if (written != NULL) {
-		written->location = loc;
-		snprintf(written->uuid, sizeof(written->uuid), "%s", row.uuid);
-		written->version = row.version + 1;
-		loc = NULL;
-	}
-	ok = *result != NULL;
-	if (!ok) {
-		/* The swap is in; only the answer could not be built. */
-		floe_err(err, FE_INTERNAL, "out of memory after the commit");
-		floe_error_set_outcome(err, FO_UNKNOWN);
-	}
-done:
-	if (own_tx)
-		store_rollback(s);
-	free(key);
-	store_table_row_clear(&row);
-	json_decref(base);
-	json_decref(m);
-	free(text);
-	free(refs);
-	free(loc);
-	return ok;
-}
-
-/* True when updates set or remove floe.wap.required. */
-static bool touches_control(const json_t *updates)
-{
-	size_t i, k;
-	json_t *u, *key;
-
-	json_array_foreach((json_t *)updates, i, u) {
-		const char *action = json_string_value(json_object_get(u, "action"));
-		if (action == NULL)
-			continue;
-		if (strcmp(action, "set-properties") == 0 &&
-		    json_object_get(json_object_get(u, "updates"), POLICY_PROPERTY) != NULL)
-			return true;
-		if (strcmp(action, "remove-properties") == 0) {
-			json_array_foreach(json_object_get(u, "removals"), k, key) {
-				if (json_is_string(key) &&
-				    strcmp(json_string_value(key), POLICY_PROPERTY) == 0)
-					return true;
-			}
-		}
-	}
-	return false;
-}
-
-/* What an updateTable writes in its commit's transaction besides the
- * swap: the control event, and the answer under its Idempotency-Key. */
-struct commit_extras {
-	const struct table_env *env;
-	const struct ns_ident *ns;
-	const char *name;
-	bool control; /* the commit sets floe.wap.required */
-};
-
-/* A commit that sets floe.wap.required records it (weakening it is
- * refused before: policy_check_table_properties); a keyed commit records
- * its answer. */
-static bool commit_extras_also(struct store *s, void *ctx, const json_t *result,
-			       struct floe_error *err)
-{
-	struct commit_extras *x = ctx;
-
-	if (x->control) {
-		json_t *details = json_pack("{s:b}", "required",
-					    policy_table_sets(json_object_get(result, "metadata")));
-		bool ok = store_event_insert(s, "control.wap-required", x->env->request_id, x->ns,
-					     x->name, NULL, details, err);
-		json_decref(details);
-		if (!ok)
-			return false;
-	}
-	return x->env->idem_key == NULL || idem_record(s, x->env, 200, result, err);
-}
-
-json_t *table_commit(struct store *s, const struct table_env *env,
-		     const struct ns_ident *ns, const char *name,
-		     const json_t *body, struct floe_error *err)
-{
-	const json_t *requirements = json_object_get(body, "requirements");
-	const json_t *updates = json_object_get(body, "updates");
-
-	if (requirements == NULL || json_is_null(requirements))
-		requirements = NULL;
-	else if (!json_is_array(requirements))
-		return floe_err(err, FE_BAD_REQUEST, "'requirements' must be an array"), NULL;
-	if (updates == NULL || !json_is_array(updates))
-		return floe_err(err, FE_BAD_REQUEST, "'updates' must be an array"), NULL;
-	if (!tablemeta_check_actions(updates, err))
-		return NULL;
-	if (requirements != NULL && has_assert_create(requirements))
-		return commit_create(s, env, ns, name, requirements, updates, err);
-	bool control = touches_control(updates);
-	if (control || env->idem_key != NULL) {
-		struct commit_extras x = { .env = env, .ns = ns, .name = name,
-					   .control = control };
-		return table_commit_with(s, env, ns, name, requirements, updates, 0,
-					 commit_extras_also, &x, err);
-	}
-	return table_commit_changes(s, env, ns, name, requirements, updates, 0, err);
-}
-
-json_t *table_commit_changes(struct store *s, const struct table_env *env,
-			     const struct ns_ident *ns, const char *name,
-			     const json_t *requirements, const json_t *updates,
-			     unsigned flags, struct floe_error *err)
-{
-	return table_commit_with(s, env, ns, name, requirements, updates, flags,
-				 NULL, NULL, err);
-}
-
-/*
- * After the COMMIT of a transaction failed: whether what it wrote took
- * effect. Known failures remove the files (the caller has rolled back);
- * an unknown outcome is settled from the commit log. Returns true when
- * the commit landed after all (err cleared).
- */
-static bool commit_failed(struct store *s, const struct table_env *env,
-			  struct commit_mark *marks, size_t n, struct floe_error *err)
-{
-	bool landed = false;
-	bool known = true;
-
-	if (err->outcome == FO_UNKNOWN) {
-		/* All or nothing: one table tells for every one. */
-		for (size_t k = 0; k < n; k++) {
-			if (marks[k].location != NULL) {
-				known = settle_commit(s, env, marks[k].uuid, marks[k].version,
-						      marks[k].location, &landed);
-				break;
-			}
-		}
-		if (landed) {
-			floe_error_clear(err);
-			return true;
-		}
-		if (known)
-			not_landed(err);
-	}
-	if (!known)
-		return false;
-	for (size_t k = 0; k < n; k++) {
-		if (marks[k].location != NULL)
-			fileio_remove(marks[k].location);
-		commit_mark_clear(&marks[k]);
-	}
-	return false;
-}
-
-/* One attempt with `also` in the same database transaction as the swap. */
-static bool commit_round_with(struct store *s, const struct table_env *env,
-			      const struct ns_ident *ns, const char *name,
-			      const json_t *requirements, const json_t *updates,
-			      unsigned flags, table_commit_also also, void *ctx,
-			      json_t **result, bool *lost, struct floe_error *err)
-{
-	struct commit_mark written = { 0 };
-
-	*result = NULL;
-	if (also == NULL)
-		return commit_round(s, env, ns, name, requirements, updates, flags,
-				    false, result, NULL, lost, err);
-	if (!store_begin(s, err))
-		return false;
-	bool ok = commit_round(s, env, ns, name, requirements, updates, flags,
-			       true, result, &written, lost, err) &&
-		  also(s, ctx, *result, err);
-	if (ok && store_commit(s, err)) {
-		commit_mark_clear(&written);
-		return true;
-	}
-	if (!ok)
-		store_rollback(s);
-	if (ok && commit_failed(s, env, &written, 1, err)) {
-		commit_mark_clear(&written);
-		return true;
-	}
-	if (floe_error_is_rollback(err))
-		*lost = true;
-	if (err->outcome != FO_UNKNOWN && written.location != NULL)
-		fileio_remove(written.location);
-	commit_mark_clear(&written);
-	json_decref(*result);
-	*result = NULL;
-	return false;
-}
-
-json_t *table_commit_with(struct store *s, const struct table_env *env,
-			  const struct ns_ident *ns, const char *name,
-			  const json_t *requirements, const json_t *updates,
-			  unsigned flags, table_commit_also also, void *ctx,
-			  struct floe_error *err)
-{
-	json_t *result = NULL;
-	bool lost = false;
-	unsigned stripe = stripe_of(ns, name);
-	for (int attempt = 0; attempt < COMMIT_MAX_ATTEMPTS; attempt++) {
-		if (attempt > 0)
-			backoff(attempt);
-		stripe_lock(env, stripe);
-		bool ok = commit_round_with(s, env, ns, name, requirements, updates,
-					    flags, also, ctx, &result, &lost, err);
-		stripe_unlock(env, stripe);
-		if (ok)
-			return result;
-		if (!lost && !floe_error_is_rollback(err))
-			return NULL;
-		log_debug("table", "commit to %s lost a race (attempt %d); retrying rid=%s",
-			  name, attempt + 1, env->request_id);
-	}
-	log_warn("table", "commit to %s gave up after %d lost races rid=%s", name,
-		 COMMIT_MAX_ATTEMPTS, env->request_id);
-	return floe_err(err, FE_COMMIT_FAILED,
-			"the table changed under %d attempts to commit; retry", COMMIT_MAX_ATTEMPTS),
-	       NULL;
-}
-
-/* Orders table identities: namespace levels, then name, byte-wise. */
-static int ident_cmp(const struct table_ident *a, const struct table_ident *b)
-{
-	size_t n = a->ns.nlevels < b->ns.nlevels ? a->ns.nlevels : b->ns.nlevels;
-
-	for (size_t l = 0; l < n; l++) {
-		int c = strcmp(a->ns.levels[l], b->ns.levels[l]);
-		if (c != 0)
-			return c;
-	}
-	if (a->ns.nlevels != b->ns.nlevels)
-		return a->ns.nlevels < b->ns.nlevels ? -1 : 1;
-	return strcmp(a->name, b->name);
-}
-
-/* qsort has no context argument: the identities being ordered. */
-static _Thread_local const struct table_ident *order_ids;
-
-static int order_cmp(const void *a, const void *b)
-{
-	return ident_cmp(&order_ids[*(const size_t *)a], &order_ids[*(const size_t *)b]);
-}
-
-/*
- * One attempt at a transaction: all rounds inside BEGIN ... COMMIT, the
- * tables taken in `order` (sorted by name) so that transactions over the
- * same tables lock their rows in the same order on every replica and
- * cannot deadlock. On a known failure the files written are removed;
- * *lost tells whether another attempt may succeed.
- */
-static bool transaction_round(struct store *s, const struct table_env *env,
-			      const json_t *changes, struct table_ident *ids,
-			      const size_t *order, struct commit_mark *marks, size_t n,
-			      bool *lost, struct floe_error *err)
-{
-	size_t i;
-
-	*lost = false;
-	if (!store_begin(s, err))
-		return false;
-	for (i = 0; i < n; i++) {
-		size_t k = order[i];
-		json_t *result = NULL;
-		const json_t *c = json_array_get(changes, k);
-		const json_t *r = json_object_get(c, "requirements");
-		bool round_ok = commit_round(s, env, &ids[k].ns, ids[k].name,
-					     json_is_array(r) ? r : NULL,
-					     json_object_get(c, "updates"), 0, true, &result,
-					     &marks[k], lost, err);
-		json_decref(result);
-		if (!round_ok)
-			break;
-	}
-	if (i == n && env->idem_key != NULL && !idem_record(s, env, 204, NULL, err)) {
-		store_rollback(s);
-		(void)commit_failed(s, env, marks, n, err);
-		return false;
-	}
-	if (i == n) {
-		if (store_commit(s, err))
-			return true;
-		if (commit_failed(s, env, marks, n, err))
-			return true;
-	} else {
-		store_rollback(s);
-		(void)commit_failed(s, env, marks, n, err);
-	}
-	if (floe_error_is_rollback(err))
-		*lost = true;
-	return false;
-}
-
-bool table_commit_transaction(struct store *s, const struct table_env *env,
-			      const json_t *body, struct floe_error *err)
-{
-	const json_t *changes = json_object_get(body, "table-changes");
-	size_t n, i;
-	json_t *c;
-
-	if (!json_is_array(changes) || json_array_size(changes) == 0)
-		return floe_err(err, FE_BAD_REQUEST,
-				"'table-changes' must be a non-empty array");
-	n = json_array_size(changes);
-	struct table_ident *ids = calloc(n, sizeof(*ids));
-	struct commit_mark *marks = calloc(n, sizeof(*marks));
-	size_t *order = calloc(n, sizeof(*order));
-	bool ok = false;
-	if (ids == NULL || marks == NULL || order == NULL) {
-		free(ids);
-		free(marks);
-		free(order);
-		return floe_err(err, FE_INTERNAL, "out of memory");
-	}
-	json_array_foreach(changes, i, c) {
-		order[i] = i;
-		if (!table_ident_from_json(json_object_get(c, "identifier"),
-					   "identifier", &ids[i], err))
-			goto done;
-		const json_t *u = json_object_get(c, "updates");
-		const json_t *r = json_object_get(c, "requirements");
-		if (!json_is_array(u) || (r != NULL && !json_is_null(r) && !json_is_array(r))) {
-			floe_err(err, FE_BAD_REQUEST,
-				 "table change %zu needs 'updates' (and 'requirements') arrays", i);
-			goto done;
-		}
-		if (!tablemeta_check_actions(u, err))
-			goto done;
-		if (r != NULL && has_assert_create(r)) {
-			floe_err(err, FE_BAD_REQUEST,
-				 "a transaction cannot create tables (assert-create)");
-			goto done;
-		}
-	}
-	order_ids = ids;
-	qsort(order, n, sizeof(*order), order_cmp);
-	for (i = 1; i < n; i++) {
-		if (ident_cmp(&ids[order[i - 1]], &ids[order[i]]) == 0) {
-			floe_err(err, FE_BAD_REQUEST,
-				 "table %s appears twice in one transaction", ids[order[i]].name);
-			goto done;
-		}
-	}
-
-	/* Every stripe involved, each once, in ascending order: two
-	 * transactions over the same tables cannot deadlock. */
-	bool used[COMMIT_LOCK_STRIPES] = { false };
-	for (i = 0; i < n; i++)
-		used[stripe_of(&ids[i].ns, ids[i].name)] = true;
-
-	for (int attempt = 0; attempt < COMMIT_MAX_ATTEMPTS; attempt++) {
-		bool lost = false;
-		if (attempt > 0)
-			backoff(attempt);
-		for (unsigned k = 0; k < COMMIT_LOCK_STRIPES; k++)
-			if (used[k])
-				stripe_lock(env, k);
-		bool tx_ok = transaction_round(s, env, changes, ids, order, marks, n, &lost,
-					       err);
-		for (unsigned k = COMMIT_LOCK_STRIPES; k-- > 0;)
-			if (used[k])
-				stripe_unlock(env, k);
-		if (tx_ok) {
-			ok = true;
-			goto done;
-		}
-		if (err->outcome == FO_UNKNOWN) {
-			log_error("table", "transaction outcome unknown; its files are kept rid=%s",
-				  env->request_id);
-			goto done;
-		}
-		if (!lost)
-			goto done;
-	}
-	floe_err(err, FE_COMMIT_FAILED,
-		 "the tables changed under %d attempts to commit; retry", COMMIT_MAX_ATTEMPTS);
-done:
-	for (i = 0; i < n; i++) {
-		table_ident_clear(&ids[i]);
-		commit_mark_clear(&marks[i]);
-	}
-	free(ids);
-	free(marks);
-	free(order);
-	return ok;
 }
 
 json_t *table_register(struct store *s, const struct table_env *env,
@@ -1373,13 +706,13 @@ json_t *table_register_with(struct store *s, const struct table_env *env,
 	}
 	/* The stored text is the file's, so loadTable serves the file. */
 	bool ok;
-	if (!location_usable(s, env, ns, json_string_value(name), tloc, uuid, err))
+	if (!table_location_usable(s, env, ns, json_string_value(name), tloc, uuid, err))
 		goto done;
 	key = location_canonical(tloc, err);
 	if (key == NULL || !store_begin(s, err))
 		goto done;
-	char *refs = refs_text(m);
-	ok = location_claim(s, ns, json_string_value(name), tloc, key, uuid, err);
+	char *refs = table_refs_text(m);
+	ok = table_location_claim(s, ns, json_string_value(name), tloc, key, uuid, err);
 	if (ok && json_is_true(overwrite)) {
 		bool exists = false;
 		ok = store_table_exists(s, ns, json_string_value(name), &exists, err);

@@ -14,12 +14,10 @@
 #include <time.h>
 
 #include "emptysnap.h"
-#include "fileio.h"
-#include "hooks.h"
 #include "hookspec.h"
 #include "log.h"
+#include "ports.h"
 #include "refs.h"
-#include "store.h"
 #include "tablemeta.h"
 #include "uuid.h"
 

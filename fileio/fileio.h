@@ -1,7 +1,9 @@
 /*
  * fileio.h - the table files floe itself writes and removes: metadata
- * files, written durably, and a table's directory on a purge. Local
- * storage (file:// URLs) only.
+ * files, written durably, and a table's directory on a purge. Each call
+ * goes to the storage backend of the location's scheme (backend.h); local
+ * storage (file:// URLs and bare paths, local.c) is the only one today.
+ * fileio_local_path and fileio_location_fits are about local paths.
  */
 #ifndef FLOE_FILEIO_H
 #define FLOE_FILEIO_H
@@ -42,6 +44,16 @@ bool fileio_location_fits(const char *path, struct floe_error *err) FLOE_WUR;
 bool fileio_write_metadata(const char *table_location, long long version,
 			   const char *text, size_t len, char **location,
 			   struct floe_error *err) FLOE_WUR;
+
+/*
+ * Writes data as <table location>/metadata/<name>, a new file (never over
+ * another), and syncs it. *location receives the file's URL (caller
+ * frees). FE_BAD_REQUEST when the location is not one floe can write or
+ * the name does not fit under it; FE_INTERNAL when the write fails (logged
+ * with its cause; nothing is left behind).
+ */
+bool fileio_write_new(const char *table_location, const char *name, const void *data,
+		      size_t len, char **location, struct floe_error *err) FLOE_WUR;
 
 /* Reads a whole regular file of at most max bytes named by a location.
  * FIFOs, devices, directories and symbolic links (as the last part) are

@@ -1,6 +1,7 @@
 /* fileio on a scratch directory: purges follow no symbolic link, the
  * location check refuses links below the warehouse, reads refuse what is
- * not a regular file or is too large, metadata writes land durably. */
+ * not a regular file or is too large, metadata writes land durably, a new
+ * file is written once, and each location goes to its scheme's backend. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -199,4 +200,107 @@ Test(fileio, metadata_write_creates_directories_and_stale_tmp_goes)
 	cr_assert_eq(fileio_remove_stale_tmp(url, wh, 600), 1);
 	cr_assert_not(exists("wh/a/b/t/metadata/00004-x.metadata.json.tmp"));
 	cr_assert(exists("wh/a/b/t/metadata/00005-y.metadata.json.tmp"));
+}
+
+/* --- fileio_write_new, and the backend each location goes to: local
+ * files for file: (any case) and a bare path; a scheme no backend serves
+ * is refused as it always was --- */
+
+/* A table directory at root with its metadata directory. */
+static void table_at_root(void)
+{
+	char meta[128];
+
+	path_of(meta, sizeof(meta), "metadata");
+	cr_assert_eq(mkdir(meta, 0755), 0);
+}
+
+static void write_new_at(const char *location)
+{
+	char *url = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	char want[160];
+	struct floe_error err;
+
+	cr_assert(fileio_write_new(location, "snap-1.avro", "Obj\1", 4, &url, &err), "%s",
+		  err.message);
+	snprintf(want, sizeof(want), "file://%s/metadata/snap-1.avro", root);
+	cr_assert_str_eq(url, want);
+	cr_assert(fileio_read(url, 100, &text, &len, &err), "%s", err.message);
+	cr_assert_eq(len, 4);
+	cr_assert_eq(memcmp(text, "Obj\1", 4), 0);
+	free(text);
+	fileio_remove(url);
+	free(url);
+}
+
+Test(fileio, write_new_file_url_goes_to_local_files)
+{
+	char loc[96];
+
+	table_at_root();
+	snprintf(loc, sizeof(loc), "file://%s", root);
+	write_new_at(loc);
+}
+
+Test(fileio, write_new_scheme_is_case_insensitive_and_a_bare_path_is_local)
+{
+	char loc[96];
+
+	table_at_root();
+	snprintf(loc, sizeof(loc), "FILE://%s", root);
+	write_new_at(loc);
+	write_new_at(root);
+}
+
+Test(fileio, write_new_a_scheme_no_backend_serves_is_refused_as_before)
+{
+	char *url = NULL;
+	struct floe_error err;
+
+	cr_assert_not(fileio_write_new("s3://bucket/t", "snap-1.avro", "x", 1, &url, &err));
+	cr_assert_eq(err.kind, FE_BAD_REQUEST);
+	cr_assert_null(url);
+	char *path = fileio_local_path("s3://bucket/t", &err);
+	cr_assert_null(path);
+	cr_assert_eq(err.kind, FE_BAD_REQUEST);
+}
+
+Test(fileio, write_new_never_writes_over_another_file)
+{
+	char loc[96];
+	char *url = NULL;
+	char *again = NULL;
+	struct floe_error err;
+
+	table_at_root();
+	snprintf(loc, sizeof(loc), "file://%s", root);
+	cr_assert(fileio_write_new(loc, "snap-2.avro", "first", 5, &url, &err), "%s", err.message);
+	cr_assert_not(fileio_write_new(loc, "snap-2.avro", "second", 6, &again, &err));
+	cr_assert_eq(err.kind, FE_INTERNAL);
+	cr_assert_null(again);
+	/* The first file is intact. */
+	char *text = NULL;
+	size_t len = 0;
+	cr_assert(fileio_read(url, 100, &text, &len, &err), "%s", err.message);
+	cr_assert_str_eq(text, "first");
+	free(text);
+	free(url);
+}
+
+Test(fileio, write_new_without_a_metadata_directory_fails_and_leaves_nothing)
+{
+	char loc[128];
+	char *url = NULL;
+	struct stat st;
+	char path[192];
+	struct floe_error err;
+
+	snprintf(loc, sizeof(loc), "file://%s/other", root);
+	cr_assert_not(fileio_write_new(loc, "snap-3.avro", "x", 1, &url, &err));
+	cr_assert_eq(err.kind, FE_INTERNAL);
+	cr_assert_str_eq(err.message, "cannot write snap-3.avro");
+	snprintf(path, sizeof(path), "%s/other/metadata/snap-3.avro", root);
+	cr_assert_neq(stat(path, &st), 0);
 }

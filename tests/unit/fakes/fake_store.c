@@ -1,0 +1,635 @@
+/*
+ * fake_store.c - the store functions catalog/ calls, over one in-memory
+ * state (a JSON value): tables with their version and commit log, WAP
+ * runs, hooks and audit events. A transaction is a copy of the state taken
+ * at BEGIN and put back on ROLLBACK (or when its COMMIT does not land).
+ * Every call can be scripted to fail (fakes.h).
+ */
+#include "fakes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct store {
+	int unused;
+};
+
+struct store_pool {
+	int unused;
+};
+
+static struct store the_store;
+static struct store_pool the_pool;
+
+/* {"tables": {key: {"id", "uuid", "loc", "meta", "version", "tloc"}},
+ *  "log": [[uuid, version, loc]], "runs": {id: run}, "events": [name]} */
+static json_t *state;
+static json_t *tx; /* the state at BEGIN, NULL outside a transaction */
+static json_t *hooks;
+static int cas_lose_from, cas_lose_to; /* call numbers [from, to) */
+static int idem_taken;
+static bool away;
+static long long next_id;
+static int other_files;
+
+void fake_store_reset(void)
+{
+	json_decref(state);
+	json_decref(tx);
+	json_decref(hooks);
+	state = json_pack("{s:{}, s:[], s:{}, s:[]}", "tables", "log", "runs", "events");
+	tx = NULL;
+	hooks = json_array();
+	cas_lose_from = cas_lose_to = 0;
+	idem_taken = 0;
+	away = false;
+	next_id = 1;
+	other_files = 0;
+}
+
+struct store *fake_store(void)
+{
+	return &the_store;
+}
+
+struct store_pool *fake_store_pool(void)
+{
+	return &the_pool;
+}
+
+static void key_of(const struct ns_ident *ns, const char *name, char *key, size_t len)
+{
+	size_t n = 0;
+
+	key[0] = '\0';
+	for (size_t i = 0; i < ns->nlevels; i++)
+		n += (size_t)snprintf(key + n, n < len ? len - n : 0, "%s.", ns->levels[i]);
+	snprintf(key + (n < len ? n : len - 1), n < len ? len - n : 1, "%s", name);
+}
+
+static json_t *table_in(json_t *st, const char *key)
+{
+	return json_object_get(json_object_get(st, "tables"), key);
+}
+
+static const char *key_by_id(json_t *st, long long id)
+{
+	const char *key;
+	json_t *t;
+
+	json_object_foreach(json_object_get(st, "tables"), key, t) {
+		if (json_integer_value(json_object_get(t, "id")) == id)
+			return key;
+	}
+	return NULL;
+}
+
+/* Moves table t of state st to a new version with metadata meta. */
+static void move_table(json_t *st, json_t *t, const char *loc, const char *meta)
+{
+	long long v = json_integer_value(json_object_get(t, "version")) + 1;
+
+	json_object_set_new(t, "version", json_integer(v));
+	json_object_set_new(t, "loc", json_string(loc));
+	json_object_set_new(t, "meta", json_string(meta));
+	json_array_append_new(json_object_get(st, "log"),
+			      json_pack("[O, I, s]", json_object_get(t, "uuid"), (json_int_t)v, loc));
+}
+
+/* Another session's commit: it lands in the state now and, when a
+ * transaction of this session is open, under it too. */
+static void other_commit(const char *key, const char *meta)
+{
+	json_t *states[2] = { state, tx };
+	char loc[1024];
+
+	snprintf(loc, sizeof(loc), "%s/metadata/other-%d.metadata.json",
+		 json_string_value(json_object_get(table_in(state, key), "tloc")), ++other_files);
+	for (int i = 0; i < 2; i++) {
+		json_t *t = table_in(states[i], key);
+		if (t != NULL)
+			move_table(states[i], t, loc,
+				   meta ? meta : json_string_value(json_object_get(t, "meta")));
+	}
+}
+
+void fake_store_add_table(const char *key, const json_t *m, const char *metadata_location)
+{
+	char *text = json_dumps(m, JSON_COMPACT);
+	const char *uuid = json_string_value(json_object_get(m, "table-uuid"));
+
+	json_object_set_new(json_object_get(state, "tables"), key,
+			    json_pack("{s:I, s:s, s:s, s:s, s:i, s:s}", "id", (json_int_t)next_id++,
+				      "uuid", uuid, "loc", metadata_location, "meta", text,
+				      "version", 1, "tloc",
+				      json_string_value(json_object_get(m, "location"))));
+	json_array_append_new(json_object_get(state, "log"),
+			      json_pack("[s, i, s]", uuid, 1, metadata_location));
+	free(text);
+}
+
+long long fake_store_version(const char *key)
+{
+	return json_integer_value(json_object_get(table_in(state, key), "version"));
+}
+
+const char *fake_store_location(const char *key)
+{
+	return json_string_value(json_object_get(table_in(state, key), "loc"));
+}
+
+json_t *fake_store_metadata(const char *key)
+{
+	return json_loads(json_string_value(json_object_get(table_in(state, key), "meta")), 0,
+			  NULL);
+}
+
+void fake_store_cas_lose(int first, int n)
+{
+	cas_lose_from = fake_calls("store_table_cas") + first;
+	cas_lose_to = cas_lose_from + n;
+}
+
+void fake_store_other_commit(const char *key, const json_t *m)
+{
+	char *text = json_dumps(m, JSON_COMPACT);
+	other_commit(key, text);
+	free(text);
+}
+
+void fake_store_stay_away(bool stay)
+{
+	away = stay;
+}
+
+void fake_store_idem_taken(int n)
+{
+	idem_taken = n;
+}
+
+void fake_store_set_hooks(const json_t *h)
+{
+	json_decref(hooks);
+	hooks = json_deep_copy(h);
+}
+
+void fake_store_add_run(const json_t *run)
+{
+	json_object_set_new(json_object_get(state, "runs"),
+			    json_string_value(json_object_get(run, "id")), json_deep_copy(run));
+}
+
+json_t *fake_store_run(const char *id)
+{
+	return json_deep_copy(json_object_get(json_object_get(state, "runs"), id));
+}
+
+void fake_store_take_lease(const char *run_id)
+{
+	json_t *states[2] = { state, tx };
+
+	for (int i = 0; i < 2; i++) {
+		json_t *run = json_object_get(json_object_get(states[i], "runs"), run_id);
+		if (run != NULL)
+			json_object_set_new(run, "_lease", json_string("another publish"));
+	}
+}
+
+void fake_store_expire_lease(const char *run_id)
+{
+	json_object_set_new(json_object_get(json_object_get(state, "runs"), run_id),
+			    "_lease-expired", json_true());
+}
+
+int fake_store_events(const char *event)
+{
+	size_t i;
+	json_t *e;
+	int n = 0;
+
+	json_array_foreach(json_object_get(state, "events"), i, e) {
+		if (strcmp(json_string_value(e), event) == 0)
+			n++;
+	}
+	return n;
+}
+
+/* --- the port --- */
+
+struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err)
+{
+	(void)pool;
+	if (fake_fault_due("store_pool_acquire", err, NULL))
+		return NULL;
+	return &the_store;
+}
+
+void store_pool_release(struct store_pool *pool, struct store *s)
+{
+	(void)pool;
+	(void)s;
+}
+
+bool store_begin(struct store *s, struct floe_error *err)
+{
+	(void)s;
+	if (fake_fault_due("store_begin", err, NULL))
+		return false;
+	json_decref(tx);
+	tx = json_deep_copy(state);
+	return true;
+}
+
+static void tx_undo(void)
+{
+	if (tx != NULL) {
+		json_decref(state);
+		state = tx;
+		tx = NULL;
+	}
+}
+
+bool store_commit(struct store *s, struct floe_error *err)
+{
+	bool landed = false;
+
+	(void)s;
+	if (fake_fault_due("store_commit", err, &landed)) {
+		if (!landed)
+			tx_undo();
+		json_decref(tx);
+		tx = NULL;
+		return false;
+	}
+	json_decref(tx);
+	tx = NULL;
+	return true;
+}
+
+void store_rollback(struct store *s)
+{
+	(void)s;
+	(void)fake_fault_due("store_rollback", NULL, NULL);
+	tx_undo();
+}
+
+bool store_reconnect(struct store *s, struct floe_error *err)
+{
+	(void)s;
+	if (fake_fault_due("store_reconnect", err, NULL))
+		return false;
+	tx_undo(); /* a broken connection's transaction is gone */
+	if (away)
+		return floe_err(err, FE_UNAVAILABLE, "the catalog database is unavailable");
+	return true;
+}
+
+bool store_commit_landed(struct store *s, const char *table_uuid, long long version,
+			 const char *metadata_location, bool *landed, struct floe_error *err)
+{
+	size_t i;
+	json_t *row;
+
+	(void)s;
+	*landed = false;
+	if (fake_fault_due("store_commit_landed", err, NULL))
+		return false;
+	json_array_foreach(json_object_get(state, "log"), i, row) {
+		if (strcmp(json_string_value(json_array_get(row, 0)), table_uuid) == 0 &&
+		    json_integer_value(json_array_get(row, 1)) == version &&
+		    strcmp(json_string_value(json_array_get(row, 2)), metadata_location) == 0)
+			*landed = true;
+	}
+	return true;
+}
+
+void store_table_row_clear(struct table_row *row)
+{
+	free(row->metadata_location);
+	free(row->metadata);
+	memset(row, 0, sizeof(*row));
+}
+
+bool store_table_load(struct store *s, const struct ns_ident *ns, const char *name,
+		      struct table_row *row, struct floe_error *err)
+{
+	char key[512];
+	json_t *t;
+
+	(void)s;
+	memset(row, 0, sizeof(*row));
+	if (fake_fault_due("store_table_load", err, NULL))
+		return false;
+	key_of(ns, name, key, sizeof(key));
+	t = table_in(state, key);
+	if (t == NULL)
+		return floe_err(err, FE_NO_SUCH_TABLE, "table does not exist: %s", key);
+	row->id = json_integer_value(json_object_get(t, "id"));
+	snprintf(row->uuid, sizeof(row->uuid), "%s", json_string_value(json_object_get(t, "uuid")));
+	row->metadata_location = strdup(json_string_value(json_object_get(t, "loc")));
+	row->metadata = strdup(json_string_value(json_object_get(t, "meta")));
+	row->metadata_len = strlen(row->metadata);
+	row->version = json_integer_value(json_object_get(t, "version"));
+	return true;
+}
+
+bool store_table_load_as(struct store *s, const struct ns_ident *ns, const char *name,
+			 bool refs_only, struct table_row *row, struct floe_error *err)
+{
+	(void)refs_only;
+	return store_table_load(s, ns, name, row, err);
+}
+
+bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *name,
+			bool *exists, struct floe_error *err)
+{
+	char key[512];
+
+	(void)s;
+	*exists = false;
+	if (fake_fault_due("store_table_exists", err, NULL))
+		return false;
+	key_of(ns, name, key, sizeof(key));
+	*exists = table_in(state, key) != NULL;
+	return true;
+}
+
+bool store_ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,
+		     struct floe_error *err)
+{
+	(void)s;
+	(void)ns;
+	*exists = true;
+	return !fake_fault_due("store_ns_exists", err, NULL);
+}
+
+bool store_table_create(struct store *s, const struct ns_ident *ns, const char *name,
+			const char *uuid, const char *metadata_location, const char *metadata,
+			const char *refs_metadata, const char *table_location,
+			const char *request_id, struct floe_error *err)
+{
+	char key[512];
+	bool landed = false;
+	bool failed = fake_fault_due("store_table_create", err, &landed);
+
+	(void)s;
+	(void)refs_metadata;
+	(void)request_id;
+	if (failed && !landed)
+		return false;
+	key_of(ns, name, key, sizeof(key));
+	if (!failed && table_in(state, key) != NULL)
+		return floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s", name);
+	json_object_set_new(json_object_get(state, "tables"), key,
+			    json_pack("{s:I, s:s, s:s, s:s, s:i, s:s}", "id", (json_int_t)next_id++,
+				      "uuid", uuid, "loc", metadata_location, "meta", metadata,
+				      "version", 1, "tloc", table_location));
+	json_array_append_new(json_object_get(state, "log"),
+			      json_pack("[s, i, s]", uuid, 1, metadata_location));
+	return !failed;
+}
+
+bool store_table_cas(struct store *s, long long id, long long expected_version,
+		     const char *metadata_location, const char *metadata,
+		     const char *refs_metadata, const char *table_location,
+		     const char *previous_location, const char *request_id, bool *won,
+		     struct floe_error *err)
+{
+	bool landed = false;
+	bool failed = fake_fault_due("store_table_cas", err, &landed);
+	const char *key = key_by_id(state, id);
+	json_t *t = key ? table_in(state, key) : NULL;
+
+	(void)s;
+	(void)refs_metadata;
+	(void)table_location;
+	(void)previous_location;
+	(void)request_id;
+	*won = false;
+	if (failed && !landed)
+		return false;
+	int call = fake_calls("store_table_cas");
+	if (!failed && call >= cas_lose_from && call < cas_lose_to && t != NULL) {
+		other_commit(key, NULL);
+		return true;
+	}
+	if (t == NULL || json_integer_value(json_object_get(t, "version")) != expected_version)
+		return !failed;
+	move_table(state, t, metadata_location, metadata);
+	*won = !failed;
+	return !failed;
+}
+
+bool store_table_location_clash(struct store *s, const char *location, const char *uuid,
+				char **other, struct floe_error *err)
+{
+	(void)s;
+	(void)location;
+	(void)uuid;
+	*other = NULL;
+	return !fake_fault_due("store_table_location_clash", err, NULL);
+}
+
+bool store_location_lock(struct store *s, struct floe_error *err)
+{
+	(void)s;
+	return !fake_fault_due("store_location_lock", err, NULL);
+}
+
+bool store_idem_finish(struct store *s, const char *key, const char *owner, int status,
+		       const char *response, bool *recorded, struct floe_error *err)
+{
+	(void)s;
+	(void)key;
+	(void)owner;
+	(void)status;
+	(void)response;
+	*recorded = false;
+	if (fake_fault_due("store_idem_finish", err, NULL))
+		return false;
+	if (idem_taken > 0) {
+		idem_taken--;
+		return true;
+	}
+	*recorded = true;
+	return true;
+}
+
+bool store_ns_wap_required(struct store *s, const struct ns_ident *ns, char **where,
+			   struct floe_error *err)
+{
+	(void)s;
+	(void)ns;
+	*where = NULL;
+	return !fake_fault_due("store_ns_wap_required", err, NULL);
+}
+
+bool store_event_insert(struct store *s, const char *event, const char *request_id,
+			const struct ns_ident *ns, const char *table, const char *run_id,
+			const json_t *details, struct floe_error *err)
+{
+	(void)s;
+	(void)request_id;
+	(void)ns;
+	(void)table;
+	(void)run_id;
+	(void)details;
+	if (fake_fault_due("store_event_insert", err, NULL))
+		return false;
+	json_array_append_new(json_object_get(state, "events"), json_string(event));
+	return true;
+}
+
+bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns, const char *table,
+			  json_t **out, struct floe_error *err)
+{
+	(void)s;
+	(void)ns;
+	(void)table;
+	*out = NULL;
+	if (fake_fault_due("store_hooks_in_scope", err, NULL))
+		return false;
+	*out = json_deep_copy(hooks);
+	return true;
+}
+
+bool store_run_get(struct store *s, const char *id, json_t **run, struct floe_error *err)
+{
+	json_t *r;
+
+	(void)s;
+	*run = NULL;
+	if (fake_fault_due("store_run_get", err, NULL))
+		return false;
+	r = json_object_get(json_object_get(state, "runs"), id);
+	if (r != NULL) {
+		*run = json_deep_copy(r);
+		json_object_del(*run, "_lease");
+		json_object_del(*run, "_lease-expired");
+	}
+	return true;
+}
+
+/* True when state is one of the comma-separated from_states; *stale when
+ * it matched as "auditing-stale" (a lease that ran out). */
+static bool state_in(const json_t *run, const char *from_states, bool *stale)
+{
+	const char *state_now = json_string_value(json_object_get(run, "state"));
+	bool expired = json_is_true(json_object_get(run, "_lease-expired"));
+	const char *p = from_states;
+
+	*stale = false;
+	while (*p != '\0') {
+		size_t len = strcspn(p, ",");
+		if (len == strlen(state_now) && strncmp(p, state_now, len) == 0)
+			return true;
+		if (len == strlen("auditing-stale") && strncmp(p, "auditing-stale", len) == 0 &&
+		    strcmp(state_now, "auditing") == 0 && expired) {
+			*stale = true;
+			return true;
+		}
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+bool store_run_transition(struct store *s, const char *id, const char *from_states,
+			  const char *to_state, long long audited, long long published,
+			  const json_t *audits, long lease_ms, const char *lease_owner,
+			  bool *moved, struct floe_error *err)
+{
+	json_t *run = json_object_get(json_object_get(state, "runs"), id);
+	bool stale = false;
+
+	(void)s;
+	(void)lease_ms;
+	*moved = false;
+	if (fake_fault_due("store_run_transition", err, NULL))
+		return false;
+	if (run == NULL || !state_in(run, from_states, &stale))
+		return true;
+	/* Out of auditing only while this publish still holds the lease. */
+	if (!stale && strcmp(json_string_value(json_object_get(run, "state")), "auditing") == 0 &&
+	    (lease_owner == NULL ||
+	     strcmp(json_string_value(json_object_get(run, "_lease")), lease_owner) != 0))
+		return true;
+	json_object_set_new(run, "state", json_string(to_state));
+	if (strcmp(to_state, "auditing") == 0) {
+		json_object_set_new(run, "_lease", json_string(lease_owner));
+		json_object_del(run, "_lease-expired");
+	}
+	if (audited >= 0)
+		json_object_set_new(run, "audited-snapshot-id", json_integer(audited));
+	if (published >= 0)
+		json_object_set_new(run, "published-snapshot-id", json_integer(published));
+	if (audits != NULL)
+		json_object_set_new(run, "audits", json_deep_copy(audits));
+	*moved = true;
+	return true;
+}
+
+/* --- not faked: the failure tests do not reach these --- */
+
+static bool not_faked(const char *fn, struct floe_error *err)
+{
+	return floe_err(err, FE_INTERNAL, "%s is not faked", fn);
+}
+
+bool store_table_overwrite(struct store *s, const struct ns_ident *ns, const char *name,
+			   const char *uuid, const char *metadata_location,
+			   const char *metadata, const char *refs_metadata,
+			   const char *table_location, const char *request_id,
+			   struct floe_error *err)
+{
+	(void)s, (void)ns, (void)name, (void)uuid, (void)metadata_location;
+	(void)metadata, (void)refs_metadata, (void)table_location, (void)request_id;
+	return not_faked(__func__, err);
+}
+
+bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *name,
+		      bool purge, struct table_row *row, struct floe_error *err)
+{
+	(void)s, (void)ns, (void)name, (void)purge;
+	memset(row, 0, sizeof(*row));
+	return not_faked(__func__, err);
+}
+
+bool store_table_rename(struct store *s, const struct ns_ident *from_ns, const char *from,
+			const struct ns_ident *to_ns, const char *to, struct floe_error *err)
+{
+	(void)s, (void)from_ns, (void)from, (void)to_ns, (void)to;
+	return not_faked(__func__, err);
+}
+
+bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
+		      const struct ns_ident *ns, const char *table, const char *branch,
+		      long long base_snapshot, struct floe_error *err)
+{
+	(void)s, (void)id, (void)table_uuid, (void)ns, (void)table, (void)branch;
+	(void)base_snapshot;
+	return not_faked(__func__, err);
+}
+
+bool store_run_list(struct store *s, const char *table_uuid, long long before_seq,
+		    long limit, json_t **runs, bool *more, struct floe_error *err)
+{
+	(void)s, (void)table_uuid, (void)before_seq, (void)limit;
+	*runs = NULL;
+	*more = false;
+	return not_faked(__func__, err);
+}
+
+bool store_event_list(struct store *s, const char *after_xid, long long after_id,
+		      const struct ns_ident *ns, const char *table, const char *run_id,
+		      const char *since, long limit, json_t **events, bool *more,
+		      struct floe_error *err)
+{
+	(void)s, (void)after_xid, (void)after_id, (void)ns, (void)table, (void)run_id;
+	(void)since, (void)limit;
+	*events = NULL;
+	*more = false;
+	return not_faked(__func__, err);
+}

@@ -1,0 +1,59 @@
+/*
+ * tables.c - tables the failure tests start from, made by the real
+ * metadata engine and put into the fake store and files.
+ */
+#include "fakes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "table.h"
+#include "tablemeta.h"
+#include "uuid.h"
+
+json_t *fake_new_table(const char *key, const char *location)
+{
+	struct floe_error err;
+	char uuid[UUID_STR_LEN];
+	char *loc = NULL;
+	json_t *body = json_pack("{s:s, s:{s:s, s:i, s:[{s:i, s:s, s:b, s:s}]}}", "name", key,
+				 "schema", "type", "struct", "schema-id", 0, "fields", "id", 1,
+				 "name", "x", "required", false, "type", "int");
+	json_t *m = NULL;
+
+	if (body == NULL || !uuid_v4(uuid))
+		goto done;
+	m = tablemeta_create(body, location, uuid, 1700000000000LL, &err);
+	if (m == NULL)
+		goto done;
+	char *text = json_dumps(m, JSON_COMPACT);
+	bool written = text != NULL &&
+		       fileio_write_metadata(location, 0, text, strlen(text), &loc, &err);
+	free(text);
+	if (!written) {
+		json_decref(m);
+		m = NULL;
+		goto done;
+	}
+	fake_store_add_table(key, m, loc);
+done:
+	free(loc);
+	json_decref(body);
+	return m;
+}
+
+bool fake_start(struct table_env *env, struct ns_ident *ns)
+{
+	struct floe_error err;
+	json_t *levels = json_pack("[s]", "db");
+	bool ok = levels != NULL && ident_ns_from_json(levels, "namespace", ns, &err);
+
+	fake_reset();
+	memset(env, 0, sizeof(*env));
+	env->warehouse = "file:///wh";
+	env->warehouse_path = "/wh";
+	env->request_id = "test";
+	json_decref(levels);
+	return ok;
+}

@@ -1,0 +1,319 @@
+/*
+ * The failure paths of a write-audit-publish publish and of its audit
+ * lease, driven through fakes of the store, the files and hook delivery
+ * (tests/unit/fakes): a hook that rejects or gives no verdict, a lease
+ * taken over while the hooks run, main moving meanwhile, the publish
+ * commit's connection dropping. Each pins the answer (kind, message,
+ * status), the run's state, where main is, and the audit events written.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fakes.h"
+#include "tablemeta.h"
+#include "wap.h"
+
+#define LOC_T "file:///wh/db/t"
+#define RUN_ID "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
+#define HOOK_ID "0a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d"
+
+static struct floe_error err;
+static struct table_env env;
+static struct ns_ident ns;
+static char table_uuid[40];
+
+static json_t *snapshot(long long id, long long parent)
+{
+	char list[128];
+
+	snprintf(list, sizeof(list), LOC_T "/metadata/snap-%lld.avro", id);
+	json_t *s = json_pack("{s:I, s:I, s:s, s:{s:s}, s:i, s:I}", "snapshot-id", (json_int_t)id,
+			      "timestamp-ms", (json_int_t)(1700000000000LL + id), "manifest-list",
+			      list, "summary", "operation", "append", "schema-id", 0,
+			      "sequence-number", (json_int_t)id);
+	if (parent > 0)
+		json_object_set_new(s, "parent-snapshot-id", json_integer(parent));
+	return s;
+}
+
+static json_t *add_snapshot(long long id, long long parent, const char *ref)
+{
+	return json_pack("[{s:s, s:o}, {s:s, s:s, s:s, s:I}]", "action", "add-snapshot",
+			 "snapshot", snapshot(id, parent), "action", "set-snapshot-ref",
+			 "ref-name", ref, "type", "branch", "snapshot-id", (json_int_t)id);
+}
+
+/* Commits updates to db.t as another writer would. */
+static void other_writer(json_t *updates /* stolen */)
+{
+	json_t *base = fake_store_metadata("db.t");
+	bool changed = false;
+	json_t *m = tablemeta_apply(base, fake_store_location("db.t"), updates,
+				    1700000001000LL, &changed, &err);
+
+	cr_assert_not_null(m, "%s", err.message);
+	fake_store_other_commit("db.t", m);
+	json_decref(m);
+	json_decref(base);
+	json_decref(updates);
+}
+
+static void setup(void)
+{
+	cr_assert(fake_start(&env, &ns));
+	floe_error_clear(&err);
+	json_t *m = fake_new_table("db.t", LOC_T);
+	cr_assert_not_null(m);
+	snprintf(table_uuid, sizeof(table_uuid), "%s",
+		 json_string_value(json_object_get(m, "table-uuid")));
+	json_decref(m);
+	/* main at snapshot 1; the run's branch "audit" one snapshot ahead. */
+	other_writer(add_snapshot(1, 0, "main"));
+	other_writer(add_snapshot(2, 1, "audit"));
+
+	json_t *hooks = json_pack("[{s:s, s:s, s:s, s:n, s:i}]", "id", HOOK_ID, "name", "auditor",
+				  "url", "http://auditor.example/", "secret", "timeout-ms", 1000);
+	fake_store_set_hooks(hooks);
+	json_decref(hooks);
+	json_t *run = json_pack("{s:s, s:s, s:s, s:s, s:i}", "id", RUN_ID, "state", "staged",
+				"branch", "audit", "_table-uuid", table_uuid, "_seq", 1);
+	fake_store_add_run(run);
+	json_decref(run);
+	fake_forget_calls();
+}
+
+static void teardown(void)
+{
+	ident_ns_clear(&ns);
+}
+
+TestSuite(publish, .init = setup, .fini = teardown, .timeout = 30);
+TestSuite(lease, .init = setup, .fini = teardown, .timeout = 30);
+
+static json_t *publish(void)
+{
+	json_t *body = json_object();
+	json_t *out = wap_publish(fake_store_pool(), &env, &ns, "t", RUN_ID, body, &err);
+
+	json_decref(body);
+	return out;
+}
+
+static void assert_answer(enum floe_errkind kind, const char *message, int status,
+			  const char *type)
+{
+	enum floe_errkind shown = floe_error_mutation_kind(&err);
+
+	cr_assert_eq(err.kind, kind, "%s: %s", floe_errkind_type(err.kind), err.message);
+	if (message != NULL)
+		cr_assert_str_eq(err.message, message);
+	cr_assert_eq(floe_errkind_status(shown), status);
+	cr_assert_str_eq(floe_errkind_type(shown), type);
+}
+
+static void assert_run_state(const char *state)
+{
+	json_t *run = fake_store_run(RUN_ID);
+	cr_assert_str_eq(json_string_value(json_object_get(run, "state")), state);
+	json_decref(run);
+}
+
+static long long main_snapshot(void)
+{
+	json_t *m = fake_store_metadata("db.t");
+	long long at = tablemeta_current_snapshot(m);
+	json_decref(m);
+	return at;
+}
+
+/* out (stolen) is the run published, and main is at its snapshot. */
+static void assert_published(json_t *out)
+{
+	cr_assert_not_null(out, "%s", err.message);
+	cr_assert_str_eq(json_string_value(json_object_get(out, "state")), "published");
+	cr_assert_eq(main_snapshot(), 2);
+	json_decref(out);
+}
+
+static void take_lease(void *arg)
+{
+	(void)arg;
+	fake_store_take_lease(RUN_ID);
+}
+
+Test(publish, every_hook_passes_main_moves)
+{
+	assert_published(publish());
+	cr_assert_eq(fake_calls("hooks_call_all"), 1);
+	cr_assert_eq(fake_store_events("wap.audit-started"), 1);
+	cr_assert_eq(fake_store_events("wap.hook-called"), 1);
+	cr_assert_eq(fake_store_events("wap.published"), 1);
+	json_t *m = fake_store_metadata("db.t");
+	cr_assert_null(json_object_get(json_object_get(m, "refs"), "audit"));
+	json_decref(m);
+	cr_assert_eq(fake_fileio_removed(), 0);
+}
+
+Test(publish, hook_rejects_nothing_moves)
+{
+	fake_hooks_answer(HOOK_REJECT, 200, "not tidy");
+	cr_assert_null(publish());
+	assert_answer(FE_AUDIT_REJECTED, "audit hook auditor rejected snapshot 2: not tidy", 422,
+		      "AuditRejectedException");
+	assert_run_state("rejected");
+	cr_assert_eq(main_snapshot(), 1);
+	cr_assert_eq(fake_calls("fileio_write_metadata"), 0);
+	cr_assert_eq(fake_store_events("wap.rejected"), 1);
+	cr_assert_eq(fake_store_events("wap.hook-called"), 1);
+}
+
+Test(publish, hook_gives_no_verdict_nothing_moves)
+{
+	fake_hooks_answer(HOOK_ERROR, 0, "timeout");
+	cr_assert_null(publish());
+	assert_answer(FE_AUDIT_UNAVAILABLE,
+		      "audit hook auditor could not give a verdict (timeout); nothing was published, publish again later",
+		      503, "AuditUnavailableException");
+	assert_run_state("audit-failed");
+	cr_assert_eq(main_snapshot(), 1);
+	cr_assert_eq(fake_store_events("wap.audit-failed"), 1);
+}
+
+static void move_main(void *arg)
+{
+	(void)arg;
+	other_writer(add_snapshot(3, 1, "main"));
+}
+
+Test(publish, main_moved_during_the_audit_answers_not_fast_forward)
+{
+	fake_hooks_during(move_main, NULL);
+	cr_assert_null(publish());
+	assert_answer(FE_NOT_FAST_FORWARD, NULL, 409, "NotFastForwardException");
+	cr_assert(strncmp(err.message, "main moved during the audit; nothing was published (", 52) ==
+			  0,
+		  "%s", err.message);
+	/* Back to staged: it may be published again. */
+	assert_run_state("staged");
+	cr_assert_eq(main_snapshot(), 3);
+	cr_assert_eq(fake_store_events("wap.conflict"), 1);
+	cr_assert_eq(fake_store_events("wap.published"), 0);
+}
+
+Test(publish, commit_lost_after_commit_landed_answers_published)
+{
+	fake_fail("store_commit", 2, fake_commit_unknown(), true);
+	assert_published(publish());
+	cr_assert_eq(fake_calls("store_commit_landed"), 1);
+	cr_assert_eq(fake_fileio_removed(), 0);
+}
+
+Test(publish, commit_lost_after_commit_not_landed_fails_the_audit)
+{
+	/* The first COMMIT is the lease's, the second the publish's. */
+	fake_fail("store_commit", 2, fake_commit_unknown(), false);
+	cr_assert_null(publish());
+	assert_answer(FE_UNAVAILABLE,
+		      "the database connection broke before the commit completed; nothing was committed, retry",
+		      503, "ServiceUnavailableException");
+	cr_assert_eq(err.outcome, FO_FAILED);
+	assert_run_state("audit-failed");
+	cr_assert_eq(main_snapshot(), 1);
+	cr_assert_eq(fake_fileio_removed(), 1);
+	cr_assert_eq(fake_store_events("wap.audit-failed"), 1);
+}
+
+Test(publish, commit_lost_and_database_gone_answers_unknown, .timeout = 40)
+{
+	fake_fail("store_commit", 2, fake_commit_unknown(), false);
+	fake_store_stay_away(true);
+	cr_assert_null(publish());
+	assert_answer(FE_COMMIT_STATE_UNKNOWN,
+		      "the database connection broke during the commit; its outcome is unknown", 500,
+		      "CommitStateUnknownException");
+	/* Unknown: the file is kept and the run is left to its lease. */
+	cr_assert_eq(fake_fileio_removed(), 0);
+	assert_run_state("auditing");
+}
+
+Test(publish, audit_start_not_recorded_calls_no_hook)
+{
+	fake_fail("store_event_insert", 1, fake_conn_lost(), false);
+	cr_assert_null(publish());
+	assert_answer(FE_UNAVAILABLE, "the catalog database is unavailable", 503,
+		      "ServiceUnavailableException");
+	cr_assert_eq(err.outcome, FO_FAILED);
+	assert_run_state("staged");
+	cr_assert_eq(fake_calls("hooks_call_all"), 0);
+}
+
+Test(publish, database_gone_after_the_audit_leaves_the_run_to_its_lease)
+{
+	fake_fail("store_pool_acquire", 2, fake_conn_lost(), false);
+	cr_assert_null(publish());
+	assert_answer(FE_UNAVAILABLE, "the catalog database is unavailable", 503,
+		      "ServiceUnavailableException");
+	assert_run_state("auditing");
+	cr_assert_eq(main_snapshot(), 1);
+	cr_assert_eq(fake_store_events("wap.hook-called"), 0);
+}
+
+/* --- the audit lease --- */
+
+Test(lease, taken_over_while_hooks_pass_publishes_nothing)
+{
+	fake_hooks_during(take_lease, NULL);
+	cr_assert_null(publish());
+	assert_answer(FE_RUN_STATE,
+		      "run " RUN_ID " was taken over while it was audited; nothing published", 409,
+		      "WapRunStateException");
+	cr_assert_eq(main_snapshot(), 1);
+	/* The file of the publish commit that was undone is removed. */
+	cr_assert_eq(fake_calls("fileio_write_metadata"), 1);
+	cr_assert_eq(fake_fileio_removed(), 1);
+	/* The calls made are facts: recorded with wap.lease-lost. */
+	cr_assert_eq(fake_store_events("wap.lease-lost"), 1);
+	cr_assert_eq(fake_store_events("wap.hook-called"), 1);
+	cr_assert_eq(fake_store_events("wap.published"), 0);
+}
+
+Test(lease, taken_over_while_a_hook_rejects_records_no_verdict)
+{
+	fake_hooks_answer(HOOK_REJECT, 200, "not tidy");
+	fake_hooks_during(take_lease, NULL);
+	cr_assert_null(publish());
+	assert_answer(FE_RUN_STATE,
+		      "run " RUN_ID " was taken over by another publish while it was audited; its outcome is that publish's",
+		      409, "WapRunStateException");
+	assert_run_state("auditing");
+	cr_assert_eq(fake_store_events("wap.rejected"), 0);
+	cr_assert_eq(fake_store_events("wap.lease-lost"), 1);
+}
+
+/* The run, left auditing under another publish's lease. */
+static void auditing_under(const char *lease)
+{
+	json_t *run = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s}", "id", RUN_ID, "state",
+				"auditing", "branch", "audit", "_table-uuid", table_uuid, "_seq", 1,
+				"_lease", lease);
+	fake_store_add_run(run);
+	json_decref(run);
+}
+
+Test(lease, held_by_another_publish_calls_no_hook)
+{
+	auditing_under("another publish");
+	cr_assert_null(publish());
+	assert_answer(FE_RUN_STATE, "run " RUN_ID " is being published by another request", 409,
+		      "WapRunStateException");
+	cr_assert_eq(fake_calls("hooks_call_all"), 0);
+	cr_assert_eq(fake_store_events("wap.audit-started"), 0);
+}
+
+Test(lease, run_out_lets_a_new_publish_take_over)
+{
+	auditing_under("a floe that stopped");
+	fake_store_expire_lease(RUN_ID);
+	assert_published(publish());
+}
