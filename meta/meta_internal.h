@@ -129,7 +129,8 @@ struct apply {
 	bool holes;
 };
 
-/* Starts a commit on m (borrowed for the commit's length). */
+/* Starts a commit on m (borrowed for the commit's length). The caller
+ * calls apply_free afterwards, also when this fails (out of memory). */
 bool apply_init(struct apply *a, json_t *m, int64_t now,
 		struct floe_error *err) FLOE_WUR;
 
