@@ -462,20 +462,29 @@ static const struct action actions[] = {
 	{ "remove-encryption-key", up_remove_encryption_key, 0, NULL },
 };
 
+/* The table entry of the action called name (NULL: none). */
+static const struct action *action_named(const char *name)
+{
+	for (size_t i = 0; name != NULL && i < sizeof(actions) / sizeof(actions[0]); i++) {
+		if (strcmp(actions[i].name, name) == 0)
+			return &actions[i];
+	}
+	return NULL;
+}
+
 /* The action of update u (a table entry), or NULL with FE_BAD_REQUEST;
  * who names the update in the message ("update 3"). */
 static const struct action *action_of(const json_t *u, const char *who,
 				      struct floe_error *err)
 {
 	const char *name = fjson_get_str(u, "action");
+	const struct action *act = action_named(name);
 
 	if (!json_is_object(u) || name == NULL)
 		return meta_bad(err, "%s needs a string 'action'", who), NULL;
-	for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++) {
-		if (strcmp(actions[i].name, name) == 0)
-			return &actions[i];
-	}
-	return meta_bad(err, "unknown update action '%s'", name), NULL;
+	if (act == NULL)
+		return meta_bad(err, "unknown update action '%s'", name), NULL;
+	return act;
 }
 
 bool tablemeta_check_actions(const json_t *updates, struct floe_error *err)
@@ -518,11 +527,11 @@ bool updates_staged_format(const json_t *updates, int *format, struct floe_error
 
 	*format = 2;
 	json_array_foreach(updates, i, u) {
-		const char *action = fjson_get_str(u, "action");
+		const struct action *act = action_named(fjson_get_str(u, "action"));
 		int64_t v;
-		if (action == NULL || strcmp(action, "upgrade-format-version") != 0)
+		if (act == NULL || act->apply != up_upgrade_format)
 			continue;
-		if (!fjson_get_int(u, "format-version", action, NULL, &v, err))
+		if (!fjson_get_int(u, "format-version", act->name, NULL, &v, err))
 			return false;
 		if (v < 1 || v > TABLEMETA_MAX_FORMAT_VERSION)
 			return meta_bad(err, "unsupported format version %" PRId64 ": floe supports 1 to %d",
