@@ -65,12 +65,12 @@ static bool walk_field(const json_t *f, struct schema_walk *w,
 		return meta_bad(err, "schema: field %" PRId64 " needs a string 'name'", id);
 	if (!json_is_boolean(json_object_get(f, "required")))
 		return meta_bad(err, "schema: field '%s' needs a boolean 'required'",
-			   fjson_get_str(f, "name"));
+				fjson_get_str(f, "name"));
 	if (w->format < 3) {
 		json_t *d = json_object_get(f, "initial-default");
 		if (d != NULL && !json_is_null(d))
 			return meta_bad(err, "schema: field '%s' has an initial-default, which needs format version 3",
-				   fjson_get_str(f, "name"));
+					fjson_get_str(f, "name"));
 	}
 	if (!note_id(w, id, json_object_get(f, "type"), err))
 		return false;
@@ -281,7 +281,7 @@ static bool transform_check(const char *tr, const json_t *type, const char *what
 		return true;
 	if (t == NULL || !type_in(t, allowed))
 		return meta_bad(err, "%s: transform %s cannot apply to type %s", what, tr,
-			   t ? t : "(nested)");
+				t ? t : "(nested)");
 	return true;
 }
 

@@ -59,7 +59,7 @@ static json_t *snapshot_copy(const json_t *snap)
 }
 
 bool snapshots_add(struct apply *a, const json_t *u, const struct action *act,
-			    struct floe_error *err)
+		   struct floe_error *err)
 {
 	const json_t *snap = json_object_get(u, "snapshot");
 	json_t *snaps = fjson_array_field(a->m, "snapshots");
@@ -181,7 +181,7 @@ static json_t *ref_of_update(const json_t *u, const char *name, int64_t *id,
 }
 
 bool snapshots_set_ref(struct apply *a, const json_t *u, const struct action *act,
-				struct floe_error *err)
+		       struct floe_error *err)
 {
 	const char *name = fjson_get_str(u, "ref-name");
 	int64_t id = 0;
@@ -214,7 +214,7 @@ bool snapshots_set_ref(struct apply *a, const json_t *u, const struct action *ac
 }
 
 bool snapshots_remove_ref(struct apply *a, const json_t *u,
-				   const struct action *act, struct floe_error *err)
+			  const struct action *act, struct floe_error *err)
 {
 	const char *name = fjson_get_str(u, "ref-name");
 	json_t *refs = fjson_object_field(a->m, "refs");
@@ -232,7 +232,7 @@ bool snapshots_remove_ref(struct apply *a, const json_t *u,
 }
 
 bool snapshots_remove(struct apply *a, const json_t *u, const struct action *act,
-				struct floe_error *err)
+		      struct floe_error *err)
 {
 	const json_t *ids = json_object_get(u, "snapshot-ids");
 	json_t *snaps = fjson_array_field(a->m, "snapshots");
