@@ -1,7 +1,8 @@
 /*
  * apply.c - the working copy of one commit and its indexes: snapshots,
- * statistics, schemas, specs, sort orders and encryption keys found by id
- * through id maps built on first use, never by scanning the arrays again.
+ * statistics, schemas, specs and sort orders found by id through id maps
+ * (encryption keys by key-id through a JSON object), each built on first
+ * use, so no update scans an array to find an entry.
  *
  * Not the rules of any update (updates.c) nor the end of a commit
  * (finish.c): only how entries are found, added and removed.

@@ -15,6 +15,7 @@
 #define FLOE_META_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
 
@@ -227,7 +228,6 @@ struct action {
 	int kind;          /* LIST_* or STATS_*, for the shared functions */
 	const char *field; /* the update's field the shared functions read */
 };
-
 
 /* Applies every update of updates (an array, or NULL) in order. */
 bool updates_apply(struct apply *a, const json_t *updates,
