@@ -1,0 +1,178 @@
+/*
+ * requirements.c - the requirements of a commit, checked against the
+ * current metadata before any update, as Iceberg's UpdateRequirement
+ * does: one table of types, each failure a 409 naming the expected and
+ * the actual value. Not the updates (updates.c).
+ */
+#include "meta_internal.h"
+
+#include "json.h"
+#include "tablemeta.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+struct requirement;
+
+typedef bool requirement_fn(const json_t *base, const json_t *r,
+			    const struct requirement *q, struct floe_error *err);
+
+/* One type of requirement: its check, and for the ones that compare an
+ * id with a metadata field, which field and how messages call it. */
+struct requirement {
+	const char *type;
+	requirement_fn *check;
+	const char *field;    /* the requirement's field */
+	const char *meta_key; /* the metadata field it is compared with */
+	const char *what;     /* "current schema" in "current schema changed" */
+};
+
+static bool req_failed(struct floe_error *err, const char *type,
+		       const char *fmt, ...) FLOE_PRINTF(3, 4);
+
+static bool req_failed(struct floe_error *err, const char *type,
+		       const char *fmt, ...)
+{
+	va_list ap;
+	char msg[FLOE_ERROR_MESSAGE_MAX - 64];
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return floe_err(err, FE_COMMIT_FAILED, "Requirement failed: %s (%s)", msg,
+			type);
+}
+
+static bool check_uuid(const json_t *base, const json_t *r,
+		       const struct requirement *q, struct floe_error *err)
+{
+	const char *want = fjson_get_str(r, "uuid");
+	const char *have = fjson_get_str(base, "table-uuid");
+
+	if (want == NULL)
+		return meta_bad(err, "assert-table-uuid: missing required field 'uuid'");
+	if (have == NULL || strcasecmp(want, have) != 0)
+		return req_failed(err, q->type, "UUID does not match: expected %s != %s",
+				  have ? have : "(none)", want);
+	return true;
+}
+
+/* assert-ref-snapshot-id against the ref cur (NULL: absent). */
+static bool check_ref_against(const json_t *cur, const char *ref, bool present,
+			      int64_t want, const char *type,
+			      struct floe_error *err)
+{
+	const char *kind = cur ? fjson_get_str(cur, "type") : NULL;
+
+	if (kind == NULL)
+		kind = "branch";
+	if (!present && cur != NULL)
+		return req_failed(err, type, "%s %s was created concurrently", kind, ref);
+	if (present && cur == NULL)
+		return req_failed(err, type, "branch or tag %s is missing, expected %" PRId64,
+				  ref, want);
+	if (present && fjson_int_or(cur, "snapshot-id", -1) != want)
+		return req_failed(err, type,
+				  "%s %s has changed: expected id %" PRId64 " != %" PRId64,
+				  kind, ref, want, fjson_int_or(cur, "snapshot-id", -1));
+	return true;
+}
+
+static bool check_ref(const json_t *base, const json_t *r,
+		      const struct requirement *q, struct floe_error *err)
+{
+	const char *ref = fjson_get_str(r, "ref");
+	bool present;
+	int64_t want = 0;
+	json_t *synth = NULL;
+
+	if (ref == NULL)
+		return meta_bad(err, "assert-ref-snapshot-id: missing required field 'ref'");
+	if (!fjson_get_int(r, "snapshot-id", q->type, &present, &want, err))
+		return false;
+	json_t *cur = json_object_get(json_object_get(base, "refs"), ref);
+	/* Metadata written before refs existed: main is the current snapshot. */
+	if (json_object_get(base, "refs") == NULL && strcmp(ref, "main") == 0 &&
+	    fjson_int_or(base, "current-snapshot-id", -1) != -1) {
+		synth = meta_main_ref(fjson_int_or(base, "current-snapshot-id", -1));
+		cur = synth;
+	}
+	bool held = check_ref_against(cur, ref, present, want, q->type, err);
+	json_decref(synth);
+	return held;
+}
+
+/* The id a requirement asserts, as checked against a metadata field. */
+static bool check_id(const json_t *base, const json_t *r,
+		     const struct requirement *q, struct floe_error *err)
+{
+	int64_t want = 0;
+
+	if (!fjson_get_int(r, q->field, q->type, NULL, &want, err))
+		return false;
+	int64_t have = fjson_int_or(base, q->meta_key, -1);
+	if (want != have)
+		return req_failed(err, q->type, "%s changed: expected id %" PRId64
+				  " != %" PRId64, q->what, want, have);
+	return true;
+}
+
+static const struct requirement requirement_types[] = {
+	{ "assert-table-uuid", check_uuid, NULL, NULL, NULL },
+	{ "assert-ref-snapshot-id", check_ref, NULL, NULL, NULL },
+	{ "assert-last-assigned-field-id", check_id, "last-assigned-field-id",
+	  "last-column-id", "last assigned field id" },
+	{ "assert-current-schema-id", check_id, "current-schema-id",
+	  "current-schema-id", "current schema" },
+	{ "assert-last-assigned-partition-id", check_id, "last-assigned-partition-id",
+	  "last-partition-id", "last assigned partition id" },
+	{ "assert-default-spec-id", check_id, "default-spec-id",
+	  "default-spec-id", "default partition spec" },
+	{ "assert-default-sort-order-id", check_id, "default-sort-order-id",
+	  "default-sort-order-id", "default sort order" },
+};
+
+static const struct requirement *requirement_find(const char *type)
+{
+	for (size_t i = 0; i < sizeof(requirement_types) / sizeof(requirement_types[0]); i++) {
+		if (strcmp(requirement_types[i].type, type) == 0)
+			return &requirement_types[i];
+	}
+	return NULL;
+}
+
+bool tablemeta_check_requirements(const json_t *base,
+				  const json_t *requirements,
+				  struct floe_error *err)
+{
+	size_t i;
+	json_t *r;
+
+	if (requirements == NULL || json_is_null(requirements))
+		return true;
+	if (!json_is_array(requirements))
+		return meta_bad(err, "'requirements' must be an array");
+	json_array_foreach(requirements, i, r) {
+		const char *type = fjson_get_str(r, "type");
+		if (!json_is_object(r) || type == NULL)
+			return meta_bad(err, "requirement %zu needs a string 'type'", i);
+		/* The one requirement of a table that does not exist yet. */
+		if (strcmp(type, "assert-create") == 0) {
+			if (base != NULL)
+				return req_failed(err, type, "table already exists");
+			continue;
+		}
+		if (base == NULL)
+			return meta_bad(err, "requirement %s needs an existing table; only assert-create applies to a new one",
+					type);
+		const struct requirement *q = requirement_find(type);
+		if (q == NULL)
+			return meta_bad(err, "unknown requirement type '%s'", type);
+		if (!q->check(base, r, q, err))
+			return false;
+	}
+	return true;
+}
