@@ -1,6 +1,6 @@
 /*
  * test_tablemeta.c - runs the JSON fixtures in FLOE_FIXTURE_DIR/commit and
- * FLOE_FIXTURE_DIR/create against catalog/tablemeta.c, one Criterion test
+ * FLOE_FIXTURE_DIR/create against meta/, one Criterion test
  * per fixture file (a crash in one case cannot hide the others). Expected
  * values come from the Iceberg Java semantics (metadata-semantics.md), not
  * from running the code.
