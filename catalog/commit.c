@@ -58,7 +58,7 @@ static unsigned stripe_of(const struct ns_ident *ns, const char *name)
 	uint32_t h = 2166136261u;
 	for (size_t i = 0; i <= ns->nlevels; i++) {
 		const char *p = i < ns->nlevels ? ns->levels[i] : name;
-		for (; *p; p++) {
+		for (; p != NULL && *p; p++) {
 			h ^= (unsigned char)*p;
 			h *= 16777619u;
 		}
@@ -306,7 +306,7 @@ static bool commit_round(struct store *s, const struct table_env *env,
 	m = NULL;
 	if (written != NULL) {
 		written->location = loc;
-		snprintf(written->uuid, sizeof(written->uuid), "%s", row.uuid);
+		(void)snprintf(written->uuid, sizeof(written->uuid), "%s", row.uuid);
 		written->version = row.version + 1;
 		loc = NULL;
 	}
@@ -524,19 +524,27 @@ json_t *table_commit_with(struct store *s, const struct table_env *env,
 	       NULL;
 }
 
+/* Byte-wise; a name not filled in (NULL) sorts first. */
+static int name_cmp(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return (a != NULL) - (b != NULL);
+	return strcmp(a, b);
+}
+
 /* Orders table identities: namespace levels, then name, byte-wise. */
 static int ident_cmp(const struct table_ident *a, const struct table_ident *b)
 {
 	size_t n = a->ns.nlevels < b->ns.nlevels ? a->ns.nlevels : b->ns.nlevels;
 
 	for (size_t l = 0; l < n; l++) {
-		int c = strcmp(a->ns.levels[l], b->ns.levels[l]);
+		int c = name_cmp(a->ns.levels[l], b->ns.levels[l]);
 		if (c != 0)
 			return c;
 	}
 	if (a->ns.nlevels != b->ns.nlevels)
 		return a->ns.nlevels < b->ns.nlevels ? -1 : 1;
-	return strcmp(a->name, b->name);
+	return name_cmp(a->name, b->name);
 }
 
 /* qsort has no context argument: the identities being ordered. */

@@ -161,7 +161,7 @@ json_t *emptysnap_create(const json_t *m, long long now_ms, char **manifest_list
 		return floe_err(err, FE_INTERNAL, "cannot make an empty snapshot"), NULL;
 	if (fv < 1)
 		fv = 1;
-	snprintf(name, sizeof(name), "snap-%lld-0-%s.avro", id, uuid);
+	(void)snprintf(name, sizeof(name), "snap-%lld-0-%s.avro", id, uuid);
 	json_t *sc = manifest_list_schema(fv);
 	schema = sc ? json_dumps(sc, JSON_COMPACT) : NULL;
 	json_decref(sc);

@@ -22,7 +22,7 @@
 
 /* The largest metadata file register reads (documented in README and
  * the API description): a bound on the memory one request can take. */
-#define METADATA_FILE_MAX (64u * 1024 * 1024)
+#define METADATA_FILE_MAX ((size_t)64 * 1024 * 1024)
 
 int64_t table_now_ms(void)
 {
@@ -57,7 +57,7 @@ bool table_settle_commit(struct store *s, const struct table_env *env,
 		if (now.tv_sec - start.tv_sec >= SETTLE_SECONDS)
 			break;
 		if (i > 0) {
-			struct timespec half = { 0, 500 * 1000 * 1000 };
+			struct timespec half = { 0, 500000000L };
 			nanosleep(&half, NULL);
 		}
 		if (!store_reconnect(s, &err))
@@ -103,7 +103,7 @@ bool table_ident_from_json(const json_t *v, const char *field,
 		return floe_err(err, FE_BAD_REQUEST,
 				"field '%s' must be an object with 'namespace' and 'name'",
 				field);
-	snprintf(what, sizeof(what), "%s.namespace", field);
+	(void)snprintf(what, sizeof(what), "%s.namespace", field);
 	if (!ident_ns_from_json(json_object_get(v, "namespace"), what, &out->ns, err))
 		return false;
 	if (!json_is_string(name)) {
@@ -135,7 +135,7 @@ static void append_segment(char *buf, size_t cap, size_t *n, const char *name)
 	for (const char *p = name; *p; p++) {
 		if (*p == '/' || *p == '\\' || *p == '%' || (dots && *p == '.')) {
 			if (*n + 3 < cap) {
-				snprintf(buf + *n, 4, "%%%02X", (unsigned char)*p);
+				(void)snprintf(buf + *n, 4, "%%%02X", (unsigned char)*p);
 				*n += 3;
 			}
 		} else if (*n + 1 < cap) {
@@ -445,7 +445,7 @@ json_t *table_create(struct store *s, const struct table_env *env,
 				floe_err(err, FE_INTERNAL, "out of memory");
 				goto done;
 			}
-			snprintf(unique, len, "%s-%s", location, uuid);
+			(void)snprintf(unique, len, "%s-%s", location, uuid);
 			json_object_set_new(m, "location", json_string(unique));
 			free(unique);
 		}
@@ -523,7 +523,7 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 	}
 	/* The file name is unique per commit: a strong validator. */
 	const char *slash = strrchr(row.metadata_location, '/');
-	snprintf(etag, etaglen, "%s%s", slash ? slash + 1 : row.metadata_location,
+	(void)snprintf(etag, etaglen, "%s%s", slash ? slash + 1 : row.metadata_location,
 		 mode == SNAPSHOTS_REFS ? ";refs" : "");
 	meta = row.metadata;
 	metalen = row.metadata_len;

@@ -174,7 +174,7 @@ static char *path_url(const char *path, struct floe_error *err)
 		floe_err(err, FE_INTERNAL, "out of memory");
 		return NULL;
 	}
-	snprintf(url, llen, "file://%s", path);
+	(void)snprintf(url, llen, "file://%s", path);
 	return url;
 }
 
@@ -202,7 +202,7 @@ static bool local_write_metadata(const char *table_location, long long version,
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto done;
 	}
-	snprintf(dir, dlen, "%s/metadata", base);
+	(void)snprintf(dir, dlen, "%s/metadata", base);
 	if (!make_dirs(dir, err))
 		goto done;
 	if (snprintf(path, sizeof(path), "%s/%05lld-%s.metadata.json", dir, version,
@@ -210,7 +210,7 @@ static bool local_write_metadata(const char *table_location, long long version,
 		floe_err(err, FE_BAD_REQUEST, "table location is too long");
 		goto done;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	(void)snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	if (!create_synced(tmp, text, len)) {
 		floe_err(err, FE_INTERNAL, "cannot write the metadata file");
 		goto done;
@@ -456,7 +456,7 @@ static void purge_failed(struct purge_state *ps, const char *name, int e)
 {
 
 	if (ps->failed++ == 0)
-		snprintf(ps->first_error, sizeof(ps->first_error), "cannot remove %s: %s", name,
+		(void)snprintf(ps->first_error, sizeof(ps->first_error), "cannot remove %s: %s", name,
 			 log_strerror(e));
 }
 

@@ -120,7 +120,7 @@ static bool retry_properties_valid(const json_t *props, struct floe_error *err)
 		char *end = NULL;
 		if (strncmp(k, "commit.retry.", 13) != 0)
 			continue;
-		strtoll(s, &end, 10);
+		(void)strtoll(s, &end, 10);
 		if (*s == '\0' || *end != '\0')
 			return meta_bad(err, "property %s must be an integer, not '%s'", k, s);
 	}

@@ -40,7 +40,7 @@ static bool req_failed(struct floe_error *err, const char *type,
 	char msg[FLOE_ERROR_MESSAGE_MAX - 64];
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return floe_err(err, FE_COMMIT_FAILED, "Requirement failed: %s (%s)", msg,
 			type);

@@ -331,7 +331,7 @@ static bool valid_null_order(const char *n)
 bool schema_sort_field_check(const json_t *f, const struct idmap *index,
 			     struct floe_error *err)
 {
-	int64_t src;
+	int64_t src = 0;
 
 	if (!field_head(f, "sort order", "sort field", &src, err))
 		return false;
@@ -345,7 +345,7 @@ bool schema_sort_field_check(const json_t *f, const struct idmap *index,
 bool schema_partition_field_check(const json_t *f, const struct idmap *index,
 				  struct floe_error *err)
 {
-	int64_t src;
+	int64_t src = 0;
 
 	if (!field_head(f, "partition spec", "partition field", &src, err))
 		return false;

@@ -19,7 +19,7 @@ bool meta_bad(struct floe_error *err, const char *fmt, ...)
 	char msg[FLOE_ERROR_MESSAGE_MAX];
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return floe_err(err, FE_BAD_REQUEST, "%s", msg);
 }

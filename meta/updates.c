@@ -496,7 +496,7 @@ bool tablemeta_check_actions(const json_t *updates, struct floe_error *err)
 		return meta_bad(err, "'updates' must be an array");
 	json_array_foreach(updates, i, u) {
 		char who[32];
-		snprintf(who, sizeof(who), "update %zu", i);
+		(void)snprintf(who, sizeof(who), "update %zu", i);
 		if (action_of(u, who, err) == NULL)
 			return false;
 	}
