@@ -592,6 +592,14 @@ class Floe:
         self.session.close()
 
     def cleanup(self):
+        # A normal shutdown first, so a coverage build writes its counts;
+        # a daemon that does not exit promptly is killed.
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(3)
+            except subprocess.TimeoutExpired:
+                pass
         self.kill()
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
