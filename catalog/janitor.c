@@ -17,6 +17,7 @@
 #include "location.h"
 #include "log.h"
 #include "store.h"
+#include "store_admin.h"
 #include "unsettled.h"
 
 /* Purges per round, rows per bounded DELETE, tables visited for orphan

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "router.h"
 #include "store.h"
+#include "store_admin.h"
 #include "unsettled.h"
 
 #ifndef FLOE_VERSION
