@@ -77,17 +77,59 @@ bool store_event_insert(struct store *s, const char *event, const char *request_
 	return true;
 }
 
+void store_event_row_clear(struct event_row *row)
+{
+	free(row->event);
+	free(row->principal);
+	free(row->request_id);
+	ident_ns_clear(&row->ns);
+	free(row->table);
+	free(row->run_id);
+	free(row->details);
+	memset(row, 0, sizeof(*row));
+}
+
+static void event_clear(void *row)
+{
+	store_event_row_clear(row);
+}
+
+void store_event_rows_free(struct event_row *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), event_clear);
+}
+
+/* Fills a struct event_row from the columns of ST_EVENT_LIST. */
+static bool event_fill(PGresult *r, int i, void *dst)
+{
+	struct event_row *row = dst;
+
+	memset(row, 0, sizeof(*row));
+	row->id = store_col_ll(r, i, 0);
+	store_col_text(r, i, 1, row->at, sizeof(row->at));
+	store_col_text(r, i, 9, row->xid, sizeof(row->xid));
+	if (store_col_copy(r, i, 2, &row->event) && store_col_copy(r, i, 3, &row->principal) &&
+	    store_col_copy(r, i, 4, &row->request_id) && store_col_ns(r, i, 5, &row->ns) &&
+	    store_col_copy(r, i, 6, &row->table) && store_col_copy(r, i, 7, &row->run_id) &&
+	    store_col_copy(r, i, 8, &row->details))
+		return true;
+	store_event_row_clear(row);
+	return false;
+}
+
 bool store_event_list(struct store *s, const char *after_xid, long long after_id,
 		      const struct ns_ident *ns,
 		      const char *table, const char *run_id, const char *since,
-		      long limit, json_t **events, bool *more,
+		      long limit, struct event_row **rows, size_t *count, bool *more,
 		      struct floe_error *err)
 {
 	char after[32], lim[32];
 	char *levels = NULL;
+	void *out = NULL;
 	PGresult *r;
 
-	*events = NULL;
+	*rows = NULL;
+	*count = 0;
 	*more = false;
 	if (ns != NULL && ns->nlevels > 0) {
 		levels = store_levels_param(ns, err);
@@ -107,21 +149,9 @@ bool store_event_list(struct store *s, const char *after_xid, long long after_id
 					"since must be an RFC 3339 timestamp");
 		return false;
 	}
-	int rows = PQntuples(r);
-	if (limit >= 0 && rows > limit) {
-		*more = true;
-		rows = (int)limit;
-	}
-	json_t *arr = json_array();
-	for (int i = 0; i < rows; i++)
-		json_array_append_new(arr, json_pack(
-			"{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-			"id", store_col_int(r, i, 0), "at", store_col_str(r, i, 1),
-			"event", store_col_str(r, i, 2), "principal", store_col_str(r, i, 3),
-			"request-id", store_col_str(r, i, 4), "namespace", store_col_levels(r, i, 5),
-			"table", store_col_str(r, i, 6), "run-id", store_col_str(r, i, 7),
-			"details", store_col_json(r, i, 8), "_xid", store_col_str(r, i, 9)));
+	bool ok = store_rows_read(r, store_page(r, limit, more), sizeof(**rows), event_fill,
+				  event_clear, &out, count, err);
 	PQclear(r);
-	*events = arr;
-	return true;
+	*rows = out;
+	return ok;
 }

@@ -75,31 +75,51 @@ static const struct store_statement statements[ST_COUNT] = {
 
 const struct store_statements store_hook_statements = { statements, ST_COUNT };
 
-static json_t *hook_from_row(PGresult *r, int i)
+void store_hook_row_clear(struct hook_row *row)
 {
-	json_t *scope = json_object();
-	if (!PQgetisnull(r, i, 4))
-		json_object_set_new(scope, "namespace", store_col_levels(r, i, 4));
-	if (!PQgetisnull(r, i, 5))
-		json_object_set_new(scope, "table", store_col_str(r, i, 5));
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:b, s:o}",
-			 "id", store_col_str(r, i, 0), "name", store_col_str(r, i, 1),
-			 "url", store_col_str(r, i, 2), "scope", scope,
-			 "timeout-ms", store_col_int(r, i, 6),
-			 "has-secret", strcmp(PQgetvalue(r, i, 3), "t") == 0,
-			 "created-at", store_col_str(r, i, 7));
+	free(row->name);
+	free(row->url);
+	free(row->scope_table);
+	ident_ns_clear(&row->scope_ns);
+	memset(row, 0, sizeof(*row));
+}
+
+static void hook_clear(void *row)
+{
+	store_hook_row_clear(row);
+}
+
+void store_hook_rows_free(struct hook_row *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), hook_clear);
+}
+
+/* Fills a struct hook_row from the columns of HOOK_COLUMNS. */
+static bool hook_fill(PGresult *r, int i, void *dst)
+{
+	struct hook_row *row = dst;
+
+	memset(row, 0, sizeof(*row));
+	store_col_text(r, i, 0, row->id, sizeof(row->id));
+	row->has_secret = strcmp(PQgetvalue(r, i, 3), "t") == 0;
+	row->timeout_ms = store_col_ll(r, i, 6);
+	store_col_text(r, i, 7, row->created_at, sizeof(row->created_at));
+	if (store_col_copy(r, i, 1, &row->name) && store_col_copy(r, i, 2, &row->url) &&
+	    store_col_ns(r, i, 4, &row->scope_ns) && store_col_copy(r, i, 5, &row->scope_table))
+		return true;
+	store_hook_row_clear(row);
+	return false;
 }
 
 bool store_hook_insert(struct store *s, const char *id, const char *name,
 		       const char *url, const char *secret,
 		       const struct ns_ident *scope_ns, const char *scope_table,
-		       long timeout_ms, json_t **hook, struct floe_error *err)
+		       long timeout_ms, struct floe_error *err)
 {
 	char *levels = NULL;
 	char tmo[32];
 	PGresult *r;
 
-	*hook = NULL;
 	if (scope_ns != NULL && scope_ns->nlevels > 0) {
 		levels = store_levels_param(scope_ns, err);
 		if (levels == NULL)
@@ -112,29 +132,30 @@ bool store_hook_insert(struct store *s, const char *id, const char *name,
 	if (r == NULL)
 		return false;
 	PQclear(r);
-	return store_hook_get(s, id, hook, err);
-}
-
-bool store_hook_list(struct store *s, json_t **hooks, struct floe_error *err)
-{
-	PGresult *r = store_exec(s, &statements[ST_HOOK_LIST], 0, NULL, err);
-
-	*hooks = NULL;
-	if (r == NULL)
-		return false;
-	json_t *arr = json_array();
-	for (int i = 0; i < PQntuples(r); i++)
-		json_array_append_new(arr, hook_from_row(r, i));
-	PQclear(r);
-	*hooks = arr;
 	return true;
 }
 
+bool store_hook_list(struct store *s, struct hook_row **rows, size_t *count,
+		     struct floe_error *err)
+{
+	PGresult *r = store_exec(s, &statements[ST_HOOK_LIST], 0, NULL, err);
+	void *out = NULL;
 
-bool store_hook_get(struct store *s, const char *id, json_t **hook,
+	*rows = NULL;
+	*count = 0;
+	if (r == NULL)
+		return false;
+	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), hook_fill, hook_clear, &out,
+				  count, err);
+	PQclear(r);
+	*rows = out;
+	return ok;
+}
+
+bool store_hook_get(struct store *s, const char *id, struct hook_row *row, bool *found,
 		    struct floe_error *err)
 {
-	return store_get_one(s, &statements[ST_HOOK_GET], id, hook_from_row, hook, err);
+	return store_get_row(s, &statements[ST_HOOK_GET], id, hook_fill, row, found, err);
 }
 
 bool store_hook_delete(struct store *s, const char *id, bool *deleted,

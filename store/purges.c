@@ -41,7 +41,18 @@ const struct store_statements store_purge_statements = { statements, ST_COUNT };
 void store_purge_row_clear(struct purge_row *row)
 {
 	free(row->location);
+	free(row->last_error);
 	memset(row, 0, sizeof(*row));
+}
+
+static void purge_clear(void *row)
+{
+	store_purge_row_clear(row);
+}
+
+void store_purge_rows_free(struct purge_row *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), purge_clear);
 }
 
 bool store_purge_claim(struct store *s, struct purge_row *row, bool *found,
@@ -104,34 +115,38 @@ bool store_purge_failed(struct store *s, long long id, const char *error,
 	return true;
 }
 
-bool store_purge_list(struct store *s, int limit, json_t **purges,
+/* Fills a struct purge_row from the columns of ST_PURGE_LIST. */
+static bool purge_fill(PGresult *r, int i, void *dst)
+{
+	struct purge_row *row = dst;
+
+	memset(row, 0, sizeof(*row));
+	store_col_text(r, i, 1, row->uuid, sizeof(row->uuid));
+	store_col_text(r, i, 2, row->dropped_at, sizeof(row->dropped_at));
+	row->attempts = (int)store_col_ll(r, i, 3);
+	store_col_text(r, i, 5, row->state, sizeof(row->state));
+	if (store_col_copy(r, i, 0, &row->location) && store_col_copy(r, i, 4, &row->last_error))
+		return true;
+	store_purge_row_clear(row);
+	return false;
+}
+
+bool store_purge_list(struct store *s, int limit, struct purge_row **rows, size_t *count,
 		      struct floe_error *err)
 {
 	char limp[16];
 	const char *params[1] = { limp };
+	void *out = NULL;
 
-	*purges = NULL;
+	*rows = NULL;
+	*count = 0;
 	snprintf(limp, sizeof(limp), "%d", limit);
 	PGresult *r = store_exec(s, &statements[ST_PURGE_LIST], 1, params, err);
 	if (r == NULL)
 		return false;
-	json_t *out = json_array();
-	for (int i = 0; out != NULL && i < PQntuples(r); i++) {
-		json_t *p = json_pack("{s:s, s:s, s:s, s:i, s:s}", "location",
-				      PQgetvalue(r, i, 0), "table-uuid", PQgetvalue(r, i, 1),
-				      "dropped-at", PQgetvalue(r, i, 2), "attempts",
-				      (int)strtol(PQgetvalue(r, i, 3), NULL, 10), "state",
-				      PQgetvalue(r, i, 5));
-		if (p != NULL && !PQgetisnull(r, i, 4))
-			json_object_set_new(p, "last-error", json_string(PQgetvalue(r, i, 4)));
-		if (p == NULL || json_array_append_new(out, p) != 0) {
-			json_decref(out);
-			out = NULL;
-		}
-	}
+	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), purge_fill, purge_clear,
+				  &out, count, err);
 	PQclear(r);
-	if (out == NULL)
-		return floe_err(err, FE_INTERNAL, "out of memory");
-	*purges = out;
-	return true;
+	*rows = out;
+	return ok;
 }

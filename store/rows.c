@@ -83,46 +83,107 @@ json_t *store_col_int(PGresult *r, int i, int c)
 				    : json_integer(strtoll(PQgetvalue(r, i, c), NULL, 10));
 }
 
-/* A 0x1F-joined levels column as a JSON array (null when NULL). */
-json_t *store_col_levels(PGresult *r, int i, int c)
+/* --- C structs from rows --- */
+
+bool store_col_copy(PGresult *r, int i, int c, char **out)
 {
+	*out = NULL;
 	if (PQgetisnull(r, i, c))
-		return json_null();
-	json_t *arr = json_array();
+		return true;
+	*out = strdup(PQgetvalue(r, i, c));
+	return *out != NULL;
+}
+
+void store_col_text(PGresult *r, int i, int c, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", PQgetvalue(r, i, c));
+}
+
+long long store_col_ll(PGresult *r, int i, int c)
+{
+	return strtoll(PQgetvalue(r, i, c), NULL, 10);
+}
+
+bool store_col_ns(PGresult *r, int i, int c, struct ns_ident *ns)
+{
+	memset(ns, 0, sizeof(*ns));
+	if (PQgetisnull(r, i, c))
+		return true;
 	for (const char *p = PQgetvalue(r, i, c);;) {
 		const char *sep = strchr(p, IDENT_SEPARATOR);
 		size_t n = sep ? (size_t)(sep - p) : strlen(p);
-		json_array_append_new(arr, json_stringn(p, n));
+		if (ns->nlevels == IDENT_MAX_LEVELS)
+			goto fail;
+		ns->levels[ns->nlevels] = strndup(p, n);
+		if (ns->levels[ns->nlevels] == NULL)
+			goto fail;
+		ns->nlevels++;
 		if (sep == NULL)
-			break;
+			return true;
 		p = sep + 1;
 	}
-	return arr;
+fail:
+	ident_ns_clear(ns);
+	return false;
 }
 
-json_t *store_col_json(PGresult *r, int i, int c)
+void store_rows_free(void *rows, size_t count, size_t size, void (*clear)(void *row))
 {
-	json_error_t jerr;
-	if (PQgetisnull(r, i, c))
-		return json_null();
-	json_t *v = json_loads(PQgetvalue(r, i, c), 0, &jerr);
-	return v ? v : json_null();
+	for (size_t i = 0; rows != NULL && i < count; i++)
+		clear((char *)rows + i * size);
+	free(rows);
 }
 
-/* Runs a one-parameter statement and turns its first row (if any) into
- * *out with from_row; *out is NULL when there is no row. */
-bool store_get_one(struct store *s, const struct store_statement *st, const char *key,
-		   json_t *(*from_row)(PGresult *r, int i), json_t **out,
+bool store_rows_read(PGresult *r, int nrows, size_t size,
+		     bool (*fill)(PGresult *r, int i, void *row), void (*clear)(void *row),
+		     void **rows, size_t *count, struct floe_error *err)
+{
+	char *out = calloc(nrows > 0 ? (size_t)nrows : 1, size);
+
+	*rows = NULL;
+	*count = 0;
+	if (out == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	for (int i = 0; i < nrows; i++) {
+		if (!fill(r, i, out + (size_t)i * size)) {
+			store_rows_free(out, (size_t)i, size, clear);
+			return floe_err(err, FE_INTERNAL, "out of memory");
+		}
+	}
+	*rows = out;
+	*count = (size_t)nrows;
+	return true;
+}
+
+bool store_get_row(struct store *s, const struct store_statement *st, const char *key,
+		   bool (*fill)(PGresult *r, int i, void *row), void *row, bool *found,
 		   struct floe_error *err)
 {
 	const char *params[1] = { key };
 	PGresult *r = store_exec(s, st, 1, params, err);
+	bool ok = true;
 
-	*out = NULL;
+	*found = false;
 	if (r == NULL)
 		return false;
-	if (PQntuples(r) == 1)
-		*out = from_row(r, 0);
+	if (PQntuples(r) == 1) {
+		ok = fill(r, 0, row);
+		*found = ok;
+		if (!ok)
+			floe_err(err, FE_INTERNAL, "out of memory");
+	}
 	PQclear(r);
-	return true;
+	return ok;
+}
+
+int store_page(PGresult *r, long limit, bool *more)
+{
+	int rows = PQntuples(r);
+
+	*more = false;
+	if (limit >= 0 && rows > limit) {
+		*more = true;
+		rows = (int)limit;
+	}
+	return rows;
 }

@@ -62,27 +62,49 @@ static const struct store_statement statements[ST_COUNT] = {
 
 const struct store_statements store_run_statements = { statements, ST_COUNT };
 
-static json_t *run_from_row(PGresult *r, int i)
+void store_run_row_clear(struct run_row *row)
 {
-	json_t *run = json_pack("{s:o, s:{s:o, s:o}, s:o, s:o, s:o, s:o, s:o, s:o}",
-				"id", store_col_str(r, i, 0),
-				"table", "namespace", store_col_levels(r, i, 2),
-				"name", store_col_str(r, i, 3),
-				"branch", store_col_str(r, i, 4), "state", store_col_str(r, i, 5),
-				"base-snapshot-id", store_col_int(r, i, 6),
-				"created-at", store_col_str(r, i, 10),
-				"updated-at", store_col_str(r, i, 11),
-				"audits", store_col_json(r, i, 9));
-	if (run == NULL)
-		return NULL;
-	if (!PQgetisnull(r, i, 7))
-		json_object_set_new(run, "audited-snapshot-id", store_col_int(r, i, 7));
-	if (!PQgetisnull(r, i, 8))
-		json_object_set_new(run, "published-snapshot-id", store_col_int(r, i, 8));
-	/* Not part of the answer; used by callers and stripped before. */
-	json_object_set_new(run, "_table-uuid", store_col_str(r, i, 1));
-	json_object_set_new(run, "_seq", store_col_int(r, i, 12));
-	return run;
+	ident_ns_clear(&row->ns);
+	free(row->table_name);
+	free(row->branch);
+	free(row->state);
+	free(row->audits);
+	memset(row, 0, sizeof(*row));
+}
+
+static void run_clear(void *row)
+{
+	store_run_row_clear(row);
+}
+
+void store_run_rows_free(struct run_row *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), run_clear);
+}
+
+/* Fills a struct run_row from the columns of RUN_COLUMNS. */
+static bool run_fill(PGresult *r, int i, void *dst)
+{
+	struct run_row *row = dst;
+
+	memset(row, 0, sizeof(*row));
+	store_col_text(r, i, 0, row->id, sizeof(row->id));
+	store_col_text(r, i, 1, row->table_uuid, sizeof(row->table_uuid));
+	row->has_base = !PQgetisnull(r, i, 6);
+	row->base_snapshot_id = store_col_ll(r, i, 6);
+	row->has_audited = !PQgetisnull(r, i, 7);
+	row->audited_snapshot_id = store_col_ll(r, i, 7);
+	row->has_published = !PQgetisnull(r, i, 8);
+	row->published_snapshot_id = store_col_ll(r, i, 8);
+	store_col_text(r, i, 10, row->created_at, sizeof(row->created_at));
+	store_col_text(r, i, 11, row->updated_at, sizeof(row->updated_at));
+	row->seq = store_col_ll(r, i, 12);
+	if (store_col_ns(r, i, 2, &row->ns) && store_col_copy(r, i, 3, &row->table_name) &&
+	    store_col_copy(r, i, 4, &row->branch) && store_col_copy(r, i, 5, &row->state) &&
+	    store_col_copy(r, i, 9, &row->audits))
+		return true;
+	store_run_row_clear(row);
+	return false;
 }
 
 bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
@@ -107,19 +129,22 @@ bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 	return true;
 }
 
-bool store_run_get(struct store *s, const char *id, json_t **run,
+bool store_run_get(struct store *s, const char *id, struct run_row *row, bool *found,
 		   struct floe_error *err)
 {
-	return store_get_one(s, &statements[ST_RUN_GET], id, run_from_row, run, err);
+	return store_get_row(s, &statements[ST_RUN_GET], id, run_fill, row, found, err);
 }
 
 bool store_run_list(struct store *s, const char *table_uuid, long long before_seq,
-		    long limit, json_t **runs, bool *more, struct floe_error *err)
+		    long limit, struct run_row **rows, size_t *count, bool *more,
+		    struct floe_error *err)
 {
 	char before[32], lim[32];
+	void *out = NULL;
 	PGresult *r;
 
-	*runs = NULL;
+	*rows = NULL;
+	*count = 0;
 	*more = false;
 	snprintf(before, sizeof(before), "%lld", before_seq);
 	snprintf(lim, sizeof(lim), "%ld", limit + 1);
@@ -128,17 +153,11 @@ bool store_run_list(struct store *s, const char *table_uuid, long long before_se
 	r = store_exec(s, &statements[ST_RUN_LIST], 3, params, err);
 	if (r == NULL)
 		return false;
-	int rows = PQntuples(r);
-	if (limit >= 0 && rows > limit) {
-		*more = true;
-		rows = (int)limit;
-	}
-	json_t *arr = json_array();
-	for (int i = 0; i < rows; i++)
-		json_array_append_new(arr, run_from_row(r, i));
+	bool ok = store_rows_read(r, store_page(r, limit, more), sizeof(**rows), run_fill,
+				  run_clear, &out, count, err);
 	PQclear(r);
-	*runs = arr;
-	return true;
+	*rows = out;
+	return ok;
 }
 
 bool store_run_transition(struct store *s, const char *id, const char *from_states,

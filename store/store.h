@@ -14,6 +14,7 @@
 #define FLOE_STORE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <jansson.h>
 
 #include "error.h"
@@ -211,9 +212,17 @@ struct purge_row {
 	char *location; /* canonical */
 	char uuid[40];
 	int attempts;
+	/* Filled by store_purge_list only: */
+	char dropped_at[40];    /* RFC 3339 UTC */
+	char *last_error;       /* NULL when no attempt failed */
+	char state[16];         /* "pending" or "failed" */
 };
 
+/* Frees what row holds and zeroes it. */
 void store_purge_row_clear(struct purge_row *row);
+
+/* Clears each of count rows and frees the array (NULL is fine). */
+void store_purge_rows_free(struct purge_row *rows, size_t count);
 
 /* Inside a transaction: locks the next due pending purge no other
  * session holds (FOR UPDATE SKIP LOCKED); *found false when none. */
@@ -230,11 +239,10 @@ bool store_purge_failed(struct store *s, long long id, const char *error,
 			int max_attempts, int retry_in_s, bool permanent,
 			int *attempts, bool *gave_up, struct floe_error *err) FLOE_WUR;
 
-/* The oldest limit purges as the API shows them: a new array of
- * {"location", "table-uuid", "dropped-at", "attempts", "last-error"?,
- * "state"}. */
-bool store_purge_list(struct store *s, int limit, json_t **purges,
-		      struct floe_error *err) FLOE_WUR;
+/* The oldest limit purges, oldest first: *rows is a new array of *count
+ * (store_purge_rows_free). */
+bool store_purge_list(struct store *s, int limit, struct purge_row **rows,
+		      size_t *count, struct floe_error *err) FLOE_WUR;
 
 /* --- transactions --- */
 
@@ -280,17 +288,37 @@ bool store_idem_expire(struct store *s, int older_than_s, int limit, long *delet
 bool store_ns_wap_required(struct store *s, const struct ns_ident *ns,
 			   char **where, struct floe_error *err) FLOE_WUR;
 
-/* Audit hooks. Hooks come back as the JSON the API answers with. */
+/* One audit hook as stored; its secret stays in the database. */
+struct hook_row {
+	char id[40];
+	char *name;
+	char *url;
+	bool has_secret;
+	struct ns_ident scope_ns; /* no levels: every table */
+	char *scope_table;        /* NULL: all of scope_ns */
+	long long timeout_ms;
+	char created_at[40];      /* RFC 3339 UTC */
+};
+
+/* Frees what row holds and zeroes it. */
+void store_hook_row_clear(struct hook_row *row);
+
+/* Clears each of count rows and frees the array (NULL is fine). */
+void store_hook_rows_free(struct hook_row *rows, size_t count);
+
+/* Audit hooks. scope_ns NULL or without levels: every table. */
 bool store_hook_insert(struct store *s, const char *id, const char *name,
 		       const char *url, const char *secret,
 		       const struct ns_ident *scope_ns, const char *scope_table,
-		       long timeout_ms, json_t **hook,
-		       struct floe_error *err) FLOE_WUR;
-bool store_hook_list(struct store *s, json_t **hooks,
+		       long timeout_ms, struct floe_error *err) FLOE_WUR;
+/* Every hook, oldest first: *rows is a new array of *count
+ * (store_hook_rows_free). */
+bool store_hook_list(struct store *s, struct hook_row **rows, size_t *count,
 		     struct floe_error *err) FLOE_WUR;
-/* *hook is NULL when there is no such hook. */
-bool store_hook_get(struct store *s, const char *id, json_t **hook,
-		    struct floe_error *err) FLOE_WUR;
+/* *found is false when there is no such hook; else *row is filled
+ * (store_hook_row_clear). */
+bool store_hook_get(struct store *s, const char *id, struct hook_row *row,
+		    bool *found, struct floe_error *err) FLOE_WUR;
 bool store_hook_delete(struct store *s, const char *id, bool *deleted,
 		       struct floe_error *err) FLOE_WUR;
 /* Takes the transaction-scoped lock that serialises hook deletions. */
@@ -306,18 +334,44 @@ bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns,
 			  const char *table, json_t **hooks,
 			  struct floe_error *err) FLOE_WUR;
 
-/* WAP runs. A run comes back as the API's JSON plus "_table-uuid" and
- * "_seq", which callers strip. */
+/* One write-audit-publish run. */
+struct run_row {
+	char id[40];
+	char table_uuid[40];
+	struct ns_ident ns;
+	char *table_name;
+	char *branch;
+	char *state;
+	bool has_base, has_audited, has_published; /* the snapshot ids below */
+	long long base_snapshot_id;
+	long long audited_snapshot_id;
+	long long published_snapshot_id;
+	char *audits;          /* JSON text of the hooks' verdicts */
+	char created_at[40];   /* RFC 3339 UTC */
+	char updated_at[40];
+	long long seq;         /* listing order */
+};
+
+/* Frees what row holds and zeroes it. */
+void store_run_row_clear(struct run_row *row);
+
+/* Clears each of count rows and frees the array (NULL is fine). */
+void store_run_rows_free(struct run_row *rows, size_t count);
+
+/* WAP runs. */
 bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 		      const struct ns_ident *ns, const char *table,
 		      const char *branch, long long base_snapshot,
 		      struct floe_error *err) FLOE_WUR;
-/* *run is NULL when there is no such run. */
-bool store_run_get(struct store *s, const char *id, json_t **run,
+/* *found is false when there is no such run; else *row is filled
+ * (store_run_row_clear). */
+bool store_run_get(struct store *s, const char *id, struct run_row *row, bool *found,
 		   struct floe_error *err) FLOE_WUR;
-/* Newest first, runs with seq below before_seq (0: from the newest). */
+/* Newest first, runs with seq below before_seq (0: from the newest), at
+ * most limit (< 0: all): *rows is a new array of *count
+ * (store_run_rows_free); *more tells whether more follow. */
 bool store_run_list(struct store *s, const char *table_uuid, long long before_seq,
-		    long limit, json_t **runs, bool *more,
+		    long limit, struct run_row **rows, size_t *count, bool *more,
 		    struct floe_error *err) FLOE_WUR;
 /* Moves run id to to_state if its state is one of from_states (comma
  * separated; "auditing-stale" matches a run whose audit lease ran out:
@@ -339,14 +393,36 @@ bool store_event_insert(struct store *s, const char *event, const char *request_
 			const struct ns_ident *ns, const char *table,
 			const char *run_id, const json_t *details,
 			struct floe_error *err) FLOE_WUR;
+/* One event of the audit log. */
+struct event_row {
+	long long id;
+	char at[40];         /* RFC 3339 UTC */
+	char *event;
+	char *principal;
+	char *request_id;    /* NULL when none */
+	struct ns_ident ns;  /* no levels: none */
+	char *table;         /* NULL when none */
+	char *run_id;        /* NULL when none */
+	char *details;       /* JSON text */
+	char xid[24];        /* its transaction, for the paging cursor */
+};
+
+/* Frees what row holds and zeroes it. */
+void store_event_row_clear(struct event_row *row);
+
+/* Clears each of count rows and frees the array (NULL is fine). */
+void store_event_rows_free(struct event_row *rows, size_t count);
+
 /* Events after the cursor (after_xid, after_id) in (xid, id) order, only
  * of transactions older than every transaction still running: that set
- * no longer grows, so paging it skips nothing. Each event carries its
- * transaction as "_xid", which callers strip. after_xid NULL: "0". */
+ * no longer grows, so paging it skips nothing. after_xid NULL: "0". At
+ * most limit (< 0: all): *rows is a new array of *count
+ * (store_event_rows_free); *more tells whether more follow.
+ * FE_BAD_REQUEST when since is no timestamp. */
 bool store_event_list(struct store *s, const char *after_xid, long long after_id,
 		      const struct ns_ident *ns,
 		      const char *table, const char *run_id, const char *since,
-		      long limit, json_t **events, bool *more,
+		      long limit, struct event_row **rows, size_t *count, bool *more,
 		      struct floe_error *err) FLOE_WUR;
 
 #endif

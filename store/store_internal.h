@@ -112,18 +112,46 @@ bool store_exec_text(struct store *s, const struct store_statement *st, int npar
 bool store_exec_expire(struct store *s, const struct store_statement *st, int age,
 		       int limit, long *deleted, struct floe_error *err);
 
-/* Runs a one-parameter statement and turns its first row (if any) into
- * *out with from_row; *out is NULL when there is no row. */
-bool store_get_one(struct store *s, const struct store_statement *st, const char *key,
-		   json_t *(*from_row)(PGresult *r, int i), json_t **out,
-		   struct floe_error *err);
-
-/* Column c of row i as JSON: a string, an integer, a levels array (from
- * 0x1F-joined text) or parsed JSON text; null when the column is NULL. */
+/* Column c of row i as a JSON string or integer; null when the column is
+ * NULL. */
 json_t *store_col_str(PGresult *r, int i, int c);
 json_t *store_col_int(PGresult *r, int i, int c);
-json_t *store_col_levels(PGresult *r, int i, int c);
-json_t *store_col_json(PGresult *r, int i, int c);
+
+/* --- C structs from rows (rows.c) --- */
+
+/* *out: a copy of column c of row i (caller frees), NULL when the column
+ * is NULL. False when out of memory. */
+bool store_col_copy(PGresult *r, int i, int c, char **out);
+
+/* Column c of row i into buf (truncated to len). */
+void store_col_text(PGresult *r, int i, int c, char *buf, size_t len);
+
+/* Column c of row i as an integer (0 when NULL). */
+long long store_col_ll(PGresult *r, int i, int c);
+
+/* A 0x1F-joined levels column into ns (no levels when NULL; caller
+ * ident_ns_clear()s). False when out of memory or too deep. */
+bool store_col_ns(PGresult *r, int i, int c, struct ns_ident *ns);
+
+/* Clears each of count rows of size bytes with clear and frees rows. */
+void store_rows_free(void *rows, size_t count, size_t size, void (*clear)(void *row));
+
+/* Reads rows [0, nrows) of r into *rows, a new array of *count rows of
+ * size bytes, each filled by fill (which cleans up after its own
+ * failure). On failure nothing is left and err is FE_INTERNAL. */
+bool store_rows_read(PGresult *r, int nrows, size_t size,
+		     bool (*fill)(PGresult *r, int i, void *row), void (*clear)(void *row),
+		     void **rows, size_t *count, struct floe_error *err);
+
+/* The rows of a page of at most limit (< 0: all) of r, which was asked
+ * for one row more: *more tells whether that one came. */
+int store_page(PGresult *r, long limit, bool *more);
+
+/* Runs a one-parameter statement and fills row from its first row with
+ * fill; *found is false when there is none. */
+bool store_get_row(struct store *s, const struct store_statement *st, const char *key,
+		   bool (*fill)(PGresult *r, int i, void *row), void *row, bool *found,
+		   struct floe_error *err);
 
 /* --- namespaces (namespaces.c), used by tables.c --- */
 
