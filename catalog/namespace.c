@@ -158,6 +158,17 @@ json_t *ns_load(struct store *s, const struct ns_ident *ns,
 	return answer;
 }
 
+bool ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,
+	       struct floe_error *err)
+{
+	return store_ns_exists(s, ns, exists, err);
+}
+
+bool ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error *err)
+{
+	return store_ns_drop(s, ns, err);
+}
+
 json_t *ns_list(struct store *s, const struct ns_ident *parent,
 		const struct page_request *page, struct floe_error *err)
 {

@@ -45,12 +45,14 @@ const struct store_statements store_idem_statements = { statements, ST_COUNT };
 
 bool store_idem_claim(struct store *s, const char *key, const char *route,
 		      const char *owner, int lifetime_s, int lease_s, bool *claimed,
-		      int *status, char **response, struct floe_error *err)
+		      bool *other_route, int *status, char **response,
+		      struct floe_error *err)
 {
 	char life[16], lease[16];
 	PGresult *r;
 
 	*claimed = false;
+	*other_route = false;
 	*status = 0;
 	*response = NULL;
 	snprintf(life, sizeof(life), "%d", lifetime_s);
@@ -70,10 +72,9 @@ bool store_idem_claim(struct store *s, const char *key, const char *route,
 	if (PQntuples(r) == 1) {
 		*status = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
 		if (strcmp(PQgetvalue(r, 0, 2), route) != 0) {
+			*other_route = true;
 			PQclear(r);
-			return floe_err(err, FE_UNPROCESSABLE,
-					"Idempotency-Key %s was already used for another request",
-					key);
+			return true;
 		}
 		if (!PQgetisnull(r, 0, 1)) {
 			*response = strdup(PQgetvalue(r, 0, 1));

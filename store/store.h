@@ -258,13 +258,15 @@ void store_rollback(struct store *s);
  * unique to this request) for lease_s seconds. Returns true with *claimed
  * when this request owns it: the key is new, older than lifetime_s, or
  * its claim ran out of lease without an answer (the request that held it
- * is gone). Otherwise *status and *response (caller frees) hold the stored
- * answer, or *status is 0 while the first request is still running.
- * FE_UNPROCESSABLE when the key was used for another route or body.
+ * is gone). Otherwise *other_route is set when the key was used for
+ * another route or body, else *status and *response (caller frees) hold
+ * the stored answer, or *status is 0 while the first request is still
+ * running.
  */
 bool store_idem_claim(struct store *s, const char *key, const char *route,
 		      const char *owner, int lifetime_s, int lease_s, bool *claimed,
-		      int *status, char **response, struct floe_error *err) FLOE_WUR;
+		      bool *other_route, int *status, char **response,
+		      struct floe_error *err) FLOE_WUR;
 
 /* Records the final answer of a key owner still holds; *recorded is false
  * when the key is no longer its (already answered, or claimed again after
