@@ -105,6 +105,26 @@ bool ns_check_string_map(const json_t *v, const char *field,
 	return true;
 }
 
+bool ns_word_error(const struct ns_ident *ns, struct floe_error *err)
+{
+	enum floe_errkind kind = err->kind;
+	char *name = NULL;
+
+	if (kind != FE_NO_SUCH_NAMESPACE && kind != FE_ALREADY_EXISTS &&
+	    kind != FE_NAMESPACE_NOT_EMPTY)
+		return false;
+	name = ident_ns_display(ns);
+	const char *shown = name ? name : "?";
+	if (kind == FE_NO_SUCH_NAMESPACE)
+		floe_err(err, kind, "namespace does not exist: %s", shown);
+	else if (kind == FE_ALREADY_EXISTS)
+		floe_err(err, kind, "namespace already exists: %s", shown);
+	else
+		floe_err(err, kind, "namespace is not empty: %s holds tables or namespaces", shown);
+	free(name);
+	return false;
+}
+
 static json_t *ns_answer(const struct ns_ident *ns, json_t *properties)
 {
 	json_t *levels = ident_ns_to_json(ns);
@@ -133,6 +153,11 @@ json_t *ns_create(struct store *s, const json_t *body, struct floe_error *err)
 		goto done;
 	json_t *stored = props != NULL ? json_incref(props) : json_object();
 	if (!store_ns_create(s, &ns, stored, err)) {
+		/* Missing is the parent; existing is ns itself. */
+		struct ns_ident parent = ns;
+		if (parent.nlevels > 0)
+			parent.nlevels--;
+		ns_word_error(err->kind == FE_NO_SUCH_NAMESPACE ? &parent : &ns, err);
 		json_decref(stored);
 		goto done;
 	}
@@ -151,7 +176,7 @@ json_t *ns_load(struct store *s, const struct ns_ident *ns,
 	json_t *answer;
 
 	if (!store_ns_load(s, ns, &props, err))
-		return NULL;
+		return ns_word_error(ns, err), NULL;
 	answer = ns_answer(ns, props);
 	if (answer == NULL)
 		floe_err(err, FE_INTERNAL, "out of memory");
@@ -166,7 +191,7 @@ bool ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,
 
 bool ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error *err)
 {
-	return store_ns_drop(s, ns, err);
+	return store_ns_drop(s, ns, err) || ns_word_error(ns, err);
 }
 
 json_t *ns_list(struct store *s, const struct ns_ident *parent,
@@ -179,8 +204,11 @@ json_t *ns_list(struct store *s, const struct ns_ident *parent,
 	const struct ns_ident *after =
 		page->after.nlevels > 0 ? &page->after : NULL;
 
-	if (!store_ns_list(s, parent, after, limit, &list, &more, err))
+	if (!store_ns_list(s, parent, after, limit, &list, &more, err)) {
+		if (parent != NULL)
+			ns_word_error(parent, err);
 		return NULL;
+	}
 	if (more && json_array_size(list) > 0) {
 		json_t *last = json_array_get(list, json_array_size(list) - 1);
 		struct ns_ident lastns = { 0 };
@@ -267,8 +295,9 @@ json_t *ns_update_properties(struct store *s, const struct ns_ident *ns,
 	json_t *empty_obj = json_object();
 	const json_t *rem = removals ? removals : empty_arr;
 	const json_t *upd = updates ? updates : empty_obj;
-	bool ok = store_begin(s, err) &&
-		  store_ns_update_properties(s, ns, rem, upd, &old, err);
+	bool ok = store_begin(s, err);
+	if (ok && !store_ns_update_properties(s, ns, rem, upd, &old, err))
+		ok = ns_word_error(ns, err);
 	if (ok && reason == NULL)
 		ok = policy_check_ns_properties(ns, old, rem, upd, err);
 	if (ok) {

@@ -49,6 +49,12 @@ json_t *ns_create(struct store *s, const json_t *body,
 json_t *ns_load(struct store *s, const struct ns_ident *ns,
 		struct floe_error *err) FLOE_WUR;
 
+/* Words an error the store raised about ns for the client:
+ * FE_NO_SUCH_NAMESPACE, FE_ALREADY_EXISTS or FE_NAMESPACE_NOT_EMPTY get
+ * their message naming ns; any other error is left as it is. Returns
+ * false, so a caller can write `return ns_word_error(ns, err)`. */
+bool ns_word_error(const struct ns_ident *ns, struct floe_error *err);
+
 /* HEAD /namespaces/{ns}: sets *exists. */
 bool ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,
 	       struct floe_error *err) FLOE_WUR;

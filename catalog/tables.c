@@ -4,7 +4,40 @@
  */
 #include "tables.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "store.h"
+
+bool tables_word_error(struct store *s, const struct ns_ident *ns, const char *name,
+		       const char *uuid, bool ns_error, struct floe_error *err)
+{
+	char *shown = NULL;
+	bool ns_exists = false;
+
+	if (err->kind == FE_NO_SUCH_NAMESPACE)
+		return ns_word_error(ns, err);
+	if (err->kind == FE_ALREADY_EXISTS && strcmp(err->sqlstate, "23505") == 0)
+		return floe_err(err, FE_ALREADY_EXISTS, "a table with uuid %s is already registered",
+				uuid ? uuid : "?");
+	if (err->kind != FE_ALREADY_EXISTS && err->kind != FE_NO_SUCH_TABLE)
+		return false;
+	if (err->kind == FE_NO_SUCH_TABLE && !store_ns_exists(s, ns, &ns_exists, err))
+		return false;
+	shown = ident_ns_display(ns);
+	const char *n = shown ? shown : "?";
+	if (err->kind == FE_ALREADY_EXISTS)
+		floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s.%s", n, name);
+	else if (ns_exists)
+		floe_err(err, FE_NO_SUCH_TABLE, "table does not exist: %s.%s", n, name);
+	else if (ns_error)
+		floe_err(err, FE_NO_SUCH_NAMESPACE, "namespace does not exist: %s", n);
+	else
+		floe_err(err, FE_NO_SUCH_TABLE,
+			 "table does not exist: %s.%s (namespace %s does not exist)", n, name, n);
+	free(shown);
+	return false;
+}
 
 bool tables_exists(struct store *s, const struct ns_ident *ns, const char *name,
 		   bool *exists, struct floe_error *err)
@@ -15,7 +48,8 @@ bool tables_exists(struct store *s, const struct ns_ident *ns, const char *name,
 bool tables_list(struct store *s, const struct ns_ident *ns, const char *after, long limit,
 		 json_t **names, bool *more, struct floe_error *err)
 {
-	return store_table_list(s, ns, after, limit, names, more, err);
+	return store_table_list(s, ns, after, limit, names, more, err) ||
+	       ns_word_error(ns, err);
 }
 
 bool tables_report_metrics(struct store *s, const struct ns_ident *ns, const char *name,

@@ -11,8 +11,23 @@
 
 #include "error.h"
 #include "ident.h"
+#include "namespace.h"
 
 struct store;
+
+/*
+ * Words an error the store raised about table name in ns for the client,
+ * as the Iceberg routes answer it; any other error is left as it is.
+ * FE_NO_SUCH_TABLE asks the store whether ns is missing too: routes on a
+ * table still answer NoSuchTableException then, saying so (engines read
+ * that answer as "try the last name part as a branch or metadata table":
+ * t.branch_x, t.refs); with ns_error (creating a table) a missing ns is
+ * FE_NO_SUCH_NAMESPACE. FE_ALREADY_EXISTS names the table, or uuid when
+ * the store found the uuid taken (SQLSTATE 23505); FE_NO_SUCH_NAMESPACE
+ * names ns. Returns false.
+ */
+bool tables_word_error(struct store *s, const struct ns_ident *ns, const char *name,
+		       const char *uuid, bool ns_error, struct floe_error *err);
 
 /* HEAD .../tables/{table}: sets *exists (false also when the namespace is
  * missing). */

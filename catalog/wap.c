@@ -948,8 +948,11 @@ json_t *audit_log_list(struct store *s, const struct ns_ident *ns,
 				"pageToken is not a token this server issued"), NULL;
 	long limit = page_size > RUNS_PAGE_MAX ? RUNS_PAGE_MAX : page_size;
 	if (!store_event_list(s, after_xid, after, ns, table, run_id, since, limit, &rows,
-			      &count, &more, err))
+			      &count, &more, err)) {
+		if (err->kind == FE_BAD_REQUEST)
+			floe_err(err, FE_BAD_REQUEST, "since must be an RFC 3339 timestamp");
 		return NULL;
+	}
 	events = rowjson_array(rows, count, sizeof(*rows), event_json);
 	json_t *next = json_null();
 	if (events != NULL && more && count > 0) {

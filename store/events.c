@@ -143,10 +143,10 @@ bool store_event_list(struct store *s, const char *after_xid, long long after_id
 	r = store_exec(s, &statements[ST_EVENT_LIST], 7, params, err);
 	free(levels);
 	if (r == NULL) {
-		/* 22007/22008: a since that is no timestamp. */
+		/* 22007/22008: a since that is no timestamp (the catalog
+		 * words it). */
 		if (strncmp(s->sqlstate, "22", 2) == 0)
-			return floe_err(err, FE_BAD_REQUEST,
-					"since must be an RFC 3339 timestamp");
+			return floe_err(err, FE_BAD_REQUEST, "since is no timestamp");
 		return false;
 	}
 	bool ok = store_rows_read(r, store_page(r, limit, more), sizeof(**rows), event_fill,

@@ -84,13 +84,9 @@ bool store_ns_lookup_id(struct store *s, const char *levels, char *id,
 	return true;
 }
 
-bool store_ns_missing(const struct ns_ident *ns, struct floe_error *err)
+bool store_ns_missing(struct floe_error *err)
 {
-	char *name = ident_ns_display(ns);
-	floe_err(err, FE_NO_SUCH_NAMESPACE, "namespace does not exist: %s",
-		 name ? name : "?");
-	free(name);
-	return false;
+	return floe_err(err, FE_NO_SUCH_NAMESPACE, "no such namespace");
 }
 
 bool store_ns_create(struct store *s, const struct ns_ident *ns,
@@ -112,11 +108,8 @@ bool store_ns_create(struct store *s, const struct ns_ident *ns,
 	r = store_exec(s, &statements[ST_NS_CREATE], 2, params, err);
 	if (r == NULL) {
 		/* 23503: the parent was dropped while we inserted. */
-		if (strcmp(s->sqlstate, "23503") == 0) {
-			struct ns_ident parent = *ns;
-			parent.nlevels--;
-			store_ns_missing(&parent, err);
-		}
+		if (strcmp(s->sqlstate, "23503") == 0)
+			store_ns_missing(err);
 		goto done;
 	}
 	if (PQntuples(r) == 1) {
@@ -127,16 +120,10 @@ bool store_ns_create(struct store *s, const struct ns_ident *ns,
 	char id[32];
 	if (!store_ns_lookup_id(s, levels, id, sizeof(id), &exists, err))
 		goto done;
-	if (exists) {
-		char *name = ident_ns_display(ns);
-		floe_err(err, FE_ALREADY_EXISTS, "namespace already exists: %s",
-			 name ? name : "?");
-		free(name);
-	} else {
-		struct ns_ident parent = *ns;
-		parent.nlevels--;
-		store_ns_missing(&parent, err);
-	}
+	if (exists)
+		floe_err(err, FE_ALREADY_EXISTS, "the namespace already exists");
+	else
+		store_ns_missing(err);
 done:
 	PQclear(r);
 	free(props);
@@ -160,7 +147,7 @@ bool store_ns_load(struct store *s, const struct ns_ident *ns,
 		return false;
 	if (PQntuples(r) == 0) {
 		PQclear(r);
-		return store_ns_missing(ns, err);
+		return store_ns_missing(err);
 	}
 	*properties = json_loads(PQgetvalue(r, 0, 0), 0, &jerr);
 	PQclear(r);
@@ -208,7 +195,7 @@ bool store_ns_list(struct store *s, const struct ns_ident *parent,
 			return false;
 		ok = false;
 		if (!found)
-			return store_ns_missing(parent, err);
+			return store_ns_missing(err);
 	}
 	if (after != NULL) {
 		after_p = store_levels_param(after, err);
@@ -284,15 +271,11 @@ bool store_ns_drop(struct store *s, const struct ns_ident *ns,
 	if (!store_ns_lookup_id(s, levels, id, sizeof(id), &exists, err))
 		goto done;
 	if (!exists) {
-		store_ns_missing(ns, err);
+		store_ns_missing(err);
 		goto done;
 	}
-not_empty:;
-	char *name = ident_ns_display(ns);
-	floe_err(err, FE_NAMESPACE_NOT_EMPTY,
-		 "namespace is not empty: %s holds tables or namespaces",
-		 name ? name : "?");
-	free(name);
+not_empty:
+	floe_err(err, FE_NAMESPACE_NOT_EMPTY, "the namespace holds tables or namespaces");
 done:
 	PQclear(r);
 	free(levels);
@@ -321,7 +304,7 @@ bool store_ns_update_properties(struct store *s, const struct ns_ident *ns,
 	if (r == NULL)
 		goto done;
 	if (PQntuples(r) == 0) {
-		store_ns_missing(ns, err);
+		store_ns_missing(err);
 		goto done;
 	}
 	*old_properties = json_loads(PQgetvalue(r, 0, 0), 0, &jerr);

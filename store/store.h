@@ -37,6 +37,10 @@ bool store_ping(struct store *s, struct floe_error *err) FLOE_WUR;
 
 /* --- namespaces --- */
 
+/* Not-found and conflict errors of namespaces and tables are plain kinds
+ * with a short message that names nothing: catalog/ words them for the
+ * client (ns_word_error, tables_word_error). */
+
 /* Creates ns with properties (a JSON object of strings, borrowed).
  * FE_ALREADY_EXISTS; FE_NO_SUCH_NAMESPACE when the parent is missing. */
 bool store_ns_create(struct store *s, const struct ns_ident *ns,
@@ -88,8 +92,8 @@ struct table_row {
 /* Frees what a load put into row. */
 void store_table_row_clear(struct table_row *row);
 
-/* Loads table name in ns. FE_NO_SUCH_TABLE, or FE_NO_SUCH_NAMESPACE when
- * the namespace itself is missing. */
+/* Loads table name in ns. FE_NO_SUCH_TABLE (also when the namespace is
+ * missing: store_ns_exists tells). */
 bool store_table_load(struct store *s, const struct ns_ident *ns,
 		      const char *name, struct table_row *row,
 		      struct floe_error *err) FLOE_WUR;
@@ -107,7 +111,9 @@ bool store_table_exists(struct store *s, const struct ns_ident *ns,
 
 /* Inserts a new table at version 1 with its first commit_log row.
  * refs_metadata: the snapshots=refs form, NULL when it equals metadata.
- * FE_ALREADY_EXISTS; FE_NO_SUCH_NAMESPACE. */
+ * FE_ALREADY_EXISTS: the name is taken, or (err->sqlstate 23505) the
+ * uuid; FE_NO_SUCH_TABLE when nothing was inserted and no such table
+ * exists (the namespace is missing). */
 bool store_table_create(struct store *s, const struct ns_ident *ns,
 			const char *name, const char *uuid,
 			const char *metadata_location, const char *metadata,
@@ -115,7 +121,8 @@ bool store_table_create(struct store *s, const struct ns_ident *ns,
 			const char *request_id, struct floe_error *err) FLOE_WUR;
 
 /* Replaces a registered table's pointer (register with overwrite):
- * version bumped, commit_log row written. FE_NO_SUCH_TABLE. */
+ * version bumped, commit_log row written. FE_NO_SUCH_TABLE;
+ * FE_ALREADY_EXISTS (err->sqlstate 23505) when the uuid is another's. */
 bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
 			   const char *name, const char *uuid,
 			   const char *metadata_location, const char *metadata,
@@ -420,7 +427,7 @@ void store_event_rows_free(struct event_row *rows, size_t count);
  * no longer grows, so paging it skips nothing. after_xid NULL: "0". At
  * most limit (< 0: all): *rows is a new array of *count
  * (store_event_rows_free); *more tells whether more follow.
- * FE_BAD_REQUEST when since is no timestamp. */
+ * FE_BAD_REQUEST (a plain message) when since is no timestamp. */
 bool store_event_list(struct store *s, const char *after_xid, long long after_id,
 		      const struct ns_ident *ns,
 		      const char *table, const char *run_id, const char *since,

@@ -159,7 +159,8 @@ bool store_get_row(struct store *s, const struct store_statement *st, const char
 bool store_ns_lookup_id(struct store *s, const char *levels, char *id, size_t idlen,
 			bool *found, struct floe_error *err);
 
-/* Fills err with FE_NO_SUCH_NAMESPACE for ns; returns false. */
-bool store_ns_missing(const struct ns_ident *ns, struct floe_error *err);
+/* Fills err with FE_NO_SUCH_NAMESPACE (the catalog words it); returns
+ * false. */
+bool store_ns_missing(struct floe_error *err);
 
 #endif

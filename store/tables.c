@@ -151,33 +151,11 @@ static bool row_from_result(PGresult *r, int i, struct table_row *row,
 	return true;
 }
 
-/*
- * The error for a table that is not there. Routes on a table answer
- * NoSuchTableException even when its namespace is missing too: engines
- * read that answer as "try the last name part as a branch or metadata
- * table" (t.branch_x, t.refs). Creating a table in a missing namespace is
- * NoSuchNamespaceException (ns_error).
- */
-static bool table_missing(struct store *s, const struct ns_ident *ns,
-			  const char *name, bool ns_error, struct floe_error *err)
+/* A table that is not there: FE_NO_SUCH_TABLE, which the catalog words
+ * (it asks whether the namespace is missing too). */
+static bool table_missing(struct floe_error *err)
 {
-	bool ns_exists = false;
-	char *shown = ident_ns_display(ns);
-
-	if (store_ns_exists(s, ns, &ns_exists, err)) {
-		if (ns_exists)
-			floe_err(err, FE_NO_SUCH_TABLE, "table does not exist: %s.%s",
-				 shown ? shown : "?", name);
-		else if (ns_error)
-			floe_err(err, FE_NO_SUCH_NAMESPACE, "namespace does not exist: %s",
-				 shown ? shown : "?");
-		else
-			floe_err(err, FE_NO_SUCH_TABLE,
-				 "table does not exist: %s.%s (namespace %s does not exist)",
-				 shown ? shown : "?", name, shown ? shown : "?");
-	}
-	free(shown);
-	return false;
+	return floe_err(err, FE_NO_SUCH_TABLE, "no such table");
 }
 
 bool store_table_load(struct store *s, const struct ns_ident *ns,
@@ -205,7 +183,7 @@ bool store_table_load_as(struct store *s, const struct ns_ident *ns,
 		return false;
 	if (PQntuples(r) == 0) {
 		PQclear(r);
-		return table_missing(s, ns, name, false, err);
+		return table_missing(err);
 	}
 	ok = row_from_result(r, 0, row, err);
 	PQclear(r);
@@ -249,9 +227,14 @@ static bool table_insert(struct store *s, const struct store_statement *st,
 	r = store_exec(s, st, 8, params, err);
 	free(levels);
 	if (r == NULL) {
-		if (strcmp(s->sqlstate, "23505") == 0)
-			return floe_err(err, FE_ALREADY_EXISTS,
-					"a table with uuid %s is already registered", uuid);
+		/* The uuid is taken (a name taken inserts nothing): the
+		 * SQLSTATE tells the catalog which. */
+		if (strcmp(s->sqlstate, "23505") == 0) {
+			floe_err(err, FE_ALREADY_EXISTS, "the table uuid is already registered");
+			if (err != NULL)
+				snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", s->sqlstate);
+			return false;
+		}
 		return false;
 	}
 	*done = PQntuples(r) == 1;
@@ -277,12 +260,8 @@ bool store_table_create(struct store *s, const struct ns_ident *ns,
 	if (!store_table_exists(s, ns, name, &exists, err))
 		return false;
 	if (!exists)
-		return table_missing(s, ns, name, true, err);
-	char *shown = ident_ns_display(ns);
-	floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s.%s",
-		 shown ? shown : "?", name);
-	free(shown);
-	return false;
+		return table_missing(err);
+	return floe_err(err, FE_ALREADY_EXISTS, "the table already exists");
 }
 
 bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
@@ -298,7 +277,7 @@ bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
 			  &updated, err))
 		return false;
 	if (!updated)
-		return table_missing(s, ns, name, false, err);
+		return table_missing(err);
 	return true;
 }
 
@@ -368,7 +347,7 @@ bool store_table_list(struct store *s, const struct ns_ident *ns,
 	if (!ok)
 		return false;
 	if (!found)
-		return store_ns_missing(ns, err);
+		return store_ns_missing(err);
 	snprintf(limit_p, sizeof(limit_p), "%ld", limit + 1);
 	const char *params[3] = { nsid, after, limit < 0 ? NULL : limit_p };
 	r = store_exec(s, &statements[ST_TABLE_LIST], 3, params, err);
@@ -411,7 +390,7 @@ bool store_table_drop(struct store *s, const struct ns_ident *ns,
 		return false;
 	if (PQntuples(r) == 0) {
 		PQclear(r);
-		return table_missing(s, ns, name, false, err);
+		return table_missing(err);
 	}
 	ok = row_from_result(r, 0, row, err);
 	PQclear(r);
@@ -433,24 +412,20 @@ bool store_table_rename(struct store *s, const struct ns_ident *from_ns,
 	if (!store_ns_exists(s, to_ns, &exists, err))
 		goto done;
 	if (!exists) {
-		store_ns_missing(to_ns, err);
+		store_ns_missing(err);
 		goto done;
 	}
 	const char *params[4] = { fl, from, tl, to };
 	r = store_exec(s, &statements[ST_TABLE_RENAME], 4, params, err);
 	if (r == NULL) {
-		if (strcmp(s->sqlstate, "23505") == 0) {
-			char *shown = ident_ns_display(to_ns);
-			floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s.%s",
-				 shown ? shown : "?", to);
-			free(shown);
-		} else if (strcmp(s->sqlstate, "23502") == 0) {
-			store_ns_missing(to_ns, err); /* dropped meanwhile */
-		}
+		if (strcmp(s->sqlstate, "23505") == 0)
+			floe_err(err, FE_ALREADY_EXISTS, "the table already exists");
+		else if (strcmp(s->sqlstate, "23502") == 0)
+			store_ns_missing(err); /* dropped meanwhile */
 		goto done;
 	}
 	if (PQntuples(r) == 0) {
-		table_missing(s, from_ns, from, false, err);
+		table_missing(err);
 		goto done;
 	}
 	ok = true;
