@@ -606,7 +606,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	struct store *s = NULL;
 	json_t *m = NULL;
 	json_t *run = NULL;
-	json_t *hooks = NULL;
+	struct hook_target *hooks = NULL;
 	json_t *audits = NULL;
 	json_t *out = NULL;
 	char *metadata_location = NULL;
@@ -667,9 +667,8 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 			*err = aerr;
 		goto done;
 	}
-	if (!store_hooks_in_scope(s, ns, table, &hooks, err))
+	if (!store_hooks_in_scope(s, ns, table, &hooks, &n, err))
 		goto done;
-	n = json_array_size(hooks);
 	if (n == 0) {
 		floe_err(err, FE_NO_HOOK,
 			 "no audit hook covers table %s: an unaudited publish is not a publish", table);
@@ -678,8 +677,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	/* The audit's lease: the longest hook timeout and a margin. */
 	long lease_ms = 0;
 	for (size_t i = 0; i < n; i++) {
-		long t = (long)json_integer_value(json_object_get(json_array_get(hooks, i),
-								  "timeout-ms"));
+		long t = (long)hooks[i].timeout_ms;
 		if (t > lease_ms)
 			lease_ms = t;
 	}
@@ -733,7 +731,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	}
 	json_t *parent = json_object_get(snap, "parent-snapshot-id");
 	for (size_t i = 0; i < n; i++) {
-		json_t *h = json_array_get(hooks, i);
+		const struct hook_target *h = &hooks[i];
 		if (!uuid_v4(deliveries[i]))
 			snprintf(deliveries[i], UUID_STR_LEN, "%s", run_id);
 		json_t *payload = json_pack(
@@ -751,14 +749,14 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 		json_decref(payload);
 		if (bodies[i] == NULL)
 			log_error("wap", "run %s: the payload for hook %s cannot be built (snapshot %lld, metadata location %s); the audit fails rid=%s",
-				  run_id, json_string_value(json_object_get(h, "name")), audited,
+				  run_id, h->name, audited,
 				  metadata_location ? "known" : "missing", env->request_id);
-		calls[i].url = json_string_value(json_object_get(h, "url"));
-		calls[i].secret = json_string_value(json_object_get(h, "secret"));
+		calls[i].url = h->url;
+		calls[i].secret = h->secret;
 		calls[i].delivery_id = deliveries[i];
 		/* NULL: the call is an error verdict and nothing is sent. */
 		calls[i].body = bodies[i];
-		calls[i].timeout_ms = (long)json_integer_value(json_object_get(h, "timeout-ms"));
+		calls[i].timeout_ms = (long)h->timeout_ms;
 		calls[i].policy = env->hook_policy;
 	}
 
@@ -781,12 +779,11 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	called = json_array();
 	size_t rejected = n, failed = n;
 	for (size_t i = 0; i < n; i++) {
-		json_t *h = json_array_get(hooks, i);
+		const struct hook_target *h = &hooks[i];
 		char at[40];
 		rfc3339_now(at, sizeof(at));
-		json_t *a = json_pack("{s:O, s:O, s:s, s:I, s:s}", "hook-id",
-				      json_object_get(h, "id"), "hook-name",
-				      json_object_get(h, "name"), "verdict",
+		json_t *a = json_pack("{s:s, s:s, s:s, s:I, s:s}", "hook-id", h->id,
+				      "hook-name", h->name, "verdict",
 				      verdicts[calls[i].verdict], "latency-ms",
 				      (json_int_t)calls[i].latency_ms, "at", at);
 		if (calls[i].http_status > 0)
@@ -806,8 +803,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 			failed = i;
 	}
 	if (rejected < n) {
-		const char *hname = json_string_value(json_object_get(json_array_get(hooks, rejected),
-								      "name"));
+		const char *hname = hooks[rejected].name;
 		if (finish_run(s, env, ns, table, run_id, lease, "rejected", audited, audits, called,
 			       "wap.rejected",
 			       json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
@@ -818,8 +814,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 		goto done;
 	}
 	if (failed < n) {
-		const char *hname = json_string_value(json_object_get(json_array_get(hooks, failed),
-								      "name"));
+		const char *hname = hooks[failed].name;
 		if (finish_run(s, env, ns, table, run_id, lease, "audit-failed", audited, audits,
 			       called, "wap.audit-failed",
 			       json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
@@ -889,7 +884,7 @@ done:
 	free(metadata_location);
 	json_decref(audits);
 	json_decref(called);
-	json_decref(hooks);
+	store_hook_targets_free(hooks, n);
 	json_decref(run);
 	json_decref(m);
 	return out;

@@ -190,14 +190,46 @@ bool store_hook_sole_guard(struct store *s, const char *id, char **target,
 	return store_exec_text(s, &statements[ST_HOOK_SOLE_GUARD], 1, params, target, err);
 }
 
+static void target_clear(void *dst)
+{
+	struct hook_target *row = dst;
+
+	free(row->name);
+	free(row->url);
+	free(row->secret);
+	memset(row, 0, sizeof(*row));
+}
+
+void store_hook_targets_free(struct hook_target *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), target_clear);
+}
+
+/* Fills a struct hook_target from the columns of ST_HOOKS_IN_SCOPE. */
+static bool target_fill(PGresult *r, int i, void *dst)
+{
+	struct hook_target *row = dst;
+
+	memset(row, 0, sizeof(*row));
+	store_col_text(r, i, 0, row->id, sizeof(row->id));
+	row->timeout_ms = store_col_ll(r, i, 4);
+	if (store_col_copy(r, i, 1, &row->name) && store_col_copy(r, i, 2, &row->url) &&
+	    store_col_copy(r, i, 3, &row->secret))
+		return true;
+	target_clear(row);
+	return false;
+}
+
 bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns,
-			  const char *table, json_t **hooks,
+			  const char *table, struct hook_target **rows, size_t *count,
 			  struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
+	void *out = NULL;
 	PGresult *r;
 
-	*hooks = NULL;
+	*rows = NULL;
+	*count = 0;
 	if (levels == NULL)
 		return false;
 	const char *params[2] = { levels, table };
@@ -205,15 +237,9 @@ bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns,
 	free(levels);
 	if (r == NULL)
 		return false;
-	json_t *arr = json_array();
-	for (int i = 0; i < PQntuples(r); i++)
-		json_array_append_new(arr, json_pack("{s:o, s:o, s:o, s:o, s:o}",
-						     "id", store_col_str(r, i, 0),
-						     "name", store_col_str(r, i, 1),
-						     "url", store_col_str(r, i, 2),
-						     "secret", store_col_str(r, i, 3),
-						     "timeout-ms", store_col_int(r, i, 4)));
+	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), target_fill, target_clear,
+				  &out, count, err);
 	PQclear(r);
-	*hooks = arr;
-	return true;
+	*rows = out;
+	return ok;
 }

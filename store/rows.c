@@ -1,7 +1,7 @@
 /*
  * rows.c - small shapes every relation's file repeats: identifier
- * parameters, one-value and bounded-delete statements, and result
- * columns read as JSON.
+ * parameters, one-value and bounded-delete statements, result columns
+ * read into C structs, and arrays of such rows.
  */
 #include "store.h"
 #include "store_internal.h"
@@ -68,19 +68,6 @@ bool store_exec_expire(struct store *s, const struct store_statement *st, int ag
 	*deleted = strtol(PQcmdTuples(r), NULL, 10);
 	PQclear(r);
 	return true;
-}
-
-/* --- JSON from rows --- */
-
-json_t *store_col_str(PGresult *r, int i, int c)
-{
-	return PQgetisnull(r, i, c) ? json_null() : json_string(PQgetvalue(r, i, c));
-}
-
-json_t *store_col_int(PGresult *r, int i, int c)
-{
-	return PQgetisnull(r, i, c) ? json_null()
-				    : json_integer(strtoll(PQgetvalue(r, i, c), NULL, 10));
 }
 
 /* --- C structs from rows --- */

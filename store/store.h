@@ -337,10 +337,22 @@ bool store_hook_lock(struct store *s, struct floe_error *err) FLOE_WUR;
  * hook id covers and no other hook does; NULL when there is none. */
 bool store_hook_sole_guard(struct store *s, const char *id, char **target,
 			   struct floe_error *err) FLOE_WUR;
-/* The hooks whose scope covers table in ns, with their secrets:
- * [{"id","name","url","secret","timeout-ms"}]. */
+/* A hook to call for a table, with its secret. */
+struct hook_target {
+	char id[40];
+	char *name;
+	char *url;
+	char *secret;         /* NULL: the calls are not signed */
+	long long timeout_ms;
+};
+
+/* Clears each of count targets and frees the array (NULL is fine). */
+void store_hook_targets_free(struct hook_target *rows, size_t count);
+
+/* The hooks whose scope covers table in ns, oldest first: *rows is a new
+ * array of *count (store_hook_targets_free). */
 bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns,
-			  const char *table, json_t **hooks,
+			  const char *table, struct hook_target **rows, size_t *count,
 			  struct floe_error *err) FLOE_WUR;
 
 /* One write-audit-publish run. */

@@ -11,7 +11,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <jansson.h>
 #include <libpq-fe.h>
 
 #include "error.h"
@@ -111,11 +110,6 @@ bool store_exec_text(struct store *s, const struct store_statement *st, int npar
 /* Runs a bounded DELETE with (age, limit) parameters; *deleted counts. */
 bool store_exec_expire(struct store *s, const struct store_statement *st, int age,
 		       int limit, long *deleted, struct floe_error *err);
-
-/* Column c of row i as a JSON string or integer; null when the column is
- * NULL. */
-json_t *store_col_str(PGresult *r, int i, int c);
-json_t *store_col_int(PGresult *r, int i, int c);
 
 /* --- C structs from rows (rows.c) --- */
 
