@@ -171,23 +171,23 @@ static void run_expiry(struct store *s, const char *what,
 static void run_visit(struct janitor *j, struct store *s)
 {
 	struct floe_error err;
-	json_t *rows = NULL;
+	struct table_location *rows = NULL;
+	size_t count = 0;
 
 	floe_error_clear(&err);
-	if (!store_table_locations_after(s, j->visit_after, JANITOR_VISIT_BATCH, &rows, &err)) {
+	if (!store_table_locations_after(s, j->visit_after, JANITOR_VISIT_BATCH, &rows, &count,
+					 &err)) {
 		log_warn("janitor", "listing tables for orphan files failed: %s", err.message);
 		return;
 	}
-	size_t i;
-	json_t *row;
-	json_array_foreach(rows, i, row) {
-		j->visit_after = json_integer_value(json_array_get(row, 0));
-		(void)fileio_remove_stale_tmp(json_string_value(json_array_get(row, 1)),
-					      j->warehouse_path, JANITOR_TMP_MIN_AGE_S);
+	for (size_t i = 0; i < count; i++) {
+		j->visit_after = rows[i].id;
+		(void)fileio_remove_stale_tmp(rows[i].location, j->warehouse_path,
+					      JANITOR_TMP_MIN_AGE_S);
 	}
-	if (json_array_size(rows) < JANITOR_VISIT_BATCH)
+	if (count < JANITOR_VISIT_BATCH)
 		j->visit_after = 0; /* round the table list again next time */
-	json_decref(rows);
+	store_table_locations_free(rows, count);
 }
 
 /* unsettled_drain's callback: asks the commit log about one commit. */

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "policy.h"
+#include "rowjson.h"
 #include "store.h"
 
 bool page_request_parse(const char *token, const char *size,
@@ -194,38 +195,42 @@ bool ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error *err)
 	return store_ns_drop(s, ns, err) || ns_word_error(ns, err);
 }
 
+/* A namespace's levels as a JSON array (rowjson_array's converter). */
+static json_t *ns_levels_json(const void *row)
+{
+	return ident_ns_to_json(row);
+}
+
 json_t *ns_list(struct store *s, const struct ns_ident *parent,
 		const struct page_request *page, struct floe_error *err)
 {
-	json_t *list = NULL;
+	struct ns_ident *rows = NULL;
+	size_t count = 0;
 	json_t *token = json_null();
 	bool more = false;
 	long limit = page->paginate ? page->page_size : -1;
 	const struct ns_ident *after =
 		page->after.nlevels > 0 ? &page->after : NULL;
 
-	if (!store_ns_list(s, parent, after, limit, &list, &more, err)) {
+	if (!store_ns_list(s, parent, after, limit, &rows, &count, &more, err)) {
 		if (parent != NULL)
 			ns_word_error(parent, err);
 		return NULL;
 	}
-	if (more && json_array_size(list) > 0) {
-		json_t *last = json_array_get(list, json_array_size(list) - 1);
-		struct ns_ident lastns = { 0 };
-		struct floe_error ignored;
-		char *t = NULL;
+	json_t *list = rowjson_array(rows, count, sizeof(*rows), ns_levels_json);
+	if (list != NULL && more && count > 0) {
+		char *t = page_token_encode(&rows[count - 1]);
 
-		if (ident_ns_from_json(last, "namespace", &lastns, &ignored))
-			t = page_token_encode(&lastns);
-		ident_ns_clear(&lastns);
 		if (t == NULL) {
 			json_decref(list);
-			floe_err(err, FE_INTERNAL, "out of memory");
-			return NULL;
+			list = NULL;
 		}
-		token = json_string(t);
+		token = t != NULL ? json_string(t) : token;
 		free(t);
 	}
+	store_ns_rows_free(rows, count);
+	if (list == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
 	return json_pack("{s:o, s:o}", "namespaces", list,
 			 "next-page-token", token);
 }

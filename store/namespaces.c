@@ -170,30 +170,45 @@ bool store_ns_exists(struct store *s, const struct ns_ident *ns,
 	return ok;
 }
 
+static void ns_row_clear(void *row)
+{
+	ident_ns_clear(row);
+}
+
+void store_ns_rows_free(struct ns_ident *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), ns_row_clear);
+}
+
+/* Fills a namespace from the 0x1F-joined levels in column 0. */
+static bool ns_row_fill(PGresult *r, int i, void *row)
+{
+	return store_col_ns(r, i, 0, row);
+}
+
 bool store_ns_list(struct store *s, const struct ns_ident *parent,
-		   const struct ns_ident *after, long limit,
-		   json_t **out, bool *more, struct floe_error *err)
+		   const struct ns_ident *after, long limit, struct ns_ident **rows,
+		   size_t *count, bool *more, struct floe_error *err)
 {
 	char *after_p = NULL;
 	char limit_p[32];
 	char parent_id[32] = "";
+	void *out = NULL;
 	PGresult *r = NULL;
-	json_t *list = NULL;
-	bool ok = false;
 
-	*out = NULL;
+	*rows = NULL;
+	*count = 0;
 	*more = false;
 	if (parent != NULL) {
 		char *levels = store_levels_param(parent, err);
 		bool found = false;
 		if (levels == NULL)
 			return false;
-		ok = store_ns_lookup_id(s, levels, parent_id, sizeof(parent_id), &found,
-				  err);
+		bool ok = store_ns_lookup_id(s, levels, parent_id, sizeof(parent_id), &found,
+					     err);
 		free(levels);
 		if (!ok)
 			return false;
-		ok = false;
 		if (!found)
 			return store_ns_missing(err);
 	}
@@ -207,41 +222,13 @@ bool store_ns_list(struct store *s, const struct ns_ident *parent,
 	const char *params[3] = { after_p, limit < 0 ? NULL : limit_p, parent_id };
 	r = store_exec(s, &statements[parent ? ST_NS_LIST_CHILDREN : ST_NS_LIST_TOP],
 		       parent ? 3 : 2, params, err);
-	if (r == NULL)
-		goto done;
-	list = json_array();
-	if (list == NULL)
-		goto oom;
-	int rows = PQntuples(r);
-	if (limit >= 0 && rows > limit) {
-		*more = true;
-		rows = (int)limit;
-	}
-	for (int i = 0; i < rows; i++) {
-		const char *v = PQgetvalue(r, i, 0);
-		json_t *levels = json_array();
-		if (levels == NULL || json_array_append_new(list, levels) != 0)
-			goto oom;
-		for (const char *p = v;;) {
-			const char *sep = strchr(p, IDENT_SEPARATOR);
-			size_t n = sep ? (size_t)(sep - p) : strlen(p);
-			if (json_array_append_new(levels, json_stringn(p, n)) != 0)
-				goto oom;
-			if (sep == NULL)
-				break;
-			p = sep + 1;
-		}
-	}
-	*out = list;
-	list = NULL;
-	ok = true;
-	goto done;
-oom:
-	floe_err(err, FE_INTERNAL, "out of memory");
-done:
-	json_decref(list);
-	PQclear(r);
 	free(after_p);
+	if (r == NULL)
+		return false;
+	bool ok = store_rows_read(r, store_page(r, limit, more), sizeof(**rows), ns_row_fill,
+				  ns_row_clear, &out, count, err);
+	PQclear(r);
+	*rows = out;
 	return ok;
 }
 

@@ -57,11 +57,15 @@ bool store_ns_exists(struct store *s, const struct ns_ident *ns,
 
 /* Lists the children of parent (NULL: the top level) whose levels sort
  * after `after` (NULL: from the start), at most limit (< 0: all), in byte
- * order. *out is a new array of level arrays; *more tells whether more
- * follow. FE_NO_SUCH_NAMESPACE when parent is missing. */
+ * order. *rows is a new array of *count namespaces (store_ns_rows_free);
+ * *more tells whether more follow. FE_NO_SUCH_NAMESPACE when parent is
+ * missing. */
 bool store_ns_list(struct store *s, const struct ns_ident *parent,
-		   const struct ns_ident *after, long limit,
-		   json_t **out, bool *more, struct floe_error *err) FLOE_WUR;
+		   const struct ns_ident *after, long limit, struct ns_ident **rows,
+		   size_t *count, bool *more, struct floe_error *err) FLOE_WUR;
+
+/* Clears each of count namespaces and frees the array (NULL is fine). */
+void store_ns_rows_free(struct ns_ident *rows, size_t count);
 
 /* Drops ns. FE_NO_SUCH_NAMESPACE; FE_NAMESPACE_NOT_EMPTY when it holds
  * tables or child namespaces. */
@@ -173,16 +177,31 @@ bool store_live_location_clash(struct store *s, const char *location, char **oth
  * inside store_begin ... store_commit. */
 bool store_location_lock(struct store *s, struct floe_error *err) FLOE_WUR;
 
+/* Where one table keeps its files. */
+struct table_location {
+	long long id;
+	char *location; /* canonical */
+};
+
+/* Clears each of count rows and frees the array (NULL is fine). */
+void store_table_locations_free(struct table_location *rows, size_t count);
+
 /* The tables with id above after_id, at most limit, in id order: *rows is
- * a new array of [id, location]. */
+ * a new array of *count (store_table_locations_free). */
 bool store_table_locations_after(struct store *s, long long after_id, int limit,
-				 json_t **rows, struct floe_error *err) FLOE_WUR;
+				 struct table_location **rows, size_t *count,
+				 struct floe_error *err) FLOE_WUR;
 
 /* Lists table names in ns sorting after `after` (NULL: from the start),
- * at most limit (< 0: all). *out: a new array of names. */
+ * at most limit (< 0: all). *names is a new array of *count names
+ * (store_names_free); *more tells whether more follow.
+ * FE_NO_SUCH_NAMESPACE. */
 bool store_table_list(struct store *s, const struct ns_ident *ns,
-		      const char *after, long limit, json_t **out, bool *more,
-		      struct floe_error *err) FLOE_WUR;
+		      const char *after, long limit, char ***names, size_t *count,
+		      bool *more, struct floe_error *err) FLOE_WUR;
+
+/* Frees each of count names and the array (NULL is fine). */
+void store_names_free(char **names, size_t count);
 
 /* Deletes the table; *row receives what it held. With purge, the same
  * statement records its location in purges for the janitor.

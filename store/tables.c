@@ -328,17 +328,37 @@ bool store_commit_landed(struct store *s, const char *table_uuid, long long vers
 	return true;
 }
 
+static void name_clear(void *row)
+{
+	char **name = row;
+
+	free(*name);
+	*name = NULL;
+}
+
+void store_names_free(char **names, size_t count)
+{
+	store_rows_free(names, count, sizeof(*names), name_clear);
+}
+
+static bool name_fill(PGresult *r, int i, void *row)
+{
+	return store_col_copy(r, i, 0, row);
+}
+
 bool store_table_list(struct store *s, const struct ns_ident *ns,
-		      const char *after, long limit, json_t **out, bool *more,
-		      struct floe_error *err)
+		      const char *after, long limit, char ***names, size_t *count,
+		      bool *more, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	char nsid[32];
 	char limit_p[32];
 	bool found = false;
+	void *out = NULL;
 	PGresult *r;
 
-	*out = NULL;
+	*names = NULL;
+	*count = 0;
 	*more = false;
 	if (levels == NULL)
 		return false;
@@ -353,23 +373,11 @@ bool store_table_list(struct store *s, const struct ns_ident *ns,
 	r = store_exec(s, &statements[ST_TABLE_LIST], 3, params, err);
 	if (r == NULL)
 		return false;
-	json_t *names = json_array();
-	int rows = PQntuples(r);
-	if (limit >= 0 && rows > limit) {
-		*more = true;
-		rows = (int)limit;
-	}
-	for (int i = 0; names != NULL && i < rows; i++) {
-		if (json_array_append_new(names, json_string(PQgetvalue(r, i, 0))) != 0) {
-			json_decref(names);
-			names = NULL;
-		}
-	}
+	ok = store_rows_read(r, store_page(r, limit, more), sizeof(**names), name_fill,
+			     name_clear, &out, count, err);
 	PQclear(r);
-	if (names == NULL)
-		return floe_err(err, FE_INTERNAL, "out of memory");
-	*out = names;
-	return true;
+	*names = out;
+	return ok;
 }
 
 bool store_table_drop(struct store *s, const struct ns_ident *ns,
@@ -467,31 +475,45 @@ bool store_location_lock(struct store *s, struct floe_error *err)
 	return true;
 }
 
+static void location_clear(void *dst)
+{
+	struct table_location *row = dst;
+
+	free(row->location);
+	row->location = NULL;
+}
+
+void store_table_locations_free(struct table_location *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), location_clear);
+}
+
+static bool location_fill(PGresult *r, int i, void *dst)
+{
+	struct table_location *row = dst;
+
+	row->id = store_col_ll(r, i, 0);
+	return store_col_copy(r, i, 1, &row->location);
+}
+
 bool store_table_locations_after(struct store *s, long long after_id, int limit,
-				 json_t **rows, struct floe_error *err)
+				 struct table_location **rows, size_t *count,
+				 struct floe_error *err)
 {
 	char idp[32], limp[16];
 	const char *params[2] = { idp, limp };
-	PGresult *r;
+	void *out = NULL;
 
 	*rows = NULL;
+	*count = 0;
 	snprintf(idp, sizeof(idp), "%lld", after_id);
 	snprintf(limp, sizeof(limp), "%d", limit);
-	r = store_exec(s, &statements[ST_TABLE_LOCATIONS_AFTER], 2, params, err);
+	PGresult *r = store_exec(s, &statements[ST_TABLE_LOCATIONS_AFTER], 2, params, err);
 	if (r == NULL)
 		return false;
-	json_t *out = json_array();
-	for (int i = 0; out != NULL && i < PQntuples(r); i++) {
-		json_t *row = json_pack("[Is]", (json_int_t)strtoll(PQgetvalue(r, i, 0), NULL, 10),
-					PQgetvalue(r, i, 1));
-		if (row == NULL || json_array_append_new(out, row) != 0) {
-			json_decref(out);
-			out = NULL;
-		}
-	}
+	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), location_fill,
+				  location_clear, &out, count, err);
 	PQclear(r);
-	if (out == NULL)
-		return floe_err(err, FE_INTERNAL, "out of memory");
 	*rows = out;
-	return true;
+	return ok;
 }
