@@ -22,6 +22,7 @@
 #include "policy.h"
 #include "ports.h"
 #include "tablemeta.h"
+#include "wording.h"
 #include "tablewrite.h"
 #include "uuid.h"
 
@@ -235,7 +236,7 @@ static bool commit_round(struct store *s, const struct table_env *env,
 	if (written != NULL)
 		memset(written, 0, sizeof(*written));
 	if (!store_table_load(s, ns, name, &row, err))
-		return false;
+		return tables_word_error(s, ns, name, NULL, false, err);
 	base = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
 	if (base == NULL) {
 		floe_err(err, FE_INTERNAL, "stored metadata is unreadable");

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "namespace.h"
 #include "ports.h"
+#include "rowjson.h"
 
 /* Ends a transaction begun by the caller: commit when ok, else roll back
  * (unless the commit's own outcome is unknown). */
@@ -26,6 +27,65 @@ static bool finish_tx(struct store *s, bool ok, struct floe_error *err)
 	if (err->kind != FE_COMMIT_STATE_UNKNOWN)
 		store_rollback(s);
 	return false;
+}
+
+/* A hook as the API shows it (new reference; NULL when out of memory). */
+static json_t *hook_json(const void *row)
+{
+	const struct hook_row *h = row;
+	json_t *scope = json_object();
+
+	if (scope != NULL && h->scope_ns.nlevels > 0)
+		json_object_set_new(scope, "namespace", ident_ns_to_json(&h->scope_ns));
+	if (scope != NULL && h->scope_table != NULL)
+		json_object_set_new(scope, "table", json_string(h->scope_table));
+	return json_pack("{s:s, s:s, s:s, s:o, s:I, s:b, s:s}",
+			 "id", h->id, "name", h->name, "url", h->url, "scope", scope,
+			 "timeout-ms", (json_int_t)h->timeout_ms, "has-secret", h->has_secret,
+			 "created-at", h->created_at);
+}
+
+/* Hook id as JSON in *hook, NULL when there is no such hook. */
+static bool load_hook(struct store *s, const char *id, json_t **hook, struct floe_error *err)
+{
+	struct hook_row row;
+	bool found = false;
+
+	*hook = NULL;
+	if (!store_hook_get(s, id, &row, &found, err))
+		return false;
+	if (!found)
+		return true;
+	*hook = hook_json(&row);
+	store_hook_row_clear(&row);
+	if (*hook == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	return true;
+}
+
+json_t *control_hook_get(struct store *s, const char *id, struct floe_error *err)
+{
+	json_t *hook = NULL;
+
+	if (!load_hook(s, id, &hook, err))
+		return NULL;
+	if (hook == NULL)
+		floe_err(err, FE_NO_SUCH_HOOK, "no audit hook %s", id);
+	return hook;
+}
+
+json_t *control_hook_list(struct store *s, struct floe_error *err)
+{
+	struct hook_row *rows = NULL;
+	size_t count = 0;
+
+	if (!store_hook_list(s, &rows, &count, err))
+		return NULL;
+	json_t *hooks = rowjson_array(rows, count, sizeof(*rows), hook_json);
+	store_hook_rows_free(rows, count);
+	if (hooks == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
+	return json_pack("{s:o}", "hooks", hooks);
 }
 
 static json_t *hook_details(const json_t *hook, const char *reason)
@@ -46,7 +106,8 @@ bool control_hook_register(struct store *s, const struct table_env *env, const c
 	if (!store_begin(s, err))
 		return false;
 	ok = store_hook_insert(s, id, spec->name, spec->url, spec->secret, &spec->scope_ns,
-			       spec->scope_table, spec->timeout_ms, hook, err);
+			       spec->scope_table, spec->timeout_ms, err) &&
+	     load_hook(s, id, hook, err);
 	if (ok && *hook == NULL)
 		ok = floe_err(err, FE_INTERNAL, "the new hook could not be read back");
 	if (ok) {
@@ -73,7 +134,7 @@ bool control_hook_delete(struct store *s, const struct table_env *env, const cha
 
 	if (!store_begin(s, err))
 		return false;
-	ok = store_hook_lock(s, err) && store_hook_get(s, id, &hook, err);
+	ok = store_hook_lock(s, err) && load_hook(s, id, &hook, err);
 	if (ok && hook == NULL)
 		ok = floe_err(err, FE_NO_SUCH_HOOK, "no audit hook %s", id);
 	if (ok && reason == NULL) {

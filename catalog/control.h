@@ -29,6 +29,12 @@ bool control_hook_register(struct store *s, const struct table_env *env, const c
 			   const struct hook_spec *spec, json_t **hook,
 			   struct floe_error *err) FLOE_WUR;
 
+/* GET /audit-hooks: {"hooks": [...]}, oldest first (new reference). */
+json_t *control_hook_list(struct store *s, struct floe_error *err) FLOE_WUR;
+
+/* GET /audit-hooks/{id}: the hook (new reference); FE_NO_SUCH_HOOK. */
+json_t *control_hook_get(struct store *s, const char *id, struct floe_error *err) FLOE_WUR;
+
 /* DELETE /audit-hooks/{id}: the deletion and its hook.deleted event in one
  * transaction. Without reason, deleting the last hook that covers a
  * namespace or table setting floe.wap.required=true is FE_FORBIDDEN;

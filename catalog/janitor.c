@@ -32,7 +32,6 @@
 
 struct janitor {
 	struct janitor_config cfg;
-	char *conninfo;
 	char *warehouse_path;
 	struct store_pool *pool;
 	pthread_t thread;
@@ -169,23 +168,23 @@ static void run_expiry(struct store *s, const char *what,
 static void run_visit(struct janitor *j, struct store *s)
 {
 	struct floe_error err;
-	json_t *rows = NULL;
+	struct table_location *rows = NULL;
+	size_t count = 0;
 
 	floe_error_clear(&err);
-	if (!store_table_locations_after(s, j->visit_after, JANITOR_VISIT_BATCH, &rows, &err)) {
+	if (!store_table_locations_after(s, j->visit_after, JANITOR_VISIT_BATCH, &rows, &count,
+					 &err)) {
 		log_warn("janitor", "listing tables for orphan files failed: %s", err.message);
 		return;
 	}
-	size_t i;
-	json_t *row;
-	json_array_foreach(rows, i, row) {
-		j->visit_after = json_integer_value(json_array_get(row, 0));
-		(void)fileio_remove_stale_tmp(json_string_value(json_array_get(row, 1)),
-					      j->warehouse_path, JANITOR_TMP_MIN_AGE_S);
+	for (size_t i = 0; i < count; i++) {
+		j->visit_after = rows[i].id;
+		(void)fileio_remove_stale_tmp(rows[i].location, j->warehouse_path,
+					      JANITOR_TMP_MIN_AGE_S);
 	}
-	if (json_array_size(rows) < JANITOR_VISIT_BATCH)
+	if (count < JANITOR_VISIT_BATCH)
 		j->visit_after = 0; /* round the table list again next time */
-	json_decref(rows);
+	store_table_locations_free(rows, count);
 }
 
 /* unsettled_drain's callback: asks the commit log about one commit. */
@@ -253,10 +252,8 @@ static void *janitor_main(void *arg)
 
 static void janitor_free(struct janitor *j)
 {
-	store_pool_free(&j->pool);
 	pthread_mutex_destroy(&j->mu);
 	pthread_cond_destroy(&j->cv);
-	free(j->conninfo);
 	free(j->warehouse_path);
 	free(j);
 }
@@ -271,21 +268,18 @@ struct janitor *janitor_start(const struct janitor_config *cfg)
 		return NULL;
 	}
 	j->cfg = *cfg;
-	j->conninfo = strdup(cfg->conninfo);
 	j->warehouse_path = strdup(cfg->warehouse_path);
 	pthread_mutex_init(&j->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&j->cv, &ca);
 	pthread_condattr_destroy(&ca);
-	if (j->conninfo != NULL)
-		j->pool = store_pool_new(j->conninfo, 1);
-	if (j->conninfo == NULL || j->warehouse_path == NULL || j->pool == NULL) {
+	j->pool = cfg->pool;
+	if (j->warehouse_path == NULL) {
 		log_error("janitor", "out of memory");
 		janitor_free(j);
 		return NULL;
 	}
-	j->cfg.conninfo = j->conninfo;
 	j->cfg.warehouse_path = j->warehouse_path;
 	if (pthread_create(&j->thread, NULL, janitor_main, j) != 0) {
 		log_error("janitor", "cannot start the janitor thread");

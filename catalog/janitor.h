@@ -12,10 +12,11 @@
 
 #include <stdbool.h>
 
+struct store_pool;
 struct unsettled;
 
 struct janitor_config {
-	const char *conninfo;       /* copied */
+	struct store_pool *pool;    /* its own connections; borrowed */
 	const char *warehouse_path; /* copied */
 	int interval_s;             /* between rounds */
 	int idempotency_keep_s;     /* keys older than this go */
@@ -34,8 +35,9 @@ struct janitor *janitor_start(const struct janitor_config *cfg);
  * blocks on the round itself. */
 void janitor_wake(struct janitor *j);
 
-/* Stops the thread (a round in progress finishes first), closes its
- * connection and frees it; sets *j to NULL. NULL-safe. */
+/* Stops the thread (a round in progress finishes first) and frees it;
+ * sets *j to NULL. The pool is the caller's to free afterwards.
+ * NULL-safe. */
 void janitor_stop(struct janitor **j);
 
 #endif

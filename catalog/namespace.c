@@ -10,6 +10,8 @@
 
 #include "policy.h"
 #include "ports.h"
+#include "rowjson.h"
+#include "wording.h"
 
 bool page_request_parse(const char *token, const char *size,
 			struct page_request *out, struct floe_error *err)
@@ -133,6 +135,11 @@ json_t *ns_create(struct store *s, const json_t *body, struct floe_error *err)
 		goto done;
 	json_t *stored = props != NULL ? json_incref(props) : json_object();
 	if (!store_ns_create(s, &ns, stored, err)) {
+		/* Missing is the parent; existing is ns itself. */
+		struct ns_ident parent = ns;
+		if (parent.nlevels > 0)
+			parent.nlevels--;
+		ns_word_error(err->kind == FE_NO_SUCH_NAMESPACE ? &parent : &ns, err);
 		json_decref(stored);
 		goto done;
 	}
@@ -151,42 +158,60 @@ json_t *ns_load(struct store *s, const struct ns_ident *ns,
 	json_t *answer;
 
 	if (!store_ns_load(s, ns, &props, err))
-		return NULL;
+		return ns_word_error(ns, err), NULL;
 	answer = ns_answer(ns, props);
 	if (answer == NULL)
 		floe_err(err, FE_INTERNAL, "out of memory");
 	return answer;
 }
 
+bool ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,
+	       struct floe_error *err)
+{
+	return store_ns_exists(s, ns, exists, err);
+}
+
+bool ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error *err)
+{
+	return store_ns_drop(s, ns, err) || ns_word_error(ns, err);
+}
+
+/* A namespace's levels as a JSON array (rowjson_array's converter). */
+static json_t *ns_levels_json(const void *row)
+{
+	return ident_ns_to_json(row);
+}
+
 json_t *ns_list(struct store *s, const struct ns_ident *parent,
 		const struct page_request *page, struct floe_error *err)
 {
-	json_t *list = NULL;
+	struct ns_ident *rows = NULL;
+	size_t count = 0;
 	json_t *token = json_null();
 	bool more = false;
 	long limit = page->paginate ? page->page_size : -1;
 	const struct ns_ident *after =
 		page->after.nlevels > 0 ? &page->after : NULL;
 
-	if (!store_ns_list(s, parent, after, limit, &list, &more, err))
+	if (!store_ns_list(s, parent, after, limit, &rows, &count, &more, err)) {
+		if (parent != NULL)
+			ns_word_error(parent, err);
 		return NULL;
-	if (more && json_array_size(list) > 0) {
-		json_t *last = json_array_get(list, json_array_size(list) - 1);
-		struct ns_ident lastns = { 0 };
-		struct floe_error ignored;
-		char *t = NULL;
+	}
+	json_t *list = rowjson_array(rows, count, sizeof(*rows), ns_levels_json);
+	if (list != NULL && more && count > 0) {
+		char *t = page_token_encode(&rows[count - 1]);
 
-		if (ident_ns_from_json(last, "namespace", &lastns, &ignored))
-			t = page_token_encode(&lastns);
-		ident_ns_clear(&lastns);
 		if (t == NULL) {
 			json_decref(list);
-			floe_err(err, FE_INTERNAL, "out of memory");
-			return NULL;
+			list = NULL;
 		}
-		token = json_string(t);
+		token = t != NULL ? json_string(t) : token;
 		free(t);
 	}
+	store_ns_rows_free(rows, count);
+	if (list == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
 	return json_pack("{s:o, s:o}", "namespaces", list,
 			 "next-page-token", token);
 }
@@ -256,8 +281,9 @@ json_t *ns_update_properties(struct store *s, const struct ns_ident *ns,
 	json_t *empty_obj = json_object();
 	const json_t *rem = removals ? removals : empty_arr;
 	const json_t *upd = updates ? updates : empty_obj;
-	bool ok = store_begin(s, err) &&
-		  store_ns_update_properties(s, ns, rem, upd, &old, err);
+	bool ok = store_begin(s, err);
+	if (ok && !store_ns_update_properties(s, ns, rem, upd, &old, err))
+		ok = ns_word_error(ns, err);
 	if (ok && reason == NULL)
 		ok = policy_check_ns_properties(ns, old, rem, upd, err);
 	if (ok) {

@@ -49,6 +49,14 @@ json_t *ns_create(struct store *s, const json_t *body,
 json_t *ns_load(struct store *s, const struct ns_ident *ns,
 		struct floe_error *err) FLOE_WUR;
 
+/* HEAD /namespaces/{ns}: sets *exists. */
+bool ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,
+	       struct floe_error *err) FLOE_WUR;
+
+/* DELETE /namespaces/{ns}. FE_NO_SUCH_NAMESPACE; FE_NAMESPACE_NOT_EMPTY
+ * when it holds tables or namespaces. */
+bool ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error *err) FLOE_WUR;
+
 /* GET /namespaces?parent=: {"namespaces", "next-page-token"}. parent may
  * be NULL for the top level. */
 json_t *ns_list(struct store *s, const struct ns_ident *parent,

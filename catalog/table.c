@@ -16,6 +16,7 @@
 #include "policy.h"
 #include "ports.h"
 #include "tablemeta.h"
+#include "wording.h"
 #include "tablewrite.h"
 #include "unsettled.h"
 #include "uuid.h"
@@ -365,11 +366,14 @@ bool table_create_row(struct store *s, const struct table_env *env,
 	if (!store_begin(s, err))
 		goto done;
 	in_tx = true;
-	if (!table_location_claim(s, ns, name, table_loc, key, uuid, err) ||
-	    !store_table_create(s, ns, name, uuid, loc, text, refs, key, env->request_id,
-				err) ||
-	    (env->idem_key != NULL &&
-	     !idem_record_created(s, env, loc, m, with_config, err)))
+	if (!table_location_claim(s, ns, name, table_loc, key, uuid, err))
+		goto done;
+	if (!store_table_create(s, ns, name, uuid, loc, text, refs, key, env->request_id,
+				err)) {
+		tables_word_error(s, ns, name, uuid, true, err);
+		goto done;
+	}
+	if (env->idem_key != NULL && !idem_record_created(s, env, loc, m, with_config, err))
 		goto done;
 	in_tx = false;
 	if (!store_commit(s, err)) {
@@ -514,7 +518,7 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 	size_t metalen;
 
 	if (!store_table_load_as(s, ns, name, mode == SNAPSHOTS_REFS, &row, err))
-		return NULL;
+		return tables_word_error(s, ns, name, NULL, false, err), NULL;
 	if (row.metadata_location == NULL) {
 		/* Not a state floe leaves behind; an edited row must not crash. */
 		store_table_row_clear(&row);
@@ -571,7 +575,7 @@ json_t *table_load_metadata(struct store *s, const struct ns_ident *ns,
 	json_t *m;
 
 	if (!store_table_load(s, ns, name, &row, err))
-		return NULL;
+		return tables_word_error(s, ns, name, NULL, false, err), NULL;
 	m = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
 	if (m != NULL && metadata_location != NULL) {
 		*metadata_location = row.metadata_location;
@@ -605,8 +609,10 @@ static bool register_over(struct store *s, const struct table_env *env,
 	bool ok = false;
 
 	memset(&row, 0, sizeof(row));
-	if (!store_table_load(s, ns, name, &row, err))
+	if (!store_table_load(s, ns, name, &row, err)) {
+		tables_word_error(s, ns, name, NULL, false, err);
 		goto done;
+	}
 	old = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
 	if (!policy_rule(s, ns, old, rule, sizeof(rule), err))
 		goto done;
@@ -617,8 +623,10 @@ static bool register_over(struct store *s, const struct table_env *env,
 		goto done;
 	}
 	if (!store_table_overwrite(s, ns, name, uuid, mloc, text, refs, tloc, env->request_id,
-				   err))
+				   err)) {
+		tables_word_error(s, ns, name, uuid, false, err);
 		goto done;
+	}
 	json_t *details = json_pack("{s:s, s:s*, s:s, s:s, s:s*, s:s*}", "metadata-location", mloc,
 				    "previous-metadata-location", row.metadata_location,
 				    "table-uuid", uuid, "previous-table-uuid", row.uuid,
@@ -653,7 +661,7 @@ static bool register_new(struct store *s, const struct table_env *env,
 				"registering table %s with a snapshot on main would move main outside write-audit-publish: %s; only POST /v1/controls/register with a reason may",
 				name, rule);
 	if (!store_table_create(s, ns, name, uuid, mloc, text, refs, tloc, env->request_id, err))
-		return false;
+		return tables_word_error(s, ns, name, uuid, true, err);
 	if (reason == NULL)
 		return true;
 	json_t *details = json_pack("{s:s, s:s, s:s*, s:s}", "metadata-location", mloc,
@@ -755,6 +763,7 @@ bool table_drop(struct store *s, const struct table_env *env,
 	if (!store_begin(s, err))
 		return false;
 	if (!store_table_drop(s, ns, name, purge, &row, err)) {
+		tables_word_error(s, ns, name, NULL, false, err);
 		store_rollback(s);
 		return false;
 	}
@@ -795,8 +804,10 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 	}
 	if (!store_begin(s, err))
 		goto done;
-	if (!store_table_load(s, &from.ns, from.name, &row, err))
+	if (!store_table_load(s, &from.ns, from.name, &row, err)) {
+		tables_word_error(s, &from.ns, from.name, NULL, false, err);
 		goto fail;
+	}
 	m = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
 	/* The table's own floe.wap.required travels with it; a namespace's
 	 * stays behind, so leaving its scope would leave the control. */
@@ -809,8 +820,14 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 			 from.name, from_rule);
 		goto fail;
 	}
-	if (!store_table_rename(s, &from.ns, from.name, &to.ns, to.name, err))
+	if (!store_table_rename(s, &from.ns, from.name, &to.ns, to.name, err)) {
+		/* Missing is the source table; missing or taken, the destination. */
+		if (err->kind == FE_NO_SUCH_TABLE)
+			tables_word_error(s, &from.ns, from.name, NULL, false, err);
+		else
+			tables_word_error(s, &to.ns, to.name, NULL, false, err);
 		goto fail;
+	}
 	json_t *details = json_pack("{s:s, s:{s:o, s:s}, s:s*, s:s*, s:s*}", "table-uuid", row.uuid,
 				    "to", "namespace", ident_ns_to_json(&to.ns), "name", to.name,
 				    "protected-by", from_rule[0] != '\0' ? from_rule : NULL,

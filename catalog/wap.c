@@ -18,6 +18,7 @@
 #include "log.h"
 #include "ports.h"
 #include "refs.h"
+#include "rowjson.h"
 #include "tablemeta.h"
 #include "uuid.h"
 
@@ -62,14 +63,61 @@ static void rfc3339_now(char *out, size_t len)
 	snprintf(out + n, len - n, ".%03ldZ", ts.tv_nsec / 1000000L);
 }
 
-/* Removes the internal fields of a stored run. */
-static json_t *public_run(json_t *run)
+/* A JSON text column as JSON: null when absent or unreadable. */
+static json_t *json_text(const char *text)
 {
-	if (run != NULL) {
-		json_object_del(run, "_table-uuid");
-		json_object_del(run, "_seq");
-	}
+	json_error_t jerr;
+	json_t *v = text != NULL ? json_loads(text, 0, &jerr) : NULL;
+
+	return v != NULL ? v : json_null();
+}
+
+/* A run as the API shows it (new reference). */
+static json_t *run_json(const void *row)
+{
+	const struct run_row *r = row;
+	json_t *run = json_pack("{s:s, s:{s:o, s:s}, s:s, s:s, s:o, s:s, s:s, s:o}",
+				"id", r->id,
+				"table", "namespace", ident_ns_to_json(&r->ns),
+				"name", r->table_name,
+				"branch", r->branch, "state", r->state,
+				"base-snapshot-id",
+				r->has_base ? json_integer(r->base_snapshot_id) : json_null(),
+				"created-at", r->created_at,
+				"updated-at", r->updated_at,
+				"audits", json_text(r->audits));
+	if (run == NULL)
+		return NULL;
+	if (r->has_audited)
+		json_object_set_new(run, "audited-snapshot-id",
+				    json_integer(r->audited_snapshot_id));
+	if (r->has_published)
+		json_object_set_new(run, "published-snapshot-id",
+				    json_integer(r->published_snapshot_id));
 	return run;
+}
+
+/* The run run_id as JSON in *run: NULL when there is none, or when
+ * table_uuid is given and the run belongs to another table. */
+static bool load_run(struct store *s, const char *run_id, const char *table_uuid,
+		     json_t **run, struct floe_error *err)
+{
+	struct run_row row;
+	bool found = false;
+	bool ok = true;
+
+	*run = NULL;
+	if (!store_run_get(s, run_id, &row, &found, err))
+		return false;
+	if (!found)
+		return true;
+	if (table_uuid == NULL || strcasecmp(row.table_uuid, table_uuid) == 0) {
+		*run = run_json(&row);
+		if (*run == NULL)
+			ok = floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	store_run_row_clear(&row);
+	return ok;
 }
 
 /* The run run_id of this table, or NULL with FE_NO_SUCH_RUN. */
@@ -81,26 +129,24 @@ static json_t *find_run(struct store *s, const char *table_uuid, const char *run
 	if (!hook_id_valid(run_id))
 		return floe_err(err, FE_NO_SUCH_RUN, "no write-audit-publish run %s", run_id),
 		       NULL;
-	if (!store_run_get(s, run_id, &run, err))
+	if (!load_run(s, run_id, table_uuid, &run, err))
 		return NULL;
-	if (run == NULL ||
-	    strcasecmp(json_string_value(json_object_get(run, "_table-uuid")), table_uuid) != 0) {
-		json_decref(run);
+	if (run == NULL)
 		return floe_err(err, FE_NO_SUCH_RUN,
 				"no write-audit-publish run %s on this table", run_id),
 		       NULL;
-	}
 	return run;
 }
 
 static json_t *reload_run(struct store *s, const char *run_id, struct floe_error *err)
 {
 	json_t *run = NULL;
-	if (!store_run_get(s, run_id, &run, err))
+
+	if (!load_run(s, run_id, NULL, &run, err))
 		return NULL;
 	if (run == NULL)
 		floe_err(err, FE_NO_SUCH_RUN, "no write-audit-publish run %s", run_id);
-	return public_run(run);
+	return run;
 }
 
 struct stage_record {
@@ -256,13 +302,15 @@ json_t *wap_get(struct store *s, const struct ns_ident *ns, const char *table,
 		return NULL;
 	run = find_run(s, json_string_value(json_object_get(m, "table-uuid")), run_id, err);
 	json_decref(m);
-	return public_run(run);
+	return run;
 }
 
 json_t *wap_list(struct store *s, const struct ns_ident *ns, const char *table,
 		 const char *token, long page_size, struct floe_error *err)
 {
 	json_t *m = table_load_metadata(s, ns, table, NULL, err);
+	struct run_row *rows = NULL;
+	size_t count = 0;
 	json_t *runs = NULL;
 	bool more = false;
 	long long before = 0;
@@ -281,22 +329,20 @@ json_t *wap_list(struct store *s, const struct ns_ident *ns, const char *table,
 	/* Runs and events only grow: these lists are always paged. */
 	long limit = page_size > RUNS_PAGE_MAX ? RUNS_PAGE_MAX : page_size;
 	bool ok = store_run_list(s, json_string_value(json_object_get(m, "table-uuid")),
-				 before, limit, &runs, &more, err);
+				 before, limit, &rows, &count, &more, err);
 	json_decref(m);
 	if (!ok)
 		return NULL;
+	runs = rowjson_array(rows, count, sizeof(*rows), run_json);
 	json_t *next = json_null();
-	if (more && json_array_size(runs) > 0) {
+	if (runs != NULL && more && count > 0) {
 		char t[32];
-		json_t *last = json_array_get(runs, json_array_size(runs) - 1);
-		snprintf(t, sizeof(t), "%lld",
-			 (long long)json_integer_value(json_object_get(last, "_seq")));
+		snprintf(t, sizeof(t), "%lld", rows[count - 1].seq);
 		next = json_string(t);
 	}
-	size_t i;
-	json_t *r;
-	json_array_foreach(runs, i, r)
-		public_run(r);
+	store_run_rows_free(rows, count);
+	if (runs == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
 	return json_pack("{s:o, s:o}", "runs", runs, "next-page-token", next);
 }
 
@@ -559,7 +605,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	struct store *s = NULL;
 	json_t *m = NULL;
 	json_t *run = NULL;
-	json_t *hooks = NULL;
+	struct hook_target *hooks = NULL;
 	json_t *audits = NULL;
 	json_t *out = NULL;
 	char *metadata_location = NULL;
@@ -620,9 +666,8 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 			*err = aerr;
 		goto done;
 	}
-	if (!store_hooks_in_scope(s, ns, table, &hooks, err))
+	if (!store_hooks_in_scope(s, ns, table, &hooks, &n, err))
 		goto done;
-	n = json_array_size(hooks);
 	if (n == 0) {
 		floe_err(err, FE_NO_HOOK,
 			 "no audit hook covers table %s: an unaudited publish is not a publish", table);
@@ -631,8 +676,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	/* The audit's lease: the longest hook timeout and a margin. */
 	long lease_ms = 0;
 	for (size_t i = 0; i < n; i++) {
-		long t = (long)json_integer_value(json_object_get(json_array_get(hooks, i),
-								  "timeout-ms"));
+		long t = (long)hooks[i].timeout_ms;
 		if (t > lease_ms)
 			lease_ms = t;
 	}
@@ -686,7 +730,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	}
 	json_t *parent = json_object_get(snap, "parent-snapshot-id");
 	for (size_t i = 0; i < n; i++) {
-		json_t *h = json_array_get(hooks, i);
+		const struct hook_target *h = &hooks[i];
 		if (!uuid_v4(deliveries[i]))
 			snprintf(deliveries[i], UUID_STR_LEN, "%s", run_id);
 		json_t *payload = json_pack(
@@ -704,14 +748,14 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 		json_decref(payload);
 		if (bodies[i] == NULL)
 			log_error("wap", "run %s: the payload for hook %s cannot be built (snapshot %lld, metadata location %s); the audit fails rid=%s",
-				  run_id, json_string_value(json_object_get(h, "name")), audited,
+				  run_id, h->name, audited,
 				  metadata_location ? "known" : "missing", env->request_id);
-		calls[i].url = json_string_value(json_object_get(h, "url"));
-		calls[i].secret = json_string_value(json_object_get(h, "secret"));
+		calls[i].url = h->url;
+		calls[i].secret = h->secret;
 		calls[i].delivery_id = deliveries[i];
 		/* NULL: the call is an error verdict and nothing is sent. */
 		calls[i].body = bodies[i];
-		calls[i].timeout_ms = (long)json_integer_value(json_object_get(h, "timeout-ms"));
+		calls[i].timeout_ms = (long)h->timeout_ms;
 		calls[i].policy = env->hook_policy;
 	}
 
@@ -734,12 +778,11 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	called = json_array();
 	size_t rejected = n, failed = n;
 	for (size_t i = 0; i < n; i++) {
-		json_t *h = json_array_get(hooks, i);
+		const struct hook_target *h = &hooks[i];
 		char at[40];
 		rfc3339_now(at, sizeof(at));
-		json_t *a = json_pack("{s:O, s:O, s:s, s:I, s:s}", "hook-id",
-				      json_object_get(h, "id"), "hook-name",
-				      json_object_get(h, "name"), "verdict",
+		json_t *a = json_pack("{s:s, s:s, s:s, s:I, s:s}", "hook-id", h->id,
+				      "hook-name", h->name, "verdict",
 				      verdicts[calls[i].verdict], "latency-ms",
 				      (json_int_t)calls[i].latency_ms, "at", at);
 		if (calls[i].http_status > 0)
@@ -759,8 +802,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 			failed = i;
 	}
 	if (rejected < n) {
-		const char *hname = json_string_value(json_object_get(json_array_get(hooks, rejected),
-								      "name"));
+		const char *hname = hooks[rejected].name;
 		if (finish_run(s, env, ns, table, run_id, lease, "rejected", audited, audits, called,
 			       "wap.rejected",
 			       json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
@@ -771,8 +813,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 		goto done;
 	}
 	if (failed < n) {
-		const char *hname = json_string_value(json_object_get(json_array_get(hooks, failed),
-								      "name"));
+		const char *hname = hooks[failed].name;
 		if (finish_run(s, env, ns, table, run_id, lease, "audit-failed", audited, audits,
 			       called, "wap.audit-failed",
 			       json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
@@ -842,7 +883,7 @@ done:
 	free(metadata_location);
 	json_decref(audits);
 	json_decref(called);
-	json_decref(hooks);
+	store_hook_targets_free(hooks, n);
 	json_decref(run);
 	json_decref(m);
 	return out;
@@ -867,12 +908,29 @@ static bool parse_log_token(const char *token, char *xid, size_t xidlen, long lo
 	return true;
 }
 
+/* An audit event as the API shows it (new reference). */
+static json_t *event_json(const void *row)
+{
+	const struct event_row *e = row;
+
+	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}",
+			 "id", (json_int_t)e->id, "at", e->at, "event", e->event,
+			 "principal", e->principal,
+			 "request-id", e->request_id ? json_string(e->request_id) : json_null(),
+			 "namespace", e->ns.nlevels > 0 ? ident_ns_to_json(&e->ns) : json_null(),
+			 "table", e->table ? json_string(e->table) : json_null(),
+			 "run-id", e->run_id ? json_string(e->run_id) : json_null(),
+			 "details", json_text(e->details));
+}
+
 json_t *audit_log_list(struct store *s, const struct ns_ident *ns,
 		       const char *table, const char *run_id, const char *since,
 		       const char *token, long page_size, struct floe_error *err)
 {
 	long long after = 0;
 	char after_xid[24] = "0";
+	struct event_row *rows = NULL;
+	size_t count = 0;
 	json_t *events = NULL;
 	bool more = false;
 
@@ -883,21 +941,21 @@ json_t *audit_log_list(struct store *s, const struct ns_ident *ns,
 		return floe_err(err, FE_BAD_REQUEST,
 				"pageToken is not a token this server issued"), NULL;
 	long limit = page_size > RUNS_PAGE_MAX ? RUNS_PAGE_MAX : page_size;
-	if (!store_event_list(s, after_xid, after, ns, table, run_id, since, limit, &events,
-			      &more, err))
+	if (!store_event_list(s, after_xid, after, ns, table, run_id, since, limit, &rows,
+			      &count, &more, err)) {
+		if (err->kind == FE_BAD_REQUEST)
+			floe_err(err, FE_BAD_REQUEST, "since must be an RFC 3339 timestamp");
 		return NULL;
+	}
+	events = rowjson_array(rows, count, sizeof(*rows), event_json);
 	json_t *next = json_null();
-	if (more && json_array_size(events) > 0) {
+	if (events != NULL && more && count > 0) {
 		char t[64];
-		json_t *last = json_array_get(events, json_array_size(events) - 1);
-		snprintf(t, sizeof(t), "%s-%lld",
-			 json_string_value(json_object_get(last, "_xid")),
-			 (long long)json_integer_value(json_object_get(last, "id")));
+		snprintf(t, sizeof(t), "%s-%lld", rows[count - 1].xid, rows[count - 1].id);
 		next = json_string(t);
 	}
-	size_t i;
-	json_t *e;
-	json_array_foreach(events, i, e)
-		json_object_del(e, "_xid");
+	store_event_rows_free(rows, count);
+	if (events == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
 	return json_pack("{s:o, s:o}", "events", events, "next-page-token", next);
 }

@@ -9,11 +9,11 @@
 
 #include "config.h"
 #include "janitor.h"
-#include "store.h"
 #include "table.h"
 #include "workq.h"
 
 struct http_request;
+struct store_pool;
 
 /*
  * Middleware around every route (idempotency.c's, set by main.c), so the

@@ -26,7 +26,7 @@
 #include <libpq-fe.h>
 
 #include "log.h"
-#include "store.h"
+#include "store_admin.h"
 
 #define PG_PORT "5432"
 

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "namespace.h"
-#include "store.h"
 
 
 
@@ -97,7 +96,7 @@ void handle_ns_exists(struct http_request *req)
 	}
 	s = handler_acquire(req);
 	if (s != NULL) {
-		bool ok = store_ns_exists(s, &ns, &exists, &err);
+		bool ok = ns_exists(s, &ns, &exists, &err);
 		handler_release(req, s);
 		if (!ok)
 			http_reply_error(req, &err);
@@ -119,7 +118,7 @@ void handle_ns_drop(struct http_request *req)
 	}
 	s = handler_acquire(req);
 	if (s != NULL) {
-		bool ok = store_ns_drop(s, &ns, &err);
+		bool ok = ns_drop(s, &ns, &err);
 		handler_release(req, s);
 		handler_answer_done(req, ok, &err);
 	}

@@ -5,7 +5,7 @@
  */
 #include "handlers.h"
 
-#include "store.h"
+#include "purges.h"
 
 /* The most purges one answer lists (oldest first). */
 #define PURGES_LIST_MAX 1000
@@ -20,7 +20,7 @@ void handle_purges_list(struct http_request *req)
 	s = handler_acquire(req);
 	if (s == NULL)
 		return;
-	bool ok = store_purge_list(s, PURGES_LIST_MAX, &purges, &err);
+	purges = purges_list(s, PURGES_LIST_MAX, &err);
 	handler_release(req, s);
-	handler_answer(req, 200, ok ? json_pack("{s:o}", "purges", purges) : NULL, &err);
+	handler_answer(req, 200, purges, &err);
 }

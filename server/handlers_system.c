@@ -6,12 +6,12 @@
 
 #include "idempotency.h"
 #include "router.h"
-#include "store.h"
+#include "system.h"
 
 struct store *handler_acquire(struct http_request *req)
 {
 	struct floe_error err;
-	struct store *s = store_pool_acquire(req->pool, &err);
+	struct store *s = system_acquire(req->pool, &err);
 
 	if (s == NULL)
 		http_reply_error(req, &err);
@@ -20,7 +20,7 @@ struct store *handler_acquire(struct http_request *req)
 
 void handler_release(struct http_request *req, struct store *s)
 {
-	store_pool_release(req->pool, s);
+	system_release(req->pool, s);
 }
 
 void handler_answer(struct http_request *req, int status, json_t *body,
@@ -95,17 +95,9 @@ void handle_health(struct http_request *req)
 void handle_ready(struct http_request *req)
 {
 	struct floe_error err;
-	struct store *s = store_pool_acquire(req->app->pool, &err);
 
-	if (s == NULL) {
-		http_reply_error(req, &err);
-		return;
-	}
-	bool ok = store_ping(s, &err);
-	store_pool_release(req->app->pool, s);
-	if (!ok) {
-		/* Whatever failed, the answer to "ready?" is no. */
-		err.kind = FE_UNAVAILABLE;
+	/* Whatever failed, the answer to "ready?" is no. */
+	if (!system_ready(req->app->pool, &err)) {
 		http_reply_error(req, &err);
 		return;
 	}

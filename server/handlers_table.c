@@ -11,8 +11,8 @@
 #include "ident.h"
 #include "log.h"
 #include "namespace.h"
-#include "store.h"
 #include "table.h"
+#include "tables.h"
 
 
 /* Parses {namespace} and {table} from the path. */
@@ -63,9 +63,8 @@ void handle_table_list(struct http_request *req)
 	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
-	bool ok = store_table_list(s, &ns,
-				   page.after.nlevels ? page.after.levels[0] : NULL,
-				   page.paginate ? page.page_size : -1, &names, &more, &err);
+	bool ok = tables_list(s, &ns, page.after.nlevels ? page.after.levels[0] : NULL,
+			      page.paginate ? page.page_size : -1, &names, &more, &err);
 	handler_release(req, s);
 	if (!ok) {
 		http_reply_error(req, &err);
@@ -224,7 +223,7 @@ void handle_table_exists(struct http_request *req)
 	}
 	s = handler_acquire(req);
 	if (s != NULL) {
-		bool ok = store_table_exists(s, &ns, name, &exists, &err);
+		bool ok = tables_exists(s, &ns, name, &exists, &err);
 		handler_release(req, s);
 		if (!ok)
 			http_reply_error(req, &err);
@@ -422,14 +421,7 @@ void handle_table_metrics(struct http_request *req)
 	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
-	bool exists = false;
-	bool ok = store_table_exists(s, &ns, name, &exists, &err);
-	if (ok && !exists) {
-		floe_err(&err, FE_NO_SUCH_TABLE, "table does not exist: %s", name);
-		ok = false;
-	}
-	if (ok)
-		ok = store_metrics_insert(s, &ns, name, req->body, &err);
+	bool ok = tables_report_metrics(s, &ns, name, req->body, &err);
 	handler_release(req, s);
 	handler_answer_done(req, ok, &err);
 done:
@@ -452,7 +444,7 @@ void handle_table_credentials(struct http_request *req)
 	}
 	s = handler_acquire(req);
 	if (s != NULL) {
-		bool ok = store_table_exists(s, &ns, name, &exists, &err);
+		bool ok = tables_exists(s, &ns, name, &exists, &err);
 		handler_release(req, s);
 		if (ok && !exists)
 			ok = floe_err(&err, FE_NO_SUCH_TABLE, "table does not exist: %s", name);

@@ -11,7 +11,6 @@
 #include "hookspec.h"
 #include "namespace.h"
 #include "refs.h"
-#include "store.h"
 #include "uuid.h"
 #include "wap.h"
 
@@ -204,10 +203,10 @@ void handle_hooks_list(struct http_request *req)
 
 	if (s == NULL)
 		return;
-	bool ok = store_hook_list(s, &hooks, &err);
+	hooks = control_hook_list(s, &err);
 	handler_release(req, s);
-	if (ok)
-		http_reply_json(req, 200, json_pack("{s:o}", "hooks", hooks));
+	if (hooks != NULL)
+		http_reply_json(req, 200, hooks);
 	else
 		http_reply_error(req, &err);
 }
@@ -234,11 +233,9 @@ void handle_hooks_get(struct http_request *req)
 	}
 	if ((s = handler_acquire(req)) == NULL)
 		return;
-	bool ok = store_hook_get(s, id, &hook, &err);
+	hook = control_hook_get(s, id, &err);
 	handler_release(req, s);
-	if (ok && hook == NULL)
-		ok = floe_err(&err, FE_NO_SUCH_HOOK, "no audit hook %s", id);
-	if (ok)
+	if (hook != NULL)
 		http_reply_json(req, 200, hook);
 	else
 		http_reply_error(req, &err);

@@ -1,15 +1,15 @@
 /*
  * idempotency.c - claims a key before the handler runs and records the
  * answer after it. The store connection is released while the handler
- * runs, because the handler borrows one of its own.
+ * runs, because the handler borrows one of its own (catalog/idem.c).
  */
 #include "idempotency.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "idem.h"
 #include "log.h"
-#include "store.h"
 #include "uuid.h"
 
 /* Keys are kept past the advertised lifetime to allow for clock skew. */
@@ -77,16 +77,9 @@ void idempotent_run(struct http_request *req,
 		h *= 1099511628211ULL;
 	}
 	snprintf(route, sizeof(route), "%s %s #%016llx", req->method, req->path, h);
-	struct store *s = store_pool_acquire(req->pool, &err);
-	if (s == NULL) {
-		http_reply_error(req, &err);
-		return;
-	}
-	bool ok = store_idem_claim(s, key, route, req->idem_owner, KEEP_SECONDS,
-				   req->app->cfg->idempotency_lease_seconds, &claimed,
-				   &status, &response, &err);
-	store_pool_release(req->pool, s);
-	if (!ok) {
+	if (!idem_claim(req->pool, key, route, req->idem_owner, KEEP_SECONDS,
+			req->app->cfg->idempotency_lease_seconds, &claimed, &status, &response,
+			&err)) {
 		http_reply_error(req, &err);
 		return;
 	}
@@ -116,29 +109,10 @@ void idempotent_run(struct http_request *req,
 void idempotent_finish(struct http_request *req)
 {
 	const char *key = http_header(req, "Idempotency-Key");
-	struct floe_error err;
 
 	if (!req->idem_claimed || key == NULL)
 		return;
 	req->idem_claimed = false;
-	struct store *s = store_pool_acquire(req->pool, &err);
-	if (s == NULL) {
-		/* The claim runs out with its lease; a retry then runs again
-		 * (a table commit recorded its own answer already). */
-		log_warn("http", "cannot record the answer to Idempotency-Key %s rid=%s",
-			 key, req->request_id);
-		return;
-	}
-	/* A table commit has recorded its answer in its own transaction;
-	 * then this finds the key answered and changes nothing. */
-	if (req->status > 0 && req->status < 500) {
-		bool recorded = false;
-		if (!store_idem_finish(s, key, req->idem_owner, req->status, req->captured,
-				       &recorded, &err))
-			log_warn("http", "cannot record the answer to Idempotency-Key %s: %s rid=%s",
-				 key, err.message, req->request_id);
-	} else {
-		store_idem_release(s, key, req->idem_owner);
-	}
-	store_pool_release(req->pool, s);
+	idem_settle(req->pool, key, req->idem_owner, req->status, req->captured,
+		    req->request_id);
 }

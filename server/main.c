@@ -24,6 +24,7 @@
 #include "log.h"
 #include "router.h"
 #include "store.h"
+#include "store_admin.h"
 #include "unsettled.h"
 
 #ifndef FLOE_VERSION
@@ -98,6 +99,7 @@ int main(int argc, char **argv)
 	struct embedpg pg = { 0 };
 	struct app app = { 0 };
 	struct MHD_Daemon *d = NULL;
+	struct store_pool *janitor_pool = NULL; /* the janitor's own connection */
 	const char *conninfo;
 	sigset_t waitset;
 	int exit_code = 1;
@@ -206,8 +208,11 @@ int main(int argc, char **argv)
 	}
 	/* Its own connection, outside the pool: upkeep never waits for a
 	 * request's connection, nor a request for upkeep's. */
+	janitor_pool = store_pool_new(conninfo, 1);
+	if (janitor_pool == NULL)
+		goto done;
 	struct janitor_config jcfg = {
-		.conninfo = conninfo,
+		.pool = janitor_pool,
 		.warehouse_path = cfg.warehouse_path,
 		.interval_s = cfg.janitor_interval_s,
 		/* as long as idempotency.c keeps a key */
@@ -266,6 +271,7 @@ done:
 	workq_stop(&app.commits);
 	workq_stop(&app.publishes);
 	janitor_stop(&app.janitor);
+	store_pool_free(&janitor_pool);
 	store_pool_free(&app.pool);
 	store_pool_free(&app.commit_pool);
 	store_pool_free(&app.publish_pool);

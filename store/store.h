@@ -6,11 +6,15 @@
  * prepared. Worker threads borrow one from a store_pool for the span of a
  * request. A lost connection surfaces as FE_UNAVAILABLE (503) and is
  * re-established on a later acquire.
+ *
+ * This is what the domain uses; creating pools, migrations and the
+ * database and role bootstrap are the daemon's start-up (store_admin.h).
  */
 #ifndef FLOE_STORE_H
 #define FLOE_STORE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <jansson.h>
 
 #include "error.h"
@@ -18,28 +22,6 @@
 
 struct store;
 struct store_pool;
-
-/* Bounds on every database session floe opens (0: none). */
-struct store_limits {
-	int statement_timeout_ms; /* server side; the client waits this plus a grace */
-	int lock_timeout_ms;      /* server side, waiting for a row or table lock */
-	int acquire_timeout_ms;   /* waiting for a free connection of a pool */
-};
-
-/* Sets the limits for every session opened afterwards. Call once at
- * start-up, before any connection; the values are copied. A statement
- * canceled by either timeout fails with FE_UNAVAILABLE (nothing changed);
- * a database that does not answer within the statement timeout plus a
- * grace has its connection closed, FE_UNAVAILABLE (or, when a COMMIT was
- * in flight, FE_COMMIT_STATE_UNKNOWN). */
-void store_set_limits(const struct store_limits *limits);
-
-/* A new pool of `size` connections to conninfo, connected lazily.
- * Returns NULL when out of memory. */
-struct store_pool *store_pool_new(const char *conninfo, int size);
-
-/* Closes every connection and frees the pool; sets *pool to NULL. */
-void store_pool_free(struct store_pool **pool);
 
 /* Borrows a connection, connecting (and preparing statements) when needed.
  * Fails with FE_UNAVAILABLE when the database cannot be reached, or when
@@ -50,32 +32,14 @@ struct store *store_pool_acquire(struct store_pool *pool,
 /* Returns a connection borrowed from pool. */
 void store_pool_release(struct store_pool *pool, struct store *s);
 
-/* Applies the numbered migrations not yet recorded, each in its own
- * transaction, under an advisory lock shared by every replica. */
-bool store_migrate(const char *conninfo, struct floe_error *err) FLOE_WUR;
-
-/* Creates database dbname through the maintenance connection admin_conninfo
- * unless it exists (used by the embedded PostgreSQL). */
-bool store_ensure_database(const char *admin_conninfo, const char *dbname,
-			   struct floe_error *err) FLOE_WUR;
-
-/* Grants floe's runtime role (the user of runtime_conninfo) what it needs
- * on the objects the owner role (owner_conninfo) created, and on the audit
- * log no more than INSERT and SELECT. Run after the migrations. */
-bool store_grant_runtime(const char *owner_conninfo, const char *runtime_conninfo,
-			 struct floe_error *err) FLOE_WUR;
-
-/* In the embedded cluster, through a superuser connection to its floe
- * database: creates the roles floe_owner (owns the schema, runs the
- * migrations) and floe_runtime (floe's login) unless they exist, and
- * hands floe_owner every object of the database. */
-bool store_embedded_roles(const char *superuser_conninfo,
-			  struct floe_error *err) FLOE_WUR;
-
 /* Round trip to the database. */
 bool store_ping(struct store *s, struct floe_error *err) FLOE_WUR;
 
 /* --- namespaces --- */
+
+/* Not-found and conflict errors of namespaces and tables are plain kinds
+ * with a short message that names nothing: catalog/ words them for the
+ * client (ns_word_error, tables_word_error). */
 
 /* Creates ns with properties (a JSON object of strings, borrowed).
  * FE_ALREADY_EXISTS; FE_NO_SUCH_NAMESPACE when the parent is missing. */
@@ -93,11 +57,15 @@ bool store_ns_exists(struct store *s, const struct ns_ident *ns,
 
 /* Lists the children of parent (NULL: the top level) whose levels sort
  * after `after` (NULL: from the start), at most limit (< 0: all), in byte
- * order. *out is a new array of level arrays; *more tells whether more
- * follow. FE_NO_SUCH_NAMESPACE when parent is missing. */
+ * order. *rows is a new array of *count namespaces (store_ns_rows_free);
+ * *more tells whether more follow. FE_NO_SUCH_NAMESPACE when parent is
+ * missing. */
 bool store_ns_list(struct store *s, const struct ns_ident *parent,
-		   const struct ns_ident *after, long limit,
-		   json_t **out, bool *more, struct floe_error *err) FLOE_WUR;
+		   const struct ns_ident *after, long limit, struct ns_ident **rows,
+		   size_t *count, bool *more, struct floe_error *err) FLOE_WUR;
+
+/* Clears each of count namespaces and frees the array (NULL is fine). */
+void store_ns_rows_free(struct ns_ident *rows, size_t count);
 
 /* Drops ns. FE_NO_SUCH_NAMESPACE; FE_NAMESPACE_NOT_EMPTY when it holds
  * tables or child namespaces. */
@@ -128,8 +96,8 @@ struct table_row {
 /* Frees what a load put into row. */
 void store_table_row_clear(struct table_row *row);
 
-/* Loads table name in ns. FE_NO_SUCH_TABLE, or FE_NO_SUCH_NAMESPACE when
- * the namespace itself is missing. */
+/* Loads table name in ns. FE_NO_SUCH_TABLE (also when the namespace is
+ * missing: store_ns_exists tells). */
 bool store_table_load(struct store *s, const struct ns_ident *ns,
 		      const char *name, struct table_row *row,
 		      struct floe_error *err) FLOE_WUR;
@@ -147,7 +115,9 @@ bool store_table_exists(struct store *s, const struct ns_ident *ns,
 
 /* Inserts a new table at version 1 with its first commit_log row.
  * refs_metadata: the snapshots=refs form, NULL when it equals metadata.
- * FE_ALREADY_EXISTS; FE_NO_SUCH_NAMESPACE. */
+ * FE_ALREADY_EXISTS: the name is taken, or (err->sqlstate 23505) the
+ * uuid; FE_NO_SUCH_TABLE when nothing was inserted and no such table
+ * exists (the namespace is missing). */
 bool store_table_create(struct store *s, const struct ns_ident *ns,
 			const char *name, const char *uuid,
 			const char *metadata_location, const char *metadata,
@@ -155,7 +125,8 @@ bool store_table_create(struct store *s, const struct ns_ident *ns,
 			const char *request_id, struct floe_error *err) FLOE_WUR;
 
 /* Replaces a registered table's pointer (register with overwrite):
- * version bumped, commit_log row written. FE_NO_SUCH_TABLE. */
+ * version bumped, commit_log row written. FE_NO_SUCH_TABLE;
+ * FE_ALREADY_EXISTS (err->sqlstate 23505) when the uuid is another's. */
 bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
 			   const char *name, const char *uuid,
 			   const char *metadata_location, const char *metadata,
@@ -206,16 +177,31 @@ bool store_live_location_clash(struct store *s, const char *location, char **oth
  * inside store_begin ... store_commit. */
 bool store_location_lock(struct store *s, struct floe_error *err) FLOE_WUR;
 
+/* Where one table keeps its files. */
+struct table_location {
+	long long id;
+	char *location; /* canonical */
+};
+
+/* Clears each of count rows and frees the array (NULL is fine). */
+void store_table_locations_free(struct table_location *rows, size_t count);
+
 /* The tables with id above after_id, at most limit, in id order: *rows is
- * a new array of [id, location]. */
+ * a new array of *count (store_table_locations_free). */
 bool store_table_locations_after(struct store *s, long long after_id, int limit,
-				 json_t **rows, struct floe_error *err) FLOE_WUR;
+				 struct table_location **rows, size_t *count,
+				 struct floe_error *err) FLOE_WUR;
 
 /* Lists table names in ns sorting after `after` (NULL: from the start),
- * at most limit (< 0: all). *out: a new array of names. */
+ * at most limit (< 0: all). *names is a new array of *count names
+ * (store_names_free); *more tells whether more follow.
+ * FE_NO_SUCH_NAMESPACE. */
 bool store_table_list(struct store *s, const struct ns_ident *ns,
-		      const char *after, long limit, json_t **out, bool *more,
-		      struct floe_error *err) FLOE_WUR;
+		      const char *after, long limit, char ***names, size_t *count,
+		      bool *more, struct floe_error *err) FLOE_WUR;
+
+/* Frees each of count names and the array (NULL is fine). */
+void store_names_free(char **names, size_t count);
 
 /* Deletes the table; *row receives what it held. With purge, the same
  * statement records its location in purges for the janitor.
@@ -252,9 +238,17 @@ struct purge_row {
 	char *location; /* canonical */
 	char uuid[40];
 	int attempts;
+	/* Filled by store_purge_list only: */
+	char dropped_at[40];    /* RFC 3339 UTC */
+	char *last_error;       /* NULL when no attempt failed */
+	char state[16];         /* "pending" or "failed" */
 };
 
+/* Frees what row holds and zeroes it. */
 void store_purge_row_clear(struct purge_row *row);
+
+/* Clears each of count rows and frees the array (NULL is fine). */
+void store_purge_rows_free(struct purge_row *rows, size_t count);
 
 /* Inside a transaction: locks the next due pending purge no other
  * session holds (FOR UPDATE SKIP LOCKED); *found false when none. */
@@ -271,11 +265,10 @@ bool store_purge_failed(struct store *s, long long id, const char *error,
 			int max_attempts, int retry_in_s, bool permanent,
 			int *attempts, bool *gave_up, struct floe_error *err) FLOE_WUR;
 
-/* The oldest limit purges as the API shows them: a new array of
- * {"location", "table-uuid", "dropped-at", "attempts", "last-error"?,
- * "state"}. */
-bool store_purge_list(struct store *s, int limit, json_t **purges,
-		      struct floe_error *err) FLOE_WUR;
+/* The oldest limit purges, oldest first: *rows is a new array of *count
+ * (store_purge_rows_free). */
+bool store_purge_list(struct store *s, int limit, struct purge_row **rows,
+		      size_t *count, struct floe_error *err) FLOE_WUR;
 
 /* --- transactions --- */
 
@@ -291,13 +284,15 @@ void store_rollback(struct store *s);
  * unique to this request) for lease_s seconds. Returns true with *claimed
  * when this request owns it: the key is new, older than lifetime_s, or
  * its claim ran out of lease without an answer (the request that held it
- * is gone). Otherwise *status and *response (caller frees) hold the stored
- * answer, or *status is 0 while the first request is still running.
- * FE_UNPROCESSABLE when the key was used for another route or body.
+ * is gone). Otherwise *other_route is set when the key was used for
+ * another route or body, else *status and *response (caller frees) hold
+ * the stored answer, or *status is 0 while the first request is still
+ * running.
  */
 bool store_idem_claim(struct store *s, const char *key, const char *route,
 		      const char *owner, int lifetime_s, int lease_s, bool *claimed,
-		      int *status, char **response, struct floe_error *err) FLOE_WUR;
+		      bool *other_route, int *status, char **response,
+		      struct floe_error *err) FLOE_WUR;
 
 /* Records the final answer of a key owner still holds; *recorded is false
  * when the key is no longer its (already answered, or claimed again after
@@ -321,17 +316,37 @@ bool store_idem_expire(struct store *s, int older_than_s, int limit, long *delet
 bool store_ns_wap_required(struct store *s, const struct ns_ident *ns,
 			   char **where, struct floe_error *err) FLOE_WUR;
 
-/* Audit hooks. Hooks come back as the JSON the API answers with. */
+/* One audit hook as stored; its secret stays in the database. */
+struct hook_row {
+	char id[40];
+	char *name;
+	char *url;
+	bool has_secret;
+	struct ns_ident scope_ns; /* no levels: every table */
+	char *scope_table;        /* NULL: all of scope_ns */
+	long long timeout_ms;
+	char created_at[40];      /* RFC 3339 UTC */
+};
+
+/* Frees what row holds and zeroes it. */
+void store_hook_row_clear(struct hook_row *row);
+
+/* Clears each of count rows and frees the array (NULL is fine). */
+void store_hook_rows_free(struct hook_row *rows, size_t count);
+
+/* Audit hooks. scope_ns NULL or without levels: every table. */
 bool store_hook_insert(struct store *s, const char *id, const char *name,
 		       const char *url, const char *secret,
 		       const struct ns_ident *scope_ns, const char *scope_table,
-		       long timeout_ms, json_t **hook,
-		       struct floe_error *err) FLOE_WUR;
-bool store_hook_list(struct store *s, json_t **hooks,
+		       long timeout_ms, struct floe_error *err) FLOE_WUR;
+/* Every hook, oldest first: *rows is a new array of *count
+ * (store_hook_rows_free). */
+bool store_hook_list(struct store *s, struct hook_row **rows, size_t *count,
 		     struct floe_error *err) FLOE_WUR;
-/* *hook is NULL when there is no such hook. */
-bool store_hook_get(struct store *s, const char *id, json_t **hook,
-		    struct floe_error *err) FLOE_WUR;
+/* *found is false when there is no such hook; else *row is filled
+ * (store_hook_row_clear). */
+bool store_hook_get(struct store *s, const char *id, struct hook_row *row,
+		    bool *found, struct floe_error *err) FLOE_WUR;
 bool store_hook_delete(struct store *s, const char *id, bool *deleted,
 		       struct floe_error *err) FLOE_WUR;
 /* Takes the transaction-scoped lock that serialises hook deletions. */
@@ -341,24 +356,62 @@ bool store_hook_lock(struct store *s, struct floe_error *err) FLOE_WUR;
  * hook id covers and no other hook does; NULL when there is none. */
 bool store_hook_sole_guard(struct store *s, const char *id, char **target,
 			   struct floe_error *err) FLOE_WUR;
-/* The hooks whose scope covers table in ns, with their secrets:
- * [{"id","name","url","secret","timeout-ms"}]. */
+/* A hook to call for a table, with its secret. */
+struct hook_target {
+	char id[40];
+	char *name;
+	char *url;
+	char *secret;         /* NULL: the calls are not signed */
+	long long timeout_ms;
+};
+
+/* Clears each of count targets and frees the array (NULL is fine). */
+void store_hook_targets_free(struct hook_target *rows, size_t count);
+
+/* The hooks whose scope covers table in ns, oldest first: *rows is a new
+ * array of *count (store_hook_targets_free). */
 bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns,
-			  const char *table, json_t **hooks,
+			  const char *table, struct hook_target **rows, size_t *count,
 			  struct floe_error *err) FLOE_WUR;
 
-/* WAP runs. A run comes back as the API's JSON plus "_table-uuid" and
- * "_seq", which callers strip. */
+/* One write-audit-publish run. */
+struct run_row {
+	char id[40];
+	char table_uuid[40];
+	struct ns_ident ns;
+	char *table_name;
+	char *branch;
+	char *state;
+	bool has_base, has_audited, has_published; /* the snapshot ids below */
+	long long base_snapshot_id;
+	long long audited_snapshot_id;
+	long long published_snapshot_id;
+	char *audits;          /* JSON text of the hooks' verdicts */
+	char created_at[40];   /* RFC 3339 UTC */
+	char updated_at[40];
+	long long seq;         /* listing order */
+};
+
+/* Frees what row holds and zeroes it. */
+void store_run_row_clear(struct run_row *row);
+
+/* Clears each of count rows and frees the array (NULL is fine). */
+void store_run_rows_free(struct run_row *rows, size_t count);
+
+/* WAP runs. */
 bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 		      const struct ns_ident *ns, const char *table,
 		      const char *branch, long long base_snapshot,
 		      struct floe_error *err) FLOE_WUR;
-/* *run is NULL when there is no such run. */
-bool store_run_get(struct store *s, const char *id, json_t **run,
+/* *found is false when there is no such run; else *row is filled
+ * (store_run_row_clear). */
+bool store_run_get(struct store *s, const char *id, struct run_row *row, bool *found,
 		   struct floe_error *err) FLOE_WUR;
-/* Newest first, runs with seq below before_seq (0: from the newest). */
+/* Newest first, runs with seq below before_seq (0: from the newest), at
+ * most limit (< 0: all): *rows is a new array of *count
+ * (store_run_rows_free); *more tells whether more follow. */
 bool store_run_list(struct store *s, const char *table_uuid, long long before_seq,
-		    long limit, json_t **runs, bool *more,
+		    long limit, struct run_row **rows, size_t *count, bool *more,
 		    struct floe_error *err) FLOE_WUR;
 /* Moves run id to to_state if its state is one of from_states (comma
  * separated; "auditing-stale" matches a run whose audit lease ran out:
@@ -380,14 +433,36 @@ bool store_event_insert(struct store *s, const char *event, const char *request_
 			const struct ns_ident *ns, const char *table,
 			const char *run_id, const json_t *details,
 			struct floe_error *err) FLOE_WUR;
+/* One event of the audit log. */
+struct event_row {
+	long long id;
+	char at[40];         /* RFC 3339 UTC */
+	char *event;
+	char *principal;
+	char *request_id;    /* NULL when none */
+	struct ns_ident ns;  /* no levels: none */
+	char *table;         /* NULL when none */
+	char *run_id;        /* NULL when none */
+	char *details;       /* JSON text */
+	char xid[24];        /* its transaction, for the paging cursor */
+};
+
+/* Frees what row holds and zeroes it. */
+void store_event_row_clear(struct event_row *row);
+
+/* Clears each of count rows and frees the array (NULL is fine). */
+void store_event_rows_free(struct event_row *rows, size_t count);
+
 /* Events after the cursor (after_xid, after_id) in (xid, id) order, only
  * of transactions older than every transaction still running: that set
- * no longer grows, so paging it skips nothing. Each event carries its
- * transaction as "_xid", which callers strip. after_xid NULL: "0". */
+ * no longer grows, so paging it skips nothing. after_xid NULL: "0". At
+ * most limit (< 0: all): *rows is a new array of *count
+ * (store_event_rows_free); *more tells whether more follow.
+ * FE_BAD_REQUEST (a plain message) when since is no timestamp. */
 bool store_event_list(struct store *s, const char *after_xid, long long after_id,
 		      const struct ns_ident *ns,
 		      const char *table, const char *run_id, const char *since,
-		      long limit, json_t **events, bool *more,
+		      long limit, struct event_row **rows, size_t *count, bool *more,
 		      struct floe_error *err) FLOE_WUR;
 
 #endif

@@ -481,32 +481,111 @@ bool store_event_insert(struct store *s, const char *event, const char *request_
 	return true;
 }
 
-bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns, const char *table,
-			  json_t **out, struct floe_error *err)
+static char *dup_or_null(const char *v)
 {
+	return v != NULL ? strdup(v) : NULL;
+}
+
+bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns, const char *table,
+			  struct hook_target **rows, size_t *count, struct floe_error *err)
+{
+	size_t i;
+	json_t *h;
+
 	(void)s;
 	(void)ns;
 	(void)table;
-	*out = NULL;
+	*rows = NULL;
+	*count = 0;
 	if (fake_fault_due("store_hooks_in_scope", err, NULL))
 		return false;
-	*out = json_deep_copy(hooks);
+	if (json_array_size(hooks) == 0)
+		return true;
+	*rows = calloc(json_array_size(hooks), sizeof(**rows));
+	if (*rows == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	json_array_foreach(hooks, i, h) {
+		struct hook_target *t = &(*rows)[i];
+		snprintf(t->id, sizeof(t->id), "%s", json_string_value(json_object_get(h, "id")));
+		t->name = dup_or_null(json_string_value(json_object_get(h, "name")));
+		t->url = dup_or_null(json_string_value(json_object_get(h, "url")));
+		t->secret = dup_or_null(json_string_value(json_object_get(h, "secret")));
+		t->timeout_ms = json_integer_value(json_object_get(h, "timeout-ms"));
+	}
+	*count = json_array_size(hooks);
 	return true;
 }
 
-bool store_run_get(struct store *s, const char *id, json_t **run, struct floe_error *err)
+void store_hook_targets_free(struct hook_target *rows, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		free(rows[i].name);
+		free(rows[i].url);
+		free(rows[i].secret);
+	}
+	free(rows);
+}
+
+/* The run as the store's row: the fake keeps runs as JSON objects with
+ * the API's field names ("_table-uuid" is the row's table). */
+static void run_from_json(const json_t *j, struct run_row *row)
+{
+	const json_t *v;
+
+	memset(row, 0, sizeof(*row));
+	snprintf(row->id, sizeof(row->id), "%s", json_string_value(json_object_get(j, "id")));
+	snprintf(row->table_uuid, sizeof(row->table_uuid), "%s",
+		 json_string_value(json_object_get(j, "_table-uuid")));
+	row->table_name = strdup("t");
+	row->branch = dup_or_null(json_string_value(json_object_get(j, "branch")));
+	row->state = dup_or_null(json_string_value(json_object_get(j, "state")));
+	v = json_object_get(j, "base-snapshot-id");
+	row->has_base = json_is_integer(v);
+	row->base_snapshot_id = json_integer_value(v);
+	v = json_object_get(j, "audited-snapshot-id");
+	row->has_audited = json_is_integer(v);
+	row->audited_snapshot_id = json_integer_value(v);
+	v = json_object_get(j, "published-snapshot-id");
+	row->has_published = json_is_integer(v);
+	row->published_snapshot_id = json_integer_value(v);
+	v = json_object_get(j, "audits");
+	row->audits = v != NULL ? json_dumps(v, JSON_COMPACT) : strdup("[]");
+	snprintf(row->created_at, sizeof(row->created_at), "2026-01-01T00:00:00.000Z");
+	snprintf(row->updated_at, sizeof(row->updated_at), "2026-01-01T00:00:00.000Z");
+	row->seq = json_integer_value(json_object_get(j, "_seq"));
+}
+
+void store_run_row_clear(struct run_row *row)
+{
+	ident_ns_clear(&row->ns);
+	free(row->table_name);
+	free(row->branch);
+	free(row->state);
+	free(row->audits);
+	memset(row, 0, sizeof(*row));
+}
+
+void store_run_rows_free(struct run_row *rows, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		store_run_row_clear(&rows[i]);
+	free(rows);
+}
+
+bool store_run_get(struct store *s, const char *id, struct run_row *row, bool *found,
+		   struct floe_error *err)
 {
 	json_t *r;
 
 	(void)s;
-	*run = NULL;
+	memset(row, 0, sizeof(*row));
+	*found = false;
 	if (fake_fault_due("store_run_get", err, NULL))
 		return false;
 	r = json_object_get(json_object_get(state, "runs"), id);
 	if (r != NULL) {
-		*run = json_deep_copy(r);
-		json_object_del(*run, "_lease");
-		json_object_del(*run, "_lease-expired");
+		run_from_json(r, row);
+		*found = true;
 	}
 	return true;
 }
@@ -614,22 +693,39 @@ bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 }
 
 bool store_run_list(struct store *s, const char *table_uuid, long long before_seq,
-		    long limit, json_t **runs, bool *more, struct floe_error *err)
+		    long limit, struct run_row **rows, size_t *count, bool *more,
+		    struct floe_error *err)
 {
 	(void)s, (void)table_uuid, (void)before_seq, (void)limit;
-	*runs = NULL;
+	*rows = NULL;
+	*count = 0;
 	*more = false;
 	return not_faked(__func__, err);
 }
 
 bool store_event_list(struct store *s, const char *after_xid, long long after_id,
 		      const struct ns_ident *ns, const char *table, const char *run_id,
-		      const char *since, long limit, json_t **events, bool *more,
-		      struct floe_error *err)
+		      const char *since, long limit, struct event_row **rows, size_t *count,
+		      bool *more, struct floe_error *err)
 {
 	(void)s, (void)after_xid, (void)after_id, (void)ns, (void)table, (void)run_id;
 	(void)since, (void)limit;
-	*events = NULL;
+	*rows = NULL;
+	*count = 0;
 	*more = false;
 	return not_faked(__func__, err);
+}
+
+void store_event_rows_free(struct event_row *rows, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		free(rows[i].event);
+		free(rows[i].principal);
+		free(rows[i].request_id);
+		ident_ns_clear(&rows[i].ns);
+		free(rows[i].table);
+		free(rows[i].run_id);
+		free(rows[i].details);
+	}
+	free(rows);
 }

@@ -1,0 +1,34 @@
+/*
+ * tables.h - the questions about tables that change nothing: does one
+ * exist, which a namespace holds; and the metrics reports engines send.
+ * Not loads, commits or drops (table.h).
+ */
+#ifndef FLOE_TABLES_H
+#define FLOE_TABLES_H
+
+#include <stdbool.h>
+#include <jansson.h>
+
+#include "error.h"
+#include "ident.h"
+#include "namespace.h"
+
+struct store;
+
+/* HEAD .../tables/{table}: sets *exists (false also when the namespace is
+ * missing). */
+bool tables_exists(struct store *s, const struct ns_ident *ns, const char *name,
+		   bool *exists, struct floe_error *err) FLOE_WUR;
+
+/* GET .../tables: the names in ns sorting after `after` (NULL: from the
+ * start), at most limit (< 0: all); *names is a new array of strings and
+ * *more tells whether more follow. FE_NO_SUCH_NAMESPACE. */
+bool tables_list(struct store *s, const struct ns_ident *ns, const char *after, long limit,
+		 json_t **names, bool *more, struct floe_error *err) FLOE_WUR;
+
+/* POST .../tables/{table}/metrics: keeps report (a JSON text) for the
+ * table. FE_NO_SUCH_TABLE. */
+bool tables_report_metrics(struct store *s, const struct ns_ident *ns, const char *name,
+			   const char *report, struct floe_error *err) FLOE_WUR;
+
+#endif

@@ -1,0 +1,157 @@
+/*
+ * events.c - the audit_events relation: the append-only audit log and
+ * its paging.
+ */
+#include "store.h"
+#include "store_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+enum {
+	ST_EVENT_INSERT,
+	ST_EVENT_LIST,
+	ST_COUNT
+};
+
+static const struct store_statement statements[ST_COUNT] = {
+	[ST_EVENT_INSERT] = { "event_insert",
+		"INSERT INTO audit_events (event, request_id, namespace, table_name, run_id, "
+		"  details) "
+		"VALUES ($1, $2, string_to_array($3::text, E'\\x1f'), $4, $5::uuid, "
+		"  coalesce($6::jsonb, '{}'::jsonb))" },
+	[ST_EVENT_LIST] = { "event_list",
+		"SELECT id, " TS("at") ", event, principal, request_id, "
+		"  array_to_string(namespace, E'\\x1f'), table_name, run_id, details::text "
+		"  , xid::text "
+		"FROM audit_events "
+		"WHERE (xid, id) > ($7::xid8, $1::bigint) "
+		"AND xid < pg_snapshot_xmin(pg_current_snapshot()) "
+		"AND ($2::text IS NULL OR (cardinality(namespace) >= cardinality(" LEVELS("$2") ") "
+		"     AND namespace[1:cardinality(" LEVELS("$2") ")] = " LEVELS("$2") ")) "
+		"AND ($3::text IS NULL OR table_name = $3) "
+		"AND ($4::text IS NULL OR run_id = $4::uuid) "
+		"AND ($5::text IS NULL OR at >= $5::timestamptz) "
+		"ORDER BY xid, id LIMIT $6::bigint" },
+};
+
+const struct store_statements store_event_statements = { statements, ST_COUNT };
+
+bool store_event_insert(struct store *s, const char *event, const char *request_id,
+			const struct ns_ident *ns, const char *table,
+			const char *run_id, const json_t *details,
+			struct floe_error *err)
+{
+	char *levels = NULL;
+	char *det = NULL;
+	PGresult *r;
+
+	if (ns != NULL && ns->nlevels > 0) {
+		levels = store_levels_param(ns, err);
+		if (levels == NULL)
+			return false;
+	}
+	if (details != NULL) {
+		det = json_dumps(details, JSON_COMPACT);
+		if (det == NULL) {
+			free(levels);
+			return floe_err(err, FE_INTERNAL, "out of memory");
+		}
+	}
+	const char *params[6] = { event, request_id, levels, table, run_id, det };
+	r = store_exec(s, &statements[ST_EVENT_INSERT], 6, params, err);
+	free(levels);
+	free(det);
+	/* A change whose event cannot be written does not happen: the
+	 * caller rolls back, and the client may retry. */
+	if (r == NULL) {
+		log_error("store", "audit event %s cannot be written (%s)", event,
+			  s->sqlstate[0] ? s->sqlstate : "no connection");
+		return floe_err(err, FE_UNAVAILABLE,
+				"the audit log cannot be written; nothing was changed, retry later");
+	}
+	PQclear(r);
+	return true;
+}
+
+void store_event_row_clear(struct event_row *row)
+{
+	free(row->event);
+	free(row->principal);
+	free(row->request_id);
+	ident_ns_clear(&row->ns);
+	free(row->table);
+	free(row->run_id);
+	free(row->details);
+	memset(row, 0, sizeof(*row));
+}
+
+static void event_clear(void *row)
+{
+	store_event_row_clear(row);
+}
+
+void store_event_rows_free(struct event_row *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), event_clear);
+}
+
+/* Fills a struct event_row from the columns of ST_EVENT_LIST. */
+static bool event_fill(PGresult *r, int i, void *dst)
+{
+	struct event_row *row = dst;
+
+	memset(row, 0, sizeof(*row));
+	row->id = store_col_ll(r, i, 0);
+	store_col_text(r, i, 1, row->at, sizeof(row->at));
+	store_col_text(r, i, 9, row->xid, sizeof(row->xid));
+	if (store_col_copy(r, i, 2, &row->event) && store_col_copy(r, i, 3, &row->principal) &&
+	    store_col_copy(r, i, 4, &row->request_id) && store_col_ns(r, i, 5, &row->ns) &&
+	    store_col_copy(r, i, 6, &row->table) && store_col_copy(r, i, 7, &row->run_id) &&
+	    store_col_copy(r, i, 8, &row->details))
+		return true;
+	store_event_row_clear(row);
+	return false;
+}
+
+bool store_event_list(struct store *s, const char *after_xid, long long after_id,
+		      const struct ns_ident *ns,
+		      const char *table, const char *run_id, const char *since,
+		      long limit, struct event_row **rows, size_t *count, bool *more,
+		      struct floe_error *err)
+{
+	char after[32], lim[32];
+	char *levels = NULL;
+	void *out = NULL;
+	PGresult *r;
+
+	*rows = NULL;
+	*count = 0;
+	*more = false;
+	if (ns != NULL && ns->nlevels > 0) {
+		levels = store_levels_param(ns, err);
+		if (levels == NULL)
+			return false;
+	}
+	snprintf(after, sizeof(after), "%lld", after_id);
+	snprintf(lim, sizeof(lim), "%ld", limit + 1);
+	const char *params[7] = { after, levels, table, run_id, since,
+				  limit < 0 ? NULL : lim, after_xid ? after_xid : "0" };
+	r = store_exec(s, &statements[ST_EVENT_LIST], 7, params, err);
+	free(levels);
+	if (r == NULL) {
+		/* 22007/22008: a since that is no timestamp (the catalog
+		 * words it). */
+		if (strncmp(s->sqlstate, "22", 2) == 0)
+			return floe_err(err, FE_BAD_REQUEST, "since is no timestamp");
+		return false;
+	}
+	bool ok = store_rows_read(r, store_page(r, limit, more), sizeof(**rows), event_fill,
+				  event_clear, &out, count, err);
+	PQclear(r);
+	*rows = out;
+	return ok;
+}

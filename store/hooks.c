@@ -1,0 +1,245 @@
+/*
+ * hooks.c - the audit_hooks relation: registered audit hooks, their
+ * scopes, and which hooks guard a table.
+ */
+#include "store.h"
+#include "store_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HOOK_COLUMNS "SELECT id, name, url, secret IS NOT NULL, " \
+	"array_to_string(scope_namespace, E'\\x1f'), scope_table, timeout_ms, " \
+	TS("created_at") " FROM audit_hooks "
+/* Hook h covers target x (x.ns levels, x.tbl a table name or NULL for
+ * the whole namespace), as ST_HOOKS_IN_SCOPE decides for a table. */
+#define HOOK_COVERS(h) "(" h ".scope_namespace IS NULL " \
+	"OR (" h ".scope_table IS NULL AND cardinality(" h ".scope_namespace) <= cardinality(x.ns) " \
+	"    AND " h ".scope_namespace = x.ns[1:cardinality(" h ".scope_namespace)]) " \
+	"OR (x.tbl IS NOT NULL AND " h ".scope_table = x.tbl AND " h ".scope_namespace = x.ns))"
+
+enum {
+	ST_HOOK_INSERT,
+	ST_HOOK_LIST,
+	ST_HOOK_GET,
+	ST_HOOK_DELETE,
+	ST_HOOK_LOCK,
+	ST_HOOK_SOLE_GUARD,
+	ST_HOOKS_IN_SCOPE,
+	ST_COUNT
+};
+
+static const struct store_statement statements[ST_COUNT] = {
+	[ST_HOOK_INSERT] = { "hook_insert",
+		"INSERT INTO audit_hooks (id, name, url, secret, scope_namespace, "
+		"  scope_table, timeout_ms) "
+		"VALUES ($1::uuid, $2, $3, $4, string_to_array($5::text, E'\\x1f'), $6, $7::int)" },
+	[ST_HOOK_LIST] = { "hook_list", HOOK_COLUMNS "ORDER BY created_at, id" },
+	[ST_HOOK_GET] = { "hook_get", HOOK_COLUMNS "WHERE id = $1::uuid" },
+	[ST_HOOK_DELETE] = { "hook_delete",
+		"DELETE FROM audit_hooks WHERE id = $1::uuid RETURNING id" },
+	/* Serialises the changes of the set of hooks against each other, so
+	 * two deletions cannot each leave the other as the last hook. */
+	[ST_HOOK_LOCK] = { "hook_lock", "SELECT pg_advisory_xact_lock(7310593858473447526)" },
+	/* A protected namespace (floe.wap.required=true on itself) or table
+	 * (on itself or a namespace above) that hook $1 covers and no other
+	 * hook does. */
+	[ST_HOOK_SOLE_GUARD] = { "hook_sole_guard",
+		"WITH h AS (SELECT id, scope_namespace, scope_table FROM audit_hooks "
+		"  WHERE id = $1::uuid), "
+		"x AS (SELECT n.levels::text[] COLLATE \"default\" AS ns, NULL::text AS tbl, "
+		"    array_to_string(n.levels, '.') AS shown FROM namespaces n "
+		"  WHERE lower(n.properties->>'floe.wap.required') = 'true' "
+		"  UNION ALL SELECT n.levels::text[] COLLATE \"default\", t.name, "
+		"    array_to_string(n.levels, '.') || '.' || t.name "
+		"  FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
+		"  WHERE (t.metadata LIKE '%floe.wap.required%' "
+		"    AND lower(t.metadata::jsonb->'properties'->>'floe.wap.required') = 'true') "
+		"  OR EXISTS (SELECT 1 FROM namespaces p "
+		"    WHERE lower(p.properties->>'floe.wap.required') = 'true' "
+		"    AND cardinality(p.levels) <= cardinality(n.levels) "
+		"    AND p.levels = n.levels[1:cardinality(p.levels)])) "
+		"SELECT x.shown FROM x, h WHERE " HOOK_COVERS("h") " "
+		"AND NOT EXISTS (SELECT 1 FROM audit_hooks o WHERE o.id <> h.id AND "
+		HOOK_COVERS("o") ") ORDER BY x.shown LIMIT 1" },
+	[ST_HOOKS_IN_SCOPE] = { "hooks_in_scope",
+		"WITH lv AS (SELECT " LEVELS("$1") " AS l) "
+		"SELECT h.id, h.name, h.url, h.secret, h.timeout_ms FROM audit_hooks h, lv "
+		"WHERE h.scope_namespace IS NULL "
+		"OR (h.scope_table IS NULL AND cardinality(h.scope_namespace) <= cardinality(lv.l) "
+		"    AND h.scope_namespace = lv.l[1:cardinality(h.scope_namespace)]) "
+		"OR (h.scope_table = $2 AND h.scope_namespace = lv.l) "
+		"ORDER BY h.created_at, h.id" },
+};
+
+const struct store_statements store_hook_statements = { statements, ST_COUNT };
+
+void store_hook_row_clear(struct hook_row *row)
+{
+	free(row->name);
+	free(row->url);
+	free(row->scope_table);
+	ident_ns_clear(&row->scope_ns);
+	memset(row, 0, sizeof(*row));
+}
+
+static void hook_clear(void *row)
+{
+	store_hook_row_clear(row);
+}
+
+void store_hook_rows_free(struct hook_row *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), hook_clear);
+}
+
+/* Fills a struct hook_row from the columns of HOOK_COLUMNS. */
+static bool hook_fill(PGresult *r, int i, void *dst)
+{
+	struct hook_row *row = dst;
+
+	memset(row, 0, sizeof(*row));
+	store_col_text(r, i, 0, row->id, sizeof(row->id));
+	row->has_secret = strcmp(PQgetvalue(r, i, 3), "t") == 0;
+	row->timeout_ms = store_col_ll(r, i, 6);
+	store_col_text(r, i, 7, row->created_at, sizeof(row->created_at));
+	if (store_col_copy(r, i, 1, &row->name) && store_col_copy(r, i, 2, &row->url) &&
+	    store_col_ns(r, i, 4, &row->scope_ns) && store_col_copy(r, i, 5, &row->scope_table))
+		return true;
+	store_hook_row_clear(row);
+	return false;
+}
+
+bool store_hook_insert(struct store *s, const char *id, const char *name,
+		       const char *url, const char *secret,
+		       const struct ns_ident *scope_ns, const char *scope_table,
+		       long timeout_ms, struct floe_error *err)
+{
+	char *levels = NULL;
+	char tmo[32];
+	PGresult *r;
+
+	if (scope_ns != NULL && scope_ns->nlevels > 0) {
+		levels = store_levels_param(scope_ns, err);
+		if (levels == NULL)
+			return false;
+	}
+	snprintf(tmo, sizeof(tmo), "%ld", timeout_ms);
+	const char *params[7] = { id, name, url, secret, levels, scope_table, tmo };
+	r = store_exec(s, &statements[ST_HOOK_INSERT], 7, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+bool store_hook_list(struct store *s, struct hook_row **rows, size_t *count,
+		     struct floe_error *err)
+{
+	PGresult *r = store_exec(s, &statements[ST_HOOK_LIST], 0, NULL, err);
+	void *out = NULL;
+
+	*rows = NULL;
+	*count = 0;
+	if (r == NULL)
+		return false;
+	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), hook_fill, hook_clear, &out,
+				  count, err);
+	PQclear(r);
+	*rows = out;
+	return ok;
+}
+
+bool store_hook_get(struct store *s, const char *id, struct hook_row *row, bool *found,
+		    struct floe_error *err)
+{
+	return store_get_row(s, &statements[ST_HOOK_GET], id, hook_fill, row, found, err);
+}
+
+bool store_hook_delete(struct store *s, const char *id, bool *deleted,
+		       struct floe_error *err)
+{
+	const char *params[1] = { id };
+	PGresult *r = store_exec(s, &statements[ST_HOOK_DELETE], 1, params, err);
+
+	*deleted = false;
+	if (r == NULL)
+		return false;
+	*deleted = PQntuples(r) == 1;
+	PQclear(r);
+	return true;
+}
+
+bool store_hook_lock(struct store *s, struct floe_error *err)
+{
+	PGresult *r = store_exec(s, &statements[ST_HOOK_LOCK], 0, NULL, err);
+
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+bool store_hook_sole_guard(struct store *s, const char *id, char **target,
+			   struct floe_error *err)
+{
+	const char *params[1] = { id };
+
+	return store_exec_text(s, &statements[ST_HOOK_SOLE_GUARD], 1, params, target, err);
+}
+
+static void target_clear(void *dst)
+{
+	struct hook_target *row = dst;
+
+	free(row->name);
+	free(row->url);
+	free(row->secret);
+	memset(row, 0, sizeof(*row));
+}
+
+void store_hook_targets_free(struct hook_target *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), target_clear);
+}
+
+/* Fills a struct hook_target from the columns of ST_HOOKS_IN_SCOPE. */
+static bool target_fill(PGresult *r, int i, void *dst)
+{
+	struct hook_target *row = dst;
+
+	memset(row, 0, sizeof(*row));
+	store_col_text(r, i, 0, row->id, sizeof(row->id));
+	row->timeout_ms = store_col_ll(r, i, 4);
+	if (store_col_copy(r, i, 1, &row->name) && store_col_copy(r, i, 2, &row->url) &&
+	    store_col_copy(r, i, 3, &row->secret))
+		return true;
+	target_clear(row);
+	return false;
+}
+
+bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns,
+			  const char *table, struct hook_target **rows, size_t *count,
+			  struct floe_error *err)
+{
+	char *levels = store_levels_param(ns, err);
+	void *out = NULL;
+	PGresult *r;
+
+	*rows = NULL;
+	*count = 0;
+	if (levels == NULL)
+		return false;
+	const char *params[2] = { levels, table };
+	r = store_exec(s, &statements[ST_HOOKS_IN_SCOPE], 2, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), target_fill, target_clear,
+				  &out, count, err);
+	PQclear(r);
+	*rows = out;
+	return ok;
+}

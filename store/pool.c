@@ -1,0 +1,504 @@
+/*
+ * pool.c - floe's connections to PostgreSQL: the pool worker threads
+ * borrow from, the liveness check, running one prepared statement within
+ * a deadline, reconnecting, and transactions.
+ *
+ * Not for SQL of a relation (each relation's file holds its own) nor for
+ * what a failure means (sqlstate.c).
+ */
+#include "store.h"
+#include "store_admin.h"
+#include "store_internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "log.h"
+
+enum {
+	ST_PING,
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_COUNT
+};
+
+static const struct store_statement statements[ST_COUNT] = {
+	[ST_PING] = { "ping", "SELECT 1" },
+	[ST_BEGIN] = { "begin", "BEGIN" },
+	[ST_COMMIT] = { "commit", "COMMIT" },
+	[ST_ROLLBACK] = { "rollback", "ROLLBACK" },
+};
+
+const struct store_statements store_pool_statements = { statements, ST_COUNT };
+
+/* Every registry, prepared on every connection. */
+static const struct store_statements *const registries[] = {
+	&store_pool_statements, &store_ns_statements, &store_table_statements,
+	&store_purge_statements, &store_metrics_statements, &store_idem_statements,
+	&store_hook_statements, &store_run_statements, &store_event_statements,
+};
+
+struct store_pool {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char *conninfo;
+	int size;
+	struct store *slots;
+};
+
+
+/* Server notices (NOTICE, WARNING) go to the log, not to stderr raw. */
+static void store_notice(void *arg, const char *message)
+{
+	(void)arg;
+	size_t len = strlen(message);
+	while (len > 0 && message[len - 1] == '\n')
+		len--;
+	log_debug("store", "%.*s", (int)len, message);
+}
+
+/* Set once at start-up by store_set_limits, read-only afterwards. */
+static struct store_limits limits = { 30000, 10000, 5000 };
+
+/* How long past the statement timeout the client waits for an answer
+ * before it takes the database for gone (a stopped server, a partition:
+ * the server-side timeout cannot fire then). */
+#define STORE_RESPONSE_GRACE_MS 5000
+
+void store_set_limits(const struct store_limits *l)
+{
+	limits = *l;
+}
+
+/* The client-side wait for one answer, in ms; -1: forever. */
+static int store_response_wait_ms(void)
+{
+	if (limits.statement_timeout_ms <= 0)
+		return -1;
+	return limits.statement_timeout_ms + STORE_RESPONSE_GRACE_MS;
+}
+
+/*
+ * Opens one session. Our defaults come first so that the caller's
+ * conninfo, expanded in place of dbname, overrides them; the timeouts go
+ * into "options" after it, ahead of any options the caller gave (a later
+ * -c wins, so the caller can still override those too). Migration
+ * sessions (bounded false) get no statement or lock timeout: a migration may
+ * rewrite a large table or wait for another replica's migration.
+ */
+PGconn *store_connect_as(const char *conninfo, bool bounded, struct floe_error *err)
+{
+	char options[1024];
+	const char *given = NULL;
+	PQconninfoOption *parsed = PQconninfoParse(conninfo, NULL);
+
+	if (parsed != NULL) {
+		for (PQconninfoOption *o = parsed; o->keyword != NULL; o++) {
+			if (strcmp(o->keyword, "options") == 0 && o->val != NULL)
+				given = o->val;
+		}
+	}
+	snprintf(options, sizeof(options), "-c statement_timeout=%d -c lock_timeout=%d%s%s",
+		 bounded ? limits.statement_timeout_ms : 0,
+		 bounded ? limits.lock_timeout_ms : 0, given ? " " : "",
+		 given ? given : "");
+	if (parsed != NULL)
+		PQconninfoFree(parsed);
+	const char *keys[] = { "connect_timeout", "application_name", "keepalives",
+			       "keepalives_idle", "keepalives_interval",
+			       "keepalives_count", "tcp_user_timeout", "dbname",
+			       "options", NULL };
+	const char *values[] = { "5", "floe", "1", "15", "5", "3", "30000", conninfo,
+				 options, NULL };
+	PGconn *conn = PQconnectdbParams(keys, values, 1);
+
+	if (conn == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		return NULL;
+	}
+	if (PQstatus(conn) != CONNECTION_OK) {
+		char *msg = PQerrorMessage(conn);
+		size_t len = strlen(msg);
+		while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+			msg[--len] = '\0';
+		log_warn("store", "cannot connect to PostgreSQL: %s", msg);
+		PQfinish(conn);
+		floe_err(err, FE_UNAVAILABLE, "the catalog database is unavailable");
+		return NULL;
+	}
+	PQsetNoticeProcessor(conn, store_notice, NULL);
+	/* Sending never blocks either: a stopped server with a full socket
+	 * buffer must not hang the sender past the deadline (store_await). */
+	if (bounded && PQsetnonblocking(conn, 1) != 0)
+		log_warn("store", "cannot make a PostgreSQL connection nonblocking");
+	return conn;
+}
+
+PGconn *store_connect(const char *conninfo, struct floe_error *err)
+{
+	return store_connect_as(conninfo, true, err);
+}
+
+static PGresult *store_collect(PGconn *conn, bool *timed_out);
+
+static bool store_prepare(PGconn *conn, const struct store_statement *st,
+			  struct floe_error *err)
+{
+	bool timed_out = false;
+	PGresult *r = NULL;
+
+	if (PQsendPrepare(conn, st->name, st->sql, 0, NULL))
+		r = store_collect(conn, &timed_out);
+	bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+	if (!ok)
+		log_error("store", "cannot prepare statement %s: %s", st->name,
+			  timed_out ? "no answer in time" : PQresultErrorMessage(r));
+	PQclear(r);
+	if (!ok)
+		return floe_err(err, PQstatus(conn) == CONNECTION_OK
+					     ? FE_INTERNAL : FE_UNAVAILABLE,
+				"the catalog database is unavailable");
+	return true;
+}
+
+static bool store_prepare_all(PGconn *conn, struct floe_error *err)
+{
+	for (size_t k = 0; k < sizeof(registries) / sizeof(*registries); k++) {
+		for (size_t i = 0; i < registries[k]->count; i++) {
+			if (!store_prepare(conn, &registries[k]->list[i], err))
+				return false;
+		}
+	}
+	return true;
+}
+
+/* True when an idle connection has been closed by the server (a restart,
+ * an administrator's terminate): the socket is readable while we expect
+ * nothing, and reading shows the end. */
+static bool store_conn_dead(PGconn *conn)
+{
+	struct pollfd p;
+
+	if (PQstatus(conn) != CONNECTION_OK ||
+	    PQtransactionStatus(conn) != PQTRANS_IDLE)
+		return true;
+	p.fd = PQsocket(conn);
+	p.events = POLLIN;
+	p.revents = 0;
+	if (p.fd < 0)
+		return true;
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	if (!PQconsumeInput(conn))
+		return true;
+	return PQstatus(conn) != CONNECTION_OK;
+}
+
+struct store_pool *store_pool_new(const char *conninfo, int size)
+{
+	struct store_pool *pool = calloc(1, sizeof(*pool));
+
+	if (pool == NULL)
+		return NULL;
+	pool->conninfo = strdup(conninfo);
+	pool->slots = calloc((size_t)size, sizeof(*pool->slots));
+	if (pool->conninfo == NULL || pool->slots == NULL) {
+		free(pool->conninfo);
+		free(pool->slots);
+		free(pool);
+		return NULL;
+	}
+	pool->size = size;
+	for (int i = 0; i < size; i++) {
+		pool->slots[i].index = i;
+		pool->slots[i].conninfo = pool->conninfo;
+	}
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_mutex_init(&pool->mu, NULL);
+	pthread_cond_init(&pool->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	return pool;
+}
+
+void store_pool_free(struct store_pool **poolp)
+{
+	struct store_pool *pool = *poolp;
+
+	if (pool == NULL)
+		return;
+	for (int i = 0; i < pool->size; i++) {
+		if (pool->slots[i].conn != NULL)
+			PQfinish(pool->slots[i].conn);
+	}
+	pthread_mutex_destroy(&pool->mu);
+	pthread_cond_destroy(&pool->cv);
+	free(pool->slots);
+	free(pool->conninfo);
+	free(pool);
+	*poolp = NULL;
+}
+
+struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err)
+{
+	struct store *s = NULL;
+	struct timespec deadline;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += limits.acquire_timeout_ms / 1000;
+	deadline.tv_nsec += (long)(limits.acquire_timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&pool->mu);
+	for (;;) {
+		for (int i = 0; i < pool->size; i++) {
+			if (!pool->slots[i].busy) {
+				s = &pool->slots[i];
+				break;
+			}
+		}
+		if (s != NULL)
+			break;
+		if (limits.acquire_timeout_ms <= 0) {
+			pthread_cond_wait(&pool->cv, &pool->mu);
+		} else if (pthread_cond_timedwait(&pool->cv, &pool->mu, &deadline) == ETIMEDOUT) {
+			pthread_mutex_unlock(&pool->mu);
+			log_warn("store", "no free database connection within %d ms (pool of %d)",
+				 limits.acquire_timeout_ms, pool->size);
+			floe_err(err, FE_UNAVAILABLE,
+				 "every catalog database connection is busy; retry");
+			return NULL;
+		}
+	}
+	s->busy = true;
+	pthread_mutex_unlock(&pool->mu);
+
+	s->sqlstate[0] = '\0';
+	if (s->conn != NULL && store_conn_dead(s->conn)) {
+		log_info("store", "connection %d to PostgreSQL was lost; reconnecting",
+			 s->index);
+		PQfinish(s->conn);
+		s->conn = NULL;
+	}
+	if (s->conn == NULL) {
+		s->conn = store_connect(pool->conninfo, err);
+		if (s->conn != NULL && !store_prepare_all(s->conn, err)) {
+			PQfinish(s->conn);
+			s->conn = NULL;
+		}
+		if (s->conn == NULL) {
+			store_pool_release(pool, s);
+			return NULL;
+		}
+	}
+	return s;
+}
+
+void store_pool_release(struct store_pool *pool, struct store *s)
+{
+	pthread_mutex_lock(&pool->mu);
+	s->busy = false;
+	pthread_cond_signal(&pool->cv);
+	pthread_mutex_unlock(&pool->mu);
+}
+
+/* True when a statement can change rows (and so, run on its own, commits
+ * a change as it runs). */
+static bool statement_writes(const char *sql)
+{
+	return strstr(sql, "INSERT ") != NULL || strstr(sql, "UPDATE ") != NULL ||
+	       strstr(sql, "DELETE ") != NULL;
+}
+
+/* Sends what is queued on conn (a nonblocking connection) and waits until
+ * a whole answer is ready (true), or until the deadline (false;
+ * *timed_out set), or a broken connection (true: the next PQgetResult
+ * reports it). */
+static bool store_await(PGconn *conn, const struct timespec *deadline, bool *timed_out)
+{
+	bool flushed = false;
+
+	for (;;) {
+		if (!flushed) {
+			int f = PQflush(conn);
+			if (f < 0)
+				return true;
+			flushed = f == 0;
+		}
+		if (flushed && !PQisBusy(conn))
+			return true;
+		struct pollfd p = { .fd = PQsocket(conn),
+				    .events = (short)(POLLIN | (flushed ? 0 : POLLOUT)),
+				    .revents = 0 };
+		int wait = -1;
+
+		if (p.fd < 0)
+			return true;
+		if (deadline != NULL) {
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			long long ms = (long long)(deadline->tv_sec - now.tv_sec) * 1000LL +
+				       (deadline->tv_nsec - now.tv_nsec) / 1000000L;
+			if (ms <= 0) {
+				*timed_out = true;
+				return false;
+			}
+			wait = ms > 1000000 ? 1000000 : (int)ms;
+		}
+		int n = poll(&p, 1, wait);
+		if (n < 0 && errno != EINTR)
+			return true;
+		if (n > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP)) != 0 &&
+		    !PQconsumeInput(conn))
+			return true;
+	}
+}
+
+/*
+ * Waits for the answer to what was just sent on conn, at most the
+ * statement timeout plus a grace. On timeout the socket is shut down, so
+ * the connection reads as broken from then on (and is replaced on the
+ * next acquire); *timed_out is set and NULL returned. Else the last
+ * result (caller PQclear()s it).
+ */
+static PGresult *store_collect(PGconn *conn, bool *timed_out)
+{
+	struct timespec deadline;
+	int wait = store_response_wait_ms();
+	PGresult *last = NULL;
+
+	*timed_out = false;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += wait / 1000;
+	deadline.tv_nsec += (long)(wait % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	for (;;) {
+		if (!store_await(conn, wait < 0 ? NULL : &deadline, timed_out)) {
+			PQclear(last);
+			shutdown(PQsocket(conn), SHUT_RDWR);
+			(void)PQconsumeInput(conn);
+			for (;;) {
+				PGresult *rest = PQgetResult(conn);
+				if (rest == NULL)
+					break;
+				PQclear(rest);
+			}
+			return NULL;
+		}
+		PGresult *r = PQgetResult(conn);
+		if (r == NULL)
+			return last;
+		PQclear(last);
+		last = r;
+		if (PQstatus(conn) != CONNECTION_OK)
+			return last;
+	}
+}
+
+/* Sends one prepared statement and waits for its answer (store_collect);
+ * NULL when it could not be sent. */
+static PGresult *store_run(PGconn *conn, const char *name, int nparams,
+			   const char *const *params, bool *timed_out)
+{
+	*timed_out = false;
+	if (!PQsendQueryPrepared(conn, name, nparams, params, NULL, NULL, 0))
+		return NULL;
+	return store_collect(conn, timed_out);
+}
+
+PGresult *store_exec(struct store *s, const struct store_statement *stmt, int nparams,
+		     const char *const *params, struct floe_error *err)
+{
+	if (s->conn == NULL) {
+		floe_err(err, FE_UNAVAILABLE, "the catalog database is unavailable");
+		store_error_detail(err, FO_FAILED, "08003");
+		return NULL;
+	}
+	PGTransactionStatusType before = PQtransactionStatus(s->conn);
+	/* Inside BEGIN nothing but the COMMIT itself can have taken effect;
+	 * a write on its own commits as it runs. */
+	bool inside = before == PQTRANS_INTRANS || before == PQTRANS_INERROR;
+	bool unknown = stmt == &statements[ST_COMMIT] ||
+		       (!inside && statement_writes(stmt->sql));
+	bool timed_out = false;
+	PGresult *r = store_run(s->conn, stmt->name, nparams, params, &timed_out);
+	ExecStatusType st = PQresultStatus(r);
+
+	if (timed_out) {
+		log_warn("store", "statement %s: no answer from PostgreSQL within %d ms; closing the connection",
+			 stmt->name, store_response_wait_ms());
+		PQclear(r);
+		floe_err(err, FE_UNAVAILABLE,
+			 "the catalog database did not answer in time; retry");
+		store_error_detail(err, unknown ? FO_UNKNOWN : FO_FAILED, "57014");
+		return NULL;
+	}
+	s->sqlstate[0] = '\0';
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+		return r;
+	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	if (state != NULL)
+		snprintf(s->sqlstate, sizeof(s->sqlstate), "%s", state);
+	store_classify(stmt->name, r, s->sqlstate, s->conn, unknown, err);
+	PQclear(r);
+	return NULL;
+}
+
+bool store_ping(struct store *s, struct floe_error *err)
+{
+	PGresult *r = store_exec(s, &statements[ST_PING], 0, NULL, err);
+
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+bool store_reconnect(struct store *s, struct floe_error *err)
+{
+	if (s->conn != NULL)
+		PQfinish(s->conn);
+	s->conn = store_connect(s->conninfo, err);
+	if (s->conn != NULL && !store_prepare_all(s->conn, err)) {
+		PQfinish(s->conn);
+		s->conn = NULL;
+	}
+	return s->conn != NULL;
+}
+
+/* --- transactions --- */
+
+bool store_begin(struct store *s, struct floe_error *err)
+{
+	return store_exec_noparams(s, &statements[ST_BEGIN], err);
+}
+
+bool store_commit(struct store *s, struct floe_error *err)
+{
+	if (store_exec_noparams(s, &statements[ST_COMMIT], err))
+		return true;
+	if (err != NULL && err->outcome == FO_UNKNOWN)
+		floe_err(err, FE_COMMIT_STATE_UNKNOWN,
+			 "the database connection broke during the commit; its outcome is unknown");
+	return false;
+}
+
+void store_rollback(struct store *s)
+{
+	struct floe_error ignored;
+	if (PQtransactionStatus(s->conn) != PQTRANS_IDLE)
+		(void)store_exec_noparams(s, &statements[ST_ROLLBACK], &ignored);
+}

@@ -1,0 +1,152 @@
+/*
+ * purges.c - the purges relation: dropped tables whose files wait for
+ * the janitor, claimed one at a time so replicas never purge the same row.
+ */
+#include "store.h"
+#include "store_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+	ST_PURGE_CLAIM,
+	ST_PURGE_DONE,
+	ST_PURGE_FAILED,
+	ST_PURGE_LIST,
+	ST_COUNT
+};
+
+static const struct store_statement statements[ST_COUNT] = {
+	/* purges: claimed one at a time inside the janitor's transaction, so
+	 * janitors of several replicas never purge the same row. */
+	[ST_PURGE_CLAIM] = { "purge_claim",
+		"SELECT id, location, table_uuid, attempts FROM purges "
+		"WHERE state = 'pending' AND next_attempt_at <= now() "
+		"ORDER BY next_attempt_at, id LIMIT 1 FOR UPDATE SKIP LOCKED" },
+	[ST_PURGE_DONE] = { "purge_done", "DELETE FROM purges WHERE id = $1::bigint" },
+	[ST_PURGE_FAILED] = { "purge_failed",
+		"UPDATE purges SET attempts = attempts + 1, last_error = $2, "
+		"  state = CASE WHEN $5::boolean OR attempts + 1 >= $3::int "
+		"    THEN 'failed' ELSE 'pending' END, "
+		"  next_attempt_at = now() + make_interval(secs => $4::int) "
+		"WHERE id = $1::bigint RETURNING attempts, state" },
+	[ST_PURGE_LIST] = { "purge_list",
+		"SELECT location, table_uuid, " TS("dropped_at") ", attempts, last_error, state "
+		"FROM purges ORDER BY dropped_at, id LIMIT $1::int" },
+};
+
+const struct store_statements store_purge_statements = { statements, ST_COUNT };
+
+void store_purge_row_clear(struct purge_row *row)
+{
+	free(row->location);
+	free(row->last_error);
+	memset(row, 0, sizeof(*row));
+}
+
+static void purge_clear(void *row)
+{
+	store_purge_row_clear(row);
+}
+
+void store_purge_rows_free(struct purge_row *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), purge_clear);
+}
+
+bool store_purge_claim(struct store *s, struct purge_row *row, bool *found,
+		       struct floe_error *err)
+{
+	PGresult *r = store_exec(s, &statements[ST_PURGE_CLAIM], 0, NULL, err);
+
+	memset(row, 0, sizeof(*row));
+	*found = false;
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 1) {
+		row->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+		row->location = strdup(PQgetvalue(r, 0, 1));
+		snprintf(row->uuid, sizeof(row->uuid), "%s", PQgetvalue(r, 0, 2));
+		row->attempts = (int)strtol(PQgetvalue(r, 0, 3), NULL, 10);
+		if (row->location == NULL) {
+			PQclear(r);
+			return floe_err(err, FE_INTERNAL, "out of memory");
+		}
+		*found = true;
+	}
+	PQclear(r);
+	return true;
+}
+
+bool store_purge_done(struct store *s, long long id, struct floe_error *err)
+{
+	char idp[32];
+	const char *params[1] = { idp };
+
+	snprintf(idp, sizeof(idp), "%lld", id);
+	PGresult *r = store_exec(s, &statements[ST_PURGE_DONE], 1, params, err);
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+bool store_purge_failed(struct store *s, long long id, const char *error,
+			int max_attempts, int retry_in_s, bool permanent,
+			int *attempts, bool *gave_up, struct floe_error *err)
+{
+	char idp[32], maxp[16], retp[16];
+	const char *params[5] = { idp, error, maxp, retp, permanent ? "true" : "false" };
+
+	snprintf(idp, sizeof(idp), "%lld", id);
+	snprintf(maxp, sizeof(maxp), "%d", max_attempts);
+	snprintf(retp, sizeof(retp), "%d", retry_in_s);
+	PGresult *r = store_exec(s, &statements[ST_PURGE_FAILED], 5, params, err);
+	*attempts = 0;
+	*gave_up = false;
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 1) {
+		*attempts = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+		*gave_up = strcmp(PQgetvalue(r, 0, 1), "failed") == 0;
+	}
+	PQclear(r);
+	return true;
+}
+
+/* Fills a struct purge_row from the columns of ST_PURGE_LIST. */
+static bool purge_fill(PGresult *r, int i, void *dst)
+{
+	struct purge_row *row = dst;
+
+	memset(row, 0, sizeof(*row));
+	store_col_text(r, i, 1, row->uuid, sizeof(row->uuid));
+	store_col_text(r, i, 2, row->dropped_at, sizeof(row->dropped_at));
+	row->attempts = (int)store_col_ll(r, i, 3);
+	store_col_text(r, i, 5, row->state, sizeof(row->state));
+	if (store_col_copy(r, i, 0, &row->location) && store_col_copy(r, i, 4, &row->last_error))
+		return true;
+	store_purge_row_clear(row);
+	return false;
+}
+
+bool store_purge_list(struct store *s, int limit, struct purge_row **rows, size_t *count,
+		      struct floe_error *err)
+{
+	char limp[16];
+	const char *params[1] = { limp };
+	void *out = NULL;
+
+	*rows = NULL;
+	*count = 0;
+	snprintf(limp, sizeof(limp), "%d", limit);
+	PGresult *r = store_exec(s, &statements[ST_PURGE_LIST], 1, params, err);
+	if (r == NULL)
+		return false;
+	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), purge_fill, purge_clear,
+				  &out, count, err);
+	PQclear(r);
+	*rows = out;
+	return ok;
+}

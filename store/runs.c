@@ -1,0 +1,196 @@
+/*
+ * runs.c - the wap_runs relation: write-audit-publish runs, their state
+ * moves and audit leases.
+ */
+#include "store.h"
+#include "store_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RUN_COLUMNS "SELECT id, table_uuid, array_to_string(namespace, E'\\x1f'), table_name, " \
+	"branch, state, base_snapshot_id, audited_snapshot_id, published_snapshot_id, " \
+	"audits::text, " TS("created_at") ", " TS("updated_at") ", seq "
+
+enum {
+	ST_RUN_INSERT,
+	ST_RUN_GET,
+	ST_RUN_LIST,
+	ST_RUN_TRANSITION,
+	ST_RUN_EXPIRE_STALE,
+	ST_COUNT
+};
+
+static const struct store_statement statements[ST_COUNT] = {
+	[ST_RUN_INSERT] = { "run_insert",
+		"INSERT INTO wap_runs (id, table_uuid, namespace, table_name, branch, state, "
+		"  base_snapshot_id) "
+		"VALUES ($1::uuid, $2::uuid, " LEVELS("$3") ", $4, $5, 'staged', $6::bigint)" },
+	[ST_RUN_GET] = { "run_get", RUN_COLUMNS "FROM wap_runs WHERE id = $1::uuid" },
+	[ST_RUN_LIST] = { "run_list", RUN_COLUMNS "FROM wap_runs "
+		"WHERE table_uuid = $1::uuid AND ($2::bigint IS NULL OR seq < $2::bigint) "
+		"ORDER BY seq DESC LIMIT $3::bigint" },
+	[ST_RUN_TRANSITION] = { "run_transition",
+		"UPDATE wap_runs SET state = $2, "
+		"  audited_snapshot_id = coalesce($4::bigint, audited_snapshot_id), "
+		"  published_snapshot_id = coalesce($5::bigint, published_snapshot_id), "
+		"  audits = coalesce($6::jsonb, audits), updated_at = now(), "
+		"  lease_until = CASE WHEN $2 = 'auditing' "
+		"    THEN now() + make_interval(secs => $7::double precision / 1000) END, "
+		"  lease_owner = CASE WHEN $2 = 'auditing' THEN $8::uuid END "
+		"WHERE id = $1::uuid AND ((state = ANY (string_to_array($3::text, ',')) "
+		"    AND (state <> 'auditing' OR lease_owner = $8::uuid)) "
+		"  OR ('auditing-stale' = ANY (string_to_array($3::text, ',')) "
+		"      AND state = 'auditing' AND lease_until < now())) "
+		"RETURNING id" },
+	/* Runs left auditing by a floe that stopped: failed, with their
+	 * event, in one statement. */
+	[ST_RUN_EXPIRE_STALE] = { "run_expire_stale",
+		"WITH stale AS (UPDATE wap_runs SET state = 'audit-failed', updated_at = now(), "
+		"  lease_until = NULL, lease_owner = NULL "
+		"  WHERE id IN (SELECT id FROM wap_runs WHERE state = 'auditing' "
+		"    AND lease_until < now() - make_interval(secs => $1::int) "
+		"    LIMIT $2::int FOR UPDATE SKIP LOCKED) "
+		"  RETURNING id, namespace, table_name) "
+		"INSERT INTO audit_events (event, namespace, table_name, run_id, details) "
+		"SELECT 'wap.lease-expired', namespace, table_name, id, "
+		"  jsonb_build_object('state', 'audit-failed', 'reason', "
+		"    'the floe auditing this run stopped before the audit ended; publish again') "
+		"FROM stale" },
+};
+
+const struct store_statements store_run_statements = { statements, ST_COUNT };
+
+void store_run_row_clear(struct run_row *row)
+{
+	ident_ns_clear(&row->ns);
+	free(row->table_name);
+	free(row->branch);
+	free(row->state);
+	free(row->audits);
+	memset(row, 0, sizeof(*row));
+}
+
+static void run_clear(void *row)
+{
+	store_run_row_clear(row);
+}
+
+void store_run_rows_free(struct run_row *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), run_clear);
+}
+
+/* Fills a struct run_row from the columns of RUN_COLUMNS. */
+static bool run_fill(PGresult *r, int i, void *dst)
+{
+	struct run_row *row = dst;
+
+	memset(row, 0, sizeof(*row));
+	store_col_text(r, i, 0, row->id, sizeof(row->id));
+	store_col_text(r, i, 1, row->table_uuid, sizeof(row->table_uuid));
+	row->has_base = !PQgetisnull(r, i, 6);
+	row->base_snapshot_id = store_col_ll(r, i, 6);
+	row->has_audited = !PQgetisnull(r, i, 7);
+	row->audited_snapshot_id = store_col_ll(r, i, 7);
+	row->has_published = !PQgetisnull(r, i, 8);
+	row->published_snapshot_id = store_col_ll(r, i, 8);
+	store_col_text(r, i, 10, row->created_at, sizeof(row->created_at));
+	store_col_text(r, i, 11, row->updated_at, sizeof(row->updated_at));
+	row->seq = store_col_ll(r, i, 12);
+	if (store_col_ns(r, i, 2, &row->ns) && store_col_copy(r, i, 3, &row->table_name) &&
+	    store_col_copy(r, i, 4, &row->branch) && store_col_copy(r, i, 5, &row->state) &&
+	    store_col_copy(r, i, 9, &row->audits))
+		return true;
+	store_run_row_clear(row);
+	return false;
+}
+
+bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
+		      const struct ns_ident *ns, const char *table,
+		      const char *branch, long long base_snapshot,
+		      struct floe_error *err)
+{
+	char *levels = store_levels_param(ns, err);
+	char base[32];
+	PGresult *r;
+
+	if (levels == NULL)
+		return false;
+	snprintf(base, sizeof(base), "%lld", base_snapshot);
+	const char *params[6] = { id, table_uuid, levels, table, branch,
+				  base_snapshot >= 0 ? base : NULL };
+	r = store_exec(s, &statements[ST_RUN_INSERT], 6, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+bool store_run_get(struct store *s, const char *id, struct run_row *row, bool *found,
+		   struct floe_error *err)
+{
+	return store_get_row(s, &statements[ST_RUN_GET], id, run_fill, row, found, err);
+}
+
+bool store_run_list(struct store *s, const char *table_uuid, long long before_seq,
+		    long limit, struct run_row **rows, size_t *count, bool *more,
+		    struct floe_error *err)
+{
+	char before[32], lim[32];
+	void *out = NULL;
+	PGresult *r;
+
+	*rows = NULL;
+	*count = 0;
+	*more = false;
+	snprintf(before, sizeof(before), "%lld", before_seq);
+	snprintf(lim, sizeof(lim), "%ld", limit + 1);
+	const char *params[3] = { table_uuid, before_seq > 0 ? before : NULL,
+				  limit < 0 ? NULL : lim };
+	r = store_exec(s, &statements[ST_RUN_LIST], 3, params, err);
+	if (r == NULL)
+		return false;
+	bool ok = store_rows_read(r, store_page(r, limit, more), sizeof(**rows), run_fill,
+				  run_clear, &out, count, err);
+	PQclear(r);
+	*rows = out;
+	return ok;
+}
+
+bool store_run_transition(struct store *s, const char *id, const char *from_states,
+			  const char *to_state, long long audited,
+			  long long published, const json_t *audits, long lease_ms,
+			  const char *lease_owner, bool *moved, struct floe_error *err)
+{
+	char a[32], p[32], l[32];
+	char *audits_text = NULL;
+	PGresult *r;
+
+	*moved = false;
+	snprintf(a, sizeof(a), "%lld", audited);
+	snprintf(p, sizeof(p), "%lld", published);
+	if (audits != NULL) {
+		audits_text = json_dumps(audits, JSON_COMPACT);
+		if (audits_text == NULL)
+			return floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	snprintf(l, sizeof(l), "%ld", lease_ms > 0 ? lease_ms : 0);
+	const char *params[8] = { id, to_state, from_states, audited >= 0 ? a : NULL,
+				  published >= 0 ? p : NULL, audits_text, l, lease_owner };
+	r = store_exec(s, &statements[ST_RUN_TRANSITION], 8, params, err);
+	free(audits_text);
+	if (r == NULL)
+		return false;
+	*moved = PQntuples(r) == 1;
+	PQclear(r);
+	return true;
+}
+
+bool store_run_expire_stale(struct store *s, int past_lease_s, int limit, long *expired,
+			    struct floe_error *err)
+{
+	return store_exec_expire(s, &statements[ST_RUN_EXPIRE_STALE], past_lease_s, limit, expired, err);
+}

@@ -1,0 +1,160 @@
+/*
+ * store_internal.h - what the files of store/ share among themselves and
+ * nobody else sees: the connection, the statement registries, running a
+ * prepared statement, and reading its columns.
+ *
+ * Each relation's file keeps its own statements (a registry); the pool
+ * prepares every registry on every connection it opens.
+ */
+#ifndef FLOE_STORE_INTERNAL_H
+#define FLOE_STORE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <libpq-fe.h>
+
+#include "error.h"
+#include "ident.h"
+
+/* The namespace levels parameter, as an expression: identifiers cross
+ * into SQL as one text parameter with the levels joined by 0x1F (which no
+ * valid level contains) and are split by string_to_array on the server,
+ * so no value is ever formatted into SQL. */
+#define LEVELS(p) "string_to_array(" p "::text, E'\\x1f')::text[] COLLATE \"C\""
+
+/* A timestamp column as RFC 3339 UTC text. */
+#define TS(c) "to_char(" c " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+
+/* One prepared statement: its name on the connection and its SQL. */
+struct store_statement {
+	const char *name;
+	const char *sql;
+};
+
+/* The statements of one file of store/. */
+struct store_statements {
+	const struct store_statement *list;
+	size_t count;
+};
+
+extern const struct store_statements store_pool_statements;
+extern const struct store_statements store_ns_statements;
+extern const struct store_statements store_table_statements;
+extern const struct store_statements store_purge_statements;
+extern const struct store_statements store_metrics_statements;
+extern const struct store_statements store_idem_statements;
+extern const struct store_statements store_hook_statements;
+extern const struct store_statements store_run_statements;
+extern const struct store_statements store_event_statements;
+
+/* One connection of a pool. */
+struct store {
+	PGconn *conn;
+	const char *conninfo; /* the pool's */
+	bool busy;
+	int index;
+	char sqlstate[6]; /* of the last failed statement, "" if none */
+};
+
+/* --- connections (pool.c) --- */
+
+/* Opens one session to conninfo; bounded sessions get floe's statement
+ * and lock timeouts. NULL with err set (FE_UNAVAILABLE) on failure. */
+PGconn *store_connect_as(const char *conninfo, bool bounded, struct floe_error *err);
+
+/* store_connect_as, bounded. */
+PGconn *store_connect(const char *conninfo, struct floe_error *err);
+
+/*
+ * Runs a prepared statement. Returns the result (caller PQclear()s it) or
+ * NULL with err set and its SQLSTATE and outcome filled in (see
+ * store_classify); the SQLSTATE is also kept in s->sqlstate for the
+ * caller to map (unique violations and the like).
+ */
+PGresult *store_exec(struct store *s, const struct store_statement *st, int nparams,
+		     const char *const *params, struct floe_error *err);
+
+/* --- SQLSTATE classification (sqlstate.c) --- */
+
+/*
+ * Fills err for statement, which failed with result r (sqlstate: its
+ * SQLSTATE, "" if none) on conn. outcome_unknown: the statement may have
+ * taken effect had the connection broken (a COMMIT, or a write outside
+ * BEGIN). FE_UNAVAILABLE when the connection is gone (FO_UNKNOWN only
+ * when outcome_unknown), when the transaction was rolled back (class 40)
+ * or the server gave up (timeouts, shutdown); otherwise FE_INTERNAL with
+ * the detail logged. r stays the caller's.
+ */
+void store_classify(const char *statement, PGresult *r, const char *sqlstate,
+		    PGconn *conn, bool outcome_unknown, struct floe_error *err);
+
+/* Records the outcome and SQLSTATE of a failure in err (when not NULL). */
+void store_error_detail(struct floe_error *err, enum floe_outcome outcome,
+			const char *sqlstate);
+
+/* --- statements and columns (rows.c) --- */
+
+/* The 0x1F-joined levels of ns, as a new string or NULL (err set). */
+char *store_levels_param(const struct ns_ident *ns, struct floe_error *err);
+
+/* Runs a statement with no parameters whose rows do not matter. */
+bool store_exec_noparams(struct store *s, const struct store_statement *st,
+			 struct floe_error *err);
+
+/* Runs a statement whose answer is at most one text value: *out is a copy
+ * of the first column of the first row (caller frees), or NULL when there
+ * is no row. */
+bool store_exec_text(struct store *s, const struct store_statement *st, int nparams,
+		     const char *const *params, char **out, struct floe_error *err);
+
+/* Runs a bounded DELETE with (age, limit) parameters; *deleted counts. */
+bool store_exec_expire(struct store *s, const struct store_statement *st, int age,
+		       int limit, long *deleted, struct floe_error *err);
+
+/* --- C structs from rows (rows.c) --- */
+
+/* *out: a copy of column c of row i (caller frees), NULL when the column
+ * is NULL. False when out of memory. */
+bool store_col_copy(PGresult *r, int i, int c, char **out);
+
+/* Column c of row i into buf (truncated to len). */
+void store_col_text(PGresult *r, int i, int c, char *buf, size_t len);
+
+/* Column c of row i as an integer (0 when NULL). */
+long long store_col_ll(PGresult *r, int i, int c);
+
+/* A 0x1F-joined levels column into ns (no levels when NULL; caller
+ * ident_ns_clear()s). False when out of memory or too deep. */
+bool store_col_ns(PGresult *r, int i, int c, struct ns_ident *ns);
+
+/* Clears each of count rows of size bytes with clear and frees rows. */
+void store_rows_free(void *rows, size_t count, size_t size, void (*clear)(void *row));
+
+/* Reads rows [0, nrows) of r into *rows, a new array of *count rows of
+ * size bytes, each filled by fill (which cleans up after its own
+ * failure). On failure nothing is left and err is FE_INTERNAL. */
+bool store_rows_read(PGresult *r, int nrows, size_t size,
+		     bool (*fill)(PGresult *r, int i, void *row), void (*clear)(void *row),
+		     void **rows, size_t *count, struct floe_error *err);
+
+/* The rows of a page of at most limit (< 0: all) of r, which was asked
+ * for one row more: *more tells whether that one came. */
+int store_page(PGresult *r, long limit, bool *more);
+
+/* Runs a one-parameter statement and fills row from its first row with
+ * fill; *found is false when there is none. */
+bool store_get_row(struct store *s, const struct store_statement *st, const char *key,
+		   bool (*fill)(PGresult *r, int i, void *row), void *row, bool *found,
+		   struct floe_error *err);
+
+/* --- namespaces (namespaces.c), used by tables.c --- */
+
+/* Looks up the id of the namespace with 0x1F-joined levels into id. */
+bool store_ns_lookup_id(struct store *s, const char *levels, char *id, size_t idlen,
+			bool *found, struct floe_error *err);
+
+/* Fills err with FE_NO_SUCH_NAMESPACE (the catalog words it); returns
+ * false. */
+bool store_ns_missing(struct floe_error *err);
+
+#endif
