@@ -60,7 +60,7 @@ static void rfc3339_now(char *out, size_t len)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	size_t n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out + n, len - n, ".%03ldZ", ts.tv_nsec / 1000000L);
+	(void)snprintf(out + n, len - n, ".%03ldZ", ts.tv_nsec / 1000000L);
 }
 
 /* A JSON text column as JSON: null when absent or unreadable. */
@@ -207,9 +207,9 @@ json_t *wap_stage(struct store *s, const struct table_env *env,
 	if (!uuid_v4(id))
 		return floe_err(err, FE_INTERNAL, "no randomness for a run id"), NULL;
 	if (json_is_string(branch))
-		snprintf(name, sizeof(name), "%s", json_string_value(branch));
+		(void)snprintf(name, sizeof(name), "%s", json_string_value(branch));
 	else
-		snprintf(name, sizeof(name), "wap-%s", id);
+		(void)snprintf(name, sizeof(name), "wap-%s", id);
 
 	m = table_load_metadata(s, ns, table, NULL, err);
 	if (m == NULL)
@@ -337,7 +337,7 @@ json_t *wap_list(struct store *s, const struct ns_ident *ns, const char *table,
 	json_t *next = json_null();
 	if (runs != NULL && more && count > 0) {
 		char t[32];
-		snprintf(t, sizeof(t), "%lld", rows[count - 1].seq);
+		(void)snprintf(t, sizeof(t), "%lld", rows[count - 1].seq);
 		next = json_string(t);
 	}
 	store_run_rows_free(rows, count);
@@ -732,7 +732,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	for (size_t i = 0; i < n; i++) {
 		const struct hook_target *h = &hooks[i];
 		if (!uuid_v4(deliveries[i]))
-			snprintf(deliveries[i], UUID_STR_LEN, "%s", run_id);
+			(void)snprintf(deliveries[i], UUID_STR_LEN, "%s", run_id);
 		json_t *payload = json_pack(
 			"{s:s, s:s, s:s, s:{s:o, s:s}, s:s, s:s, s:I, s:O, s:o, s:O, s:O, s:s, s:s, s:s}",
 			"event", "wap.audit", "run-id", run_id, "delivery-id", deliveries[i],
@@ -904,7 +904,7 @@ static bool parse_log_token(const char *token, char *xid, size_t xidlen, long lo
 	*id = strtoll(dash + 1, &end, 10);
 	if (end == dash + 1 || *end != '\0' || *id < 0)
 		return false;
-	snprintf(xid, xidlen, "%.*s", (int)(dash - token), token);
+	(void)snprintf(xid, xidlen, "%.*s", (int)(dash - token), token);
 	return true;
 }
 
@@ -951,7 +951,7 @@ json_t *audit_log_list(struct store *s, const struct ns_ident *ns,
 	json_t *next = json_null();
 	if (events != NULL && more && count > 0) {
 		char t[64];
-		snprintf(t, sizeof(t), "%s-%lld", rows[count - 1].xid, rows[count - 1].id);
+		(void)snprintf(t, sizeof(t), "%s-%lld", rows[count - 1].xid, rows[count - 1].id);
 		next = json_string(t);
 	}
 	store_event_rows_free(rows, count);

@@ -195,7 +195,7 @@ void handle_table_load(struct http_request *req)
 		goto done;
 	}
 	char quoted[sizeof(etag) + 2];
-	snprintf(quoted, sizeof(quoted), "\"%s\"", etag);
+	(void)snprintf(quoted, sizeof(quoted), "\"%s\"", etag);
 	if (etag_matches(http_header(req, "If-None-Match"), etag)) {
 		free(text);
 		http_reply_empty(req, 304);

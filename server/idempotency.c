@@ -76,7 +76,7 @@ void idempotent_run(struct http_request *req,
 		h ^= (unsigned char)req->body[i];
 		h *= 1099511628211ULL;
 	}
-	snprintf(route, sizeof(route), "%s %s #%016llx", req->method, req->path, h);
+	(void)snprintf(route, sizeof(route), "%s %s #%016llx", req->method, req->path, h);
 	if (!idem_claim(req->pool, key, route, req->idem_owner, KEEP_SECONDS,
 			req->app->cfg->idempotency_lease_seconds, &claimed, &status, &response,
 			&err)) {

@@ -136,8 +136,8 @@ bool store_event_list(struct store *s, const char *after_xid, long long after_id
 		if (levels == NULL)
 			return false;
 	}
-	snprintf(after, sizeof(after), "%lld", after_id);
-	snprintf(lim, sizeof(lim), "%ld", limit + 1);
+	(void)snprintf(after, sizeof(after), "%lld", after_id);
+	(void)snprintf(lim, sizeof(lim), "%ld", limit + 1);
 	const char *params[7] = { after, levels, table, run_id, since,
 				  limit < 0 ? NULL : lim, after_xid ? after_xid : "0" };
 	r = store_exec(s, &statements[ST_EVENT_LIST], 7, params, err);

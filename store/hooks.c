@@ -125,7 +125,7 @@ bool store_hook_insert(struct store *s, const char *id, const char *name,
 		if (levels == NULL)
 			return false;
 	}
-	snprintf(tmo, sizeof(tmo), "%ld", timeout_ms);
+	(void)snprintf(tmo, sizeof(tmo), "%ld", timeout_ms);
 	const char *params[7] = { id, name, url, secret, levels, scope_table, tmo };
 	r = store_exec(s, &statements[ST_HOOK_INSERT], 7, params, err);
 	free(levels);

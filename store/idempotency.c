@@ -55,8 +55,8 @@ bool store_idem_claim(struct store *s, const char *key, const char *route,
 	*other_route = false;
 	*status = 0;
 	*response = NULL;
-	snprintf(life, sizeof(life), "%d", lifetime_s);
-	snprintf(lease, sizeof(lease), "%d", lease_s);
+	(void)snprintf(life, sizeof(life), "%d", lifetime_s);
+	(void)snprintf(lease, sizeof(lease), "%d", lease_s);
 	const char *params[5] = { key, route, life, owner, lease };
 	r = store_exec(s, &statements[ST_IDEM_CLAIM], 5, params, err);
 	if (r == NULL)
@@ -96,7 +96,7 @@ bool store_idem_finish(struct store *s, const char *key, const char *owner,
 	PGresult *r;
 
 	*recorded = false;
-	snprintf(st, sizeof(st), "%d", status);
+	(void)snprintf(st, sizeof(st), "%d", status);
 	const char *params[4] = { key, st, response, owner };
 	r = store_exec(s, &statements[ST_IDEM_FINISH], 4, params, err);
 	if (r == NULL)

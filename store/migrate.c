@@ -77,7 +77,7 @@ bool store_migrate(const char *conninfo, struct floe_error *err)
 			PQclear(PQexec(conn, "ROLLBACK"));
 			goto unlock;
 		}
-		snprintf(version, sizeof(version), "%d", m->version);
+		(void)snprintf(version, sizeof(version), "%d", m->version);
 		PGresult *rec = PQexecParams(conn,
 					     "INSERT INTO floe_schema_version (version, name) "
 					     "VALUES ($1::integer, $2)",
@@ -163,7 +163,7 @@ bool store_grant_runtime(const char *owner_conninfo, const char *runtime_conninf
 		floe_err(err, FE_INTERNAL, "reading the runtime role failed");
 		goto done;
 	}
-	snprintf(role, sizeof(role), "%s", PQgetvalue(r, 0, 0));
+	(void)snprintf(role, sizeof(role), "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
 	r = NULL;
 	owner = store_connect(owner_conninfo, err);

@@ -79,7 +79,7 @@ bool store_ns_lookup_id(struct store *s, const char *levels, char *id,
 		return false;
 	*found = PQntuples(r) > 0;
 	if (*found)
-		snprintf(id, idlen, "%s", PQgetvalue(r, 0, 0));
+		(void)snprintf(id, idlen, "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
 	return true;
 }
@@ -218,7 +218,7 @@ bool store_ns_list(struct store *s, const struct ns_ident *parent,
 			return false;
 	}
 	/* One row more than asked tells whether another page follows. */
-	snprintf(limit_p, sizeof(limit_p), "%ld", limit + 1);
+	(void)snprintf(limit_p, sizeof(limit_p), "%ld", limit + 1);
 	const char *params[3] = { after_p, limit < 0 ? NULL : limit_p, parent_id };
 	r = store_exec(s, &statements[parent ? ST_NS_LIST_CHILDREN : ST_NS_LIST_TOP],
 		       parent ? 3 : 2, params, err);

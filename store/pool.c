@@ -38,11 +38,12 @@ static const struct store_statement statements[ST_COUNT] = {
 
 const struct store_statements store_pool_statements = { statements, ST_COUNT };
 
-/* Every registry, prepared on every connection. */
+/* Every registry, prepared on every connection; NULL ends the list. */
 static const struct store_statements *const registries[] = {
 	&store_pool_statements, &store_ns_statements, &store_table_statements,
 	&store_purge_statements, &store_metrics_statements, &store_idem_statements,
 	&store_hook_statements, &store_run_statements, &store_event_statements,
+	NULL,
 };
 
 struct store_pool {
@@ -105,7 +106,7 @@ PGconn *store_connect_as(const char *conninfo, bool bounded, struct floe_error *
 				given = o->val;
 		}
 	}
-	snprintf(options, sizeof(options), "-c statement_timeout=%d -c lock_timeout=%d%s%s",
+	(void)snprintf(options, sizeof(options), "-c statement_timeout=%d -c lock_timeout=%d%s%s",
 		 bounded ? limits.statement_timeout_ms : 0,
 		 bounded ? limits.lock_timeout_ms : 0, given ? " " : "",
 		 given ? given : "");
@@ -170,7 +171,7 @@ static bool store_prepare(PGconn *conn, const struct store_statement *st,
 
 static bool store_prepare_all(PGconn *conn, struct floe_error *err)
 {
-	for (size_t k = 0; k < sizeof(registries) / sizeof(*registries); k++) {
+	for (size_t k = 0; registries[k] != NULL; k++) {
 		for (size_t i = 0; i < registries[k]->count; i++) {
 			if (!store_prepare(conn, &registries[k]->list[i], err))
 				return false;
@@ -451,7 +452,7 @@ PGresult *store_exec(struct store *s, const struct store_statement *stmt, int np
 		return r;
 	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
 	if (state != NULL)
-		snprintf(s->sqlstate, sizeof(s->sqlstate), "%s", state);
+		(void)snprintf(s->sqlstate, sizeof(s->sqlstate), "%s", state);
 	store_classify(stmt->name, r, s->sqlstate, s->conn, unknown, err);
 	PQclear(r);
 	return NULL;

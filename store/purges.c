@@ -67,7 +67,7 @@ bool store_purge_claim(struct store *s, struct purge_row *row, bool *found,
 	if (PQntuples(r) == 1) {
 		row->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 		row->location = strdup(PQgetvalue(r, 0, 1));
-		snprintf(row->uuid, sizeof(row->uuid), "%s", PQgetvalue(r, 0, 2));
+		(void)snprintf(row->uuid, sizeof(row->uuid), "%s", PQgetvalue(r, 0, 2));
 		row->attempts = (int)strtol(PQgetvalue(r, 0, 3), NULL, 10);
 		if (row->location == NULL) {
 			PQclear(r);
@@ -84,7 +84,7 @@ bool store_purge_done(struct store *s, long long id, struct floe_error *err)
 	char idp[32];
 	const char *params[1] = { idp };
 
-	snprintf(idp, sizeof(idp), "%lld", id);
+	(void)snprintf(idp, sizeof(idp), "%lld", id);
 	PGresult *r = store_exec(s, &statements[ST_PURGE_DONE], 1, params, err);
 	if (r == NULL)
 		return false;
@@ -99,9 +99,9 @@ bool store_purge_failed(struct store *s, long long id, const char *error,
 	char idp[32], maxp[16], retp[16];
 	const char *params[5] = { idp, error, maxp, retp, permanent ? "true" : "false" };
 
-	snprintf(idp, sizeof(idp), "%lld", id);
-	snprintf(maxp, sizeof(maxp), "%d", max_attempts);
-	snprintf(retp, sizeof(retp), "%d", retry_in_s);
+	(void)snprintf(idp, sizeof(idp), "%lld", id);
+	(void)snprintf(maxp, sizeof(maxp), "%d", max_attempts);
+	(void)snprintf(retp, sizeof(retp), "%d", retry_in_s);
 	PGresult *r = store_exec(s, &statements[ST_PURGE_FAILED], 5, params, err);
 	*attempts = 0;
 	*gave_up = false;
@@ -140,7 +140,7 @@ bool store_purge_list(struct store *s, int limit, struct purge_row **rows, size_
 
 	*rows = NULL;
 	*count = 0;
-	snprintf(limp, sizeof(limp), "%d", limit);
+	(void)snprintf(limp, sizeof(limp), "%d", limit);
 	PGresult *r = store_exec(s, &statements[ST_PURGE_LIST], 1, params, err);
 	if (r == NULL)
 		return false;

@@ -60,8 +60,8 @@ bool store_exec_expire(struct store *s, const struct store_statement *st, int ag
 	const char *params[2] = { agep, limp };
 
 	*deleted = 0;
-	snprintf(agep, sizeof(agep), "%d", age);
-	snprintf(limp, sizeof(limp), "%d", limit);
+	(void)snprintf(agep, sizeof(agep), "%d", age);
+	(void)snprintf(limp, sizeof(limp), "%d", limit);
 	PGresult *r = store_exec(s, st, 2, params, err);
 	if (r == NULL)
 		return false;
@@ -83,7 +83,7 @@ bool store_col_copy(PGresult *r, int i, int c, char **out)
 
 void store_col_text(PGresult *r, int i, int c, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s", PQgetvalue(r, i, c));
+	(void)snprintf(buf, len, "%s", PQgetvalue(r, i, c));
 }
 
 long long store_col_ll(PGresult *r, int i, int c)

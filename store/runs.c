@@ -118,7 +118,7 @@ bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 
 	if (levels == NULL)
 		return false;
-	snprintf(base, sizeof(base), "%lld", base_snapshot);
+	(void)snprintf(base, sizeof(base), "%lld", base_snapshot);
 	const char *params[6] = { id, table_uuid, levels, table, branch,
 				  base_snapshot >= 0 ? base : NULL };
 	r = store_exec(s, &statements[ST_RUN_INSERT], 6, params, err);
@@ -146,8 +146,8 @@ bool store_run_list(struct store *s, const char *table_uuid, long long before_se
 	*rows = NULL;
 	*count = 0;
 	*more = false;
-	snprintf(before, sizeof(before), "%lld", before_seq);
-	snprintf(lim, sizeof(lim), "%ld", limit + 1);
+	(void)snprintf(before, sizeof(before), "%lld", before_seq);
+	(void)snprintf(lim, sizeof(lim), "%ld", limit + 1);
 	const char *params[3] = { table_uuid, before_seq > 0 ? before : NULL,
 				  limit < 0 ? NULL : lim };
 	r = store_exec(s, &statements[ST_RUN_LIST], 3, params, err);
@@ -170,14 +170,14 @@ bool store_run_transition(struct store *s, const char *id, const char *from_stat
 	PGresult *r;
 
 	*moved = false;
-	snprintf(a, sizeof(a), "%lld", audited);
-	snprintf(p, sizeof(p), "%lld", published);
+	(void)snprintf(a, sizeof(a), "%lld", audited);
+	(void)snprintf(p, sizeof(p), "%lld", published);
 	if (audits != NULL) {
 		audits_text = json_dumps(audits, JSON_COMPACT);
 		if (audits_text == NULL)
 			return floe_err(err, FE_INTERNAL, "out of memory");
 	}
-	snprintf(l, sizeof(l), "%ld", lease_ms > 0 ? lease_ms : 0);
+	(void)snprintf(l, sizeof(l), "%ld", lease_ms > 0 ? lease_ms : 0);
 	const char *params[8] = { id, to_state, from_states, audited >= 0 ? a : NULL,
 				  published >= 0 ? p : NULL, audits_text, l, lease_owner };
 	r = store_exec(s, &statements[ST_RUN_TRANSITION], 8, params, err);

@@ -19,7 +19,7 @@ void store_error_detail(struct floe_error *err, enum floe_outcome outcome,
 	if (err == NULL)
 		return;
 	err->outcome = outcome;
-	snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", sqlstate);
+	(void)snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", sqlstate);
 }
 
 void store_classify(const char *statement, PGresult *r, const char *sqlstate,

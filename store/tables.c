@@ -136,7 +136,7 @@ static bool row_from_result(PGresult *r, int i, struct table_row *row,
 {
 	memset(row, 0, sizeof(*row));
 	row->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-	snprintf(row->uuid, sizeof(row->uuid), "%s", PQgetvalue(r, i, 1));
+	(void)snprintf(row->uuid, sizeof(row->uuid), "%s", PQgetvalue(r, i, 1));
 	if (!PQgetisnull(r, i, 2))
 		row->metadata_location = strdup(PQgetvalue(r, i, 2));
 	row->metadata_len = (size_t)PQgetlength(r, i, 3);
@@ -232,7 +232,7 @@ static bool table_insert(struct store *s, const struct store_statement *st,
 		if (strcmp(s->sqlstate, "23505") == 0) {
 			floe_err(err, FE_ALREADY_EXISTS, "the table uuid is already registered");
 			if (err != NULL)
-				snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", s->sqlstate);
+				(void)snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", s->sqlstate);
 			return false;
 		}
 		return false;
@@ -291,8 +291,8 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
 	PGresult *r;
 
 	*won = false;
-	snprintf(idp, sizeof(idp), "%lld", id);
-	snprintf(verp, sizeof(verp), "%lld", expected_version);
+	(void)snprintf(idp, sizeof(idp), "%lld", id);
+	(void)snprintf(verp, sizeof(verp), "%lld", expected_version);
 	const char *params[8] = { idp, verp, metadata_location, metadata,
 				  previous_location, request_id, refs_metadata,
 				  table_location };
@@ -318,7 +318,7 @@ bool store_commit_landed(struct store *s, const char *table_uuid, long long vers
 	PGresult *r;
 
 	*landed = false;
-	snprintf(verp, sizeof(verp), "%lld", version);
+	(void)snprintf(verp, sizeof(verp), "%lld", version);
 	const char *params[3] = { table_uuid, verp, metadata_location };
 	r = store_exec(s, &statements[ST_COMMIT_LANDED], 3, params, err);
 	if (r == NULL)
@@ -368,7 +368,7 @@ bool store_table_list(struct store *s, const struct ns_ident *ns,
 		return false;
 	if (!found)
 		return store_ns_missing(err);
-	snprintf(limit_p, sizeof(limit_p), "%ld", limit + 1);
+	(void)snprintf(limit_p, sizeof(limit_p), "%ld", limit + 1);
 	const char *params[3] = { nsid, after, limit < 0 ? NULL : limit_p };
 	r = store_exec(s, &statements[ST_TABLE_LIST], 3, params, err);
 	if (r == NULL)
@@ -506,8 +506,8 @@ bool store_table_locations_after(struct store *s, long long after_id, int limit,
 
 	*rows = NULL;
 	*count = 0;
-	snprintf(idp, sizeof(idp), "%lld", after_id);
-	snprintf(limp, sizeof(limp), "%d", limit);
+	(void)snprintf(idp, sizeof(idp), "%lld", after_id);
+	(void)snprintf(limp, sizeof(limp), "%d", limit);
 	PGresult *r = store_exec(s, &statements[ST_TABLE_LOCATIONS_AFTER], 2, params, err);
 	if (r == NULL)
 		return false;
