@@ -121,9 +121,11 @@ static json_t *commit_create(struct store *s, const struct table_env *env,
 	json_array_foreach(requirements, i, r) {
 		const char *t = json_string_value(json_object_get(r, "type"));
 		if (t == NULL || strcmp(t, "assert-create") != 0)
-			return floe_err(err, FE_BAD_REQUEST,
-					"a create commit (assert-create) takes no other requirement, got %s",
-					t ? t : "(no type)"), NULL;
+			return floe_err(
+				       err, FE_BAD_REQUEST,
+				       "a create commit (assert-create) takes no other requirement, got %s",
+				       t ? t : "(no type)"),
+			       NULL;
 	}
 	if (!json_is_array(updates))
 		return floe_err(err, FE_BAD_REQUEST, "'updates' must be an array"), NULL;
@@ -132,7 +134,8 @@ static json_t *commit_create(struct store *s, const struct table_env *env,
 		return NULL;
 	if (exists)
 		return floe_err(err, FE_COMMIT_FAILED,
-				"Requirement failed: table already exists (assert-create)"), NULL;
+				"Requirement failed: table already exists (assert-create)"),
+		       NULL;
 	/* A uuid of our own unless the client assigns one. */
 	if (!uuid_v4(uuid))
 		return floe_err(err, FE_INTERNAL, "no randomness for a table uuid"), NULL;
@@ -172,9 +175,8 @@ static void commit_mark_clear(struct commit_mark *m)
 /* Enforced publish: main may move only through a WAP publish when the
  * table or one of its namespaces sets floe.wap.required (control.c
  * decides; this is the one check every path that moves main makes). */
-static bool main_move_allowed(struct store *s, const struct ns_ident *ns,
-			      const char *name, const json_t *base,
-			      const json_t *m, struct floe_error *err)
+static bool main_move_allowed(struct store *s, const struct ns_ident *ns, const char *name,
+			      const json_t *base, const json_t *m, struct floe_error *err)
 {
 	if (tablemeta_current_snapshot(base) == tablemeta_current_snapshot(m))
 		return true;
@@ -188,9 +190,8 @@ static bool main_move_allowed(struct store *s, const struct ns_ident *ns,
  * round may get past); an unknown outcome is settled from the commit log.
  * Returns true when the swap landed after all (err cleared).
  */
-static bool swap_failed(struct store *s, const struct table_env *env,
-			const struct table_row *row, const char *loc, bool *lost,
-			struct floe_error *err)
+static bool swap_failed(struct store *s, const struct table_env *env, const struct table_row *row,
+			const char *loc, bool *lost, struct floe_error *err)
 {
 	bool landed = false;
 
@@ -210,11 +211,9 @@ static bool swap_failed(struct store *s, const struct table_env *env,
 	return true;
 }
 
-static bool commit_round(struct store *s, const struct table_env *env,
-			 const struct ns_ident *ns, const char *name,
-			 const json_t *requirements, const json_t *updates,
-			 unsigned flags, bool in_tx, json_t **result,
-			 struct commit_mark *written,
+static bool commit_round(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			 const char *name, const json_t *requirements, const json_t *updates,
+			 unsigned flags, bool in_tx, json_t **result, struct commit_mark *written,
 			 bool *lost, struct floe_error *err)
 {
 	char *key = NULL;
@@ -248,8 +247,8 @@ static bool commit_round(struct store *s, const struct table_env *env,
 	if (m == NULL)
 		goto done;
 	if (!changed) {
-		*result = json_pack("{s:s?, s:O}", "metadata-location",
-				    row.metadata_location, "metadata", base);
+		*result = json_pack("{s:s?, s:O}", "metadata-location", row.metadata_location,
+				    "metadata", base);
 		ok = *result != NULL;
 		goto done;
 	}
@@ -286,8 +285,8 @@ static bool commit_round(struct store *s, const struct table_env *env,
 			goto done;
 		}
 	}
-	if (!store_table_cas(s, row.id, row.version, loc, text, refs, key,
-			     row.metadata_location, env->request_id, &won, err)) {
+	if (!store_table_cas(s, row.id, row.version, loc, text, refs, key, row.metadata_location,
+			     env->request_id, &won, err)) {
 		if (!swap_failed(s, env, &row, loc, lost, err))
 			goto done;
 		won = true;
@@ -383,9 +382,8 @@ static bool commit_extras_also(struct store *s, void *ctx, const json_t *result,
 	return x->env->idem_key == NULL || table_idem_record(s, x->env, 200, result, err);
 }
 
-json_t *table_commit(struct store *s, const struct table_env *env,
-		     const struct ns_ident *ns, const char *name,
-		     const json_t *body, struct floe_error *err)
+json_t *table_commit(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		     const char *name, const json_t *body, struct floe_error *err)
 {
 	const json_t *requirements = json_object_get(body, "requirements");
 	const json_t *updates = json_object_get(body, "updates");
@@ -402,8 +400,7 @@ json_t *table_commit(struct store *s, const struct table_env *env,
 		return commit_create(s, env, ns, name, requirements, updates, err);
 	bool control = touches_control(updates);
 	if (control || env->idem_key != NULL) {
-		struct commit_extras x = { .env = env, .ns = ns, .name = name,
-					   .control = control };
+		struct commit_extras x = { .env = env, .ns = ns, .name = name, .control = control };
 		return table_commit_with(s, env, ns, name, requirements, updates, 0,
 					 commit_extras_also, &x, err);
 	}
@@ -412,11 +409,10 @@ json_t *table_commit(struct store *s, const struct table_env *env,
 
 json_t *table_commit_changes(struct store *s, const struct table_env *env,
 			     const struct ns_ident *ns, const char *name,
-			     const json_t *requirements, const json_t *updates,
-			     unsigned flags, struct floe_error *err)
+			     const json_t *requirements, const json_t *updates, unsigned flags,
+			     struct floe_error *err)
 {
-	return table_commit_with(s, env, ns, name, requirements, updates, flags,
-				 NULL, NULL, err);
+	return table_commit_with(s, env, ns, name, requirements, updates, flags, NULL, NULL, err);
 }
 
 /*
@@ -425,8 +421,8 @@ json_t *table_commit_changes(struct store *s, const struct table_env *env,
  * an unknown outcome is settled from the commit log. Returns true when
  * the commit landed after all (err cleared).
  */
-static bool commit_failed(struct store *s, const struct table_env *env,
-			  struct commit_mark *marks, size_t n, struct floe_error *err)
+static bool commit_failed(struct store *s, const struct table_env *env, struct commit_mark *marks,
+			  size_t n, struct floe_error *err)
 {
 	bool landed = false;
 	bool known = true;
@@ -436,7 +432,7 @@ static bool commit_failed(struct store *s, const struct table_env *env,
 		for (size_t k = 0; k < n; k++) {
 			if (marks[k].location != NULL) {
 				known = table_settle_commit(s, env, marks[k].uuid, marks[k].version,
-						      marks[k].location, &landed);
+							    marks[k].location, &landed);
 				break;
 			}
 		}
@@ -460,20 +456,20 @@ static bool commit_failed(struct store *s, const struct table_env *env,
 /* One attempt with `also` in the same database transaction as the swap. */
 static bool commit_round_with(struct store *s, const struct table_env *env,
 			      const struct ns_ident *ns, const char *name,
-			      const json_t *requirements, const json_t *updates,
-			      unsigned flags, table_commit_also also, void *ctx,
-			      json_t **result, bool *lost, struct floe_error *err)
+			      const json_t *requirements, const json_t *updates, unsigned flags,
+			      table_commit_also also, void *ctx, json_t **result, bool *lost,
+			      struct floe_error *err)
 {
 	struct commit_mark written = { 0 };
 
 	*result = NULL;
 	if (also == NULL)
-		return commit_round(s, env, ns, name, requirements, updates, flags,
-				    false, result, NULL, lost, err);
+		return commit_round(s, env, ns, name, requirements, updates, flags, false, result,
+				    NULL, lost, err);
 	if (!store_begin(s, err))
 		return false;
-	bool ok = commit_round(s, env, ns, name, requirements, updates, flags,
-			       true, result, &written, lost, err) &&
+	bool ok = commit_round(s, env, ns, name, requirements, updates, flags, true, result,
+			       &written, lost, err) &&
 		  also(s, ctx, *result, err);
 	if (ok && store_commit(s, err)) {
 		commit_mark_clear(&written);
@@ -495,11 +491,9 @@ static bool commit_round_with(struct store *s, const struct table_env *env,
 	return false;
 }
 
-json_t *table_commit_with(struct store *s, const struct table_env *env,
-			  const struct ns_ident *ns, const char *name,
-			  const json_t *requirements, const json_t *updates,
-			  unsigned flags, table_commit_also also, void *ctx,
-			  struct floe_error *err)
+json_t *table_commit_with(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			  const char *name, const json_t *requirements, const json_t *updates,
+			  unsigned flags, table_commit_also also, void *ctx, struct floe_error *err)
 {
 	json_t *result = NULL;
 	bool lost = false;
@@ -508,20 +502,21 @@ json_t *table_commit_with(struct store *s, const struct table_env *env,
 		if (attempt > 0)
 			backoff(attempt);
 		stripe_lock(env, stripe);
-		bool ok = commit_round_with(s, env, ns, name, requirements, updates,
-					    flags, also, ctx, &result, &lost, err);
+		bool ok = commit_round_with(s, env, ns, name, requirements, updates, flags, also,
+					    ctx, &result, &lost, err);
 		stripe_unlock(env, stripe);
 		if (ok)
 			return result;
 		if (!lost && !floe_error_is_rollback(err))
 			return NULL;
-		log_debug("table", "commit to %s lost a race (attempt %d); retrying rid=%s",
-			  name, attempt + 1, env->request_id);
+		log_debug("table", "commit to %s lost a race (attempt %d); retrying rid=%s", name,
+			  attempt + 1, env->request_id);
 	}
 	log_warn("table", "commit to %s gave up after %d lost races rid=%s", name,
 		 COMMIT_MAX_ATTEMPTS, env->request_id);
 	return floe_err(err, FE_COMMIT_FAILED,
-			"the table changed under %d attempts to commit; retry", COMMIT_MAX_ATTEMPTS),
+			"the table changed under %d attempts to commit; retry",
+			COMMIT_MAX_ATTEMPTS),
 	       NULL;
 }
 
@@ -563,10 +558,10 @@ static int order_cmp(const void *a, const void *b)
  * cannot deadlock. On a known failure the files written are removed;
  * *lost tells whether another attempt may succeed.
  */
-static bool transaction_round(struct store *s, const struct table_env *env,
-			      const json_t *changes, struct table_ident *ids,
-			      const size_t *order, struct commit_mark *marks, size_t n,
-			      bool *lost, struct floe_error *err)
+static bool transaction_round(struct store *s, const struct table_env *env, const json_t *changes,
+			      struct table_ident *ids, const size_t *order,
+			      struct commit_mark *marks, size_t n, bool *lost,
+			      struct floe_error *err)
 {
 	size_t i;
 
@@ -605,16 +600,15 @@ static bool transaction_round(struct store *s, const struct table_env *env,
 	return false;
 }
 
-bool table_commit_transaction(struct store *s, const struct table_env *env,
-			      const json_t *body, struct floe_error *err)
+bool table_commit_transaction(struct store *s, const struct table_env *env, const json_t *body,
+			      struct floe_error *err)
 {
 	const json_t *changes = json_object_get(body, "table-changes");
 	size_t n, i;
 	json_t *c;
 
 	if (!json_is_array(changes) || json_array_size(changes) == 0)
-		return floe_err(err, FE_BAD_REQUEST,
-				"'table-changes' must be a non-empty array");
+		return floe_err(err, FE_BAD_REQUEST, "'table-changes' must be a non-empty array");
 	n = json_array_size(changes);
 	struct table_ident *ids = calloc(n, sizeof(*ids));
 	struct commit_mark *marks = calloc(n, sizeof(*marks));
@@ -628,8 +622,8 @@ bool table_commit_transaction(struct store *s, const struct table_env *env,
 	}
 	json_array_foreach(changes, i, c) {
 		order[i] = i;
-		if (!table_ident_from_json(json_object_get(c, "identifier"),
-					   "identifier", &ids[i], err))
+		if (!table_ident_from_json(json_object_get(c, "identifier"), "identifier", &ids[i],
+					   err))
 			goto done;
 		const json_t *u = json_object_get(c, "updates");
 		const json_t *r = json_object_get(c, "requirements");
@@ -650,8 +644,8 @@ bool table_commit_transaction(struct store *s, const struct table_env *env,
 	qsort(order, n, sizeof(*order), order_cmp);
 	for (i = 1; i < n; i++) {
 		if (ident_cmp(&ids[order[i - 1]], &ids[order[i]]) == 0) {
-			floe_err(err, FE_BAD_REQUEST,
-				 "table %s appears twice in one transaction", ids[order[i]].name);
+			floe_err(err, FE_BAD_REQUEST, "table %s appears twice in one transaction",
+				 ids[order[i]].name);
 			goto done;
 		}
 	}
@@ -669,8 +663,7 @@ bool table_commit_transaction(struct store *s, const struct table_env *env,
 		for (unsigned k = 0; k < COMMIT_LOCK_STRIPES; k++)
 			if (used[k])
 				stripe_lock(env, k);
-		bool tx_ok = transaction_round(s, env, changes, ids, order, marks, n, &lost,
-					       err);
+		bool tx_ok = transaction_round(s, env, changes, ids, order, marks, n, &lost, err);
 		for (unsigned k = COMMIT_LOCK_STRIPES; k-- > 0;)
 			if (used[k])
 				stripe_unlock(env, k);
@@ -686,8 +679,8 @@ bool table_commit_transaction(struct store *s, const struct table_env *env,
 		if (!lost)
 			goto done;
 	}
-	floe_err(err, FE_COMMIT_FAILED,
-		 "the tables changed under %d attempts to commit; retry", COMMIT_MAX_ATTEMPTS);
+	floe_err(err, FE_COMMIT_FAILED, "the tables changed under %d attempts to commit; retry",
+		 COMMIT_MAX_ATTEMPTS);
 done:
 	for (i = 0; i < n; i++) {
 		table_ident_clear(&ids[i]);
@@ -698,4 +691,3 @@ done:
 	free(order);
 	return ok;
 }
-

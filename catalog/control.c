@@ -39,10 +39,9 @@ static json_t *hook_json(const void *row)
 		json_object_set_new(scope, "namespace", ident_ns_to_json(&h->scope_ns));
 	if (scope != NULL && h->scope_table != NULL)
 		json_object_set_new(scope, "table", json_string(h->scope_table));
-	return json_pack("{s:s, s:s, s:s, s:o, s:I, s:b, s:s}",
-			 "id", h->id, "name", h->name, "url", h->url, "scope", scope,
-			 "timeout-ms", (json_int_t)h->timeout_ms, "has-secret", h->has_secret,
-			 "created-at", h->created_at);
+	return json_pack("{s:s, s:s, s:s, s:o, s:I, s:b, s:s}", "id", h->id, "name", h->name, "url",
+			 h->url, "scope", scope, "timeout-ms", (json_int_t)h->timeout_ms,
+			 "has-secret", h->has_secret, "created-at", h->created_at);
 }
 
 /* Hook id as JSON in *hook, NULL when there is no such hook. */
@@ -97,8 +96,7 @@ static json_t *hook_details(const json_t *hook, const char *reason)
 }
 
 bool control_hook_register(struct store *s, const struct table_env *env, const char *id,
-			   const struct hook_spec *spec, json_t **hook,
-			   struct floe_error *err)
+			   const struct hook_spec *spec, json_t **hook, struct floe_error *err)
 {
 	bool ok;
 
@@ -140,9 +138,11 @@ bool control_hook_delete(struct store *s, const struct table_env *env, const cha
 	if (ok && reason == NULL) {
 		ok = store_hook_sole_guard(s, id, &guarded, err);
 		if (ok && guarded != NULL)
-			ok = floe_err(err, FE_FORBIDDEN,
-				      "audit hook %s is the last one covering %s, which sets " POLICY_PROPERTY "=true: deleting it weakens the audited-publish control; only POST /v1/controls/delete-hook with a reason may",
-				      id, guarded);
+			ok = floe_err(
+				err, FE_FORBIDDEN,
+				"audit hook %s is the last one covering %s, which sets " POLICY_PROPERTY
+				"=true: deleting it weakens the audited-publish control; only POST /v1/controls/delete-hook with a reason may",
+				id, guarded);
 	}
 	if (ok)
 		ok = store_hook_delete(s, id, &deleted, err);
@@ -177,14 +177,14 @@ static bool table_control_also(struct store *s, void *ctx, const json_t *result,
 
 	(void)result;
 	json_t *details = json_pack("{s:b, s:s}", "required", c->required, "reason", c->reason);
-	bool ok = store_event_insert(s, "control.wap-required", c->env->request_id, c->ns,
-				     c->table, NULL, details, err);
+	bool ok = store_event_insert(s, "control.wap-required", c->env->request_id, c->ns, c->table,
+				     NULL, details, err);
 	json_decref(details);
 	return ok;
 }
 
-static json_t *apply_wap_required(struct store *s, const struct table_env *env,
-				  const json_t *body, const char *reason, struct floe_error *err)
+static json_t *apply_wap_required(struct store *s, const struct table_env *env, const json_t *body,
+				  const char *reason, struct floe_error *err)
 {
 	struct ns_ident ns = { 0 };
 	const json_t *table = json_object_get(body, "table");
@@ -196,7 +196,8 @@ static json_t *apply_wap_required(struct store *s, const struct table_env *env,
 		return floe_err(err, FE_BAD_REQUEST, "field 'required' must be a boolean"), NULL;
 	if (table != NULL && !json_is_null(table)) {
 		if (!json_is_string(table))
-			return floe_err(err, FE_BAD_REQUEST, "field 'table' must be a string"), NULL;
+			return floe_err(err, FE_BAD_REQUEST, "field 'table' must be a string"),
+			       NULL;
 		if (!ident_name_check(json_string_value(table), json_string_length(table), "table",
 				      err))
 			return NULL;
@@ -205,8 +206,11 @@ static json_t *apply_wap_required(struct store *s, const struct table_env *env,
 		return NULL;
 	if (json_is_string(table)) {
 		struct control_event c = {
-			.env = env, .ns = &ns, .table = json_string_value(table),
-			.required = json_is_true(required), .reason = reason,
+			.env = env,
+			.ns = &ns,
+			.table = json_string_value(table),
+			.required = json_is_true(required),
+			.reason = reason,
 		};
 		change = json_is_true(required)
 				 ? json_pack("[{s:s, s:{s:s}}]", "action", "set-properties",
@@ -235,8 +239,8 @@ done:
 	return out;
 }
 
-static json_t *apply_delete_hook(struct store *s, const struct table_env *env,
-				 const json_t *body, const char *reason, struct floe_error *err)
+static json_t *apply_delete_hook(struct store *s, const struct table_env *env, const json_t *body,
+				 const char *reason, struct floe_error *err)
 {
 	const char *id = json_string_value(json_object_get(body, "hook-id"));
 
@@ -249,8 +253,8 @@ static json_t *apply_delete_hook(struct store *s, const struct table_env *env,
 	return json_pack("{s:s}", "hook-id", id);
 }
 
-static json_t *apply_register(struct store *s, const struct table_env *env,
-			      const json_t *body, const char *reason, struct floe_error *err)
+static json_t *apply_register(struct store *s, const struct table_env *env, const json_t *body,
+			      const char *reason, struct floe_error *err)
 {
 	struct ns_ident ns = { 0 };
 	json_t *out = NULL;
@@ -269,13 +273,13 @@ static json_t *apply_register(struct store *s, const struct table_env *env,
 	return out;
 }
 
-static json_t *apply_rename(struct store *s, const struct table_env *env,
-			    const json_t *body, const char *reason, struct floe_error *err)
+static json_t *apply_rename(struct store *s, const struct table_env *env, const json_t *body,
+			    const char *reason, struct floe_error *err)
 {
 	if (!table_rename(s, env, body, reason, err))
 		return NULL;
-	return json_pack("{s:O, s:O}", "source", json_object_get(body, "source"),
-			 "destination", json_object_get(body, "destination"));
+	return json_pack("{s:O, s:O}", "source", json_object_get(body, "source"), "destination",
+			 json_object_get(body, "destination"));
 }
 
 typedef json_t *(*control_action_fn)(struct store *s, const struct table_env *env,
@@ -303,20 +307,25 @@ json_t *control_apply(struct store *s, const struct table_env *env, const char *
 			apply = control_actions[i].apply;
 	}
 	if (apply == NULL)
-		return floe_err(err, FE_BAD_REQUEST,
-				"no control action %s (wap-required, delete-hook, register, rename)",
-				action), NULL;
+		return floe_err(
+			       err, FE_BAD_REQUEST,
+			       "no control action %s (wap-required, delete-hook, register, rename)",
+			       action),
+		       NULL;
 	if (!json_is_object(body))
 		return floe_err(err, FE_BAD_REQUEST, "the body must be a JSON object"), NULL;
 	if (!json_is_string(reason) || json_string_length(reason) == 0 ||
 	    json_string_length(reason) > CONTROL_REASON_MAX)
-		return floe_err(err, FE_BAD_REQUEST,
-				"field 'reason' is required: a non-empty string of at most %d bytes that goes into the audit log",
-				CONTROL_REASON_MAX), NULL;
+		return floe_err(
+			       err, FE_BAD_REQUEST,
+			       "field 'reason' is required: a non-empty string of at most %d bytes that goes into the audit log",
+			       CONTROL_REASON_MAX),
+		       NULL;
 	json_t *result = apply(s, env, body, json_string_value(reason), err);
 	if (result == NULL)
 		return NULL;
-	log_info("control", "%s done through the control route (the reason is in the audit log) rid=%s",
+	log_info("control",
+		 "%s done through the control route (the reason is in the audit log) rid=%s",
 		 action, env->request_id);
 	return json_pack("{s:s, s:O, s:o}", "action", action, "reason", reason, "result", result);
 }

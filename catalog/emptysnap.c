@@ -24,30 +24,22 @@ static const struct {
 	int required_from; /* the first format version where it is required; 0: never */
 	int since;         /* the first format version that has it */
 } manifest_file_fields[] = {
-	{ "manifest_path", 500, "string", 1, 1 },
-	{ "manifest_length", 501, "long", 1, 1 },
-	{ "partition_spec_id", 502, "int", 1, 1 },
-	{ "content", 517, "int", 2, 2 },
-	{ "sequence_number", 515, "long", 2, 2 },
-	{ "min_sequence_number", 516, "long", 2, 2 },
-	{ "added_snapshot_id", 503, "long", 1, 1 },
-	{ "added_files_count", 504, "int", 2, 1 },
-	{ "existing_files_count", 505, "int", 2, 1 },
-	{ "deleted_files_count", 506, "int", 2, 1 },
-	{ "added_rows_count", 512, "long", 2, 1 },
-	{ "existing_rows_count", 513, "long", 2, 1 },
-	{ "deleted_rows_count", 514, "long", 2, 1 },
-	{ "partitions", 507, NULL, 0, 1 },
-	{ "key_metadata", 519, "bytes", 0, 1 },
-	{ "first_row_id", 520, "long", 0, 3 },
+	{ "manifest_path", 500, "string", 1, 1 },     { "manifest_length", 501, "long", 1, 1 },
+	{ "partition_spec_id", 502, "int", 1, 1 },    { "content", 517, "int", 2, 2 },
+	{ "sequence_number", 515, "long", 2, 2 },     { "min_sequence_number", 516, "long", 2, 2 },
+	{ "added_snapshot_id", 503, "long", 1, 1 },   { "added_files_count", 504, "int", 2, 1 },
+	{ "existing_files_count", 505, "int", 2, 1 }, { "deleted_files_count", 506, "int", 2, 1 },
+	{ "added_rows_count", 512, "long", 2, 1 },    { "existing_rows_count", 513, "long", 2, 1 },
+	{ "deleted_rows_count", 514, "long", 2, 1 },  { "partitions", 507, NULL, 0, 1 },
+	{ "key_metadata", 519, "bytes", 0, 1 },       { "first_row_id", 520, "long", 0, 3 },
 };
 
 static json_t *field(const char *name, int id, json_t *type, bool required)
 {
 	if (required)
 		return json_pack("{s:s, s:o, s:i}", "name", name, "type", type, "field-id", id);
-	return json_pack("{s:s, s:[s, o], s:n, s:i}", "name", name, "type", "null", type,
-			 "default", "field-id", id);
+	return json_pack("{s:s, s:[s, o], s:n, s:i}", "name", name, "type", "null", type, "default",
+			 "field-id", id);
 }
 
 static json_t *manifest_list_schema(int format_version)
@@ -66,8 +58,8 @@ static json_t *manifest_list_schema(int format_version)
 			type = json_string(manifest_file_fields[i].type);
 		} else {
 			json_t *summary = json_pack(
-				"{s:s, s:s, s:[o, o, o, o]}", "type", "record", "name", "r508", "fields",
-				field("contains_null", 509, json_string("boolean"), true),
+				"{s:s, s:s, s:[o, o, o, o]}", "type", "record", "name", "r508",
+				"fields", field("contains_null", 509, json_string("boolean"), true),
 				field("contains_nan", 518, json_string("boolean"), false),
 				field("lower_bound", 510, json_string("bytes"), false),
 				field("upper_bound", 511, json_string("bytes"), false));

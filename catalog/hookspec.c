@@ -16,8 +16,7 @@ bool hook_id_valid(const char *id)
 	return uuid_is_canonical(id);
 }
 
-static bool url_check(const char *url, const struct hook_policy *policy,
-		      struct floe_error *err)
+static bool url_check(const char *url, const struct hook_policy *policy, struct floe_error *err)
 {
 	char *scheme = NULL;
 	char *host = NULL;
@@ -38,9 +37,10 @@ static bool url_check(const char *url, const struct hook_policy *policy,
 	}
 	const char *rule = hook_policy_check_literal(policy, host);
 	if (rule != NULL) {
-		floe_err(err, FE_BAD_REQUEST,
-			 "url targets %.100s, a %s address: hooks may not reach %s addresses unless the hook allowlist (--hook-allow) admits them",
-			 host, rule, rule);
+		floe_err(
+			err, FE_BAD_REQUEST,
+			"url targets %.100s, a %s address: hooks may not reach %s addresses unless the hook allowlist (--hook-allow) admits them",
+			host, rule, rule);
 		goto done;
 	}
 	ok = true;
@@ -50,8 +50,8 @@ done:
 	return ok;
 }
 
-bool hook_spec_parse(const json_t *body, const struct hook_policy *policy,
-		     struct hook_spec *spec, struct floe_error *err)
+bool hook_spec_parse(const json_t *body, const struct hook_policy *policy, struct hook_spec *spec,
+		     struct floe_error *err)
 {
 	const json_t *name = json_object_get(body, "name");
 	const json_t *url = json_object_get(body, "url");
@@ -94,8 +94,8 @@ bool hook_spec_parse(const json_t *body, const struct hook_policy *policy,
 				return floe_err(err, FE_BAD_REQUEST,
 						"scope.table needs scope.namespace");
 			if (!json_is_string(table) ||
-			    !ident_name_check(json_string_value(table),
-					      json_string_length(table), "scope.table", err))
+			    !ident_name_check(json_string_value(table), json_string_length(table),
+					      "scope.table", err))
 				return err->kind != FE_NONE
 					       ? false
 					       : floe_err(err, FE_BAD_REQUEST,

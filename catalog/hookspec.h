@@ -20,9 +20,9 @@
 struct hook_spec {
 	const char *name;
 	const char *url;
-	const char *secret;      /* NULL: unsigned */
-	struct ns_ident scope_ns;/* empty: every table */
-	const char *scope_table; /* NULL unless one table */
+	const char *secret;       /* NULL: unsigned */
+	struct ns_ident scope_ns; /* empty: every table */
+	const char *scope_table;  /* NULL unless one table */
 	long timeout_ms;
 };
 
@@ -33,8 +33,8 @@ struct hook_spec {
  * named); host names are checked at connect time against every address
  * they resolve to. FE_INTERNAL when memory runs out. policy may be NULL
  * (no allowlist). */
-bool hook_spec_parse(const json_t *body, const struct hook_policy *policy,
-		     struct hook_spec *spec, struct floe_error *err) FLOE_WUR;
+bool hook_spec_parse(const json_t *body, const struct hook_policy *policy, struct hook_spec *spec,
+		     struct floe_error *err) FLOE_WUR;
 
 void hook_spec_clear(struct hook_spec *spec);
 

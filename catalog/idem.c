@@ -10,9 +10,9 @@
 #include "log.h"
 #include "ports.h"
 
-bool idem_claim(struct store_pool *pool, const char *key, const char *route,
-		const char *owner, int lifetime_s, int lease_s, bool *claimed, int *status,
-		char **response, struct floe_error *err)
+bool idem_claim(struct store_pool *pool, const char *key, const char *route, const char *owner,
+		int lifetime_s, int lease_s, bool *claimed, int *status, char **response,
+		struct floe_error *err)
 {
 	bool other_route = false;
 	struct store *s = store_pool_acquire(pool, err);
@@ -22,8 +22,8 @@ bool idem_claim(struct store_pool *pool, const char *key, const char *route,
 	*response = NULL;
 	if (s == NULL)
 		return false;
-	bool ok = store_idem_claim(s, key, route, owner, lifetime_s, lease_s, claimed,
-				   &other_route, status, response, err);
+	bool ok = store_idem_claim(s, key, route, owner, lifetime_s, lease_s, claimed, &other_route,
+				   status, response, err);
 	store_pool_release(pool, s);
 	if (ok && other_route)
 		return floe_err(err, FE_UNPROCESSABLE,
@@ -40,8 +40,8 @@ void idem_settle(struct store_pool *pool, const char *key, const char *owner, in
 	if (s == NULL) {
 		/* The claim runs out with its lease; a retry then runs again
 		 * (a table commit recorded its own answer already). */
-		log_warn("http", "cannot record the answer to Idempotency-Key %s rid=%s",
-			 key, request_id);
+		log_warn("http", "cannot record the answer to Idempotency-Key %s rid=%s", key,
+			 request_id);
 		return;
 	}
 	/* A table commit has recorded its answer in its own transaction;
@@ -49,8 +49,9 @@ void idem_settle(struct store_pool *pool, const char *key, const char *owner, in
 	if (status > 0 && status < 500) {
 		bool recorded = false;
 		if (!store_idem_finish(s, key, owner, status, response, &recorded, &err))
-			log_warn("http", "cannot record the answer to Idempotency-Key %s: %s rid=%s",
-				 key, err.message, request_id);
+			log_warn("http",
+				 "cannot record the answer to Idempotency-Key %s: %s rid=%s", key,
+				 err.message, request_id);
 	} else {
 		store_idem_release(s, key, owner);
 	}

@@ -21,9 +21,9 @@ struct store_pool;
  * the first request is still running. FE_UNPROCESSABLE when the key was
  * used for another route or body; FE_UNAVAILABLE without a database.
  */
-bool idem_claim(struct store_pool *pool, const char *key, const char *route,
-		const char *owner, int lifetime_s, int lease_s, bool *claimed, int *status,
-		char **response, struct floe_error *err) FLOE_WUR;
+bool idem_claim(struct store_pool *pool, const char *key, const char *route, const char *owner,
+		int lifetime_s, int lease_s, bool *claimed, int *status, char **response,
+		struct floe_error *err) FLOE_WUR;
 
 /*
  * Settles the claim owner holds on key once its request answered status

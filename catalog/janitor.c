@@ -77,7 +77,8 @@ static bool purge_one(struct janitor *j, struct store *s, const struct purge_row
 	}
 	if (other != NULL) {
 		(void)snprintf(reason, sizeof(reason),
-			       "table %s lives in or around this location; its files are kept", other);
+			       "table %s lives in or around this location; its files are kept",
+			       other);
 		free(other);
 		res = FILEIO_PURGE_REFUSED;
 	} else {
@@ -100,10 +101,13 @@ record:
 				&attempts, &gave_up, err))
 		return false;
 	if (gave_up)
-		log_warn("janitor", "purge of %s (table %s) failed for good after %d attempt(s): %s; the files stay until an operator acts",
-			 row->location, row->uuid, attempts, reason);
+		log_warn(
+			"janitor",
+			"purge of %s (table %s) failed for good after %d attempt(s): %s; the files stay until an operator acts",
+			row->location, row->uuid, attempts, reason);
 	else
-		log_warn("janitor", "purge of %s (table %s) failed (attempt %d of %d), retried in %d s: %s",
+		log_warn("janitor",
+			 "purge of %s (table %s) failed (attempt %d of %d), retried in %d s: %s",
 			 row->location, row->uuid, attempts, j->cfg.purge_max_attempts,
 			 retry_delay(j, row->attempts), reason);
 	return true;
@@ -197,12 +201,16 @@ static bool settle_one(void *ctx, const struct unsettled_commit *c)
 	if (!store_commit_landed(s, c->table_uuid, c->version, c->location, &landed, &err))
 		return false; /* the database is still away: next round */
 	if (landed) {
-		log_warn("janitor", "settled: version %lld of table %s landed (its client was told the outcome is unknown) rid=%s",
-			 c->version, c->table_uuid, c->request_id);
+		log_warn(
+			"janitor",
+			"settled: version %lld of table %s landed (its client was told the outcome is unknown) rid=%s",
+			c->version, c->table_uuid, c->request_id);
 	} else {
 		fileio_remove(c->location);
-		log_warn("janitor", "settled: version %lld of table %s did not land (its client was told the outcome is unknown); removed %s rid=%s",
-			 c->version, c->table_uuid, c->location, c->request_id);
+		log_warn(
+			"janitor",
+			"settled: version %lld of table %s did not land (its client was told the outcome is unknown); removed %s rid=%s",
+			c->version, c->table_uuid, c->location, c->request_id);
 	}
 	return true;
 }
@@ -286,7 +294,8 @@ struct janitor *janitor_start(const struct janitor_config *cfg)
 		janitor_free(j);
 		return NULL;
 	}
-	log_info("janitor", "started: a round every %d s, metrics kept %d days, purges tried %d times",
+	log_info("janitor",
+		 "started: a round every %d s, metrics kept %d days, purges tried %d times",
 		 cfg->interval_s, cfg->metrics_retention_days, cfg->purge_max_attempts);
 	return j;
 }

@@ -16,12 +16,12 @@ struct store_pool;
 struct unsettled;
 
 struct janitor_config {
-	struct store_pool *pool;    /* its own connections; borrowed */
-	const char *warehouse_path; /* copied */
-	int interval_s;             /* between rounds */
-	int idempotency_keep_s;     /* keys older than this go */
-	int metrics_retention_days; /* reports older than this go */
-	int purge_max_attempts;     /* then a purge is "failed" */
+	struct store_pool *pool;     /* its own connections; borrowed */
+	const char *warehouse_path;  /* copied */
+	int interval_s;              /* between rounds */
+	int idempotency_keep_s;      /* keys older than this go */
+	int metrics_retention_days;  /* reports older than this go */
+	int purge_max_attempts;      /* then a purge is "failed" */
 	struct unsettled *unsettled; /* commits to settle; borrowed, may be NULL */
 };
 

@@ -13,8 +13,8 @@
 #include "rowjson.h"
 #include "wording.h"
 
-bool page_request_parse(const char *token, const char *size,
-			struct page_request *out, struct floe_error *err)
+bool page_request_parse(const char *token, const char *size, struct page_request *out,
+			struct floe_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	out->page_size = NS_PAGE_SIZE_DEFAULT;
@@ -22,8 +22,7 @@ bool page_request_parse(const char *token, const char *size,
 		char *end = NULL;
 		long v = strtol(size, &end, 10);
 		if (*size == '\0' || *end != '\0' || v < 1)
-			return floe_err(err, FE_BAD_REQUEST,
-					"pageSize must be a positive integer");
+			return floe_err(err, FE_BAD_REQUEST, "pageSize must be a positive integer");
 		out->page_size = v > NS_PAGE_SIZE_MAX ? NS_PAGE_SIZE_MAX : v;
 	}
 	if (token == NULL)
@@ -42,8 +41,8 @@ bool page_request_parse(const char *token, const char *size,
 	/* Re-encode as %XX so ident_ns_parse validates the levels. */
 	for (size_t i = 0; i < len; i += 2) {
 		if (strchr("0123456789abcdef", token[i]) == NULL ||
-		    strchr("0123456789abcdef", token[i + 1]) == NULL ||
-		    token[i] == '\0' || token[i + 1] == '\0') {
+		    strchr("0123456789abcdef", token[i + 1]) == NULL || token[i] == '\0' ||
+		    token[i + 1] == '\0') {
 			free(raw);
 			goto bad;
 		}
@@ -58,8 +57,7 @@ bool page_request_parse(const char *token, const char *size,
 	if (ok)
 		return true;
 bad:
-	return floe_err(err, FE_BAD_REQUEST,
-			"pageToken is not a token this server issued");
+	return floe_err(err, FE_BAD_REQUEST, "pageToken is not a token this server issued");
 }
 
 void page_request_clear(struct page_request *page)
@@ -89,20 +87,19 @@ char *page_token_encode(const struct ns_ident *last)
 	return token;
 }
 
-bool ns_check_string_map(const json_t *v, const char *field,
-			 struct floe_error *err)
+bool ns_check_string_map(const json_t *v, const char *field, struct floe_error *err)
 {
 	const char *key;
 	json_t *value;
 
 	if (!json_is_object(v))
-		return floe_err(err, FE_BAD_REQUEST,
-				"field '%s' must be an object of strings", field);
+		return floe_err(err, FE_BAD_REQUEST, "field '%s' must be an object of strings",
+				field);
 	json_object_foreach((json_t *)v, key, value) {
 		if (!json_is_string(value))
 			return floe_err(err, FE_BAD_REQUEST,
-					"field '%s': the value of '%s' must be a string",
-					field, key);
+					"field '%s': the value of '%s' must be a string", field,
+					key);
 	}
 	return true;
 }
@@ -116,8 +113,7 @@ static json_t *ns_answer(const struct ns_ident *ns, json_t *properties)
 		json_decref(properties);
 		return NULL;
 	}
-	return json_pack("{s:o, s:o}", "namespace", levels,
-			 "properties", properties);
+	return json_pack("{s:o, s:o}", "namespace", levels, "properties", properties);
 }
 
 json_t *ns_create(struct store *s, const json_t *body, struct floe_error *err)
@@ -126,8 +122,7 @@ json_t *ns_create(struct store *s, const json_t *body, struct floe_error *err)
 	json_t *props = json_object_get(body, "properties");
 	json_t *answer = NULL;
 
-	if (!ident_ns_from_json(json_object_get(body, "namespace"), "namespace",
-				&ns, err))
+	if (!ident_ns_from_json(json_object_get(body, "namespace"), "namespace", &ns, err))
 		return NULL;
 	if (props == NULL || json_is_null(props))
 		props = NULL;
@@ -151,8 +146,7 @@ done:
 	return answer;
 }
 
-json_t *ns_load(struct store *s, const struct ns_ident *ns,
-		struct floe_error *err)
+json_t *ns_load(struct store *s, const struct ns_ident *ns, struct floe_error *err)
 {
 	json_t *props = NULL;
 	json_t *answer;
@@ -165,8 +159,7 @@ json_t *ns_load(struct store *s, const struct ns_ident *ns,
 	return answer;
 }
 
-bool ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,
-	       struct floe_error *err)
+bool ns_exists(struct store *s, const struct ns_ident *ns, bool *exists, struct floe_error *err)
 {
 	return store_ns_exists(s, ns, exists, err);
 }
@@ -182,16 +175,15 @@ static json_t *ns_levels_json(const void *row)
 	return ident_ns_to_json(row);
 }
 
-json_t *ns_list(struct store *s, const struct ns_ident *parent,
-		const struct page_request *page, struct floe_error *err)
+json_t *ns_list(struct store *s, const struct ns_ident *parent, const struct page_request *page,
+		struct floe_error *err)
 {
 	struct ns_ident *rows = NULL;
 	size_t count = 0;
 	json_t *token = json_null();
 	bool more = false;
 	long limit = page->paginate ? page->page_size : -1;
-	const struct ns_ident *after =
-		page->after.nlevels > 0 ? &page->after : NULL;
+	const struct ns_ident *after = page->after.nlevels > 0 ? &page->after : NULL;
 
 	if (!store_ns_list(s, parent, after, limit, &rows, &count, &more, err)) {
 		if (parent != NULL)
@@ -212,8 +204,7 @@ json_t *ns_list(struct store *s, const struct ns_ident *parent,
 	store_ns_rows_free(rows, count);
 	if (list == NULL)
 		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
-	return json_pack("{s:o, s:o}", "namespaces", list,
-			 "next-page-token", token);
+	return json_pack("{s:o, s:o}", "namespaces", list, "next-page-token", token);
 }
 
 static bool value_is_true(const json_t *v)
@@ -235,9 +226,8 @@ static bool array_has_string(const json_t *arr, const char *key)
 	return false;
 }
 
-json_t *ns_update_properties(struct store *s, const struct ns_ident *ns,
-			     const json_t *body, const char *request_id,
-			     const char *reason, struct floe_error *err)
+json_t *ns_update_properties(struct store *s, const struct ns_ident *ns, const json_t *body,
+			     const char *request_id, const char *reason, struct floe_error *err)
 {
 	json_t *removals = json_object_get(body, "removals");
 	json_t *updates = json_object_get(body, "updates");
@@ -257,11 +247,13 @@ json_t *ns_update_properties(struct store *s, const struct ns_ident *ns,
 	if (removals != NULL) {
 		if (!json_is_array(removals))
 			return floe_err(err, FE_BAD_REQUEST,
-					"field 'removals' must be an array of strings"), NULL;
+					"field 'removals' must be an array of strings"),
+			       NULL;
 		json_array_foreach(removals, i, v) {
 			if (!json_is_string(v))
 				return floe_err(err, FE_BAD_REQUEST,
-						"field 'removals' must be an array of strings"), NULL;
+						"field 'removals' must be an array of strings"),
+				       NULL;
 		}
 	}
 	if (updates != NULL && !ns_check_string_map(updates, "updates", err))
@@ -271,7 +263,8 @@ json_t *ns_update_properties(struct store *s, const struct ns_ident *ns,
 			if (json_object_get(updates, json_string_value(v)) != NULL)
 				return floe_err(err, FE_UNPROCESSABLE,
 						"property '%s' is both set and removed",
-						json_string_value(v)), NULL;
+						json_string_value(v)),
+				       NULL;
 		}
 	}
 
@@ -324,16 +317,15 @@ json_t *ns_update_properties(struct store *s, const struct ns_ident *ns,
 	if (removals != NULL) {
 		json_array_foreach(removals, i, v) {
 			const char *k = json_string_value(v);
-			json_t *target = json_object_get(old, k) != NULL ? removed
-									: missing;
+			json_t *target = json_object_get(old, k) != NULL ? removed : missing;
 			if (array_has_string(target, k))
 				continue;
 			if (json_array_append_new(target, json_string(k)) != 0)
 				goto oom;
 		}
 	}
-	answer = json_pack("{s:O, s:O, s:O}", "updated", updated,
-			   "removed", removed, "missing", missing);
+	answer = json_pack("{s:O, s:O, s:O}", "updated", updated, "removed", removed, "missing",
+			   missing);
 	if (answer == NULL)
 		goto oom;
 	goto done;

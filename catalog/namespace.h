@@ -26,8 +26,8 @@ struct page_request {
 
 /* Parses the pageToken and pageSize query values (either may be NULL,
  * both still percent-encoded). FE_BAD_REQUEST on a bad value. */
-bool page_request_parse(const char *token, const char *size,
-			struct page_request *out, struct floe_error *err) FLOE_WUR;
+bool page_request_parse(const char *token, const char *size, struct page_request *out,
+			struct floe_error *err) FLOE_WUR;
 
 /* Frees what page_request_parse allocated. */
 void page_request_clear(struct page_request *page);
@@ -37,17 +37,14 @@ char *page_token_encode(const struct ns_ident *last);
 
 /* Checks that v is a JSON object whose values are all strings; field names
  * it in messages. */
-bool ns_check_string_map(const json_t *v, const char *field,
-			 struct floe_error *err) FLOE_WUR;
+bool ns_check_string_map(const json_t *v, const char *field, struct floe_error *err) FLOE_WUR;
 
 /* POST /namespaces: returns the answer {"namespace", "properties"}
  * (new reference) or NULL with err set. */
-json_t *ns_create(struct store *s, const json_t *body,
-		  struct floe_error *err) FLOE_WUR;
+json_t *ns_create(struct store *s, const json_t *body, struct floe_error *err) FLOE_WUR;
 
 /* GET /namespaces/{ns}: {"namespace", "properties"}. */
-json_t *ns_load(struct store *s, const struct ns_ident *ns,
-		struct floe_error *err) FLOE_WUR;
+json_t *ns_load(struct store *s, const struct ns_ident *ns, struct floe_error *err) FLOE_WUR;
 
 /* HEAD /namespaces/{ns}: sets *exists. */
 bool ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,
@@ -59,16 +56,16 @@ bool ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error *err)
 
 /* GET /namespaces?parent=: {"namespaces", "next-page-token"}. parent may
  * be NULL for the top level. */
-json_t *ns_list(struct store *s, const struct ns_ident *parent,
-		const struct page_request *page, struct floe_error *err) FLOE_WUR;
+json_t *ns_list(struct store *s, const struct ns_ident *parent, const struct page_request *page,
+		struct floe_error *err) FLOE_WUR;
 
 /* POST /namespaces/{ns}/properties: {"updated", "removed", "missing"}.
  * A key both set and removed is FE_UNPROCESSABLE. Weakening
  * floe.wap.required is FE_FORBIDDEN unless reason (the control route) is
  * given; a change of it writes control.wap-required in the same
  * transaction. */
-json_t *ns_update_properties(struct store *s, const struct ns_ident *ns,
-			     const json_t *body, const char *request_id,
-			     const char *reason, struct floe_error *err) FLOE_WUR;
+json_t *ns_update_properties(struct store *s, const struct ns_ident *ns, const json_t *body,
+			     const char *request_id, const char *reason,
+			     struct floe_error *err) FLOE_WUR;
 
 #endif

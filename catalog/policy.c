@@ -25,8 +25,8 @@ bool policy_table_sets(const json_t *m)
 	return value_true(json_object_get(json_object_get(m, "properties"), POLICY_PROPERTY));
 }
 
-bool policy_rule(struct store *s, const struct ns_ident *ns, const json_t *m,
-		 char *rule, size_t len, struct floe_error *err)
+bool policy_rule(struct store *s, const struct ns_ident *ns, const json_t *m, char *rule,
+		 size_t len, struct floe_error *err)
 {
 	char *where = NULL;
 
@@ -43,9 +43,8 @@ bool policy_rule(struct store *s, const struct ns_ident *ns, const json_t *m,
 	return true;
 }
 
-bool policy_check_main_move(struct store *s, const struct ns_ident *ns,
-			    const char *name, const json_t *base, const json_t *m,
-			    struct floe_error *err)
+bool policy_check_main_move(struct store *s, const struct ns_ident *ns, const char *name,
+			    const json_t *base, const json_t *m, struct floe_error *err)
 {
 	char rule[256];
 
@@ -62,14 +61,16 @@ bool policy_check_main_move(struct store *s, const struct ns_ident *ns,
 			name, rule);
 }
 
-bool policy_check_table_properties(const char *name, const json_t *base,
-				   const json_t *m, struct floe_error *err)
+bool policy_check_table_properties(const char *name, const json_t *base, const json_t *m,
+				   struct floe_error *err)
 {
 	if (!policy_table_sets(base) || policy_table_sets(m))
 		return true;
-	return floe_err(err, FE_FORBIDDEN,
-			"table %s sets " POLICY_PROPERTY "=true: removing or changing it weakens the audited-publish control; only POST /v1/controls/wap-required with a reason may",
-			name);
+	return floe_err(
+		err, FE_FORBIDDEN,
+		"table %s sets " POLICY_PROPERTY
+		"=true: removing or changing it weakens the audited-publish control; only POST /v1/controls/wap-required with a reason may",
+		name);
 }
 
 bool policy_check_ns_properties(const struct ns_ident *ns, const json_t *old,
@@ -91,9 +92,11 @@ bool policy_check_ns_properties(const struct ns_ident *ns, const json_t *old,
 	if (set != NULL ? value_true(set) : !removed)
 		return true;
 	char *shown = ident_ns_display(ns);
-	floe_err(err, FE_FORBIDDEN,
-		 "namespace %s sets " POLICY_PROPERTY "=true: removing or changing it weakens the audited-publish control; only POST /v1/controls/wap-required with a reason may",
-		 shown ? shown : "?");
+	floe_err(
+		err, FE_FORBIDDEN,
+		"namespace %s sets " POLICY_PROPERTY
+		"=true: removing or changing it weakens the audited-publish control; only POST /v1/controls/wap-required with a reason may",
+		shown ? shown : "?");
 	free(shown);
 	return false;
 }

@@ -24,19 +24,18 @@ bool policy_table_sets(const json_t *m);
 /* rule receives what protects a table with metadata m (may be NULL: only
  * the namespaces count) in ns, e.g. "namespace sales sets
  * floe.wap.required=true", or "" when nothing does. */
-bool policy_rule(struct store *s, const struct ns_ident *ns, const json_t *m,
-		 char *rule, size_t len, struct floe_error *err) FLOE_WUR;
+bool policy_rule(struct store *s, const struct ns_ident *ns, const json_t *m, char *rule,
+		 size_t len, struct floe_error *err) FLOE_WUR;
 
 /* The one policy check of every path that moves main (base -> m) outside a
  * WAP publish: FE_FORBIDDEN naming the rule when the table is protected. */
-bool policy_check_main_move(struct store *s, const struct ns_ident *ns,
-			    const char *name, const json_t *base, const json_t *m,
-			    struct floe_error *err) FLOE_WUR;
+bool policy_check_main_move(struct store *s, const struct ns_ident *ns, const char *name,
+			    const json_t *base, const json_t *m, struct floe_error *err) FLOE_WUR;
 
 /* An ordinary commit may not remove floe.wap.required=true from a table
  * (nor set it to anything else): FE_FORBIDDEN naming the control route. */
-bool policy_check_table_properties(const char *name, const json_t *base,
-				   const json_t *m, struct floe_error *err) FLOE_WUR;
+bool policy_check_table_properties(const char *name, const json_t *base, const json_t *m,
+				   struct floe_error *err) FLOE_WUR;
 
 /* An ordinary namespace property change from old to new may not weaken
  * floe.wap.required: FE_FORBIDDEN naming the control route. */

@@ -11,9 +11,9 @@
 static json_t *purge_json(const void *row)
 {
 	const struct purge_row *p = row;
-	json_t *out = json_pack("{s:s, s:s, s:s, s:i, s:s}", "location", p->location,
-				"table-uuid", p->uuid, "dropped-at", p->dropped_at,
-				"attempts", p->attempts, "state", p->state);
+	json_t *out = json_pack("{s:s, s:s, s:s, s:i, s:s}", "location", p->location, "table-uuid",
+				p->uuid, "dropped-at", p->dropped_at, "attempts", p->attempts,
+				"state", p->state);
 
 	if (out != NULL && p->last_error != NULL)
 		json_object_set_new(out, "last-error", json_string(p->last_error));

@@ -15,7 +15,7 @@
 #include "tablemeta.h"
 
 static const char *const retention_keys[] = { "max-ref-age-ms", "max-snapshot-age-ms",
-					       "min-snapshots-to-keep" };
+					      "min-snapshots-to-keep" };
 
 json_t *refs_json(const char *name, const json_t *ref)
 {
@@ -110,8 +110,8 @@ json_t *refs_list(struct store *s, const struct ns_ident *ns, const char *table,
 	return json_pack("{s:o}", "refs", list);
 }
 
-json_t *refs_get(struct store *s, const struct ns_ident *ns, const char *table,
-		 const char *ref, struct floe_error *err)
+json_t *refs_get(struct store *s, const struct ns_ident *ns, const char *table, const char *ref,
+		 struct floe_error *err)
 {
 	json_t *m = table_load_metadata(s, ns, table, NULL, err);
 	json_t *out = NULL;
@@ -120,8 +120,7 @@ json_t *refs_get(struct store *s, const struct ns_ident *ns, const char *table,
 		return NULL;
 	json_t *r = json_object_get(json_object_get(m, "refs"), ref);
 	if (r == NULL)
-		floe_err(err, FE_NO_SUCH_REFERENCE, "table %s has no branch or tag %s", table,
-			 ref);
+		floe_err(err, FE_NO_SUCH_REFERENCE, "table %s has no branch or tag %s", table, ref);
 	else
 		out = refs_json(ref, r);
 	json_decref(m);
@@ -130,9 +129,9 @@ json_t *refs_get(struct store *s, const struct ns_ident *ns, const char *table,
 
 /* Commits one ref update guarded by the ref's current snapshot (or its
  * absence); returns the new metadata's ref entry as a Ref. */
-static json_t *commit_ref(struct store *s, const struct table_env *env,
-			  const struct ns_ident *ns, const char *table, const char *name,
-			  const json_t *current, json_t *update, struct floe_error *err)
+static json_t *commit_ref(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			  const char *table, const char *name, const json_t *current,
+			  json_t *update, struct floe_error *err)
 {
 	json_t *req = json_pack("{s:s, s:s}", "type", "assert-ref-snapshot-id", "ref", name);
 	json_t *out = NULL;
@@ -144,7 +143,8 @@ static json_t *commit_ref(struct store *s, const struct table_env *env,
 	json_t *result = table_commit_changes(s, env, ns, table, reqs, updates, 0, err);
 	if (result != NULL) {
 		json_t *r = json_object_get(json_object_get(json_object_get(result, "metadata"),
-							    "refs"), name);
+							    "refs"),
+					    name);
 		out = r ? refs_json(name, r) : json_null();
 	}
 	json_decref(result);
@@ -157,13 +157,11 @@ static bool name_ok(const json_t *v, struct floe_error *err)
 {
 	if (!json_is_string(v))
 		return floe_err(err, FE_BAD_REQUEST, "missing required field 'name'");
-	return ident_name_check(json_string_value(v), json_string_length(v), "ref name",
-				err);
+	return ident_name_check(json_string_value(v), json_string_length(v), "ref name", err);
 }
 
-json_t *refs_create(struct store *s, const struct table_env *env,
-		    const struct ns_ident *ns, const char *table,
-		    const json_t *body, struct floe_error *err)
+json_t *refs_create(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		    const char *table, const json_t *body, struct floe_error *err)
 {
 	const json_t *name = json_object_get(body, "name");
 	const json_t *type = json_object_get(body, "type");
@@ -178,7 +176,8 @@ json_t *refs_create(struct store *s, const struct table_env *env,
 				      strcasecmp(json_string_value(type), "tag") != 0))
 		return floe_err(err, FE_BAD_REQUEST, "field 'type' must be branch or tag"), NULL;
 	if (snap != NULL && !json_is_null(snap) && !json_is_integer(snap))
-		return floe_err(err, FE_BAD_REQUEST, "field 'snapshot-id' must be an integer"), NULL;
+		return floe_err(err, FE_BAD_REQUEST, "field 'snapshot-id' must be an integer"),
+		       NULL;
 	if (replace != NULL && !json_is_null(replace) && !json_is_boolean(replace))
 		return floe_err(err, FE_BAD_REQUEST, "field 'replace' must be a boolean"), NULL;
 	m = table_load_metadata(s, ns, table, NULL, err);
@@ -207,9 +206,9 @@ json_t *refs_create(struct store *s, const struct table_env *env,
 		floe_err(err, FE_NO_SUCH_SNAPSHOT, "table %s has no snapshot %lld", table, id);
 		goto done;
 	}
-	json_t *update = json_pack("{s:s, s:s, s:s, s:I}", "action", "set-snapshot-ref",
-				   "ref-name", n, "type", json_string_value(type),
-				   "snapshot-id", (json_int_t)id);
+	json_t *update = json_pack("{s:s, s:s, s:s, s:I}", "action", "set-snapshot-ref", "ref-name",
+				   n, "type", json_string_value(type), "snapshot-id",
+				   (json_int_t)id);
 	for (size_t i = 0; i < 3; i++) {
 		json_t *v = json_object_get(body, retention_keys[i]);
 		if (v != NULL && !json_is_null(v))
@@ -221,9 +220,8 @@ done:
 	return out;
 }
 
-bool refs_drop(struct store *s, const struct table_env *env,
-	       const struct ns_ident *ns, const char *table, const char *ref,
-	       struct floe_error *err)
+bool refs_drop(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+	       const char *table, const char *ref, struct floe_error *err)
 {
 	json_t *m;
 	json_t *out;
@@ -240,16 +238,16 @@ bool refs_drop(struct store *s, const struct table_env *env,
 				table, ref);
 	}
 	out = commit_ref(s, env, ns, table, ref, current,
-			 json_pack("{s:s, s:s}", "action", "remove-snapshot-ref", "ref-name",
-				   ref), err);
+			 json_pack("{s:s, s:s}", "action", "remove-snapshot-ref", "ref-name", ref),
+			 err);
 	json_decref(m);
 	json_decref(out);
 	return out != NULL;
 }
 
-json_t *refs_fast_forward(struct store *s, const struct table_env *env,
-			  const struct ns_ident *ns, const char *table,
-			  const char *ref, const json_t *body, struct floe_error *err)
+json_t *refs_fast_forward(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			  const char *table, const char *ref, const json_t *body,
+			  struct floe_error *err)
 {
 	const json_t *to = json_object_get(body, "to");
 	const json_t *snap = json_object_get(body, "snapshot-id");
@@ -259,11 +257,13 @@ json_t *refs_fast_forward(struct store *s, const struct table_env *env,
 
 	if ((to == NULL || json_is_null(to)) == (snap == NULL || json_is_null(snap)))
 		return floe_err(err, FE_BAD_REQUEST,
-				"give exactly one of 'to' (a ref name) or 'snapshot-id'"), NULL;
+				"give exactly one of 'to' (a ref name) or 'snapshot-id'"),
+		       NULL;
 	if (to != NULL && !json_is_null(to) && !json_is_string(to))
 		return floe_err(err, FE_BAD_REQUEST, "field 'to' must be a ref name"), NULL;
 	if (snap != NULL && !json_is_null(snap) && !json_is_integer(snap))
-		return floe_err(err, FE_BAD_REQUEST, "field 'snapshot-id' must be an integer"), NULL;
+		return floe_err(err, FE_BAD_REQUEST, "field 'snapshot-id' must be an integer"),
+		       NULL;
 	m = table_load_metadata(s, ns, table, NULL, err);
 	if (m == NULL)
 		return NULL;
@@ -291,15 +291,16 @@ json_t *refs_fast_forward(struct store *s, const struct table_env *env,
 	}
 	long long from = json_integer_value(json_object_get(current, "snapshot-id"));
 	if (!refs_is_ancestor(m, from, target)) {
-		floe_err(err, FE_NOT_FAST_FORWARD,
-			 "%s cannot be fast-forwarded: its snapshot %lld is not an ancestor of %lld",
-			 ref, from, target);
+		floe_err(
+			err, FE_NOT_FAST_FORWARD,
+			"%s cannot be fast-forwarded: its snapshot %lld is not an ancestor of %lld",
+			ref, from, target);
 		goto done;
 	}
 	/* The ref keeps its type and retention; only its snapshot moves. */
-	json_t *update = json_pack("{s:s, s:s, s:O, s:I}", "action", "set-snapshot-ref",
-				   "ref-name", ref, "type", json_object_get(current, "type"),
-				   "snapshot-id", (json_int_t)target);
+	json_t *update = json_pack("{s:s, s:s, s:O, s:I}", "action", "set-snapshot-ref", "ref-name",
+				   ref, "type", json_object_get(current, "type"), "snapshot-id",
+				   (json_int_t)target);
 	for (size_t i = 0; i < 3; i++) {
 		json_t *v = json_object_get(current, retention_keys[i]);
 		if (v != NULL)

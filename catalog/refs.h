@@ -24,23 +24,20 @@ json_t *refs_list(struct store *s, const struct ns_ident *ns, const char *table,
 		  struct floe_error *err) FLOE_WUR;
 
 /* One Ref; FE_NO_SUCH_REFERENCE. */
-json_t *refs_get(struct store *s, const struct ns_ident *ns, const char *table,
-		 const char *ref, struct floe_error *err) FLOE_WUR;
+json_t *refs_get(struct store *s, const struct ns_ident *ns, const char *table, const char *ref,
+		 struct floe_error *err) FLOE_WUR;
 
 /* Creates (or with "replace" replaces) a ref from the request body. */
-json_t *refs_create(struct store *s, const struct table_env *env,
-		    const struct ns_ident *ns, const char *table,
-		    const json_t *body, struct floe_error *err) FLOE_WUR;
+json_t *refs_create(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		    const char *table, const json_t *body, struct floe_error *err) FLOE_WUR;
 
 /* Drops a ref (never main). */
-bool refs_drop(struct store *s, const struct table_env *env,
-	       const struct ns_ident *ns, const char *table, const char *ref,
-	       struct floe_error *err) FLOE_WUR;
+bool refs_drop(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+	       const char *table, const char *ref, struct floe_error *err) FLOE_WUR;
 
 /* Moves ref forward to {"to": ref} or {"snapshot-id": N}. */
-json_t *refs_fast_forward(struct store *s, const struct table_env *env,
-			  const struct ns_ident *ns, const char *table,
-			  const char *ref, const json_t *body,
+json_t *refs_fast_forward(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			  const char *table, const char *ref, const json_t *body,
 			  struct floe_error *err) FLOE_WUR;
 
 /* The Ref answer for name and its metadata entry (new reference). */

@@ -43,9 +43,8 @@ int64_t table_now_ms(void)
  * when that is known, with *landed; false when the database stayed away
  * (the outcome is still unknown and the file must be kept).
  */
-bool table_settle_commit(struct store *s, const struct table_env *env,
-			 const char *uuid, long long version, const char *location,
-			 bool *landed)
+bool table_settle_commit(struct store *s, const struct table_env *env, const char *uuid,
+			 long long version, const char *location, bool *landed)
 {
 	struct floe_error err;
 
@@ -64,14 +63,18 @@ bool table_settle_commit(struct store *s, const struct table_env *env,
 		if (!store_reconnect(s, &err))
 			continue;
 		if (store_commit_landed(s, uuid, version, location, landed, &err)) {
-			log_warn("table", "settled a commit whose connection broke: version %lld of table %s %s rid=%s",
-				 version, uuid, *landed ? "landed" : "did not land",
-				 env->request_id);
+			log_warn(
+				"table",
+				"settled a commit whose connection broke: version %lld of table %s %s rid=%s",
+				version, uuid, *landed ? "landed" : "did not land",
+				env->request_id);
 			return true;
 		}
 	}
-	log_error("table", "the outcome of version %lld of table %s (%s) is unknown: the database did not answer within %d s; the janitor settles it later rid=%s",
-		  version, uuid, location, SETTLE_SECONDS, env->request_id);
+	log_error(
+		"table",
+		"the outcome of version %lld of table %s (%s) is unknown: the database did not answer within %d s; the janitor settles it later rid=%s",
+		version, uuid, location, SETTLE_SECONDS, env->request_id);
 	(void)unsettled_add(env->unsettled, uuid, version, location, env->request_id);
 	return false;
 }
@@ -80,8 +83,9 @@ bool table_settle_commit(struct store *s, const struct table_env *env,
  * client gets says so. */
 bool table_not_landed(struct floe_error *err)
 {
-	floe_err(err, FE_UNAVAILABLE,
-		 "the database connection broke before the commit completed; nothing was committed, retry");
+	floe_err(
+		err, FE_UNAVAILABLE,
+		"the database connection broke before the commit completed; nothing was committed, retry");
 	floe_error_set_outcome(err, FO_FAILED);
 	return false;
 }
@@ -93,8 +97,8 @@ void table_ident_clear(struct table_ident *t)
 	t->name = NULL;
 }
 
-bool table_ident_from_json(const json_t *v, const char *field,
-			   struct table_ident *out, struct floe_error *err)
+bool table_ident_from_json(const json_t *v, const char *field, struct table_ident *out,
+			   struct floe_error *err)
 {
 	char what[64];
 	const json_t *name = json_object_get(v, "name");
@@ -102,18 +106,16 @@ bool table_ident_from_json(const json_t *v, const char *field,
 	memset(out, 0, sizeof(*out));
 	if (!json_is_object(v))
 		return floe_err(err, FE_BAD_REQUEST,
-				"field '%s' must be an object with 'namespace' and 'name'",
-				field);
+				"field '%s' must be an object with 'namespace' and 'name'", field);
 	(void)snprintf(what, sizeof(what), "%s.namespace", field);
 	if (!ident_ns_from_json(json_object_get(v, "namespace"), what, &out->ns, err))
 		return false;
 	if (!json_is_string(name)) {
 		ident_ns_clear(&out->ns);
-		return floe_err(err, FE_BAD_REQUEST, "field '%s.name' must be a string",
-				field);
+		return floe_err(err, FE_BAD_REQUEST, "field '%s.name' must be a string", field);
 	}
-	if (!ident_name_check(json_string_value(name), json_string_length(name),
-			      "table name", err)) {
+	if (!ident_name_check(json_string_value(name), json_string_length(name), "table name",
+			      err)) {
 		ident_ns_clear(&out->ns);
 		return false;
 	}
@@ -146,8 +148,8 @@ static void append_segment(char *buf, size_t cap, size_t *n, const char *name)
 	buf[*n] = '\0';
 }
 
-char *table_default_location(const struct table_env *env,
-			     const struct ns_ident *ns, const char *name)
+char *table_default_location(const struct table_env *env, const struct ns_ident *ns,
+			     const char *name)
 {
 	size_t cap = strlen(env->warehouse) + 4;
 	size_t n;
@@ -181,8 +183,8 @@ static bool location_writable(const struct table_env *env, const char *location,
 	if (!ok) {
 		free(canon);
 		return floe_err(err, FE_BAD_REQUEST,
-				"table location %s is outside the warehouse %s",
-				location, env->warehouse);
+				"table location %s is outside the warehouse %s", location,
+				env->warehouse);
 	}
 	ok = fileio_location_fits(location_path(canon), err);
 	free(canon);
@@ -199,13 +201,12 @@ static bool clash_error(struct store *s, const struct ns_ident *ns, const char *
 
 	if (name != NULL && store_table_exists(s, ns, name, &exists, &ignored) && exists) {
 		char *shown = ident_ns_display(ns);
-		floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s.%s",
-			 shown ? shown : "?", name);
+		floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s.%s", shown ? shown : "?",
+			 name);
 		free(shown);
 	} else {
-		floe_err(err, FE_BAD_REQUEST,
-			 "table location %s overlaps the location of table %s", location,
-			 other);
+		floe_err(err, FE_BAD_REQUEST, "table location %s overlaps the location of table %s",
+			 location, other);
 	}
 	free(other);
 	return false;
@@ -215,9 +216,8 @@ static bool clash_error(struct store *s, const struct ns_ident *ns, const char *
  * holding nor held by another table's location (a purge of one would
  * take the other's files). uuid: the table's own, or NULL. This look is
  * an early answer only; table_location_claim decides. */
-bool table_location_usable(struct store *s, const struct table_env *env,
-			   const struct ns_ident *ns, const char *name,
-			   const char *location, const char *uuid,
+bool table_location_usable(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			   const char *name, const char *location, const char *uuid,
 			   struct floe_error *err)
 {
 	char *other = NULL;
@@ -247,8 +247,7 @@ bool table_location_claim(struct store *s, const struct ns_ident *ns, const char
 {
 	char *other = NULL;
 
-	if (!store_location_lock(s, err) ||
-	    !store_table_location_clash(s, key, uuid, &other, err))
+	if (!store_location_lock(s, err) || !store_table_location_clash(s, key, uuid, &other, err))
 		return false;
 	if (other != NULL)
 		return clash_error(s, ns, name, location, other, err);
@@ -257,8 +256,8 @@ bool table_location_claim(struct store *s, const struct ns_ident *ns, const char
 
 static json_t *load_result(const char *location, json_t *metadata)
 {
-	return json_pack("{s:s?, s:o, s:{}}", "metadata-location", location,
-			 "metadata", metadata, "config");
+	return json_pack("{s:s?, s:o, s:{}}", "metadata-location", location, "metadata", metadata,
+			 "config");
 }
 
 char *table_dump(const json_t *m, size_t *len, struct floe_error *err)
@@ -280,9 +279,8 @@ char *table_refs_text(const json_t *m)
 	json_t *trimmed = tablemeta_only_ref_snapshots(m);
 	char *text = NULL;
 
-	if (trimmed != NULL &&
-	    json_array_size(json_object_get(trimmed, "snapshots")) !=
-		    json_array_size(json_object_get(m, "snapshots")))
+	if (trimmed != NULL && json_array_size(json_object_get(trimmed, "snapshots")) !=
+				       json_array_size(json_object_get(m, "snapshots")))
 		text = json_dumps(trimmed, JSON_COMPACT);
 	json_decref(trimmed);
 	return text;
@@ -305,13 +303,14 @@ bool table_idem_record(struct store *s, const struct table_env *env, int status,
 		if (text == NULL)
 			return floe_err(err, FE_INTERNAL, "out of memory");
 	}
-	bool ok = store_idem_finish(s, env->idem_key, env->idem_owner, status, text,
-				    &recorded, err);
+	bool ok = store_idem_finish(s, env->idem_key, env->idem_owner, status, text, &recorded,
+				    err);
 	free(text);
 	if (ok && !recorded) {
-		floe_err(err, FE_UNAVAILABLE,
-			 "Idempotency-Key %s was claimed again by a retry; this attempt committed nothing",
-			 env->idem_key);
+		floe_err(
+			err, FE_UNAVAILABLE,
+			"Idempotency-Key %s was claimed again by a retry; this attempt committed nothing",
+			env->idem_key);
 		floe_error_set_outcome(err, FO_FAILED);
 		return false;
 	}
@@ -320,14 +319,13 @@ bool table_idem_record(struct store *s, const struct table_env *env, int status,
 
 /* The idempotent answer of a new table: a LoadTableResult for
  * createTable (with_config), the commit answer for a staged create. */
-static bool idem_record_created(struct store *s, const struct table_env *env,
-				const char *loc, json_t *m, bool with_config,
-				struct floe_error *err)
+static bool idem_record_created(struct store *s, const struct table_env *env, const char *loc,
+				json_t *m, bool with_config, struct floe_error *err)
 {
 	json_t *answer = with_config
-		? json_pack("{s:s, s:O, s:{}}", "metadata-location", loc, "metadata", m,
-			    "config")
-		: json_pack("{s:s, s:O}", "metadata-location", loc, "metadata", m);
+				 ? json_pack("{s:s, s:O, s:{}}", "metadata-location", loc,
+					     "metadata", m, "config")
+				 : json_pack("{s:s, s:O}", "metadata-location", loc, "metadata", m);
 	if (answer == NULL)
 		return floe_err(err, FE_INTERNAL, "out of memory");
 	bool ok = table_idem_record(s, env, 200, answer, err);
@@ -337,9 +335,9 @@ static bool idem_record_created(struct store *s, const struct table_env *env,
 
 /* Writes metadata m as file number `version` of the table and creates its
  * row; the file is removed again if the row cannot be created. */
-bool table_create_row(struct store *s, const struct table_env *env,
-		      const struct ns_ident *ns, const char *name, json_t *m,
-		      bool with_config, char **location_out, struct floe_error *err)
+bool table_create_row(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		      const char *name, json_t *m, bool with_config, char **location_out,
+		      struct floe_error *err)
 {
 	size_t len;
 	char *text = table_dump(m, &len, err);
@@ -368,8 +366,7 @@ bool table_create_row(struct store *s, const struct table_env *env,
 	in_tx = true;
 	if (!table_location_claim(s, ns, name, table_loc, key, uuid, err))
 		goto done;
-	if (!store_table_create(s, ns, name, uuid, loc, text, refs, key, env->request_id,
-				err)) {
+	if (!store_table_create(s, ns, name, uuid, loc, text, refs, key, env->request_id, err)) {
 		tables_word_error(s, ns, name, uuid, true, err);
 		goto done;
 	}
@@ -402,9 +399,8 @@ done:
 	return ok;
 }
 
-json_t *table_create(struct store *s, const struct table_env *env,
-		     const struct ns_ident *ns, const json_t *body,
-		     struct floe_error *err)
+json_t *table_create(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		     const json_t *body, struct floe_error *err)
 {
 	const json_t *name = json_object_get(body, "name");
 	const json_t *stage = json_object_get(body, "stage-create");
@@ -417,11 +413,11 @@ json_t *table_create(struct store *s, const struct table_env *env,
 
 	if (!json_is_string(name))
 		return floe_err(err, FE_BAD_REQUEST, "missing required field 'name'"), NULL;
-	if (!ident_name_check(json_string_value(name), json_string_length(name),
-			      "table name", err))
+	if (!ident_name_check(json_string_value(name), json_string_length(name), "table name", err))
 		return NULL;
 	if (stage != NULL && !json_is_boolean(stage) && !json_is_null(stage))
-		return floe_err(err, FE_BAD_REQUEST, "field 'stage-create' must be a boolean"), NULL;
+		return floe_err(err, FE_BAD_REQUEST, "field 'stage-create' must be a boolean"),
+		       NULL;
 	if (!uuid_v4(uuid))
 		return floe_err(err, FE_INTERNAL, "no randomness for a table uuid"), NULL;
 	location = table_default_location(env, ns, json_string_value(name));
@@ -436,8 +432,7 @@ json_t *table_create(struct store *s, const struct table_env *env,
 	if (given == NULL || json_is_null(given)) {
 		char *other = NULL;
 		char *key = location_canonical(location, err);
-		bool looked = key != NULL &&
-			      store_table_location_clash(s, key, NULL, &other, err);
+		bool looked = key != NULL && store_table_location_clash(s, key, NULL, &other, err);
 		free(key);
 		if (!looked)
 			goto done;
@@ -486,8 +481,7 @@ json_t *table_create(struct store *s, const struct table_env *env,
 	}
 	if (!table_create_row(s, env, ns, json_string_value(name), m, true, &loc, err))
 		goto done;
-	log_info("table", "created %s (%s) rid=%s", json_string_value(name), uuid,
-		 env->request_id);
+	log_info("table", "created %s (%s) rid=%s", json_string_value(name), uuid, env->request_id);
 	result = load_result(loc, m);
 	m = NULL;
 done:
@@ -509,8 +503,8 @@ static char *json_quoted(const char *s)
 }
 
 char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
-		 enum snapshots_mode mode, char *etag, size_t etaglen,
-		 size_t *len, struct floe_error *err)
+		 enum snapshots_mode mode, char *etag, size_t etaglen, size_t *len,
+		 struct floe_error *err)
 {
 	struct table_row row;
 	char *out = NULL;
@@ -528,7 +522,7 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 	/* The file name is unique per commit: a strong validator. */
 	const char *slash = strrchr(row.metadata_location, '/');
 	(void)snprintf(etag, etaglen, "%s%s", slash ? slash + 1 : row.metadata_location,
-		 mode == SNAPSHOTS_REFS ? ";refs" : "");
+		       mode == SNAPSHOTS_REFS ? ";refs" : "");
 	meta = row.metadata;
 	metalen = row.metadata_len;
 	row.metadata = NULL;
@@ -566,9 +560,8 @@ done:
 	return out;
 }
 
-json_t *table_load_metadata(struct store *s, const struct ns_ident *ns,
-			    const char *name, char **metadata_location,
-			    struct floe_error *err)
+json_t *table_load_metadata(struct store *s, const struct ns_ident *ns, const char *name,
+			    char **metadata_location, struct floe_error *err)
 {
 	struct table_row row;
 	json_error_t jerr;
@@ -587,9 +580,8 @@ json_t *table_load_metadata(struct store *s, const struct ns_ident *ns,
 	return m;
 }
 
-json_t *table_register(struct store *s, const struct table_env *env,
-		       const struct ns_ident *ns, const json_t *body,
-		       struct floe_error *err)
+json_t *table_register(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		       const json_t *body, struct floe_error *err)
 {
 	return table_register_with(s, env, ns, body, NULL, err);
 }
@@ -597,10 +589,10 @@ json_t *table_register(struct store *s, const struct table_env *env,
 /* Register with overwrite over an existing table, with its audit event,
  * inside the caller's transaction: refused when the table is protected
  * unless reason (the control route) is given. */
-static bool register_over(struct store *s, const struct table_env *env,
-			  const struct ns_ident *ns, const char *name, const char *uuid,
-			  const char *mloc, const char *text, const char *refs,
-			  const char *tloc, const char *reason, struct floe_error *err)
+static bool register_over(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			  const char *name, const char *uuid, const char *mloc, const char *text,
+			  const char *refs, const char *tloc, const char *reason,
+			  struct floe_error *err)
 {
 	struct table_row row;
 	json_t *old = NULL;
@@ -617,9 +609,10 @@ static bool register_over(struct store *s, const struct table_env *env,
 	if (!policy_rule(s, ns, old, rule, sizeof(rule), err))
 		goto done;
 	if (rule[0] != '\0' && reason == NULL) {
-		floe_err(err, FE_FORBIDDEN,
-			 "registering over table %s would replace its main outside write-audit-publish: %s; only POST /v1/controls/register with a reason may",
-			 name, rule);
+		floe_err(
+			err, FE_FORBIDDEN,
+			"registering over table %s would replace its main outside write-audit-publish: %s; only POST /v1/controls/register with a reason may",
+			name, rule);
 		goto done;
 	}
 	if (!store_table_overwrite(s, ns, name, uuid, mloc, text, refs, tloc, env->request_id,
@@ -630,8 +623,8 @@ static bool register_over(struct store *s, const struct table_env *env,
 	json_t *details = json_pack("{s:s, s:s*, s:s, s:s, s:s*, s:s*}", "metadata-location", mloc,
 				    "previous-metadata-location", row.metadata_location,
 				    "table-uuid", uuid, "previous-table-uuid", row.uuid,
-				    "protected-by", rule[0] != '\0' ? rule : NULL,
-				    "reason", reason);
+				    "protected-by", rule[0] != '\0' ? rule : NULL, "reason",
+				    reason);
 	ok = store_event_insert(s, "table.register-overwrite", env->request_id, ns, name, NULL,
 				details, err);
 	json_decref(details);
@@ -645,21 +638,20 @@ done:
  * whose main has a snapshot moves main the moment it is registered: into
  * a protected scope only through the control route (reason), which
  * records table.registered. */
-static bool register_new(struct store *s, const struct table_env *env,
-			 const struct ns_ident *ns, const char *name, const json_t *m,
-			 const char *uuid, const char *mloc, const char *text,
-			 const char *refs, const char *tloc, const char *reason,
+static bool register_new(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			 const char *name, const json_t *m, const char *uuid, const char *mloc,
+			 const char *text, const char *refs, const char *tloc, const char *reason,
 			 struct floe_error *err)
 {
 	char rule[256] = "";
 
-	if (tablemeta_current_snapshot(m) >= 0 &&
-	    !policy_rule(s, ns, m, rule, sizeof(rule), err))
+	if (tablemeta_current_snapshot(m) >= 0 && !policy_rule(s, ns, m, rule, sizeof(rule), err))
 		return false;
 	if (rule[0] != '\0' && reason == NULL)
-		return floe_err(err, FE_FORBIDDEN,
-				"registering table %s with a snapshot on main would move main outside write-audit-publish: %s; only POST /v1/controls/register with a reason may",
-				name, rule);
+		return floe_err(
+			err, FE_FORBIDDEN,
+			"registering table %s with a snapshot on main would move main outside write-audit-publish: %s; only POST /v1/controls/register with a reason may",
+			name, rule);
 	if (!store_table_create(s, ns, name, uuid, mloc, text, refs, tloc, env->request_id, err))
 		return tables_word_error(s, ns, name, uuid, true, err);
 	if (reason == NULL)
@@ -673,9 +665,8 @@ static bool register_new(struct store *s, const struct table_env *env,
 	return ok;
 }
 
-json_t *table_register_with(struct store *s, const struct table_env *env,
-			    const struct ns_ident *ns, const json_t *body,
-			    const char *reason, struct floe_error *err)
+json_t *table_register_with(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			    const json_t *body, const char *reason, struct floe_error *err)
 {
 	const json_t *name = json_object_get(body, "name");
 	const json_t *mloc = json_object_get(body, "metadata-location");
@@ -689,12 +680,11 @@ json_t *table_register_with(struct store *s, const struct table_env *env,
 
 	if (!json_is_string(name))
 		return floe_err(err, FE_BAD_REQUEST, "missing required field 'name'"), NULL;
-	if (!ident_name_check(json_string_value(name), json_string_length(name),
-			      "table name", err))
+	if (!ident_name_check(json_string_value(name), json_string_length(name), "table name", err))
 		return NULL;
 	if (!json_is_string(mloc))
-		return floe_err(err, FE_BAD_REQUEST,
-				"missing required field 'metadata-location'"), NULL;
+		return floe_err(err, FE_BAD_REQUEST, "missing required field 'metadata-location'"),
+		       NULL;
 	if (overwrite != NULL && !json_is_boolean(overwrite) && !json_is_null(overwrite))
 		return floe_err(err, FE_BAD_REQUEST, "field 'overwrite' must be a boolean"), NULL;
 	if (!location_writable(env, json_string_value(mloc), err))
@@ -705,11 +695,12 @@ json_t *table_register_with(struct store *s, const struct table_env *env,
 	const char *uuid = json_string_value(json_object_get(m, "table-uuid"));
 	const char *tloc = json_string_value(json_object_get(m, "location"));
 	int64_t fv = json_integer_value(json_object_get(m, "format-version"));
-	if (m == NULL || !json_is_object(m) || uuid == NULL || tloc == NULL ||
-	    fv < 1 || fv > TABLEMETA_MAX_FORMAT_VERSION) {
-		floe_err(err, FE_BAD_REQUEST,
-			 "%s is not Iceberg table metadata floe can register (format 1-%d with table-uuid and location)",
-			 json_string_value(mloc), TABLEMETA_MAX_FORMAT_VERSION);
+	if (m == NULL || !json_is_object(m) || uuid == NULL || tloc == NULL || fv < 1 ||
+	    fv > TABLEMETA_MAX_FORMAT_VERSION) {
+		floe_err(
+			err, FE_BAD_REQUEST,
+			"%s is not Iceberg table metadata floe can register (format 1-%d with table-uuid and location)",
+			json_string_value(mloc), TABLEMETA_MAX_FORMAT_VERSION);
 		goto done;
 	}
 	/* The stored text is the file's, so loadTable serves the file. */
@@ -750,9 +741,8 @@ done:
 	return result;
 }
 
-bool table_drop(struct store *s, const struct table_env *env,
-		const struct ns_ident *ns, const char *name, bool purge,
-		struct floe_error *err)
+bool table_drop(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		const char *name, bool purge, struct floe_error *err)
 {
 	struct table_row row;
 
@@ -767,8 +757,8 @@ bool table_drop(struct store *s, const struct table_env *env,
 		store_rollback(s);
 		return false;
 	}
-	json_t *details = json_pack("{s:s, s:s?, s:b}", "table-uuid", row.uuid,
-				    "metadata-location", row.metadata_location, "purge", purge);
+	json_t *details = json_pack("{s:s, s:s?, s:b}", "table-uuid", row.uuid, "metadata-location",
+				    row.metadata_location, "purge", purge);
 	bool logged = store_event_insert(s, "table.dropped", env->request_id, ns, name, NULL,
 					 details, err);
 	json_decref(details);
@@ -797,8 +787,7 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 	memset(&row, 0, sizeof(row));
 	if (!table_ident_from_json(json_object_get(body, "source"), "source", &from, err))
 		return false;
-	if (!table_ident_from_json(json_object_get(body, "destination"), "destination",
-				   &to, err)) {
+	if (!table_ident_from_json(json_object_get(body, "destination"), "destination", &to, err)) {
 		table_ident_clear(&from);
 		return false;
 	}
@@ -812,12 +801,13 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 	/* The table's own floe.wap.required travels with it; a namespace's
 	 * stays behind, so leaving its scope would leave the control. */
 	if (!policy_rule(s, &from.ns, m, from_rule, sizeof(from_rule), err) ||
-	   !policy_rule(s, &to.ns, m, to_rule, sizeof(to_rule), err))
+	    !policy_rule(s, &to.ns, m, to_rule, sizeof(to_rule), err))
 		goto fail;
 	if (from_rule[0] != '\0' && to_rule[0] == '\0' && reason == NULL) {
-		floe_err(err, FE_FORBIDDEN,
-			 "renaming table %s out of its protected namespace would take it out of the audited-publish control (%s); only POST /v1/controls/rename with a reason may",
-			 from.name, from_rule);
+		floe_err(
+			err, FE_FORBIDDEN,
+			"renaming table %s out of its protected namespace would take it out of the audited-publish control (%s); only POST /v1/controls/rename with a reason may",
+			from.name, from_rule);
 		goto fail;
 	}
 	if (!store_table_rename(s, &from.ns, from.name, &to.ns, to.name, err)) {
@@ -833,8 +823,8 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 				    "protected-by", from_rule[0] != '\0' ? from_rule : NULL,
 				    "protected-by-after", to_rule[0] != '\0' ? to_rule : NULL,
 				    "reason", reason);
-	bool logged = store_event_insert(s, "table.renamed", env->request_id, &from.ns,
-					 from.name, NULL, details, err);
+	bool logged = store_event_insert(s, "table.renamed", env->request_id, &from.ns, from.name,
+					 NULL, details, err);
 	json_decref(details);
 	if (!logged)
 		goto fail;

@@ -39,7 +39,7 @@ struct table_env {
 	const char *warehouse;      /* file:///... root URL */
 	const char *warehouse_path; /* its local directory */
 	const char *request_id;
-	struct commit_locks *locks; /* may be NULL: no local serialisation */
+	struct commit_locks *locks;  /* may be NULL: no local serialisation */
 	struct unsettled *unsettled; /* commits left to settle; may be NULL */
 	/* The request's Idempotency-Key and its owner token, or NULL: table
 	 * commits record their answer under the key in the commit's own
@@ -58,18 +58,17 @@ struct table_ident {
 void table_ident_clear(struct table_ident *t);
 
 /* Parses {"namespace": [...], "name": "..."}. */
-bool table_ident_from_json(const json_t *v, const char *field,
-			   struct table_ident *out, struct floe_error *err) FLOE_WUR;
+bool table_ident_from_json(const json_t *v, const char *field, struct table_ident *out,
+			   struct floe_error *err) FLOE_WUR;
 
 /* The default location of a table: <warehouse>/<levels>/<name>, each
  * segment escaped so no name can climb out of the warehouse. */
-char *table_default_location(const struct table_env *env,
-			     const struct ns_ident *ns, const char *name);
+char *table_default_location(const struct table_env *env, const struct ns_ident *ns,
+			     const char *name);
 
 /* createTable: the LoadTableResult (new reference). */
-json_t *table_create(struct store *s, const struct table_env *env,
-		     const struct ns_ident *ns, const json_t *body,
-		     struct floe_error *err) FLOE_WUR;
+json_t *table_create(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		     const json_t *body, struct floe_error *err) FLOE_WUR;
 
 enum snapshots_mode { SNAPSHOTS_ALL, SNAPSHOTS_REFS };
 
@@ -77,19 +76,17 @@ enum snapshots_mode { SNAPSHOTS_ALL, SNAPSHOTS_REFS };
  * (without quotes, written into etag). With SNAPSHOTS_ALL the stored
  * metadata text is spliced in as it is, never parsed. */
 char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
-		 enum snapshots_mode mode, char *etag, size_t etaglen,
-		 size_t *len, struct floe_error *err) FLOE_WUR;
+		 enum snapshots_mode mode, char *etag, size_t etaglen, size_t *len,
+		 struct floe_error *err) FLOE_WUR;
 
 /* The current metadata of a table, parsed (new reference); its file in
  * *metadata_location when that is not NULL (caller frees). */
-json_t *table_load_metadata(struct store *s, const struct ns_ident *ns,
-			    const char *name, char **metadata_location,
-			    struct floe_error *err) FLOE_WUR;
+json_t *table_load_metadata(struct store *s, const struct ns_ident *ns, const char *name,
+			    char **metadata_location, struct floe_error *err) FLOE_WUR;
 
 /* updateTable: {"metadata-location", "metadata"} (new reference). */
-json_t *table_commit(struct store *s, const struct table_env *env,
-		     const struct ns_ident *ns, const char *name,
-		     const json_t *body, struct floe_error *err) FLOE_WUR;
+json_t *table_commit(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		     const char *name, const json_t *body, struct floe_error *err) FLOE_WUR;
 
 /* Commit flags of floe's own callers. */
 #define TABLE_COMMIT_MAIN_MOVE 1u /* main may move under floe.wap.required (WAP publish) */
@@ -102,8 +99,8 @@ json_t *table_commit(struct store *s, const struct table_env *env,
  */
 json_t *table_commit_changes(struct store *s, const struct table_env *env,
 			     const struct ns_ident *ns, const char *name,
-			     const json_t *requirements, const json_t *updates,
-			     unsigned flags, struct floe_error *err) FLOE_WUR;
+			     const json_t *requirements, const json_t *updates, unsigned flags,
+			     struct floe_error *err) FLOE_WUR;
 
 /* Work done in the same database transaction as a commit's swap (the
  * WAP state change and its audit event): returning false undoes both.
@@ -112,33 +109,30 @@ typedef bool (*table_commit_also)(struct store *s, void *ctx, const json_t *resu
 				  struct floe_error *err);
 
 /* table_commit_changes, with also(ctx) run atomically with the swap. */
-json_t *table_commit_with(struct store *s, const struct table_env *env,
-			  const struct ns_ident *ns, const char *name,
-			  const json_t *requirements, const json_t *updates,
+json_t *table_commit_with(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			  const char *name, const json_t *requirements, const json_t *updates,
 			  unsigned flags, table_commit_also also, void *ctx,
 			  struct floe_error *err) FLOE_WUR;
 
 /* commitTransaction: every table change lands or none does. */
-bool table_commit_transaction(struct store *s, const struct table_env *env,
-			      const json_t *body, struct floe_error *err) FLOE_WUR;
+bool table_commit_transaction(struct store *s, const struct table_env *env, const json_t *body,
+			      struct floe_error *err) FLOE_WUR;
 
 /* registerTable: the LoadTableResult of the registered table. */
-json_t *table_register(struct store *s, const struct table_env *env,
-		       const struct ns_ident *ns, const json_t *body,
-		       struct floe_error *err) FLOE_WUR;
+json_t *table_register(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		       const json_t *body, struct floe_error *err) FLOE_WUR;
 
 /* register through the control route: with reason (not NULL, stored in
  * the audit event) a protected table may be registered over. */
-json_t *table_register_with(struct store *s, const struct table_env *env,
-			    const struct ns_ident *ns, const json_t *body,
-			    const char *reason, struct floe_error *err) FLOE_WUR;
+json_t *table_register_with(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			    const json_t *body, const char *reason,
+			    struct floe_error *err) FLOE_WUR;
 
 /* dropTable, with its table.dropped audit event in the same transaction;
  * with purge the table's files go too (inside the warehouse
  * only). */
-bool table_drop(struct store *s, const struct table_env *env,
-		const struct ns_ident *ns, const char *name, bool purge,
-		struct floe_error *err) FLOE_WUR;
+bool table_drop(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		const char *name, bool purge, struct floe_error *err) FLOE_WUR;
 
 /* renameTable from a {"source", "destination"} body, with its
  * table.renamed audit event in the same transaction. A rename that would

@@ -11,8 +11,8 @@
 #include "ports.h"
 #include "wording.h"
 
-bool tables_exists(struct store *s, const struct ns_ident *ns, const char *name,
-		   bool *exists, struct floe_error *err)
+bool tables_exists(struct store *s, const struct ns_ident *ns, const char *name, bool *exists,
+		   struct floe_error *err)
 {
 	return store_table_exists(s, ns, name, exists, err);
 }

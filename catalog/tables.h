@@ -17,8 +17,8 @@ struct store;
 
 /* HEAD .../tables/{table}: sets *exists (false also when the namespace is
  * missing). */
-bool tables_exists(struct store *s, const struct ns_ident *ns, const char *name,
-		   bool *exists, struct floe_error *err) FLOE_WUR;
+bool tables_exists(struct store *s, const struct ns_ident *ns, const char *name, bool *exists,
+		   struct floe_error *err) FLOE_WUR;
 
 /* GET .../tables: the names in ns sorting after `after` (NULL: from the
  * start), at most limit (< 0: all); *names is a new array of strings and

@@ -42,9 +42,9 @@ bool table_not_landed(struct floe_error *err);
  * the table's name for a create (a clash with a table of that name is
  * FE_ALREADY_EXISTS), or NULL. Else FE_BAD_REQUEST. An early answer only:
  * table_location_claim decides. */
-bool table_location_usable(struct store *s, const struct table_env *env,
-			   const struct ns_ident *ns, const char *name, const char *location,
-			   const char *uuid, struct floe_error *err) FLOE_WUR;
+bool table_location_usable(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			   const char *name, const char *location, const char *uuid,
+			   struct floe_error *err) FLOE_WUR;
 
 /* The no-overlap rule, decided inside the transaction that then inserts or
  * swaps the row, under the lock every replica takes for it. key: the
@@ -74,8 +74,8 @@ bool table_idem_record(struct store *s, const struct table_env *env, int status,
  * LoadTableResult). *location_out: the file's URL (caller frees). A file
  * written for a row that was not created is removed, unless the outcome is
  * unknown. */
-bool table_create_row(struct store *s, const struct table_env *env,
-		      const struct ns_ident *ns, const char *name, json_t *m,
-		      bool with_config, char **location_out, struct floe_error *err) FLOE_WUR;
+bool table_create_row(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		      const char *name, json_t *m, bool with_config, char **location_out,
+		      struct floe_error *err) FLOE_WUR;
 
 #endif

@@ -81,16 +81,17 @@ bool unsettled_add(struct unsettled *u, const char *table_uuid, long long versio
 	}
 	pthread_mutex_unlock(&u->mu);
 	if (!room) {
-		log_error("table", "%d commits wait to be settled already; the commit to %s stays unsettled and its file is kept rid=%s",
-			  UNSETTLED_MAX, location, request_id);
+		log_error(
+			"table",
+			"%d commits wait to be settled already; the commit to %s stays unsettled and its file is kept rid=%s",
+			UNSETTLED_MAX, location, request_id);
 		entry_free(e);
 	}
 	return room;
 }
 
 void unsettled_drain(struct unsettled *u,
-		     bool (*settle)(void *ctx, const struct unsettled_commit *c),
-		     void *ctx)
+		     bool (*settle)(void *ctx, const struct unsettled_commit *c), void *ctx)
 {
 	if (u == NULL)
 		return;

@@ -42,7 +42,6 @@ struct unsettled_commit {
  * next round. Runs outside the list's lock, so adds go on meanwhile.
  */
 void unsettled_drain(struct unsettled *u,
-		     bool (*settle)(void *ctx, const struct unsettled_commit *c),
-		     void *ctx);
+		     bool (*settle)(void *ctx, const struct unsettled_commit *c), void *ctx);
 
 #endif

@@ -32,8 +32,8 @@
 #define RUN_PUBLISHABLE "staged,rejected,audit-failed,auditing-stale"
 
 bool audit_record(struct store *s, const struct table_env *env, const char *event,
-		  const struct ns_ident *ns, const char *table, const char *run_id,
-		  json_t *details, struct floe_error *err)
+		  const struct ns_ident *ns, const char *table, const char *run_id, json_t *details,
+		  struct floe_error *err)
 {
 	bool ok = store_event_insert(s, event, env->request_id, ns, table, run_id, details, err);
 
@@ -76,16 +76,13 @@ static json_t *json_text(const char *text)
 static json_t *run_json(const void *row)
 {
 	const struct run_row *r = row;
-	json_t *run = json_pack("{s:s, s:{s:o, s:s}, s:s, s:s, s:o, s:s, s:s, s:o}",
-				"id", r->id,
-				"table", "namespace", ident_ns_to_json(&r->ns),
-				"name", r->table_name,
-				"branch", r->branch, "state", r->state,
+	json_t *run = json_pack("{s:s, s:{s:o, s:s}, s:s, s:s, s:o, s:s, s:s, s:o}", "id", r->id,
+				"table", "namespace", ident_ns_to_json(&r->ns), "name",
+				r->table_name, "branch", r->branch, "state", r->state,
 				"base-snapshot-id",
 				r->has_base ? json_integer(r->base_snapshot_id) : json_null(),
-				"created-at", r->created_at,
-				"updated-at", r->updated_at,
-				"audits", json_text(r->audits));
+				"created-at", r->created_at, "updated-at", r->updated_at, "audits",
+				json_text(r->audits));
 	if (run == NULL)
 		return NULL;
 	if (r->has_audited)
@@ -99,8 +96,8 @@ static json_t *run_json(const void *row)
 
 /* The run run_id as JSON in *run: NULL when there is none, or when
  * table_uuid is given and the run belongs to another table. */
-static bool load_run(struct store *s, const char *run_id, const char *table_uuid,
-		     json_t **run, struct floe_error *err)
+static bool load_run(struct store *s, const char *run_id, const char *table_uuid, json_t **run,
+		     struct floe_error *err)
 {
 	struct run_row row;
 	bool found = false;
@@ -127,13 +124,12 @@ static json_t *find_run(struct store *s, const char *table_uuid, const char *run
 	json_t *run = NULL;
 
 	if (!hook_id_valid(run_id))
-		return floe_err(err, FE_NO_SUCH_RUN, "no write-audit-publish run %s", run_id),
-		       NULL;
+		return floe_err(err, FE_NO_SUCH_RUN, "no write-audit-publish run %s", run_id), NULL;
 	if (!load_run(s, run_id, table_uuid, &run, err))
 		return NULL;
 	if (run == NULL)
-		return floe_err(err, FE_NO_SUCH_RUN,
-				"no write-audit-publish run %s on this table", run_id),
+		return floe_err(err, FE_NO_SUCH_RUN, "no write-audit-publish run %s on this table",
+				run_id),
 		       NULL;
 	return run;
 }
@@ -162,17 +158,16 @@ struct stage_record {
 
 /* The run and its wap.staged event, in the transaction that (unless the
  * branch is adopted) also creates the branch. */
-static bool stage_also(struct store *s, void *ctx, const json_t *result,
-		       struct floe_error *err)
+static bool stage_also(struct store *s, void *ctx, const json_t *result, struct floe_error *err)
 {
 	struct stage_record *r = ctx;
 
 	(void)result;
-	if (!store_run_insert(s, r->run_id, r->table_uuid, r->ns, r->table, r->branch,
-			      r->base, err))
+	if (!store_run_insert(s, r->run_id, r->table_uuid, r->ns, r->table, r->branch, r->base,
+			      err))
 		return false;
-	json_t *details = json_pack("{s:s, s:b, s:o}", "branch", r->branch, "adopted",
-				    r->adopted, "base-snapshot-id",
+	json_t *details = json_pack("{s:s, s:b, s:o}", "branch", r->branch, "adopted", r->adopted,
+				    "base-snapshot-id",
 				    r->base >= 0 ? json_integer(r->base) : json_null());
 	bool ok = store_event_insert(s, "wap.staged", r->env->request_id, r->ns, r->table,
 				     r->run_id, details, err);
@@ -180,9 +175,8 @@ static bool stage_also(struct store *s, void *ctx, const json_t *result,
 	return ok;
 }
 
-json_t *wap_stage(struct store *s, const struct table_env *env,
-		  const struct ns_ident *ns, const char *table, const json_t *body,
-		  struct floe_error *err)
+json_t *wap_stage(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		  const char *table, const json_t *body, struct floe_error *err)
 {
 	const json_t *branch = json_object_get(body, "branch");
 	const json_t *adopt = json_object_get(body, "adopt");
@@ -193,12 +187,14 @@ json_t *wap_stage(struct store *s, const struct table_env *env,
 
 	if (branch != NULL && !json_is_null(branch)) {
 		if (!json_is_string(branch))
-			return floe_err(err, FE_BAD_REQUEST, "field 'branch' must be a string"), NULL;
+			return floe_err(err, FE_BAD_REQUEST, "field 'branch' must be a string"),
+			       NULL;
 		if (!ident_name_check(json_string_value(branch), json_string_length(branch),
 				      "branch", err))
 			return NULL;
 		if (strcmp(json_string_value(branch), "main") == 0)
-			return floe_err(err, FE_BAD_REQUEST, "main cannot be a staging branch"), NULL;
+			return floe_err(err, FE_BAD_REQUEST, "main cannot be a staging branch"),
+			       NULL;
 	}
 	if (adopt != NULL && !json_is_null(adopt) && !json_is_boolean(adopt))
 		return floe_err(err, FE_BAD_REQUEST, "field 'adopt' must be a boolean"), NULL;
@@ -238,8 +234,14 @@ json_t *wap_stage(struct store *s, const struct table_env *env,
 		}
 	}
 	struct stage_record rec = {
-		.env = env, .ns = ns, .table = table, .run_id = id, .table_uuid = uuid,
-		.branch = name, .base = main_at, .adopted = json_is_true(adopt),
+		.env = env,
+		.ns = ns,
+		.table = table,
+		.run_id = id,
+		.table_uuid = uuid,
+		.branch = name,
+		.base = main_at,
+		.adopted = json_is_true(adopt),
 	};
 	if (json_is_true(adopt)) {
 		bool ok = store_begin(s, err) && stage_also(s, &rec, NULL, err) &&
@@ -254,8 +256,8 @@ json_t *wap_stage(struct store *s, const struct table_env *env,
 		 * Iceberg's createBranch on an empty table does, the branch
 		 * starts at a new empty snapshot (main stays without one, the
 		 * run has no base, and publish moves main from nothing). */
-		json_t *reqs = json_pack("[{s:s, s:s}]", "type", "assert-ref-snapshot-id",
-					 "ref", name);
+		json_t *reqs = json_pack("[{s:s, s:s}]", "type", "assert-ref-snapshot-id", "ref",
+					 name);
 		json_t *ups = json_array();
 		char *manifest_list = NULL;
 		long long at = main_at;
@@ -273,8 +275,8 @@ json_t *wap_stage(struct store *s, const struct table_env *env,
 		json_array_append_new(ups, json_pack("{s:s, s:s, s:s, s:I}", "action",
 						     "set-snapshot-ref", "ref-name", name, "type",
 						     "branch", "snapshot-id", (json_int_t)at));
-		json_t *res = table_commit_with(s, env, ns, table, reqs, ups, 0, stage_also,
-						&rec, err);
+		json_t *res = table_commit_with(s, env, ns, table, reqs, ups, 0, stage_also, &rec,
+						err);
 		json_decref(reqs);
 		json_decref(ups);
 		if (res == NULL && manifest_list != NULL && err->kind != FE_COMMIT_STATE_UNKNOWN)
@@ -284,16 +286,15 @@ json_t *wap_stage(struct store *s, const struct table_env *env,
 			goto done;
 		json_decref(res);
 	}
-	log_info("wap", "run %s staged on %s branch %s rid=%s", id, table, name,
-		 env->request_id);
+	log_info("wap", "run %s staged on %s branch %s rid=%s", id, table, name, env->request_id);
 	run = reload_run(s, id, err);
 done:
 	json_decref(m);
 	return run;
 }
 
-json_t *wap_get(struct store *s, const struct ns_ident *ns, const char *table,
-		const char *run_id, struct floe_error *err)
+json_t *wap_get(struct store *s, const struct ns_ident *ns, const char *table, const char *run_id,
+		struct floe_error *err)
 {
 	json_t *m = table_load_metadata(s, ns, table, NULL, err);
 	json_t *run;
@@ -305,8 +306,8 @@ json_t *wap_get(struct store *s, const struct ns_ident *ns, const char *table,
 	return run;
 }
 
-json_t *wap_list(struct store *s, const struct ns_ident *ns, const char *table,
-		 const char *token, long page_size, struct floe_error *err)
+json_t *wap_list(struct store *s, const struct ns_ident *ns, const char *table, const char *token,
+		 long page_size, struct floe_error *err)
 {
 	json_t *m = table_load_metadata(s, ns, table, NULL, err);
 	struct run_row *rows = NULL;
@@ -323,13 +324,14 @@ json_t *wap_list(struct store *s, const struct ns_ident *ns, const char *table,
 		if (*end != '\0' || before <= 0) {
 			json_decref(m);
 			return floe_err(err, FE_BAD_REQUEST,
-					"pageToken is not a token this server issued"), NULL;
+					"pageToken is not a token this server issued"),
+			       NULL;
 		}
 	}
 	/* Runs and events only grow: these lists are always paged. */
 	long limit = page_size > RUNS_PAGE_MAX ? RUNS_PAGE_MAX : page_size;
-	bool ok = store_run_list(s, json_string_value(json_object_get(m, "table-uuid")),
-				 before, limit, &rows, &count, &more, err);
+	bool ok = store_run_list(s, json_string_value(json_object_get(m, "table-uuid")), before,
+				 limit, &rows, &count, &more, err);
 	json_decref(m);
 	if (!ok)
 		return NULL;
@@ -358,15 +360,14 @@ struct abandon_record {
 
 /* The run becomes abandoned and wap.abandoned is written, in the
  * transaction that drops the branch (when it exists). */
-static bool abandon_also(struct store *s, void *ctx, const json_t *result,
-			 struct floe_error *err)
+static bool abandon_also(struct store *s, void *ctx, const json_t *result, struct floe_error *err)
 {
 	struct abandon_record *a = ctx;
 	bool moved = false;
 
 	(void)result;
-	if (!store_run_transition(s, a->run_id, RUN_PUBLISHABLE, "abandoned", -1, -1, NULL, 0,
-				  NULL, &moved, err))
+	if (!store_run_transition(s, a->run_id, RUN_PUBLISHABLE, "abandoned", -1, -1, NULL, 0, NULL,
+				  &moved, err))
 		return false;
 	if (!moved)
 		return floe_err(err, FE_RUN_STATE,
@@ -379,9 +380,8 @@ static bool abandon_also(struct store *s, void *ctx, const json_t *result,
 	return ok;
 }
 
-json_t *wap_abandon(struct store *s, const struct table_env *env,
-		    const struct ns_ident *ns, const char *table, const char *run_id,
-		    struct floe_error *err)
+json_t *wap_abandon(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		    const char *table, const char *run_id, struct floe_error *err)
 {
 	json_t *m = table_load_metadata(s, ns, table, NULL, err);
 	json_t *run = NULL;
@@ -394,20 +394,23 @@ json_t *wap_abandon(struct store *s, const struct table_env *env,
 		goto done;
 	const char *state = json_string_value(json_object_get(run, "state"));
 	if (strcmp(state, "published") == 0 || strcmp(state, "abandoned") == 0) {
-		floe_err(err, FE_RUN_STATE, "run %s is %s and cannot be abandoned", run_id,
-			 state);
+		floe_err(err, FE_RUN_STATE, "run %s is %s and cannot be abandoned", run_id, state);
 		goto done;
 	}
 	const char *branch = json_string_value(json_object_get(run, "branch"));
 	struct abandon_record rec = {
-		.env = env, .ns = ns, .table = table, .run_id = run_id, .branch = branch,
+		.env = env,
+		.ns = ns,
+		.table = table,
+		.run_id = run_id,
+		.branch = branch,
 		.dropped = json_object_get(json_object_get(m, "refs"), branch) != NULL,
 	};
 	if (rec.dropped) {
-		json_t *ups = json_pack("[{s:s, s:s}]", "action", "remove-snapshot-ref",
-					"ref-name", branch);
-		json_t *res = table_commit_with(s, env, ns, table, NULL, ups, 0, abandon_also,
-						&rec, err);
+		json_t *ups = json_pack("[{s:s, s:s}]", "action", "remove-snapshot-ref", "ref-name",
+					branch);
+		json_t *res = table_commit_with(s, env, ns, table, NULL, ups, 0, abandon_also, &rec,
+						err);
 		json_decref(ups);
 		if (res == NULL)
 			goto done;
@@ -432,8 +435,9 @@ done:
 static const json_t *snapshot_schema(const json_t *m, const json_t *snap)
 {
 	json_t *sid = json_object_get(snap, "schema-id");
-	long long want = json_is_integer(sid) ? json_integer_value(sid)
-					      : json_integer_value(json_object_get(m, "current-schema-id"));
+	long long want = json_is_integer(sid)
+				 ? json_integer_value(sid)
+				 : json_integer_value(json_object_get(m, "current-schema-id"));
 	size_t i;
 	json_t *sc;
 	json_array_foreach(json_object_get(m, "schemas"), i, sc) {
@@ -445,16 +449,16 @@ static const json_t *snapshot_schema(const json_t *m, const json_t *snap)
 
 /* Appends one wap.hook-called event per hook call (calls: their details,
  * borrowed) inside the caller's transaction. */
-static bool record_calls(struct store *s, const struct table_env *env,
-			 const struct ns_ident *ns, const char *table, const char *run_id,
-			 const json_t *calls, struct floe_error *err)
+static bool record_calls(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			 const char *table, const char *run_id, const json_t *calls,
+			 struct floe_error *err)
 {
 	size_t i;
 	json_t *d;
 
 	json_array_foreach((json_t *)calls, i, d) {
-		if (!store_event_insert(s, "wap.hook-called", env->request_id, ns, table, run_id,
-					d, err))
+		if (!store_event_insert(s, "wap.hook-called", env->request_id, ns, table, run_id, d,
+					err))
 			return false;
 	}
 	return true;
@@ -469,8 +473,7 @@ static void record_lease_lost(struct store *s, const struct table_env *env,
 {
 	struct floe_error err;
 	json_t *details = json_pack("{s:I}", "hook-calls", (json_int_t)json_array_size(calls));
-	bool ok = store_begin(s, &err) &&
-		  record_calls(s, env, ns, table, run_id, calls, &err) &&
+	bool ok = store_begin(s, &err) && record_calls(s, env, ns, table, run_id, calls, &err) &&
 		  store_event_insert(s, "wap.lease-lost", env->request_id, ns, table, run_id,
 				     details, &err) &&
 		  store_commit(s, &err);
@@ -478,8 +481,10 @@ static void record_lease_lost(struct store *s, const struct table_env *env,
 	json_decref(details);
 	if (!ok) {
 		store_rollback(s);
-		log_error("wap", "run %s: the hook calls of a publish that lost its lease are not recorded: %s rid=%s",
-			  run_id, err.message, env->request_id);
+		log_error(
+			"wap",
+			"run %s: the hook calls of a publish that lost its lease are not recorded: %s rid=%s",
+			run_id, err.message, env->request_id);
 	}
 }
 
@@ -487,25 +492,23 @@ static void record_lease_lost(struct store *s, const struct table_env *env,
  * lease), records its audits, its hook calls and event (when not NULL) in
  * one transaction. On failure nothing of it is recorded and err says why;
  * the run stays auditing until its lease runs out. details is stolen. */
-static bool finish_run(struct store *s, const struct table_env *env,
-		       const struct ns_ident *ns, const char *table, const char *run_id,
-		       const char *lease, const char *state, long long audited,
-		       const json_t *audits, const json_t *calls, const char *event,
-		       json_t *details, struct floe_error *err)
+static bool finish_run(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		       const char *table, const char *run_id, const char *lease, const char *state,
+		       long long audited, const json_t *audits, const json_t *calls,
+		       const char *event, json_t *details, struct floe_error *err)
 {
 	bool moved = false;
-	bool ok = store_begin(s, err) &&
-		  store_run_transition(s, run_id, "auditing", state, audited, -1, audits, 0,
-				       lease, &moved, err);
+	bool ok = store_begin(s, err) && store_run_transition(s, run_id, "auditing", state, audited,
+							      -1, audits, 0, lease, &moved, err);
 	if (ok && !moved)
-		ok = floe_err(err, FE_RUN_STATE,
-			      "run %s was taken over by another publish while it was audited; its outcome is that publish's",
-			      run_id);
+		ok = floe_err(
+			err, FE_RUN_STATE,
+			"run %s was taken over by another publish while it was audited; its outcome is that publish's",
+			run_id);
 	if (ok && calls != NULL)
 		ok = record_calls(s, env, ns, table, run_id, calls, err);
 	if (ok && event != NULL)
-		ok = store_event_insert(s, event, env->request_id, ns, table, run_id, details,
-					err);
+		ok = store_event_insert(s, event, env->request_id, ns, table, run_id, details, err);
 	if (ok)
 		ok = store_commit(s, err);
 	else if (err->kind != FE_COMMIT_STATE_UNKNOWN)
@@ -534,15 +537,14 @@ struct publish_record {
 
 /* In the publish commit's transaction: the run becomes published and the
  * wap.published event is written, or main does not move. */
-static bool publish_also(struct store *s, void *ctx, const json_t *result,
-			 struct floe_error *err)
+static bool publish_also(struct store *s, void *ctx, const json_t *result, struct floe_error *err)
 {
 	struct publish_record *p = ctx;
 	bool moved = false;
 
 	(void)result;
-	if (!store_run_transition(s, p->run_id, "auditing", "published", p->audited,
-				  p->audited, p->audits, 0, p->lease, &moved, err))
+	if (!store_run_transition(s, p->run_id, "auditing", "published", p->audited, p->audited,
+				  p->audits, 0, p->lease, &moved, err))
 		return false;
 	if (!moved)
 		return floe_err(err, FE_RUN_STATE,
@@ -550,9 +552,8 @@ static bool publish_also(struct store *s, void *ctx, const json_t *result,
 				p->run_id);
 	if (!record_calls(s, p->env, p->ns, p->table, p->run_id, p->calls, err))
 		return false;
-	json_t *details = json_pack("{s:I, s:s, s:b, s:o}", "snapshot-id",
-				    (json_int_t)p->audited, "branch", p->branch,
-				    "branch-dropped", p->drop_branch,
+	json_t *details = json_pack("{s:I, s:s, s:b, s:o}", "snapshot-id", (json_int_t)p->audited,
+				    "branch", p->branch, "branch-dropped", p->drop_branch,
 				    "previous-main-snapshot-id",
 				    p->main_at >= 0 ? json_integer(p->main_at) : json_null());
 	bool ok = store_event_insert(s, "wap.published", p->env->request_id, p->ns, p->table,
@@ -561,8 +562,7 @@ static bool publish_also(struct store *s, void *ctx, const json_t *result,
 	return ok;
 }
 
-static json_t *publish_commit(struct store *s, struct publish_record *rec,
-			      struct floe_error *err)
+static json_t *publish_commit(struct store *s, struct publish_record *rec, struct floe_error *err)
 {
 	const struct table_env *env = rec->env;
 	const struct ns_ident *ns = rec->ns;
@@ -573,32 +573,31 @@ static json_t *publish_commit(struct store *s, struct publish_record *rec,
 	bool drop_branch = rec->drop_branch;
 	json_t *reqs = json_array();
 	json_t *ups = json_array();
-	json_t *main_req = json_pack("{s:s, s:s}", "type", "assert-ref-snapshot-id", "ref",
-				     "main");
+	json_t *main_req = json_pack("{s:s, s:s}", "type", "assert-ref-snapshot-id", "ref", "main");
 
 	if (main_at >= 0)
 		json_object_set_new(main_req, "snapshot-id", json_integer(main_at));
 	json_array_append_new(reqs, main_req);
-	json_array_append_new(ups, json_pack("{s:s, s:s, s:s, s:I}", "action",
-					     "set-snapshot-ref", "ref-name", "main", "type",
-					     "branch", "snapshot-id", (json_int_t)audited));
+	json_array_append_new(ups, json_pack("{s:s, s:s, s:s, s:I}", "action", "set-snapshot-ref",
+					     "ref-name", "main", "type", "branch", "snapshot-id",
+					     (json_int_t)audited));
 	if (drop_branch) {
-		json_array_append_new(reqs, json_pack("{s:s, s:s, s:I}", "type",
-						      "assert-ref-snapshot-id", "ref", branch,
-						      "snapshot-id", (json_int_t)audited));
-		json_array_append_new(ups, json_pack("{s:s, s:s}", "action",
-						     "remove-snapshot-ref", "ref-name", branch));
+		json_array_append_new(reqs,
+				      json_pack("{s:s, s:s, s:I}", "type", "assert-ref-snapshot-id",
+						"ref", branch, "snapshot-id", (json_int_t)audited));
+		json_array_append_new(ups, json_pack("{s:s, s:s}", "action", "remove-snapshot-ref",
+						     "ref-name", branch));
 	}
-	json_t *res = table_commit_with(s, env, ns, table, reqs, ups, TABLE_COMMIT_MAIN_MOVE, publish_also, rec,
-					err);
+	json_t *res = table_commit_with(s, env, ns, table, reqs, ups, TABLE_COMMIT_MAIN_MOVE,
+					publish_also, rec, err);
 	json_decref(reqs);
 	json_decref(ups);
 	return res;
 }
 
-json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
-		    const struct ns_ident *ns, const char *table, const char *run_id,
-		    const json_t *body, struct floe_error *err)
+json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const struct ns_ident *ns,
+		    const char *table, const char *run_id, const json_t *body,
+		    struct floe_error *err)
 {
 	const json_t *want = json_object_get(body, "snapshot-id");
 	const json_t *keep = json_object_get(body, "keep-branch");
@@ -611,14 +610,15 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	char *metadata_location = NULL;
 	struct hook_call *calls = NULL;
 	char **bodies = NULL;
-	char (*deliveries)[UUID_STR_LEN] = NULL;
+	char(*deliveries)[UUID_STR_LEN] = NULL;
 	char lease[UUID_STR_LEN];
 	json_t *called = NULL;
 	size_t n = 0;
 	bool moved = false;
 
 	if (want != NULL && !json_is_null(want) && !json_is_integer(want))
-		return floe_err(err, FE_BAD_REQUEST, "field 'snapshot-id' must be an integer"), NULL;
+		return floe_err(err, FE_BAD_REQUEST, "field 'snapshot-id' must be an integer"),
+		       NULL;
 	if (keep != NULL && !json_is_null(keep) && !json_is_boolean(keep))
 		return floe_err(err, FE_BAD_REQUEST, "field 'keep-branch' must be a boolean"), NULL;
 
@@ -655,14 +655,16 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	}
 	long long main_at = tablemeta_current_snapshot(m);
 	if (main_at >= 0 && !refs_is_ancestor(m, main_at, audited)) {
-		floe_err(err, FE_NOT_FAST_FORWARD,
-			 "main (snapshot %lld) is not an ancestor of the audited snapshot %lld; main cannot be fast-forwarded",
-			 main_at, audited);
+		floe_err(
+			err, FE_NOT_FAST_FORWARD,
+			"main (snapshot %lld) is not an ancestor of the audited snapshot %lld; main cannot be fast-forwarded",
+			main_at, audited);
 		struct floe_error aerr;
 		if (!audit_record(s, env, "wap.conflict", ns, table, run_id,
-				  json_pack("{s:I, s:I, s:s}", "main-snapshot-id", (json_int_t)main_at,
-					    "snapshot-id", (json_int_t)audited, "reason",
-					    "main is not an ancestor"), &aerr))
+				  json_pack("{s:I, s:I, s:s}", "main-snapshot-id",
+					    (json_int_t)main_at, "snapshot-id", (json_int_t)audited,
+					    "reason", "main is not an ancestor"),
+				  &aerr))
 			*err = aerr;
 		goto done;
 	}
@@ -670,7 +672,8 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 		goto done;
 	if (n == 0) {
 		floe_err(err, FE_NO_HOOK,
-			 "no audit hook covers table %s: an unaudited publish is not a publish", table);
+			 "no audit hook covers table %s: an unaudited publish is not a publish",
+			 table);
 		goto done;
 	}
 	/* The audit's lease: the longest hook timeout and a margin. */
@@ -704,8 +707,8 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 				    "branch", branch, "main-snapshot-id",
 				    main_at >= 0 ? json_integer(main_at) : json_null(), "hooks",
 				    (json_int_t)n, "lease-ms", (json_int_t)lease_ms);
-	bool logged = store_event_insert(s, "wap.audit-started", env->request_id, ns, table,
-					 run_id, started, err);
+	bool logged = store_event_insert(s, "wap.audit-started", env->request_id, ns, table, run_id,
+					 started, err);
 	json_decref(started);
 	if (!logged) {
 		store_rollback(s);
@@ -736,20 +739,20 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 		json_t *payload = json_pack(
 			"{s:s, s:s, s:s, s:{s:o, s:s}, s:s, s:s, s:I, s:O, s:o, s:O, s:O, s:s, s:s, s:s}",
 			"event", "wap.audit", "run-id", run_id, "delivery-id", deliveries[i],
-			"table", "namespace", ident_ns_to_json(ns), "name", table,
-			"table-uuid", table_uuid, "branch", branch,
-			"snapshot-id", (json_int_t)audited,
+			"table", "namespace", ident_ns_to_json(ns), "name", table, "table-uuid",
+			table_uuid, "branch", branch, "snapshot-id", (json_int_t)audited,
 			"parent-snapshot-id", json_is_integer(parent) ? parent : json_null(),
 			"main-snapshot-id", main_at >= 0 ? json_integer(main_at) : json_null(),
-			"snapshot", snap, "schema", snapshot_schema(m, snap),
-			"metadata-location", metadata_location, "requested-at", now,
-			"requested-by", "anonymous");
+			"snapshot", snap, "schema", snapshot_schema(m, snap), "metadata-location",
+			metadata_location, "requested-at", now, "requested-by", "anonymous");
 		bodies[i] = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
 		json_decref(payload);
 		if (bodies[i] == NULL)
-			log_error("wap", "run %s: the payload for hook %s cannot be built (snapshot %lld, metadata location %s); the audit fails rid=%s",
-				  run_id, h->name, audited,
-				  metadata_location ? "known" : "missing", env->request_id);
+			log_error(
+				"wap",
+				"run %s: the payload for hook %s cannot be built (snapshot %lld, metadata location %s); the audit fails rid=%s",
+				run_id, h->name, audited, metadata_location ? "known" : "missing",
+				env->request_id);
 		calls[i].url = h->url;
 		calls[i].secret = h->secret;
 		calls[i].delivery_id = deliveries[i];
@@ -781,9 +784,8 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 		const struct hook_target *h = &hooks[i];
 		char at[40];
 		rfc3339_now(at, sizeof(at));
-		json_t *a = json_pack("{s:s, s:s, s:s, s:I, s:s}", "hook-id", h->id,
-				      "hook-name", h->name, "verdict",
-				      verdicts[calls[i].verdict], "latency-ms",
+		json_t *a = json_pack("{s:s, s:s, s:s, s:I, s:s}", "hook-id", h->id, "hook-name",
+				      h->name, "verdict", verdicts[calls[i].verdict], "latency-ms",
 				      (json_int_t)calls[i].latency_ms, "at", at);
 		if (calls[i].http_status > 0)
 			json_object_set_new(a, "http-status", json_integer(calls[i].http_status));
@@ -803,10 +805,11 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 	}
 	if (rejected < n) {
 		const char *hname = hooks[rejected].name;
-		if (finish_run(s, env, ns, table, run_id, lease, "rejected", audited, audits, called,
-			       "wap.rejected",
+		if (finish_run(s, env, ns, table, run_id, lease, "rejected", audited, audits,
+			       called, "wap.rejected",
 			       json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
-					 calls[rejected].reason, "snapshot-id", (json_int_t)audited),
+					 calls[rejected].reason, "snapshot-id",
+					 (json_int_t)audited),
 			       err))
 			floe_err(err, FE_AUDIT_REJECTED, "audit hook %s rejected snapshot %lld: %s",
 				 hname, audited, calls[rejected].reason);
@@ -819,18 +822,27 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 			       json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
 					 calls[failed].reason, "snapshot-id", (json_int_t)audited),
 			       err))
-			floe_err(err, FE_AUDIT_UNAVAILABLE,
-				 "audit hook %s could not give a verdict (%s); nothing was published, publish again later",
-				 hname, calls[failed].reason);
+			floe_err(
+				err, FE_AUDIT_UNAVAILABLE,
+				"audit hook %s could not give a verdict (%s); nothing was published, publish again later",
+				hname, calls[failed].reason);
 		goto done;
 	}
 
 	/* Every hook passed: one commit moves main, guarded by main at audit
 	 * time. The branch goes unless kept or moved on meanwhile. */
 	struct publish_record rec = {
-		.env = env, .ns = ns, .table = table, .run_id = run_id, .branch = branch,
-		.audited = audited, .main_at = main_at, .drop_branch = !json_is_true(keep),
-		.audits = audits, .calls = called, .lease = lease,
+		.env = env,
+		.ns = ns,
+		.table = table,
+		.run_id = run_id,
+		.branch = branch,
+		.audited = audited,
+		.main_at = main_at,
+		.drop_branch = !json_is_true(keep),
+		.audits = audits,
+		.calls = called,
+		.lease = lease,
 	};
 	struct floe_error cerr;
 	floe_error_clear(&cerr);
@@ -857,16 +869,16 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env,
 			struct floe_error ferr;
 			(void)finish_run(s, env, ns, table, run_id, lease, "audit-failed", audited,
 					 audits, called, "wap.audit-failed",
-					 json_pack("{s:s, s:I}", "reason", cerr.message, "snapshot-id",
-						   (json_int_t)audited),
+					 json_pack("{s:s, s:I}", "reason", cerr.message,
+						   "snapshot-id", (json_int_t)audited),
 					 &ferr);
 			*err = cerr;
 		}
 		goto done;
 	}
 	json_decref(res);
-	log_info("wap", "run %s published snapshot %lld to main of %s rid=%s", run_id,
-		 audited, table, env->request_id);
+	log_info("wap", "run %s published snapshot %lld to main of %s rid=%s", run_id, audited,
+		 table, env->request_id);
 	out = reload_run(s, run_id, err);
 done:
 	/* Taken over while its hooks ran: this publish writes no outcome,
@@ -913,19 +925,18 @@ static json_t *event_json(const void *row)
 {
 	const struct event_row *e = row;
 
-	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}",
-			 "id", (json_int_t)e->id, "at", e->at, "event", e->event,
-			 "principal", e->principal,
-			 "request-id", e->request_id ? json_string(e->request_id) : json_null(),
-			 "namespace", e->ns.nlevels > 0 ? ident_ns_to_json(&e->ns) : json_null(),
-			 "table", e->table ? json_string(e->table) : json_null(),
-			 "run-id", e->run_id ? json_string(e->run_id) : json_null(),
-			 "details", json_text(e->details));
+	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id", (json_int_t)e->id,
+			 "at", e->at, "event", e->event, "principal", e->principal, "request-id",
+			 e->request_id ? json_string(e->request_id) : json_null(), "namespace",
+			 e->ns.nlevels > 0 ? ident_ns_to_json(&e->ns) : json_null(), "table",
+			 e->table ? json_string(e->table) : json_null(), "run-id",
+			 e->run_id ? json_string(e->run_id) : json_null(), "details",
+			 json_text(e->details));
 }
 
-json_t *audit_log_list(struct store *s, const struct ns_ident *ns,
-		       const char *table, const char *run_id, const char *since,
-		       const char *token, long page_size, struct floe_error *err)
+json_t *audit_log_list(struct store *s, const struct ns_ident *ns, const char *table,
+		       const char *run_id, const char *since, const char *token, long page_size,
+		       struct floe_error *err)
 {
 	long long after = 0;
 	char after_xid[24] = "0";
@@ -938,11 +949,11 @@ json_t *audit_log_list(struct store *s, const struct ns_ident *ns,
 		return floe_err(err, FE_BAD_REQUEST, "run must be a run id (a UUID)"), NULL;
 	if (token != NULL && *token != '\0' &&
 	    !parse_log_token(token, after_xid, sizeof(after_xid), &after))
-		return floe_err(err, FE_BAD_REQUEST,
-				"pageToken is not a token this server issued"), NULL;
+		return floe_err(err, FE_BAD_REQUEST, "pageToken is not a token this server issued"),
+		       NULL;
 	long limit = page_size > RUNS_PAGE_MAX ? RUNS_PAGE_MAX : page_size;
-	if (!store_event_list(s, after_xid, after, ns, table, run_id, since, limit, &rows,
-			      &count, &more, err)) {
+	if (!store_event_list(s, after_xid, after, ns, table, run_id, since, limit, &rows, &count,
+			      &more, err)) {
 		if (err->kind == FE_BAD_REQUEST)
 			floe_err(err, FE_BAD_REQUEST, "since must be an RFC 3339 timestamp");
 		return NULL;

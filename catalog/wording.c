@@ -38,8 +38,8 @@ bool tables_word_error(struct store *s, const struct ns_ident *ns, const char *n
 	if (err->kind == FE_NO_SUCH_NAMESPACE)
 		return ns_word_error(ns, err);
 	if (err->kind == FE_ALREADY_EXISTS && strcmp(err->sqlstate, "23505") == 0)
-		return floe_err(err, FE_ALREADY_EXISTS, "a table with uuid %s is already registered",
-				uuid ? uuid : "?");
+		return floe_err(err, FE_ALREADY_EXISTS,
+				"a table with uuid %s is already registered", uuid ? uuid : "?");
 	if (err->kind != FE_ALREADY_EXISTS && err->kind != FE_NO_SUCH_TABLE)
 		return false;
 	if (err->kind == FE_NO_SUCH_TABLE && !store_ns_exists(s, ns, &ns_exists, err))

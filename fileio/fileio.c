@@ -35,29 +35,26 @@ static const struct fileio_backend *backend_for(const char *url)
 	return &fileio_local;
 }
 
-bool fileio_check_beneath(const char *url, const char *warehouse_path,
-			  struct floe_error *err)
+bool fileio_check_beneath(const char *url, const char *warehouse_path, struct floe_error *err)
 {
 	return backend_for(url)->check_beneath(url, warehouse_path, err);
 }
 
-bool fileio_write_metadata(const char *table_location, long long version,
-			   const char *text, size_t len, char **location,
-			   struct floe_error *err)
+bool fileio_write_metadata(const char *table_location, long long version, const char *text,
+			   size_t len, char **location, struct floe_error *err)
 {
-	return backend_for(table_location)->write_metadata(table_location, version, text, len,
-							   location, err);
+	return backend_for(table_location)
+		->write_metadata(table_location, version, text, len, location, err);
 }
 
-bool fileio_write_new(const char *table_location, const char *name, const void *data,
-		      size_t len, char **location, struct floe_error *err)
+bool fileio_write_new(const char *table_location, const char *name, const void *data, size_t len,
+		      char **location, struct floe_error *err)
 {
-	return backend_for(table_location)->write_new(table_location, name, data, len, location,
-						      err);
+	return backend_for(table_location)
+		->write_new(table_location, name, data, len, location, err);
 }
 
-bool fileio_read(const char *url, size_t max, char **text, size_t *len,
-		 struct floe_error *err)
+bool fileio_read(const char *url, size_t max, char **text, size_t *len, struct floe_error *err)
 {
 	return backend_for(url)->read(url, max, text, len, err);
 }
@@ -67,16 +64,14 @@ void fileio_remove(const char *url)
 	backend_for(url)->remove(url);
 }
 
-enum fileio_purge_result fileio_purge(const char *table_location,
-				      const char *warehouse_path, long *removed,
-				      struct floe_error *err)
+enum fileio_purge_result fileio_purge(const char *table_location, const char *warehouse_path,
+				      long *removed, struct floe_error *err)
 {
 	return backend_for(table_location)->purge(table_location, warehouse_path, removed, err);
 }
 
-long fileio_remove_stale_tmp(const char *table_location, const char *warehouse_path,
-			     int min_age_s)
+long fileio_remove_stale_tmp(const char *table_location, const char *warehouse_path, int min_age_s)
 {
-	return backend_for(table_location)->remove_stale_tmp(table_location, warehouse_path,
-							     min_age_s);
+	return backend_for(table_location)
+		->remove_stale_tmp(table_location, warehouse_path, min_age_s);
 }

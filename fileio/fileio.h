@@ -41,9 +41,8 @@ bool fileio_location_fits(const char *path, struct floe_error *err) FLOE_WUR;
  * directory, so a reader sees the whole file or none. *location receives
  * the file's URL (caller frees).
  */
-bool fileio_write_metadata(const char *table_location, long long version,
-			   const char *text, size_t len, char **location,
-			   struct floe_error *err) FLOE_WUR;
+bool fileio_write_metadata(const char *table_location, long long version, const char *text,
+			   size_t len, char **location, struct floe_error *err) FLOE_WUR;
 
 /*
  * Writes data as <table location>/metadata/<name>, a new file (never over
@@ -52,8 +51,8 @@ bool fileio_write_metadata(const char *table_location, long long version,
  * the name does not fit under it; FE_INTERNAL when the write fails (logged
  * with its cause; nothing is left behind).
  */
-bool fileio_write_new(const char *table_location, const char *name, const void *data,
-		      size_t len, char **location, struct floe_error *err) FLOE_WUR;
+bool fileio_write_new(const char *table_location, const char *name, const void *data, size_t len,
+		      char **location, struct floe_error *err) FLOE_WUR;
 
 /* Reads a whole regular file of at most max bytes named by a location.
  * FIFOs, devices, directories and symbolic links (as the last part) are
@@ -78,14 +77,12 @@ enum fileio_purge_result {
  * followed, on the way to the table directory or inside it: links are
  * removed as links. *removed counts the entries removed.
  */
-enum fileio_purge_result fileio_purge(const char *table_location,
-				      const char *warehouse_path, long *removed,
-				      struct floe_error *err) FLOE_WUR;
+enum fileio_purge_result fileio_purge(const char *table_location, const char *warehouse_path,
+				      long *removed, struct floe_error *err) FLOE_WUR;
 
 /* Removes <location>/metadata/<*>.metadata.json.tmp files older than
  * min_age_s (left by a writer that died between write and rename),
  * following no symbolic link. Returns how many were removed. */
-long fileio_remove_stale_tmp(const char *table_location, const char *warehouse_path,
-			     int min_age_s);
+long fileio_remove_stale_tmp(const char *table_location, const char *warehouse_path, int min_age_s);
 
 #endif

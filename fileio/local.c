@@ -55,8 +55,7 @@ static bool sync_parent(const char *path)
 	parent[len] = '\0';
 	int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fsync(fd) != 0) {
-		log_error("fileio", "cannot sync directory %s: %s", parent,
-			  log_strerror(errno));
+		log_error("fileio", "cannot sync directory %s: %s", parent, log_strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return false;
@@ -85,16 +84,18 @@ bool fileio_location_fits(const char *path, struct floe_error *err)
 			int shown = 40;
 			while (shown > 0 && ((unsigned char)p[shown] & 0xC0) == 0x80)
 				shown--;
-			return floe_err(err, FE_BAD_REQUEST,
-					"table location has a path segment of %zu bytes (%.*s...); the limit is %d bytes, and a name's escaped form counts ('%%', '/' and '\\' take 3 bytes each)",
-					seg, shown, p, NAME_MAX);
+			return floe_err(
+				err, FE_BAD_REQUEST,
+				"table location has a path segment of %zu bytes (%.*s...); the limit is %d bytes, and a name's escaped form counts ('%%', '/' and '\\' take 3 bytes each)",
+				seg, shown, p, NAME_MAX);
 		}
 		p += seg;
 	}
 	if (len + FILEIO_METADATA_SUFFIX_MAX >= PATH_MAX)
-		return floe_err(err, FE_BAD_REQUEST,
-				"table location is %zu bytes long; with its metadata file names it must stay under %d bytes",
-				len, PATH_MAX - (int)FILEIO_METADATA_SUFFIX_MAX);
+		return floe_err(
+			err, FE_BAD_REQUEST,
+			"table location is %zu bytes long; with its metadata file names it must stay under %d bytes",
+			len, PATH_MAX - (int)FILEIO_METADATA_SUFFIX_MAX);
 	return true;
 }
 
@@ -178,9 +179,8 @@ static char *path_url(const char *path, struct floe_error *err)
 	return url;
 }
 
-static bool local_write_metadata(const char *table_location, long long version,
-				 const char *text, size_t len, char **location,
-				 struct floe_error *err)
+static bool local_write_metadata(const char *table_location, long long version, const char *text,
+				 size_t len, char **location, struct floe_error *err)
 {
 	char *dir = NULL;
 	char *base = fileio_local_path(table_location, err);
@@ -205,8 +205,8 @@ static bool local_write_metadata(const char *table_location, long long version,
 	(void)snprintf(dir, dlen, "%s/metadata", base);
 	if (!make_dirs(dir, err))
 		goto done;
-	if (snprintf(path, sizeof(path), "%s/%05lld-%s.metadata.json", dir, version,
-		     uuid) >= (int)sizeof(path)) {
+	if (snprintf(path, sizeof(path), "%s/%05lld-%s.metadata.json", dir, version, uuid) >=
+	    (int)sizeof(path)) {
 		floe_err(err, FE_BAD_REQUEST, "table location is too long");
 		goto done;
 	}
@@ -240,7 +240,6 @@ done:
 	return ok;
 }
 
-
 /* The part of path below root (a lexical prefix, checked by the caller),
  * without its leading '/'; NULL when path is not below root. */
 static const char *below(const char *path, const char *root)
@@ -254,8 +253,7 @@ static const char *below(const char *path, const char *root)
 	return path + rl + 1;
 }
 
-static bool local_check_beneath(const char *url, const char *warehouse_path,
-				struct floe_error *err)
+static bool local_check_beneath(const char *url, const char *warehouse_path, struct floe_error *err)
 {
 	char *path = fileio_local_path(url, err);
 	char cur[PATH_MAX];
@@ -296,9 +294,10 @@ static bool local_check_beneath(const char *url, const char *warehouse_path,
 		if (S_ISLNK(st.st_mode)) {
 			log_warn("fileio", "refused %s: %s is a symbolic link inside the warehouse",
 				 path, cur);
-			floe_err(err, FE_BAD_REQUEST,
-				 "location %.200s passes through a symbolic link inside the warehouse; floe follows none (it could lead outside the warehouse or into another table)",
-				 url);
+			floe_err(
+				err, FE_BAD_REQUEST,
+				"location %.200s passes through a symbolic link inside the warehouse; floe follows none (it could lead outside the warehouse or into another table)",
+				url);
 			goto done;
 		}
 		rest += len;
@@ -330,8 +329,7 @@ static bool local_read(const char *url, size_t max, char **text, size_t *len,
 	/* A FIFO or a device would block a worker or do worse: look before
 	 * opening, open without blocking or following, and look again. */
 	if (lstat(path, &st) != 0) {
-		floe_err(err, FE_BAD_REQUEST, "cannot read %.200s: %s", url,
-			 log_strerror(errno));
+		floe_err(err, FE_BAD_REQUEST, "cannot read %.200s: %s", url, log_strerror(errno));
 		goto done;
 	}
 	if (!S_ISREG(st.st_mode)) {
@@ -340,8 +338,7 @@ static bool local_read(const char *url, size_t max, char **text, size_t *len,
 	}
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		floe_err(err, FE_BAD_REQUEST, "cannot read %.200s: %s", url,
-			 log_strerror(errno));
+		floe_err(err, FE_BAD_REQUEST, "cannot read %.200s: %s", url, log_strerror(errno));
 		goto done;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -377,8 +374,8 @@ static bool local_read(const char *url, size_t max, char **text, size_t *len,
 		}
 		if (n == cap) {
 			if (cap > max) {
-				floe_err(err, FE_BAD_REQUEST, "%.200s is larger than %zu bytes", url,
-					 max);
+				floe_err(err, FE_BAD_REQUEST, "%.200s is larger than %zu bytes",
+					 url, max);
 				goto done;
 			}
 			size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
@@ -456,8 +453,8 @@ static void purge_failed(struct purge_state *ps, const char *name, int e)
 {
 
 	if (ps->failed++ == 0)
-		(void)snprintf(ps->first_error, sizeof(ps->first_error), "cannot remove %s: %s", name,
-			 log_strerror(e));
+		(void)snprintf(ps->first_error, sizeof(ps->first_error), "cannot remove %s: %s",
+			       name, log_strerror(e));
 }
 
 /* Removes entry name of directory pfd and, when it is a directory,
@@ -512,9 +509,8 @@ static void remove_tree_at(int pfd, const char *name, int depth, struct purge_st
  * warehouse), following no symbolic link below the warehouse root.
  * Returns the descriptor and the table directory's name in *last, -1
  * with *missing when a component does not exist, or -1 with err. */
-static int open_parent_beneath(const char *warehouse_path, const char *rel,
-			       char *last, size_t lastlen, bool *missing,
-			       struct floe_error *err)
+static int open_parent_beneath(const char *warehouse_path, const char *rel, char *last,
+			       size_t lastlen, bool *missing, struct floe_error *err)
 {
 	int fd = open(warehouse_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
@@ -524,8 +520,7 @@ static int open_parent_beneath(const char *warehouse_path, const char *rel,
 			*missing = true;
 			return -1;
 		}
-		floe_err(err, FE_INTERNAL, "cannot open the warehouse: %s",
-			 log_strerror(errno));
+		floe_err(err, FE_INTERNAL, "cannot open the warehouse: %s", log_strerror(errno));
 		return -1;
 	}
 	for (;;) {
@@ -549,9 +544,10 @@ static int open_parent_beneath(const char *warehouse_path, const char *rel,
 				return -1;
 			}
 			if (e == ELOOP || e == ENOTDIR) {
-				floe_err(err, FE_BAD_REQUEST,
-					 "the location passes through a symbolic link or a file (%s); floe follows none",
-					 last);
+				floe_err(
+					err, FE_BAD_REQUEST,
+					"the location passes through a symbolic link or a file (%s); floe follows none",
+					last);
 				return -1;
 			}
 			floe_err(err, FE_INTERNAL, "cannot open %s: %s", last, log_strerror(e));
@@ -562,9 +558,8 @@ static int open_parent_beneath(const char *warehouse_path, const char *rel,
 	}
 }
 
-static enum fileio_purge_result local_purge(const char *table_location,
-					    const char *warehouse_path, long *removed,
-					    struct floe_error *err)
+static enum fileio_purge_result local_purge(const char *table_location, const char *warehouse_path,
+					    long *removed, struct floe_error *err)
 {
 	char *path = fileio_local_path(table_location, err);
 	char last[NAME_MAX + 1];

@@ -125,12 +125,12 @@ struct delivery {
 	struct curl_slist *headers;
 	char *answer;
 	size_t answer_len;
-	bool too_large;          /* the answer passed HOOK_BODY_MAX */
-	const char *blocked;     /* the rule that refused an address */
-	bool host_admitted;      /* the URL's host is on the allowlist */
-	long long started_ms;    /* first attempt */
+	bool too_large;       /* the answer passed HOOK_BODY_MAX */
+	const char *blocked;  /* the rule that refused an address */
+	bool host_admitted;   /* the URL's host is on the allowlist */
+	long long started_ms; /* first attempt */
 	long long deadline_ms;
-	long long retry_at_ms;   /* > 0: waiting to retry */
+	long long retry_at_ms; /* > 0: waiting to retry */
 	bool done;
 	char errbuf[CURL_ERROR_SIZE];
 };
@@ -164,8 +164,7 @@ static size_t on_answer(char *data, size_t size, size_t nmemb, void *userp)
 /* Every address libcurl connects to comes through here, after name
  * resolution: a name that resolves (or is rebound) to a refused address
  * cannot be reached, whatever it resolved to at registration. */
-static curl_socket_t open_socket(void *clientp, curlsocktype purpose,
-				 struct curl_sockaddr *addr)
+static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 {
 	struct delivery *d = clientp;
 	const char *rule = NULL;
@@ -397,7 +396,8 @@ static bool delivery_finish(struct delivery *d, CURLcode code)
 			c->reason[0] = '\0';
 		} else {
 			c->verdict = HOOK_ERROR;
-			(void)snprintf(c->reason, sizeof(c->reason), "%s", "\"passed\" is not a boolean");
+			(void)snprintf(c->reason, sizeof(c->reason), "%s",
+				       "\"passed\" is not a boolean");
 		}
 		goto done;
 	}
@@ -446,7 +446,8 @@ void hooks_call_all(struct hook_call *calls, size_t n)
 		d->done = true;
 		if (calls[i].body == NULL) {
 			/* Fail closed: an audit of nothing is no audit. */
-			(void)snprintf(calls[i].reason, sizeof(calls[i].reason), "payload not built");
+			(void)snprintf(calls[i].reason, sizeof(calls[i].reason),
+				       "payload not built");
 			continue;
 		}
 		char *scheme = NULL;
@@ -459,7 +460,8 @@ void hooks_call_all(struct hook_call *calls, size_t n)
 		free(scheme);
 		free(host);
 		if (!delivery_start(d, multi)) {
-			(void)snprintf(calls[i].reason, sizeof(calls[i].reason), "cannot start the call");
+			(void)snprintf(calls[i].reason, sizeof(calls[i].reason),
+				       "cannot start the call");
 			continue;
 		}
 		d->done = false;
@@ -520,4 +522,3 @@ done:
 	if (multi != NULL)
 		curl_multi_cleanup(multi);
 }
-

@@ -34,16 +34,14 @@ struct hook_policy;
 /* Parses a comma-separated allowlist ("auditor,10.0.0.0/8,::1"; NULL or
  * empty: none). Returns a new policy (free with hook_policy_free), or NULL
  * with a message naming the bad entry in errbuf. */
-struct hook_policy *hook_policy_parse(const char *allow, char *errbuf, size_t errlen)
-	FLOE_WUR;
+struct hook_policy *hook_policy_parse(const char *allow, char *errbuf, size_t errlen) FLOE_WUR;
 
 void hook_policy_free(struct hook_policy *p);
 
 /* The rule that refuses a socket address ("loopback", "private (RFC 1918)",
  * ...) or NULL when the policy admits it. policy may be NULL (no
  * allowlist). */
-const char *hook_policy_check_addr(const struct hook_policy *policy,
-				   const struct sockaddr *sa);
+const char *hook_policy_check_addr(const struct hook_policy *policy, const struct sockaddr *sa);
 
 /* The rule that refuses an address literal (IPv4 in any inet_aton
  * spelling, IPv6 with or without brackets and zone), NULL when admitted
@@ -68,16 +66,16 @@ enum hook_verdict { HOOK_PASS, HOOK_REJECT, HOOK_ERROR };
 struct hook_call {
 	/* in */
 	const char *url;
-	const char *secret;       /* NULL: no signature header */
+	const char *secret; /* NULL: no signature header */
 	const char *delivery_id;
-	const char *body;         /* the payload, as sent and signed; NULL: it
+	const char *body; /* the payload, as sent and signed; NULL: it
 				   * could not be built, the call is an error
 				   * without being sent */
 	long timeout_ms;
 	const struct hook_policy *policy; /* NULL: no allowlist */
 	/* out */
 	enum hook_verdict verdict;
-	long http_status;         /* 0: no answer */
+	long http_status; /* 0: no answer */
 	/* Never the raw answer or transport error text: the hook's own JSON
 	 * "reason" (bounded and cleaned) for a reject, else one of a fixed
 	 * vocabulary ("timeout", "connection refused", "not JSON", ...). */
@@ -96,8 +94,7 @@ void hooks_call_all(struct hook_call *calls, size_t n);
 /* The value of X-Floe-Signature-256: "sha256=<hex HMAC-SHA256(secret,
  * "<timestamp>.<body>")>", where timestamp is the decimal X-Floe-Timestamp.
  * out must hold 72 bytes. */
-void hooks_signature(const char *secret, long long timestamp, const char *body,
-		     char out[72]);
+void hooks_signature(const char *secret, long long timestamp, const char *body, char out[72]);
 
 /* Sanitises a hook's reason into out (at most HOOK_REASON_MAX bytes and a
  * NUL): control characters dropped, cut at a UTF-8 character boundary,

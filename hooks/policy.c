@@ -18,7 +18,7 @@
 #define HOOK_HOST_MAX 253
 
 struct allow_net {
-	int family;              /* AF_INET or AF_INET6 */
+	int family; /* AF_INET or AF_INET6 */
 	unsigned char addr[16];
 	int prefix;
 };
@@ -26,7 +26,7 @@ struct allow_net {
 struct hook_policy {
 	struct allow_net *nets;
 	size_t n_nets;
-	char **hosts;            /* lower case, no trailing dot */
+	char **hosts; /* lower case, no trailing dot */
 	size_t n_hosts;
 };
 
@@ -35,8 +35,7 @@ static const char *classify_v4(uint32_t a)
 {
 	if ((a >> 24) == 0)
 		return "unspecified";
-	if ((a >> 24) == 10 || (a & 0xfff00000u) == 0xac100000u ||
-	    (a & 0xffff0000u) == 0xc0a80000u)
+	if ((a >> 24) == 10 || (a & 0xfff00000u) == 0xac100000u || (a & 0xffff0000u) == 0xc0a80000u)
 		return "private (RFC 1918)";
 	if ((a & 0xffc00000u) == 0x64400000u)
 		return "CGNAT (100.64.0.0/10)";
@@ -102,8 +101,8 @@ static bool embedded_v4(const unsigned char *b, uint32_t *v4)
 
 static const char *classify_v6(const unsigned char *b)
 {
-	static const unsigned char ec2[16] = { 0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0,
-					       0, 0, 0, 0, 0, 0, 0x02, 0x54 };
+	static const unsigned char ec2[16] = { 0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0,    0,
+					       0,    0,    0,    0,    0, 0, 0x02, 0x54 };
 	uint32_t v4;
 
 	if (all_zero(b, 16))
@@ -166,8 +165,7 @@ static const char *check_bytes(const struct hook_policy *p, int family, const un
 	return rule;
 }
 
-const char *hook_policy_check_addr(const struct hook_policy *policy,
-				   const struct sockaddr *sa)
+const char *hook_policy_check_addr(const struct hook_policy *policy, const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
@@ -287,7 +285,8 @@ static bool policy_add(struct hook_policy *p, const char *entry, char *errbuf, s
 	memcpy(raw, entry, alen);
 	raw[alen] = '\0';
 	if (!host_normalise(raw, h, sizeof(h))) {
-		(void)snprintf(errbuf, errlen, "entry \"%s\" is not a host, an address or a network", entry);
+		(void)snprintf(errbuf, errlen,
+			       "entry \"%s\" is not a host, an address or a network", entry);
 		return false;
 	}
 	struct in_addr a4;
@@ -311,14 +310,16 @@ static bool policy_add(struct hook_policy *p, const char *entry, char *errbuf, s
 		p->n_hosts++;
 		return true;
 	} else {
-		(void)snprintf(errbuf, errlen, "entry \"%s\" is not a host, an address or a network", entry);
+		(void)snprintf(errbuf, errlen,
+			       "entry \"%s\" is not a host, an address or a network", entry);
 		return false;
 	}
 	if (slash != NULL) {
 		char *end = NULL;
 		long bits = strtol(slash + 1, &end, 10);
 		if (slash[1] == '\0' || *end != '\0' || bits < 0 || bits > net.prefix) {
-			(void)snprintf(errbuf, errlen, "entry \"%s\" has a bad prefix length (0-%d)", entry,
+			(void)snprintf(errbuf, errlen,
+				       "entry \"%s\" has a bad prefix length (0-%d)", entry,
 				       net.prefix);
 			return false;
 		}

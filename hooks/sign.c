@@ -11,8 +11,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-void hooks_signature(const char *secret, long long timestamp, const char *body,
-		     char out[72])
+void hooks_signature(const char *secret, long long timestamp, const char *body, char out[72])
 {
 	static const char hex[] = "0123456789abcdef";
 	unsigned char mac[EVP_MAX_MD_SIZE];

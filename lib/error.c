@@ -40,8 +40,10 @@ static const struct {
 	[FE_AUDIT_UNAVAILABLE] = { 503, "AuditUnavailableException" },
 };
 
-bool (floe_err)(struct floe_error *err, enum floe_errkind kind,
-		const char *fmt, ...)
+/* The parentheses keep error.h's analyzer macro out of the name. */
+/* clang-format off */
+bool (floe_err)(struct floe_error *err, enum floe_errkind kind, const char *fmt, ...)
+/* clang-format on */
 {
 	va_list ap;
 
@@ -85,10 +87,8 @@ json_t *floe_error_to_json(const struct floe_error *err)
 	json_t *msg = json_string(message);
 	if (msg == NULL)
 		msg = json_string(errkinds[kind].type);
-	return json_pack("{s:{s:o, s:s, s:i}}", "error",
-			 "message", msg,
-			 "type", errkinds[kind].type,
-			 "code", errkinds[kind].status);
+	return json_pack("{s:{s:o, s:s, s:i}}", "error", "message", msg, "type",
+			 errkinds[kind].type, "code", errkinds[kind].status);
 }
 
 void floe_error_clear(struct floe_error *err)

@@ -70,8 +70,8 @@ struct floe_error {
  * FO_NOT_ATTEMPTED, and the SQLSTATE is cleared: whoever knows more sets
  * them afterwards. Always returns false, so a caller can write
  * `return floe_err(...)`. */
-bool floe_err(struct floe_error *err, enum floe_errkind kind,
-	      const char *fmt, ...) FLOE_PRINTF(3, 4);
+bool floe_err(struct floe_error *err, enum floe_errkind kind, const char *fmt, ...)
+	FLOE_PRINTF(3, 4);
 #ifdef __clang_analyzer__
 /* The analyzer looks at one file at a time: tell it what floe_err
  * returns, or it follows `return floe_err(...)` as a success. */

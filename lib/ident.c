@@ -41,8 +41,8 @@ bool utf8_valid(const char *str, size_t len)
 				return false;
 			cp = (cp << 6) | (s[i + k] & 0x3F);
 		}
-		if ((need == 2 && cp < 0x800) || (need == 3 && cp < 0x10000) ||
-		    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		if ((need == 2 && cp < 0x800) || (need == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+		    (cp >= 0xD800 && cp <= 0xDFFF))
 			return false;
 		i += need + 1;
 	}
@@ -60,8 +60,8 @@ static int hexval(char c)
 	return -1;
 }
 
-bool url_decode(const char *in, size_t len, bool plus_is_space,
-		char **out, size_t *outlen, struct floe_error *err)
+bool url_decode(const char *in, size_t len, bool plus_is_space, char **out, size_t *outlen,
+		struct floe_error *err)
 {
 	char *buf = malloc(len + 1);
 	size_t n = 0;
@@ -70,14 +70,12 @@ bool url_decode(const char *in, size_t len, bool plus_is_space,
 		return floe_err(err, FE_INTERNAL, "out of memory");
 	for (size_t i = 0; i < len; i++) {
 		if (in[i] == '%') {
-			if (len - i < 3 || hexval(in[i + 1]) < 0 ||
-			    hexval(in[i + 2]) < 0) {
+			if (len - i < 3 || hexval(in[i + 1]) < 0 || hexval(in[i + 2]) < 0) {
 				free(buf);
 				return floe_err(err, FE_BAD_REQUEST,
 						"malformed percent-escape in URL");
 			}
-			buf[n++] = (char)(hexval(in[i + 1]) * 16 +
-					  hexval(in[i + 2]));
+			buf[n++] = (char)(hexval(in[i + 1]) * 16 + hexval(in[i + 2]));
 			i += 2;
 		} else if (in[i] == '+' && plus_is_space) {
 			buf[n++] = ' ';
@@ -91,34 +89,28 @@ bool url_decode(const char *in, size_t len, bool plus_is_space,
 	return true;
 }
 
-bool ident_name_check(const char *name, size_t len, const char *what,
-		      struct floe_error *err)
+bool ident_name_check(const char *name, size_t len, const char *what, struct floe_error *err)
 {
 	if (len == 0)
 		return floe_err(err, FE_BAD_REQUEST, "%s must not be empty", what);
 	if (len > IDENT_MAX_NAME_BYTES)
-		return floe_err(err, FE_BAD_REQUEST,
-				"%s is %zu bytes long; the limit is %d bytes",
+		return floe_err(err, FE_BAD_REQUEST, "%s is %zu bytes long; the limit is %d bytes",
 				what, len, IDENT_MAX_NAME_BYTES);
 	if (!utf8_valid(name, len))
-		return floe_err(err, FE_BAD_REQUEST,
-				"%s is not valid UTF-8", what);
+		return floe_err(err, FE_BAD_REQUEST, "%s is not valid UTF-8", what);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)name[i];
 		if (c < 0x20 || c == 0x7F)
 			return floe_err(err, FE_BAD_REQUEST,
-					"%s contains the control character 0x%02X",
-					what, c);
+					"%s contains the control character 0x%02X", what, c);
 	}
 	return true;
 }
 
-static bool ns_add_level(struct ns_ident *ns, const char *s, size_t len,
-			 struct floe_error *err)
+static bool ns_add_level(struct ns_ident *ns, const char *s, size_t len, struct floe_error *err)
 {
 	if (ns->nlevels >= IDENT_MAX_LEVELS)
-		return floe_err(err, FE_BAD_REQUEST,
-				"namespace has more than %d levels",
+		return floe_err(err, FE_BAD_REQUEST, "namespace has more than %d levels",
 				IDENT_MAX_LEVELS);
 	if (!ident_name_check(s, len, "namespace level", err))
 		return false;
@@ -129,8 +121,7 @@ static bool ns_add_level(struct ns_ident *ns, const char *s, size_t len,
 	return true;
 }
 
-bool ident_ns_parse(const char *raw, size_t len, struct ns_ident *out,
-		    struct floe_error *err)
+bool ident_ns_parse(const char *raw, size_t len, struct ns_ident *out, struct floe_error *err)
 {
 	char *dec = NULL;
 	size_t declen = 0;
@@ -156,31 +147,27 @@ fail:
 	return false;
 }
 
-bool ident_ns_from_json(const json_t *array, const char *field,
-			struct ns_ident *out, struct floe_error *err)
+bool ident_ns_from_json(const json_t *array, const char *field, struct ns_ident *out,
+			struct floe_error *err)
 {
 	size_t i;
 	json_t *level;
 
 	out->nlevels = 0;
 	if (array == NULL)
-		return floe_err(err, FE_BAD_REQUEST,
-				"missing required field '%s'", field);
+		return floe_err(err, FE_BAD_REQUEST, "missing required field '%s'", field);
 	if (!json_is_array(array))
-		return floe_err(err, FE_BAD_REQUEST,
-				"field '%s' must be an array of strings", field);
+		return floe_err(err, FE_BAD_REQUEST, "field '%s' must be an array of strings",
+				field);
 	if (json_array_size(array) == 0)
-		return floe_err(err, FE_BAD_REQUEST,
-				"field '%s' must not be empty", field);
+		return floe_err(err, FE_BAD_REQUEST, "field '%s' must not be empty", field);
 	json_array_foreach(array, i, level) {
 		if (!json_is_string(level)) {
 			ident_ns_clear(out);
 			return floe_err(err, FE_BAD_REQUEST,
-					"field '%s' must be an array of strings",
-					field);
+					"field '%s' must be an array of strings", field);
 		}
-		if (!ns_add_level(out, json_string_value(level),
-				  json_string_length(level), err)) {
+		if (!ns_add_level(out, json_string_value(level), json_string_length(level), err)) {
 			ident_ns_clear(out);
 			return false;
 		}

@@ -32,8 +32,8 @@ bool utf8_valid(const char *s, size_t len);
  * On success *out is a new NUL-terminated string (caller frees) and
  * *outlen its length, which may contain NUL bytes from %00.
  * Fails with FE_BAD_REQUEST on a malformed escape. */
-bool url_decode(const char *in, size_t len, bool plus_is_space,
-		char **out, size_t *outlen, struct floe_error *err) FLOE_WUR;
+bool url_decode(const char *in, size_t len, bool plus_is_space, char **out, size_t *outlen,
+		struct floe_error *err) FLOE_WUR;
 
 /* Checks one level or table name; what names it in the message (e.g.
  * "namespace level"). Fails with FE_BAD_REQUEST. */
@@ -48,8 +48,8 @@ bool ident_ns_parse(const char *raw, size_t len, struct ns_ident *out,
 
 /* Parses a namespace from a JSON array of strings; field names the JSON
  * field in messages. */
-bool ident_ns_from_json(const json_t *array, const char *field,
-			struct ns_ident *out, struct floe_error *err) FLOE_WUR;
+bool ident_ns_from_json(const json_t *array, const char *field, struct ns_ident *out,
+			struct floe_error *err) FLOE_WUR;
 
 /* The levels as a new JSON array of strings (NULL when out of memory). */
 json_t *ident_ns_to_json(const struct ns_ident *ns);

@@ -149,8 +149,7 @@ bool idmap_del(struct idmap *m, int64_t key)
 	i = (hole + 1) & mask;
 	while (m->slots[i].used) {
 		size_t home = idmap_hash(m->slots[i].key, m->capacity);
-		bool stays = hole <= i ? (hole < home && home <= i)
-				       : (hole < home || home <= i);
+		bool stays = hole <= i ? (hole < home && home <= i) : (hole < home || home <= i);
 		if (!stays) {
 			m->slots[hole] = m->slots[i];
 			m->slots[i].used = false;

@@ -24,8 +24,7 @@ void idmap_free(struct idmap *m);
 
 /* Sets key to value (replacing an old value). False only when out of
  * memory, and then the map is unchanged. */
-bool idmap_put(struct idmap *m, int64_t key, int64_t value)
-	__attribute__((warn_unused_result));
+bool idmap_put(struct idmap *m, int64_t key, int64_t value) __attribute__((warn_unused_result));
 
 /* True when key is in the map; *value (when not NULL) gets its value. */
 bool idmap_get(const struct idmap *m, int64_t key, int64_t *value);

@@ -4,8 +4,8 @@
  */
 #include "json.h"
 
-bool fjson_get_int(const json_t *obj, const char *key, const char *what,
-		   bool *present, int64_t *out, struct floe_error *err)
+bool fjson_get_int(const json_t *obj, const char *key, const char *what, bool *present,
+		   int64_t *out, struct floe_error *err)
 {
 	json_t *v = json_object_get(obj, key);
 
@@ -14,12 +14,11 @@ bool fjson_get_int(const json_t *obj, const char *key, const char *what,
 	if (v == NULL || json_is_null(v)) {
 		if (present != NULL)
 			return true;
-		return floe_err(err, FE_BAD_REQUEST, "%s: missing required field '%s'",
-				what, key);
+		return floe_err(err, FE_BAD_REQUEST, "%s: missing required field '%s'", what, key);
 	}
 	if (!json_is_integer(v))
-		return floe_err(err, FE_BAD_REQUEST, "%s: field '%s' must be an integer",
-				what, key);
+		return floe_err(err, FE_BAD_REQUEST, "%s: field '%s' must be an integer", what,
+				key);
 	*out = json_integer_value(v);
 	return true;
 }
@@ -122,8 +121,7 @@ void fjson_compact(json_t *array)
 		json_array_remove(array, json_array_size(array) - 1);
 }
 
-bool fjson_check_string_map(const json_t *v, const char *what,
-			    struct floe_error *err)
+bool fjson_check_string_map(const json_t *v, const char *what, struct floe_error *err)
 {
 	const char *k;
 	json_t *x;

@@ -22,8 +22,8 @@
  * it, FE_BAD_REQUEST "<what>: missing required field '<key>'". Any other
  * non-integer is FE_BAD_REQUEST.
  */
-bool fjson_get_int(const json_t *obj, const char *key, const char *what,
-		   bool *present, int64_t *out, struct floe_error *err) FLOE_WUR;
+bool fjson_get_int(const json_t *obj, const char *key, const char *what, bool *present,
+		   int64_t *out, struct floe_error *err) FLOE_WUR;
 
 /* The string field key of obj (borrowed), or NULL when it is not one. */
 const char *fjson_get_str(const json_t *obj, const char *key);
@@ -55,7 +55,6 @@ void fjson_compact(json_t *array);
 
 /* Checks that v is an object whose values are all strings; else
  * FE_BAD_REQUEST naming what. */
-bool fjson_check_string_map(const json_t *v, const char *what,
-			    struct floe_error *err) FLOE_WUR;
+bool fjson_check_string_map(const json_t *v, const char *what, struct floe_error *err) FLOE_WUR;
 
 #endif

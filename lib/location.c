@@ -15,9 +15,10 @@ static const char *local_part(const char *loc, struct floe_error *err)
 	if (loc[0] == '/')
 		return loc;
 	if (strncasecmp(loc, "file:", 5) != 0) {
-		floe_err(err, FE_BAD_REQUEST,
-			 "location %.200s is not supported: floe stores tables on local storage (file://)",
-			 loc);
+		floe_err(
+			err, FE_BAD_REQUEST,
+			"location %.200s is not supported: floe stores tables on local storage (file://)",
+			loc);
 		return NULL;
 	}
 	const char *p = loc + 5;
@@ -27,9 +28,10 @@ static const char *local_part(const char *loc, struct floe_error *err)
 		const char *end = strchr(host, '/');
 		size_t hl = end ? (size_t)(end - host) : strlen(host);
 		if (hl != 0 && !(hl == 9 && strncasecmp(host, "localhost", 9) == 0)) {
-			floe_err(err, FE_BAD_REQUEST,
-				 "location %.200s names a host: floe stores tables on local storage only",
-				 loc);
+			floe_err(
+				err, FE_BAD_REQUEST,
+				"location %.200s names a host: floe stores tables on local storage only",
+				loc);
 			return NULL;
 		}
 		p = host + hl;

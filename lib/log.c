@@ -41,8 +41,7 @@ bool log_enabled(enum log_level level)
 	return (int)level <= atomic_load(&current_level);
 }
 
-void log_write(enum log_level level, const char *subsystem,
-	       const char *fmt, ...)
+void log_write(enum log_level level, const char *subsystem, const char *fmt, ...)
 {
 	static const char *const tags[] = { "ERROR", "WARN", "INFO", "DEBUG" };
 	char line[2048];
@@ -57,8 +56,8 @@ void log_write(enum log_level level, const char *subsystem,
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
-	w = snprintf(line + n, sizeof(line) - n, ".%03ldZ %-5s [%s] ",
-		     ts.tv_nsec / 1000000L, tags[level], subsystem);
+	w = snprintf(line + n, sizeof(line) - n, ".%03ldZ %-5s [%s] ", ts.tv_nsec / 1000000L,
+		     tags[level], subsystem);
 	if (w > 0)
 		n += (size_t)w;
 	va_start(ap, fmt);

@@ -31,15 +31,15 @@ bool log_enabled(enum log_level level);
 const char *log_strerror(int e);
 
 /* Writes "<time> <LEVEL> [<subsystem>] <message>". */
-void log_write(enum log_level level, const char *subsystem,
-	       const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void log_write(enum log_level level, const char *subsystem, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #define log_error(sub, ...) log_write(LOG_LEVEL_ERROR, sub, __VA_ARGS__)
 #define log_warn(sub, ...) log_write(LOG_LEVEL_WARN, sub, __VA_ARGS__)
 #define log_info(sub, ...) log_write(LOG_LEVEL_INFO, sub, __VA_ARGS__)
-#define log_debug(sub, ...)                                         \
-	do {                                                        \
-		if (log_enabled(LOG_LEVEL_DEBUG))                   \
+#define log_debug(sub, ...)                                           \
+	do {                                                          \
+		if (log_enabled(LOG_LEVEL_DEBUG))                     \
 			log_write(LOG_LEVEL_DEBUG, sub, __VA_ARGS__); \
 	} while (0)
 

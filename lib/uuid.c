@@ -18,8 +18,8 @@ bool uuid_v4(char out[UUID_STR_LEN])
 	(void)snprintf(out, UUID_STR_LEN,
 		       "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
 		       "%02x%02x%02x%02x%02x%02x",
-		       b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
-		       b[10], b[11], b[12], b[13], b[14], b[15]);
+		       b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+		       b[12], b[13], b[14], b[15]);
 	return true;
 }
 

@@ -15,8 +15,8 @@
 #include <string.h>
 
 const struct list_kind apply_lists[LIST_COUNT] = {
-	[LIST_SCHEMAS] = { "schemas", "schema-id", -1, "current-schema-id",
-			   "current schema", "schema", "schema" },
+	[LIST_SCHEMAS] = { "schemas", "schema-id", -1, "current-schema-id", "current schema",
+			   "schema", "schema" },
 	[LIST_SPECS] = { "partition-specs", "spec-id", -1, "default-spec-id",
 			 "default partition spec", "spec", "spec" },
 	[LIST_ORDERS] = { "sort-orders", "order-id", 0, "default-sort-order-id",
@@ -86,8 +86,7 @@ void apply_free(struct apply *a)
  * the same id becomes a hole (*holes is set), as a replace by id would
  * leave one entry. NULL when out of memory.
  */
-static struct idmap *index_array(json_t *array, const char *key,
-				 bool drop_duplicates, bool *holes,
+static struct idmap *index_array(json_t *array, const char *key, bool drop_duplicates, bool *holes,
 				 struct floe_error *err)
 {
 	struct idmap *index = idmap_new(json_array_size(array));
@@ -118,13 +117,12 @@ static struct idmap *index_array(json_t *array, const char *key,
 struct idmap *apply_snapshot_index(struct apply *a, struct floe_error *err)
 {
 	if (a->snapshot_index == NULL)
-		a->snapshot_index = index_array(fjson_array_field(a->m, "snapshots"),
-						"snapshot-id", false, &a->holes, err);
+		a->snapshot_index = index_array(fjson_array_field(a->m, "snapshots"), "snapshot-id",
+						false, &a->holes, err);
 	return a->snapshot_index;
 }
 
-const json_t *apply_snapshot(struct apply *a, int64_t id, bool *ok,
-			     struct floe_error *err)
+const json_t *apply_snapshot(struct apply *a, int64_t id, bool *ok, struct floe_error *err)
 {
 	struct idmap *index = apply_snapshot_index(a, err);
 	int64_t pos;
@@ -143,8 +141,7 @@ struct idmap *apply_stats_index(struct apply *a, size_t k, struct floe_error *er
 	return a->stats_index[k];
 }
 
-bool apply_drop_stats(struct apply *a, size_t k, int64_t id, bool *dropped,
-		      struct floe_error *err)
+bool apply_drop_stats(struct apply *a, size_t k, int64_t id, bool *dropped, struct floe_error *err)
 {
 	struct idmap *index = apply_stats_index(a, k, err);
 	int64_t pos;
@@ -154,8 +151,7 @@ bool apply_drop_stats(struct apply *a, size_t k, int64_t id, bool *dropped,
 		return false;
 	if (!idmap_get(index, id, &pos))
 		return true;
-	json_array_set_new(json_object_get(a->m, apply_stats_lists[k]), (size_t)pos,
-			   json_null());
+	json_array_set_new(json_object_get(a->m, apply_stats_lists[k]), (size_t)pos, json_null());
 	idmap_del(index, id);
 	a->holes = true;
 	*dropped = true;
@@ -171,8 +167,7 @@ void apply_drop_removed_refs(struct apply *a, const int64_t *only)
 
 	json_object_foreach_safe(refs, tmp, name, ref) {
 		int64_t target = fjson_int_or(ref, "snapshot-id", -1);
-		bool gone = only != NULL ? target == *only
-					 : idmap_has(a->removed, target);
+		bool gone = only != NULL ? target == *only : idmap_has(a->removed, target);
 		if (!gone)
 			continue;
 		if (strcmp(name, "main") == 0)
@@ -211,9 +206,9 @@ static char *content_key(int kind, const json_t *entry)
 				json_decref(key);
 				return NULL;
 			}
-			json_array_append_new(key, json_pack("[O, O, O]", src,
-							     tr ? tr : json_null(),
-							     name ? name : json_null()));
+			json_array_append_new(key,
+					      json_pack("[O, O, O]", src, tr ? tr : json_null(),
+							name ? name : json_null()));
 		}
 	} else {
 		key = json_incref(fields);
@@ -254,8 +249,7 @@ struct id_list *apply_list(struct apply *a, int kind, struct floe_error *err)
 			continue;
 		if (id > l->highest)
 			l->highest = id;
-		if (!json_is_integer(json_object_get(e, lk->idkey)) ||
-		    idmap_has(l->pos, id))
+		if (!json_is_integer(json_object_get(e, lk->idkey)) || idmap_has(l->pos, id))
 			continue;
 		if (!idmap_put(l->pos, id, (int64_t)i))
 			goto oom;
@@ -271,8 +265,7 @@ oom:
  * position index holds. It is built before the first add or remove, so it
  * sees the list as it was when the commit first looked at it.
  */
-static struct id_list *list_with_contents(struct apply *a, int kind,
-					  struct floe_error *err)
+static struct id_list *list_with_contents(struct apply *a, int kind, struct floe_error *err)
 {
 	struct id_list *l = apply_list(a, kind, err);
 	json_t *arr = json_object_get(a->m, apply_lists[kind].list);
@@ -287,8 +280,7 @@ static struct id_list *list_with_contents(struct apply *a, int kind,
 	json_array_foreach(arr, i, e) {
 		json_t *idv = json_object_get(e, apply_lists[kind].idkey);
 		int64_t pos;
-		if (!json_is_integer(idv) ||
-		    !idmap_get(l->pos, json_integer_value(idv), &pos) ||
+		if (!json_is_integer(idv) || !idmap_get(l->pos, json_integer_value(idv), &pos) ||
 		    pos != (int64_t)i)
 			continue;
 		char *key = content_key(kind, e);
@@ -345,8 +337,7 @@ int64_t apply_list_highest(struct apply *a, int kind)
 	return l->highest;
 }
 
-bool apply_list_add(struct apply *a, int kind, int64_t id, json_t *entry,
-		    struct floe_error *err)
+bool apply_list_add(struct apply *a, int kind, int64_t id, json_t *entry, struct floe_error *err)
 {
 	struct id_list *l = list_with_contents(a, kind, err);
 	json_t *arr = fjson_array_field(a->m, apply_lists[kind].list);
@@ -451,8 +442,8 @@ void apply_settle(struct apply *a)
 	forget_positions(a);
 }
 
-bool apply_put_entry(struct apply *a, json_t *arr, bool known, size_t pos,
-		     const json_t *entry, bool *appended, struct floe_error *err)
+bool apply_put_entry(struct apply *a, json_t *arr, bool known, size_t pos, const json_t *entry,
+		     bool *appended, struct floe_error *err)
 {
 	*appended = false;
 	if (known) {

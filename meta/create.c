@@ -64,9 +64,11 @@ static bool reassign_type(json_t *type, struct fresh_ids *m)
 }
 
 static const char *const reserved_properties[] = {
-	"format-version", "uuid", "snapshot-count", "current-snapshot-id",
+	"format-version",           "uuid",
+	"snapshot-count",           "current-snapshot-id",
 	"current-snapshot-summary", "current-snapshot-timestamp-ms",
-	"current-schema", "default-partition-spec", "default-sort-order",
+	"current-schema",           "default-partition-spec",
+	"default-sort-order",
 };
 
 static bool is_reserved_property(const char *k)
@@ -89,8 +91,7 @@ char *create_strip_trailing_slash(const char *s)
 }
 
 /* Parses properties["format-version"]; *format stays as is when absent. */
-static bool format_from_properties(const json_t *props, int *format,
-				   struct floe_error *err)
+static bool format_from_properties(const json_t *props, int *format, struct floe_error *err)
 {
 	const char *fv = fjson_get_str(props, "format-version");
 	char *end = NULL;
@@ -101,10 +102,9 @@ static bool format_from_properties(const json_t *props, int *format,
 	if (fv == NULL)
 		return meta_bad(err, "property format-version must be a string");
 	v = strtol(fv, &end, 10);
-	if (*fv == '\0' || *end != '\0' || v < 1 ||
-	    v > TABLEMETA_MAX_FORMAT_VERSION)
-		return meta_bad(err, "unsupported format-version '%s': floe supports 1 to %d",
-				fv, TABLEMETA_MAX_FORMAT_VERSION);
+	if (*fv == '\0' || *end != '\0' || v < 1 || v > TABLEMETA_MAX_FORMAT_VERSION)
+		return meta_bad(err, "unsupported format-version '%s': floe supports 1 to %d", fv,
+				TABLEMETA_MAX_FORMAT_VERSION);
 	*format = (int)v;
 	return true;
 }
@@ -131,23 +131,12 @@ json_t *create_empty_metadata(int format, int64_t now_ms)
 {
 	return json_pack("{s:i, s:I, s:i, s:[], s:i, s:[], s:i, s:i, s:[], s:i,"
 			 " s:{}, s:I, s:{}, s:[], s:[], s:[], s:[], s:[]}",
-			 "format-version", format,
-			 "last-updated-ms", (json_int_t)now_ms,
-			 "last-column-id", 0,
-			 "schemas",
-			 "current-schema-id", -1,
-			 "partition-specs",
-			 "default-spec-id", -1,
-			 "last-partition-id", META_PARTITION_DATA_ID_START - 1,
-			 "sort-orders",
-			 "default-sort-order-id", -1,
-			 "properties",
-			 "current-snapshot-id", (json_int_t)-1,
-			 "refs",
-			 "snapshots",
-			 "statistics",
-			 "partition-statistics",
-			 "snapshot-log",
+			 "format-version", format, "last-updated-ms", (json_int_t)now_ms,
+			 "last-column-id", 0, "schemas", "current-schema-id", -1, "partition-specs",
+			 "default-spec-id", -1, "last-partition-id",
+			 META_PARTITION_DATA_ID_START - 1, "sort-orders", "default-sort-order-id",
+			 -1, "properties", "current-snapshot-id", (json_int_t)-1, "refs",
+			 "snapshots", "statistics", "partition-statistics", "snapshot-log",
 			 "metadata-log");
 }
 
@@ -163,8 +152,7 @@ struct create {
 };
 
 /* The schema: fresh ids, schema-id 0, identifier fields remapped. */
-static bool create_schema(struct create *c, const json_t *rschema,
-			  struct floe_error *err)
+static bool create_schema(struct create *c, const json_t *rschema, struct floe_error *err)
 {
 	json_t *idf = json_object_get(rschema, "identifier-field-ids");
 	json_t *fresh_idf = NULL;
@@ -183,8 +171,7 @@ static bool create_schema(struct create *c, const json_t *rschema,
 	fresh_idf = json_array();
 	json_array_foreach(idf, i, v) {
 		int64_t fresh;
-		if (!json_is_integer(v) ||
-		    !idmap_get(c->ids.map, json_integer_value(v), &fresh)) {
+		if (!json_is_integer(v) || !idmap_get(c->ids.map, json_integer_value(v), &fresh)) {
 			json_decref(fresh_idf);
 			return meta_bad(err, "schema: identifier field %s is not in the schema",
 					json_is_integer(v) ? "id" : "(not an integer)");
@@ -196,8 +183,8 @@ static bool create_schema(struct create *c, const json_t *rschema,
 }
 
 /* The fresh id of the source field of a spec or order field f. */
-static bool fresh_source(const struct create *c, const json_t *f, const char *what,
-			 int64_t *src, struct floe_error *err)
+static bool fresh_source(const struct create *c, const json_t *f, const char *what, int64_t *src,
+			 struct floe_error *err)
 {
 	if (!idmap_get(c->ids.map, fjson_int_or(f, "source-id", -1), src))
 		return meta_bad(err, "%s: source id %" PRId64 " is not in the schema", what,
@@ -227,11 +214,9 @@ static bool create_spec(struct create *c, struct floe_error *err)
 		if (!schema_partition_field_check(f, c->rindex, err) ||
 		    !fresh_source(c, f, "partition-spec", &src, err))
 			return false;
-		json_t *nf = json_pack("{s:s, s:O, s:I, s:I}",
-				       "name", fjson_get_str(f, "name"),
-				       "transform", json_object_get(f, "transform"),
-				       "source-id", (json_int_t)src,
-				       "field-id",
+		json_t *nf = json_pack("{s:s, s:O, s:I, s:I}", "name", fjson_get_str(f, "name"),
+				       "transform", json_object_get(f, "transform"), "source-id",
+				       (json_int_t)src, "field-id",
 				       (json_int_t)(META_PARTITION_DATA_ID_START + (int64_t)i));
 		if (nf == NULL || json_array_append_new(pfields, nf) != 0)
 			return meta_oom(err);
@@ -252,8 +237,8 @@ static bool create_order(struct create *c, struct floe_error *err)
 	    (!json_is_object(rorder) || !json_is_array(rof)))
 		return meta_bad(err, "write-order needs a 'fields' array");
 	ofields = json_array();
-	c->order = json_pack("{s:i, s:o}", "order-id",
-			     json_array_size(rof) > 0 ? 1 : 0, "fields", ofields);
+	c->order = json_pack("{s:i, s:o}", "order-id", json_array_size(rof) > 0 ? 1 : 0, "fields",
+			     ofields);
 	if (c->order == NULL)
 		return meta_oom(err);
 	json_array_foreach(rof, i, f) {
@@ -270,8 +255,7 @@ static bool create_order(struct create *c, struct floe_error *err)
 }
 
 /* Properties: reserved keys dropped, zstd unless chosen. */
-static bool create_properties(struct create *c, const json_t *rprops,
-			      struct floe_error *err)
+static bool create_properties(struct create *c, const json_t *rprops, struct floe_error *err)
 {
 	const char *k;
 	json_t *v;
@@ -291,8 +275,7 @@ static bool create_properties(struct create *c, const json_t *rprops,
 
 /* The table location: the request's, else the catalog's; no trailing '/'.
  * Returns a new string, or NULL with err set. */
-static char *create_location(const json_t *request, const char *location,
-			     struct floe_error *err)
+static char *create_location(const json_t *request, const char *location, struct floe_error *err)
 {
 	const json_t *rloc = json_object_get(request, "location");
 	char *loc;
@@ -312,8 +295,8 @@ static char *create_location(const json_t *request, const char *location,
 }
 
 /* Puts the parts built into new metadata m. */
-static void create_fill(json_t *m, const struct create *c, const char *uuid,
-			const char *loc, int format)
+static void create_fill(json_t *m, const struct create *c, const char *uuid, const char *loc,
+			int format)
 {
 	json_object_set_new(m, "table-uuid", json_string(uuid));
 	json_object_set_new(m, "location", json_string(loc));
@@ -325,7 +308,7 @@ static void create_fill(json_t *m, const struct create *c, const char *uuid,
 	json_array_append(json_object_get(m, "partition-specs"), c->spec);
 	fjson_set_int(m, "last-partition-id",
 		      META_PARTITION_DATA_ID_START - 1 +
-		      (int64_t)json_array_size(json_object_get(c->spec, "fields")));
+			      (int64_t)json_array_size(json_object_get(c->spec, "fields")));
 	fjson_set_int(m, "default-sort-order-id", fjson_int_or(c->order, "order-id", 0));
 	json_array_append(json_object_get(m, "sort-orders"), c->order);
 	json_object_set(m, "properties", c->props);
@@ -334,8 +317,8 @@ static void create_fill(json_t *m, const struct create *c, const char *uuid,
 	finish_format_fields(m, c->schema, c->spec);
 }
 
-json_t *tablemeta_create(const json_t *request, const char *location,
-			 const char *uuid, int64_t now_ms, struct floe_error *err)
+json_t *tablemeta_create(const json_t *request, const char *location, const char *uuid,
+			 int64_t now_ms, struct floe_error *err)
 {
 	struct create c = { .request = request, .ids = { idmap_new(64), 0 } };
 	const json_t *rprops = json_object_get(request, "properties");
@@ -357,16 +340,15 @@ json_t *tablemeta_create(const json_t *request, const char *location,
 		rprops = NULL;
 	if (rprops != NULL &&
 	    (!fjson_check_string_map(rprops, "properties", err) ||
-	     !format_from_properties(rprops, &format, err) ||
-	     !retry_properties_valid(rprops, err)))
+	     !format_from_properties(rprops, &format, err) || !retry_properties_valid(rprops, err)))
 		goto fail;
 	if (rschema == NULL || json_is_null(rschema)) {
 		meta_bad(err, "missing required field 'schema'");
 		goto fail;
 	}
 	if (!schema_check(rschema, format, &highest, &c.rindex, err) ||
-	    !create_schema(&c, rschema, err) || !create_spec(&c, err) ||
-	    !create_order(&c, err) || !create_properties(&c, rprops, err))
+	    !create_schema(&c, rschema, err) || !create_spec(&c, err) || !create_order(&c, err) ||
+	    !create_properties(&c, rprops, err))
 		goto fail;
 	loc = create_location(request, location, err);
 	if (loc == NULL)

@@ -110,7 +110,9 @@ static bool rewrite_snapshot_log(struct apply *a, struct floe_error *err)
 	size_t n = json_array_size(fresh);
 	if (current != -1 && n > 0 &&
 	    fjson_int_or(json_array_get(fresh, n - 1), "snapshot-id", -1) != current) {
-		meta_bad(err, "Cannot set invalid snapshot log: latest entry is not the current snapshot");
+		meta_bad(
+			err,
+			"Cannot set invalid snapshot log: latest entry is not the current snapshot");
 		goto done;
 	}
 	json_object_set(a->m, "snapshot-log", fresh);
@@ -123,8 +125,7 @@ done:
 
 /* The default (or current) entry of list kind, found through its index;
  * NULL when there is none. A missing list stays missing. */
-static const json_t *default_entry(struct apply *a, int kind, bool *ok,
-				   struct floe_error *err)
+static const json_t *default_entry(struct apply *a, int kind, bool *ok, struct floe_error *err)
 {
 	const struct list_kind *lk = &apply_lists[kind];
 
@@ -136,23 +137,24 @@ static const json_t *default_entry(struct apply *a, int kind, bool *ok,
 
 /* Checks that every source field of entry (a spec or a sort order) is
  * in the schema index; what names the entry and the fix. */
-static bool sources_in(const json_t *entry, const struct idmap *index,
-		       const char *what, const char *fix, struct floe_error *err)
+static bool sources_in(const json_t *entry, const struct idmap *index, const char *what,
+		       const char *fix, struct floe_error *err)
 {
 	size_t i;
 	json_t *f;
 
 	json_array_foreach(json_object_get(entry, "fields"), i, f) {
 		if (!idmap_has(index, fjson_int_or(f, "source-id", -1)))
-			return meta_bad(err, "the default %s uses field %" PRId64
+			return meta_bad(err,
+					"the default %s uses field %" PRId64
 					", which the current schema no longer has; %s first",
 					what, fjson_int_or(f, "source-id", -1), fix);
 	}
 	return true;
 }
 
-static bool spec_fits_schema(const json_t *schema, const json_t *spec,
-			     const json_t *order, struct floe_error *err)
+static bool spec_fits_schema(const json_t *schema, const json_t *spec, const json_t *order,
+			     struct floe_error *err)
 {
 	bool ok;
 
@@ -179,7 +181,8 @@ static bool clock_fits_logs(const struct apply *a, struct floe_error *err)
 			continue;
 		int64_t last = fjson_int_or(json_array_get(log, n - 1), "timestamp-ms", 0);
 		if (last - CLOCK_SKEW_MS > a->now)
-			return meta_bad(err, "Invalid update timestamp %" PRId64
+			return meta_bad(err,
+					"Invalid update timestamp %" PRId64
 					": before the last %s entry %" PRId64,
 					a->now, logs[k], last);
 	}
@@ -188,8 +191,8 @@ static bool clock_fits_logs(const struct apply *a, struct floe_error *err)
 
 /* Appends base's file to the metadata-log, keeping the newest max - 1
  * entries before it (copied once). */
-static bool log_previous_file(struct apply *a, const json_t *base,
-			      const char *base_location, struct floe_error *err)
+static bool log_previous_file(struct apply *a, const json_t *base, const char *base_location,
+			      struct floe_error *err)
 {
 	json_t *mlog = fjson_array_field(a->m, "metadata-log");
 	int64_t max = previous_versions_max(a->m);

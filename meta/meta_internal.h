@@ -47,8 +47,8 @@ int meta_format_of(const json_t *m);
  * ids to their types (new; caller frees). FE_BAD_REQUEST on a bad shape,
  * a duplicate or negative id, or a type the format does not have.
  */
-bool schema_check(const json_t *schema, int format, int64_t *highest,
-		  struct idmap **index, struct floe_error *err) FLOE_WUR;
+bool schema_check(const json_t *schema, int format, int64_t *highest, struct idmap **index,
+		  struct floe_error *err) FLOE_WUR;
 
 /* The ids of a stored schema mapped to their types (new; caller frees),
  * or NULL with FE_INTERNAL when out of memory. Not re-validated. */
@@ -85,11 +85,11 @@ enum { STATS_SNAPSHOT, STATS_PARTITION, STATS_COUNT };
  * use: positions by id, ids by content, and the highest id.
  */
 struct id_list {
-	struct idmap *pos;   /* id -> position; NULL: not built yet */
-	json_t *by_content;  /* content key -> id (the first entry wins);
+	struct idmap *pos;  /* id -> position; NULL: not built yet */
+	json_t *by_content; /* content key -> id (the first entry wins);
 			      * NULL: not built yet */
 	int64_t highest;
-	bool highest_stale;  /* the highest was removed: rescan */
+	bool highest_stale; /* the highest was removed: rescan */
 };
 
 /* What the lists are called in metadata and in messages. */
@@ -107,33 +107,32 @@ extern const struct list_kind apply_lists[LIST_COUNT];
 extern const char *const apply_stats_lists[STATS_COUNT];
 
 struct apply {
-	json_t *m;           /* the working copy */
+	json_t *m; /* the working copy */
 	int64_t now;
 	bool changed;
-	int64_t last[LIST_COUNT];      /* id last added in this commit, NONE_ADDED */
+	int64_t last[LIST_COUNT];        /* id last added in this commit, NONE_ADDED */
 	struct idmap *added[LIST_COUNT]; /* ids added in this commit */
-	struct idmap *added_snapshots; /* snapshot ids added in this commit */
-	json_t *main_targets;    /* snapshot ids main was set to, in order */
+	struct idmap *added_snapshots;   /* snapshot ids added in this commit */
+	json_t *main_targets;            /* snapshot ids main was set to, in order */
 	bool snapshots_removed;
 	/*
 	 * Built on first use, so a commit of thousands of updates on a table
 	 * of thousands of snapshots stays linear. Removed entries become JSON
 	 * null holes (positions stay valid) until apply_settle compacts them.
 	 */
-	struct idmap *snapshot_index;  /* snapshot id -> position in snapshots */
+	struct idmap *snapshot_index;           /* snapshot id -> position in snapshots */
 	struct idmap *stats_index[STATS_COUNT]; /* snapshot id -> position */
-	struct idmap *removed;         /* snapshots removed here whose refs remain */
-	json_t *key_index;             /* encryption key-id -> position */
+	struct idmap *removed;                  /* snapshots removed here whose refs remain */
+	json_t *key_index;                      /* encryption key-id -> position */
 	struct id_list lists[LIST_COUNT];
-	struct idmap *cur_fields;      /* schema_index of schema cur_fields_of */
+	struct idmap *cur_fields; /* schema_index of schema cur_fields_of */
 	int64_t cur_fields_of;
 	bool holes;
 };
 
 /* Starts a commit on m (borrowed for the commit's length). The caller
  * calls apply_free afterwards, also when this fails (out of memory). */
-bool apply_init(struct apply *a, json_t *m, int64_t now,
-		struct floe_error *err) FLOE_WUR;
+bool apply_init(struct apply *a, json_t *m, int64_t now, struct floe_error *err) FLOE_WUR;
 
 /* Frees the indexes of a (not a->m). */
 void apply_free(struct apply *a);
@@ -144,8 +143,7 @@ struct idmap *apply_snapshot_index(struct apply *a, struct floe_error *err);
 
 /* The snapshot with this id (borrowed), or NULL; *ok false when out of
  * memory. */
-const json_t *apply_snapshot(struct apply *a, int64_t id, bool *ok,
-			     struct floe_error *err);
+const json_t *apply_snapshot(struct apply *a, int64_t id, bool *ok, struct floe_error *err);
 
 /* The index of statistics list k (borrowed), or NULL when out of memory. */
 struct idmap *apply_stats_index(struct apply *a, size_t k, struct floe_error *err);
@@ -186,8 +184,7 @@ bool apply_list_add(struct apply *a, int kind, int64_t id, json_t *entry,
 
 /* Removes the entry of list kind with this id, if any (a hole; the commit
  * has changed). False only when out of memory. */
-bool apply_list_remove(struct apply *a, int kind, int64_t id,
-		       struct floe_error *err) FLOE_WUR;
+bool apply_list_remove(struct apply *a, int kind, int64_t id, struct floe_error *err) FLOE_WUR;
 
 /* The field index (schema_index) of schema, which is the current schema,
  * built once per commit. Borrowed; NULL when out of memory. */
@@ -203,8 +200,8 @@ json_t *apply_key_index(struct apply *a, struct floe_error *err);
  * change when it is equal to what is there), else appends it; *appended
  * tells the caller to index it at the end. False when out of memory.
  */
-bool apply_put_entry(struct apply *a, json_t *arr, bool known, size_t pos,
-		     const json_t *entry, bool *appended, struct floe_error *err) FLOE_WUR;
+bool apply_put_entry(struct apply *a, json_t *arr, bool known, size_t pos, const json_t *entry,
+		     bool *appended, struct floe_error *err) FLOE_WUR;
 
 /* Back to plain metadata: refs of removed snapshots dropped, holes gone,
  * the position indexes rebuilt on next use. */
@@ -230,13 +227,11 @@ struct action {
 };
 
 /* Applies every update of updates (an array, or NULL) in order. */
-bool updates_apply(struct apply *a, const json_t *updates,
-		   struct floe_error *err) FLOE_WUR;
+bool updates_apply(struct apply *a, const json_t *updates, struct floe_error *err) FLOE_WUR;
 
 /* The format version of a staged create: that of the first
  * upgrade-format-version update, else 2 (FE_BAD_REQUEST on a bad one). */
-bool updates_staged_format(const json_t *updates, int *format,
-			   struct floe_error *err) FLOE_WUR;
+bool updates_staged_format(const json_t *updates, int *format, struct floe_error *err) FLOE_WUR;
 
 /* --- snapshots.c: actions of the table in updates.c --- */
 

@@ -17,8 +17,8 @@
 
 struct requirement;
 
-typedef bool requirement_fn(const json_t *base, const json_t *r,
-			    const struct requirement *q, struct floe_error *err);
+typedef bool requirement_fn(const json_t *base, const json_t *r, const struct requirement *q,
+			    struct floe_error *err);
 
 /* One type of requirement: its check, and for the ones that compare an
  * id with a metadata field, which field and how messages call it. */
@@ -30,11 +30,10 @@ struct requirement {
 	const char *what;     /* "current schema" in "current schema changed" */
 };
 
-static bool req_failed(struct floe_error *err, const char *type,
-		       const char *fmt, ...) FLOE_PRINTF(3, 4);
+static bool req_failed(struct floe_error *err, const char *type, const char *fmt, ...)
+	FLOE_PRINTF(3, 4);
 
-static bool req_failed(struct floe_error *err, const char *type,
-		       const char *fmt, ...)
+static bool req_failed(struct floe_error *err, const char *type, const char *fmt, ...)
 {
 	va_list ap;
 	char msg[FLOE_ERROR_MESSAGE_MAX - 64];
@@ -42,12 +41,11 @@ static bool req_failed(struct floe_error *err, const char *type,
 	va_start(ap, fmt);
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return floe_err(err, FE_COMMIT_FAILED, "Requirement failed: %s (%s)", msg,
-			type);
+	return floe_err(err, FE_COMMIT_FAILED, "Requirement failed: %s (%s)", msg, type);
 }
 
-static bool check_uuid(const json_t *base, const json_t *r,
-		       const struct requirement *q, struct floe_error *err)
+static bool check_uuid(const json_t *base, const json_t *r, const struct requirement *q,
+		       struct floe_error *err)
 {
 	const char *want = fjson_get_str(r, "uuid");
 	const char *have = fjson_get_str(base, "table-uuid");
@@ -61,9 +59,8 @@ static bool check_uuid(const json_t *base, const json_t *r,
 }
 
 /* assert-ref-snapshot-id against the ref cur (NULL: absent). */
-static bool check_ref_against(const json_t *cur, const char *ref, bool present,
-			      int64_t want, const char *type,
-			      struct floe_error *err)
+static bool check_ref_against(const json_t *cur, const char *ref, bool present, int64_t want,
+			      const char *type, struct floe_error *err)
 {
 	const char *kind = cur ? fjson_get_str(cur, "type") : NULL;
 
@@ -72,17 +69,17 @@ static bool check_ref_against(const json_t *cur, const char *ref, bool present,
 	if (!present && cur != NULL)
 		return req_failed(err, type, "%s %s was created concurrently", kind, ref);
 	if (present && cur == NULL)
-		return req_failed(err, type, "branch or tag %s is missing, expected %" PRId64,
-				  ref, want);
+		return req_failed(err, type, "branch or tag %s is missing, expected %" PRId64, ref,
+				  want);
 	if (present && fjson_int_or(cur, "snapshot-id", -1) != want)
 		return req_failed(err, type,
-				  "%s %s has changed: expected id %" PRId64 " != %" PRId64,
-				  kind, ref, want, fjson_int_or(cur, "snapshot-id", -1));
+				  "%s %s has changed: expected id %" PRId64 " != %" PRId64, kind,
+				  ref, want, fjson_int_or(cur, "snapshot-id", -1));
 	return true;
 }
 
-static bool check_ref(const json_t *base, const json_t *r,
-		      const struct requirement *q, struct floe_error *err)
+static bool check_ref(const json_t *base, const json_t *r, const struct requirement *q,
+		      struct floe_error *err)
 {
 	const char *ref = fjson_get_str(r, "ref");
 	bool present;
@@ -106,8 +103,8 @@ static bool check_ref(const json_t *base, const json_t *r,
 }
 
 /* The id a requirement asserts, as checked against a metadata field. */
-static bool check_id(const json_t *base, const json_t *r,
-		     const struct requirement *q, struct floe_error *err)
+static bool check_id(const json_t *base, const json_t *r, const struct requirement *q,
+		     struct floe_error *err)
 {
 	int64_t want = 0;
 
@@ -115,22 +112,22 @@ static bool check_id(const json_t *base, const json_t *r,
 		return false;
 	int64_t have = fjson_int_or(base, q->meta_key, -1);
 	if (want != have)
-		return req_failed(err, q->type, "%s changed: expected id %" PRId64
-				  " != %" PRId64, q->what, want, have);
+		return req_failed(err, q->type, "%s changed: expected id %" PRId64 " != %" PRId64,
+				  q->what, want, have);
 	return true;
 }
 
 static const struct requirement requirement_types[] = {
 	{ "assert-table-uuid", check_uuid, NULL, NULL, NULL },
 	{ "assert-ref-snapshot-id", check_ref, NULL, NULL, NULL },
-	{ "assert-last-assigned-field-id", check_id, "last-assigned-field-id",
-	  "last-column-id", "last assigned field id" },
-	{ "assert-current-schema-id", check_id, "current-schema-id",
-	  "current-schema-id", "current schema" },
+	{ "assert-last-assigned-field-id", check_id, "last-assigned-field-id", "last-column-id",
+	  "last assigned field id" },
+	{ "assert-current-schema-id", check_id, "current-schema-id", "current-schema-id",
+	  "current schema" },
 	{ "assert-last-assigned-partition-id", check_id, "last-assigned-partition-id",
 	  "last-partition-id", "last assigned partition id" },
-	{ "assert-default-spec-id", check_id, "default-spec-id",
-	  "default-spec-id", "default partition spec" },
+	{ "assert-default-spec-id", check_id, "default-spec-id", "default-spec-id",
+	  "default partition spec" },
 	{ "assert-default-sort-order-id", check_id, "default-sort-order-id",
 	  "default-sort-order-id", "default sort order" },
 };
@@ -144,8 +141,7 @@ static const struct requirement *requirement_find(const char *type)
 	return NULL;
 }
 
-bool tablemeta_check_requirements(const json_t *base,
-				  const json_t *requirements,
+bool tablemeta_check_requirements(const json_t *base, const json_t *requirements,
 				  struct floe_error *err)
 {
 	size_t i;
@@ -166,8 +162,10 @@ bool tablemeta_check_requirements(const json_t *base,
 			continue;
 		}
 		if (base == NULL)
-			return meta_bad(err, "requirement %s needs an existing table; only assert-create applies to a new one",
-					type);
+			return meta_bad(
+				err,
+				"requirement %s needs an existing table; only assert-create applies to a new one",
+				type);
 		const struct requirement *q = requirement_find(type);
 		if (q == NULL)
 			return meta_bad(err, "unknown requirement type '%s'", type);

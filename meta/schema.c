@@ -14,8 +14,7 @@
 
 static bool type_is_v3_only(const char *t)
 {
-	static const char *const v3[] = { "timestamp_ns", "timestamptz_ns",
-					   "variant", "unknown" };
+	static const char *const v3[] = { "timestamp_ns", "timestamptz_ns", "variant", "unknown" };
 	for (size_t i = 0; i < sizeof(v3) / sizeof(v3[0]); i++) {
 		if (strcmp(t, v3[i]) == 0)
 			return true;
@@ -35,11 +34,9 @@ struct schema_walk {
 	int64_t highest;
 };
 
-static bool walk_type(const json_t *type, struct schema_walk *w,
-		      struct floe_error *err);
+static bool walk_type(const json_t *type, struct schema_walk *w, struct floe_error *err);
 
-static bool note_id(struct schema_walk *w, int64_t id, const json_t *type,
-		    struct floe_error *err)
+static bool note_id(struct schema_walk *w, int64_t id, const json_t *type, struct floe_error *err)
 {
 	if (id < 0)
 		return meta_bad(err, "schema: field id %" PRId64 " is negative", id);
@@ -52,8 +49,7 @@ static bool note_id(struct schema_walk *w, int64_t id, const json_t *type,
 	return true;
 }
 
-static bool walk_field(const json_t *f, struct schema_walk *w,
-		       struct floe_error *err)
+static bool walk_field(const json_t *f, struct schema_walk *w, struct floe_error *err)
 {
 	int64_t id;
 
@@ -69,16 +65,17 @@ static bool walk_field(const json_t *f, struct schema_walk *w,
 	if (w->format < 3) {
 		json_t *d = json_object_get(f, "initial-default");
 		if (d != NULL && !json_is_null(d))
-			return meta_bad(err, "schema: field '%s' has an initial-default, which needs format version 3",
-					fjson_get_str(f, "name"));
+			return meta_bad(
+				err,
+				"schema: field '%s' has an initial-default, which needs format version 3",
+				fjson_get_str(f, "name"));
 	}
 	if (!note_id(w, id, json_object_get(f, "type"), err))
 		return false;
 	return walk_type(json_object_get(f, "type"), w, err);
 }
 
-static bool walk_type(const json_t *type, struct schema_walk *w,
-		      struct floe_error *err)
+static bool walk_type(const json_t *type, struct schema_walk *w, struct floe_error *err)
 {
 	if (json_is_string(type)) {
 		const char *t = json_string_value(type);
@@ -123,8 +120,8 @@ static bool walk_type(const json_t *type, struct schema_walk *w,
 	return meta_bad(err, "schema: unknown nested type '%s'", kind);
 }
 
-bool schema_check(const json_t *schema, int format, int64_t *highest,
-		  struct idmap **index, struct floe_error *err)
+bool schema_check(const json_t *schema, int format, int64_t *highest, struct idmap **index,
+		  struct floe_error *err)
 {
 	struct schema_walk w = { idmap_new(64), format, 0 };
 	bool ok;
@@ -166,8 +163,7 @@ static bool index_type(const json_t *type, struct idmap *index)
 		return true;
 	if (strcmp(kind, "struct") == 0) {
 		json_array_foreach(json_object_get(type, "fields"), i, f) {
-			if (!index_id(index, fjson_int_or(f, "id", -1),
-				      json_object_get(f, "type")))
+			if (!index_id(index, fjson_int_or(f, "id", -1), json_object_get(f, "type")))
 				return false;
 		}
 		json_array_foreach(json_object_get(type, "fields"), i, f) {
@@ -177,14 +173,14 @@ static bool index_type(const json_t *type, struct idmap *index)
 		return true;
 	}
 	const char *const keys[][2] = { { "element-id", "element" },
-					{ "key-id", "key" }, { "value-id", "value" } };
+					{ "key-id", "key" },
+					{ "value-id", "value" } };
 	for (size_t k = 0; k < 3; k++) {
 		json_t *idv = json_object_get(type, keys[k][0]);
 		const json_t *t = json_object_get(type, keys[k][1]);
 		if (!json_is_integer(idv))
 			continue;
-		if (!index_id(index, json_integer_value(idv), t) ||
-		    !index_type(t, index))
+		if (!index_id(index, json_integer_value(idv), t) || !index_type(t, index))
 			return false;
 	}
 	return true;
@@ -204,8 +200,7 @@ struct idmap *schema_index(const json_t *schema, struct floe_error *err)
 
 /* The type of the field (or element, key, value) id in a schema index, or
  * NULL; *found tells whether the id is in the schema at all. */
-static const json_t *index_find_type(const struct idmap *index, int64_t id,
-				     bool *found)
+static const json_t *index_find_type(const struct idmap *index, int64_t id, bool *found)
 {
 	int64_t v = 0;
 
@@ -243,16 +238,25 @@ static bool transform_arg(const char *tr, const char *name, long *n)
 static bool transform_check(const char *tr, const json_t *type, const char *what,
 			    struct floe_error *err)
 {
-	static const char *const times[] = { "date", "timestamp", "timestamptz",
-					      "timestamp_ns", "timestamptz_ns", NULL };
+	static const char *const times[] = { "date",         "timestamp",      "timestamptz",
+					     "timestamp_ns", "timestamptz_ns", NULL };
 	static const char *const hours[] = { "timestamp", "timestamptz", "timestamp_ns",
-					      "timestamptz_ns", NULL };
-	static const char *const buckets[] = { "int", "long", "decimal", "date", "time",
-						"timestamp", "timestamptz", "timestamp_ns",
-						"timestamptz_ns", "string", "uuid", "fixed",
-						"binary", NULL };
-	static const char *const truncs[] = { "int", "long", "decimal", "string",
-					       "binary", NULL };
+					     "timestamptz_ns", NULL };
+	static const char *const buckets[] = { "int",
+					       "long",
+					       "decimal",
+					       "date",
+					       "time",
+					       "timestamp",
+					       "timestamptz",
+					       "timestamp_ns",
+					       "timestamptz_ns",
+					       "string",
+					       "uuid",
+					       "fixed",
+					       "binary",
+					       NULL };
+	static const char *const truncs[] = { "int", "long", "decimal", "string", "binary", NULL };
 	const char *t = json_string_value(type);
 	const char *const *allowed = NULL;
 	long n;
@@ -270,8 +274,7 @@ static bool transform_check(const char *tr, const json_t *type, const char *what
 		allowed = buckets;
 	else if (transform_arg(tr, "truncate", &n))
 		allowed = truncs;
-	else if (strcmp(tr, "year") == 0 || strcmp(tr, "month") == 0 ||
-		 strcmp(tr, "day") == 0)
+	else if (strcmp(tr, "year") == 0 || strcmp(tr, "month") == 0 || strcmp(tr, "day") == 0)
 		allowed = times;
 	else if (strcmp(tr, "hour") == 0)
 		allowed = hours;
@@ -288,8 +291,8 @@ static bool transform_check(const char *tr, const json_t *type, const char *what
 /* The start every partition or sort field shares: an object with an
  * integer source-id and a string transform (owner: "partition spec",
  * what: "partition field"). */
-static bool field_head(const json_t *f, const char *owner, const char *what,
-		       int64_t *src, struct floe_error *err)
+static bool field_head(const json_t *f, const char *owner, const char *what, int64_t *src,
+		       struct floe_error *err)
 {
 	if (!json_is_object(f))
 		return meta_bad(err, "%s: a field must be an object", owner);
@@ -302,8 +305,8 @@ static bool field_head(const json_t *f, const char *owner, const char *what,
 
 /* The end they share: the source is in the schema of index (NULL: not
  * checked) and the transform applies to its type. */
-static bool field_tail(const json_t *f, int64_t src, const struct idmap *index,
-		       const char *owner, const char *what, struct floe_error *err)
+static bool field_tail(const json_t *f, int64_t src, const struct idmap *index, const char *owner,
+		       const char *what, struct floe_error *err)
 {
 	bool found = false;
 	const json_t *type = NULL;
@@ -311,7 +314,8 @@ static bool field_tail(const json_t *f, int64_t src, const struct idmap *index,
 	if (index != NULL) {
 		type = index_find_type(index, src, &found);
 		if (!found)
-			return meta_bad(err, "%s: source id %" PRId64 " is not in the current schema",
+			return meta_bad(err,
+					"%s: source id %" PRId64 " is not in the current schema",
 					owner, src);
 	}
 	return transform_check(fjson_get_str(f, "transform"), type, what, err);
@@ -324,12 +328,10 @@ static bool valid_direction(const char *d)
 
 static bool valid_null_order(const char *n)
 {
-	return n != NULL &&
-	       (strcmp(n, "nulls-first") == 0 || strcmp(n, "nulls-last") == 0);
+	return n != NULL && (strcmp(n, "nulls-first") == 0 || strcmp(n, "nulls-last") == 0);
 }
 
-bool schema_sort_field_check(const json_t *f, const struct idmap *index,
-			     struct floe_error *err)
+bool schema_sort_field_check(const json_t *f, const struct idmap *index, struct floe_error *err)
 {
 	int64_t src = 0;
 

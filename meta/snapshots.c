@@ -15,8 +15,7 @@
 
 /* Checks the v3 row lineage of snapshot snap with this id and advances
  * next-row-id (FE_COMMIT_FAILED when first-row-id is stale). */
-static bool advance_row_id(struct apply *a, const json_t *snap, int64_t id,
-			   struct floe_error *err)
+static bool advance_row_id(struct apply *a, const json_t *snap, int64_t id, struct floe_error *err)
 {
 	int64_t first_row, added_rows;
 	bool has_first, has_added;
@@ -25,15 +24,20 @@ static bool advance_row_id(struct apply *a, const json_t *snap, int64_t id,
 	    !fjson_get_int(snap, "added-rows", "snapshot", &has_added, &added_rows, err))
 		return false;
 	if (!has_first)
-		return meta_bad(err, "snapshot %" PRId64 ": a v3 snapshot needs 'first-row-id'", id);
+		return meta_bad(err, "snapshot %" PRId64 ": a v3 snapshot needs 'first-row-id'",
+				id);
 	if (!has_added || added_rows < 0)
-		return meta_bad(err, "snapshot %" PRId64 ": a v3 snapshot needs a non-negative 'added-rows'",
+		return meta_bad(err,
+				"snapshot %" PRId64
+				": a v3 snapshot needs a non-negative 'added-rows'",
 				id);
 	int64_t next_row = fjson_int_or(a->m, "next-row-id", 0);
 	if (first_row < next_row)
-		return floe_err(err, FE_COMMIT_FAILED,
-				"Validation failed, please retry: Cannot add a snapshot whose first-row-id %" PRId64
-				" is behind next-row-id %" PRId64, first_row, next_row);
+		return floe_err(
+			err, FE_COMMIT_FAILED,
+			"Validation failed, please retry: Cannot add a snapshot whose first-row-id %" PRId64
+			" is behind next-row-id %" PRId64,
+			first_row, next_row);
 	fjson_set_int(a->m, "next-row-id", next_row + added_rows);
 	return true;
 }
@@ -73,7 +77,9 @@ bool snapshots_add(struct apply *a, const json_t *u, const struct action *act,
 	if (json_array_size(json_object_get(a->m, "schemas")) == 0 ||
 	    json_array_size(json_object_get(a->m, "partition-specs")) == 0 ||
 	    json_array_size(json_object_get(a->m, "sort-orders")) == 0)
-		return meta_bad(err, "add-snapshot: the table needs a schema, a partition spec and a sort order first");
+		return meta_bad(
+			err,
+			"add-snapshot: the table needs a schema, a partition spec and a sort order first");
 	if (!fjson_get_int(snap, "snapshot-id", "snapshot", NULL, &id, err) ||
 	    !fjson_get_int(snap, "timestamp-ms", "snapshot", NULL, &ts, err) ||
 	    !fjson_get_int(snap, "sequence-number", "snapshot", &has_seq, &seq, err) ||
@@ -81,11 +87,15 @@ bool snapshots_add(struct apply *a, const json_t *u, const struct action *act,
 		return false;
 	if (!json_is_string(json_object_get(snap, "manifest-list")) &&
 	    !(format == 1 && json_is_array(json_object_get(snap, "manifests"))))
-		return meta_bad(err, "snapshot %" PRId64 ": missing required field 'manifest-list'", id);
+		return meta_bad(err, "snapshot %" PRId64 ": missing required field 'manifest-list'",
+				id);
 	const json_t *summary = json_object_get(snap, "summary");
 	if (summary != NULL && !json_is_null(summary) &&
 	    (!json_is_object(summary) || !json_is_string(json_object_get(summary, "operation"))))
-		return meta_bad(err, "snapshot %" PRId64 ": 'summary' must be an object with an 'operation'", id);
+		return meta_bad(err,
+				"snapshot %" PRId64
+				": 'summary' must be an object with an 'operation'",
+				id);
 	struct idmap *index = apply_snapshot_index(a, err);
 	if (index == NULL)
 		return false;
@@ -98,9 +108,11 @@ bool snapshots_add(struct apply *a, const json_t *u, const struct action *act,
 
 	int64_t last_seq = fjson_int_or(a->m, "last-sequence-number", 0);
 	if (format >= 2 && has_parent && seq <= last_seq)
-		return floe_err(err, FE_COMMIT_FAILED,
-				"Validation failed, please retry: Cannot add snapshot with sequence number %" PRId64
-				" older than last sequence number %" PRId64, seq, last_seq);
+		return floe_err(
+			err, FE_COMMIT_FAILED,
+			"Validation failed, please retry: Cannot add snapshot with sequence number %" PRId64
+			" older than last sequence number %" PRId64,
+			seq, last_seq);
 	json_t *copy = snapshot_copy(snap);
 	if (copy == NULL)
 		return meta_oom(err);
@@ -118,8 +130,8 @@ bool snapshots_add(struct apply *a, const json_t *u, const struct action *act,
 	return true;
 }
 
-static bool ref_retention(const json_t *u, const char *key, bool *present,
-			  int64_t *v, struct floe_error *err)
+static bool ref_retention(const json_t *u, const char *key, bool *present, int64_t *v,
+			  struct floe_error *err)
 {
 	if (!fjson_get_int(u, key, "set-snapshot-ref", present, v, err))
 		return false;
@@ -135,14 +147,13 @@ static void log_main_change(struct apply *a, const json_t *snap, int64_t id)
 	if (idmap_has(a->added_snapshots, id))
 		ts = fjson_int_or(snap, "timestamp-ms", a->now);
 	json_array_append_new(fjson_array_field(a->m, "snapshot-log"),
-			      json_pack("{s:I, s:I}", "timestamp-ms", (json_int_t)ts,
-					"snapshot-id", (json_int_t)id));
+			      json_pack("{s:I, s:I}", "timestamp-ms", (json_int_t)ts, "snapshot-id",
+					(json_int_t)id));
 	json_array_append_new(a->main_targets, json_integer(id));
 }
 
 /* The ref a set-snapshot-ref update describes (new), or NULL with err. */
-static json_t *ref_of_update(const json_t *u, const char *name, int64_t *id,
-			     struct floe_error *err)
+static json_t *ref_of_update(const json_t *u, const char *name, int64_t *id, struct floe_error *err)
 {
 	const char *type = fjson_get_str(u, "type");
 	int64_t min_keep = 0, max_snap = 0, max_ref = 0;
@@ -157,14 +168,17 @@ static json_t *ref_of_update(const json_t *u, const char *name, int64_t *id,
 		kind = "tag";
 	else
 		return meta_bad(err, "set-snapshot-ref: type must be branch or tag, not '%s'",
-				type), NULL;
+				type),
+		       NULL;
 	if (!fjson_get_int(u, "snapshot-id", "set-snapshot-ref", NULL, id, err) ||
 	    !ref_retention(u, "min-snapshots-to-keep", &has_min, &min_keep, err) ||
 	    !ref_retention(u, "max-snapshot-age-ms", &has_snap, &max_snap, err) ||
 	    !ref_retention(u, "max-ref-age-ms", &has_ref, &max_ref, err))
 		return NULL;
 	if (strcmp(kind, "tag") == 0 && (has_min || has_snap))
-		return meta_bad(err, "set-snapshot-ref: tags do not take min-snapshots-to-keep or max-snapshot-age-ms"),
+		return meta_bad(
+			       err,
+			       "set-snapshot-ref: tags do not take min-snapshots-to-keep or max-snapshot-age-ms"),
 		       NULL;
 	if (strcmp(name, "main") == 0 && strcmp(kind, "branch") != 0)
 		return meta_bad(err, "set-snapshot-ref: main must be a branch"), NULL;
@@ -213,8 +227,8 @@ bool snapshots_set_ref(struct apply *a, const json_t *u, const struct action *ac
 	return true;
 }
 
-bool snapshots_remove_ref(struct apply *a, const json_t *u,
-			  const struct action *act, struct floe_error *err)
+bool snapshots_remove_ref(struct apply *a, const json_t *u, const struct action *act,
+			  struct floe_error *err)
 {
 	const char *name = fjson_get_str(u, "ref-name");
 	json_t *refs = fjson_object_field(a->m, "refs");
@@ -241,7 +255,8 @@ bool snapshots_remove(struct apply *a, const json_t *u, const struct action *act
 
 	(void)act;
 	if (!fjson_is_array_of(ids, JSON_INTEGER))
-		return meta_bad(err, "remove-snapshots: 'snapshot-ids' must be an array of integers");
+		return meta_bad(err,
+				"remove-snapshots: 'snapshot-ids' must be an array of integers");
 	struct idmap *index = apply_snapshot_index(a, err);
 	if (index == NULL)
 		return false;

@@ -10,10 +10,8 @@
 #include "json.h"
 #include "meta_internal.h"
 
-
-json_t *tablemeta_apply(const json_t *base, const char *base_location,
-			const json_t *updates, int64_t now_ms, bool *changed,
-			struct floe_error *err)
+json_t *tablemeta_apply(const json_t *base, const char *base_location, const json_t *updates,
+			int64_t now_ms, bool *changed, struct floe_error *err)
 {
 	struct apply a;
 	json_t *m = json_deep_copy(base);
@@ -71,12 +69,13 @@ static bool staged_complete(json_t *m, struct floe_error *err)
 	}
 	if (fjson_int_or(m, "default-spec-id", -1) < 0 ||
 	    fjson_int_or(m, "default-sort-order-id", -1) < 0)
-		return meta_bad(err, "a staged create must set the default partition spec and sort order");
+		return meta_bad(
+			err, "a staged create must set the default partition spec and sort order");
 	return true;
 }
 
-json_t *tablemeta_apply_create(const json_t *updates, const char *uuid,
-			       int64_t now_ms, struct floe_error *err)
+json_t *tablemeta_apply_create(const json_t *updates, const char *uuid, int64_t now_ms,
+			       struct floe_error *err)
 {
 	struct apply a;
 	int format;

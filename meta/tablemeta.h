@@ -26,9 +26,8 @@
  * Field ids, spec field ids and sort order ids are assigned afresh.
  * Returns new metadata, or NULL with FE_BAD_REQUEST.
  */
-json_t *tablemeta_create(const json_t *request, const char *location,
-			 const char *uuid, int64_t now_ms,
-			 struct floe_error *err) FLOE_WUR;
+json_t *tablemeta_create(const json_t *request, const char *location, const char *uuid,
+			 int64_t now_ms, struct floe_error *err) FLOE_WUR;
 
 /*
  * Checks every requirement of a commit against base (NULL: the table does
@@ -36,8 +35,7 @@ json_t *tablemeta_create(const json_t *request, const char *location,
  * with the expected and the actual value; an unknown or malformed one is
  * FE_BAD_REQUEST.
  */
-bool tablemeta_check_requirements(const json_t *base,
-				  const json_t *requirements,
+bool tablemeta_check_requirements(const json_t *base, const json_t *requirements,
 				  struct floe_error *err) FLOE_WUR;
 
 /* Checks that updates is an array of objects whose actions are all known,
@@ -54,9 +52,8 @@ bool tablemeta_check_actions(const json_t *updates, struct floe_error *err) FLOE
  * FE_BAD_REQUEST (an invalid update) or FE_COMMIT_FAILED (a stale
  * sequence number or row id: the client should retry).
  */
-json_t *tablemeta_apply(const json_t *base, const char *base_location,
-			const json_t *updates, int64_t now_ms, bool *changed,
-			struct floe_error *err) FLOE_WUR;
+json_t *tablemeta_apply(const json_t *base, const char *base_location, const json_t *updates,
+			int64_t now_ms, bool *changed, struct floe_error *err) FLOE_WUR;
 
 /*
  * The metadata of a table created by a commit carrying assert-create (a
@@ -64,8 +61,8 @@ json_t *tablemeta_apply(const json_t *base, const char *base_location,
  * version of the first upgrade-format-version update (else 2). uuid is
  * the table uuid when no assign-uuid sets one (NULL: one must).
  */
-json_t *tablemeta_apply_create(const json_t *updates, const char *uuid,
-			       int64_t now_ms, struct floe_error *err) FLOE_WUR;
+json_t *tablemeta_apply_create(const json_t *updates, const char *uuid, int64_t now_ms,
+			       struct floe_error *err) FLOE_WUR;
 
 /* The snapshot with this id in metadata m (borrowed), or NULL. */
 const json_t *tablemeta_snapshot(const json_t *m, long long id);

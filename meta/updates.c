@@ -35,8 +35,8 @@ static bool up_assign_uuid(struct apply *a, const json_t *u, const struct action
 	if (cur != NULL && strcasecmp(cur, uuid) == 0)
 		return true;
 	if (cur != NULL)
-		return meta_bad(err, "Cannot reassign uuid: the table's uuid is %s, not %s",
-				cur, uuid);
+		return meta_bad(err, "Cannot reassign uuid: the table's uuid is %s, not %s", cur,
+				uuid);
 	json_object_set_new(a->m, "table-uuid", json_string(uuid));
 	a->changed = true;
 	return true;
@@ -51,8 +51,10 @@ static bool up_upgrade_format(struct apply *a, const json_t *u, const struct act
 		return false;
 	int cur = meta_format_of(a->m);
 	if (v > TABLEMETA_MAX_FORMAT_VERSION || v < 1)
-		return meta_bad(err, "Cannot upgrade table to unsupported format version: v%" PRId64
-				" (floe supports up to v%d)", v, TABLEMETA_MAX_FORMAT_VERSION);
+		return meta_bad(err,
+				"Cannot upgrade table to unsupported format version: v%" PRId64
+				" (floe supports up to v%d)",
+				v, TABLEMETA_MAX_FORMAT_VERSION);
 	if (v < cur)
 		return meta_bad(err, "Cannot downgrade v%d table to v%" PRId64, cur, v);
 	if (v == cur)
@@ -85,8 +87,8 @@ static int64_t fresh_list_id(struct apply *a, int kind, const json_t *entry)
  * last added in this commit is it only if this commit added it (so a
  * later -1 can still fail, as in Java).
  */
-static bool add_unless_known(struct apply *a, int kind, json_t *entry, int64_t *id,
-			     bool *found, struct floe_error *err)
+static bool add_unless_known(struct apply *a, int kind, json_t *entry, int64_t *id, bool *found,
+			     struct floe_error *err)
 {
 	bool ok;
 
@@ -133,14 +135,12 @@ static bool up_add_schema(struct apply *a, const json_t *u, const struct action 
 }
 
 /* Resolves -1 to the one added last in this commit. */
-static bool resolve_last(int64_t *id, int64_t last, const char *what,
-			 struct floe_error *err)
+static bool resolve_last(int64_t *id, int64_t last, const char *what, struct floe_error *err)
 {
 	if (*id != -1)
 		return true;
 	if (last == NONE_ADDED)
-		return meta_bad(err, "Cannot set last added %s: no %s has been added", what,
-				what);
+		return meta_bad(err, "Cannot set last added %s: no %s has been added", what, what);
 	*id = last;
 	return true;
 }
@@ -159,8 +159,8 @@ static bool up_set_default(struct apply *a, const json_t *u, const struct action
 	if (id == fjson_int_or(a->m, lk->current_key, -1))
 		return true;
 	if (apply_list_get(a, act->kind, id, &ok, err) == NULL)
-		return ok ? meta_bad(err, "Cannot set %s to unknown %s: %" PRId64,
-				     lk->current, lk->noun, id)
+		return ok ? meta_bad(err, "Cannot set %s to unknown %s: %" PRId64, lk->current,
+				     lk->noun, id)
 			  : false;
 	fjson_set_int(a->m, lk->current_key, id);
 	a->changed = true;
@@ -174,28 +174,26 @@ static bool up_set_default(struct apply *a, const json_t *u, const struct action
  * FE_BAD_REQUEST on a bad shape, or when out of memory.
  */
 static bool bound_fields(struct apply *a, const json_t *u, const struct action *act,
-			 const json_t **fields, const json_t **schema,
-			 struct floe_error *err)
+			 const json_t **fields, const json_t **schema, struct floe_error *err)
 {
 	const json_t *entry = json_object_get(u, act->field);
 	bool ok;
 
 	*fields = json_object_get(entry, "fields");
-	*schema = apply_list_get(a, LIST_SCHEMAS,
-				 fjson_int_or(a->m, "current-schema-id", -1), &ok, err);
+	*schema = apply_list_get(a, LIST_SCHEMAS, fjson_int_or(a->m, "current-schema-id", -1), &ok,
+				 err);
 	if (!ok)
 		return false;
 	if (!json_is_object(entry) || !json_is_array(*fields))
-		return meta_bad(err, "%s: '%s' must be an object with a 'fields' array",
-				act->name, act->field);
+		return meta_bad(err, "%s: '%s' must be an object with a 'fields' array", act->name,
+				act->field);
 	return true;
 }
 
 /* The fields of an add-spec bound to the current schema (index): field
  * ids kept as sent, or assigned after *next_pid. New array, or NULL. */
-static json_t *spec_fields(struct apply *a, const json_t *fields,
-			   const struct idmap *index, int64_t *next_pid,
-			   struct floe_error *err)
+static json_t *spec_fields(struct apply *a, const json_t *fields, const struct idmap *index,
+			   int64_t *next_pid, struct floe_error *err)
 {
 	json_t *nfields = json_array();
 	size_t i;
@@ -209,8 +207,7 @@ static json_t *spec_fields(struct apply *a, const json_t *fields,
 			goto fail;
 		if (!present)
 			fid = ++*next_pid;
-		if (meta_format_of(a->m) == 1 &&
-		    fid != META_PARTITION_DATA_ID_START + (int64_t)i) {
+		if (meta_format_of(a->m) == 1 && fid != META_PARTITION_DATA_ID_START + (int64_t)i) {
 			meta_bad(err, "add-spec: a v1 spec needs sequential field ids from %d",
 				 META_PARTITION_DATA_ID_START);
 			goto fail;
@@ -253,8 +250,7 @@ static bool up_add_spec(struct apply *a, const json_t *u, const struct action *a
 	if (!add_unless_known(a, LIST_SPECS, nspec, &id, &found, err))
 		return false;
 	if (!found)
-		fjson_set_int(a->m, "last-partition-id",
-			      next_pid > last_pid ? next_pid : last_pid);
+		fjson_set_int(a->m, "last-partition-id", next_pid > last_pid ? next_pid : last_pid);
 	return true;
 }
 
@@ -362,8 +358,8 @@ static bool up_set_properties(struct apply *a, const json_t *u, const struct act
 	return true;
 }
 
-static bool up_remove_properties(struct apply *a, const json_t *u,
-				 const struct action *act, struct floe_error *err)
+static bool up_remove_properties(struct apply *a, const json_t *u, const struct action *act,
+				 struct floe_error *err)
 {
 	const json_t *rem = json_object_get(u, "removals");
 	size_t i;
@@ -382,8 +378,8 @@ static bool up_remove_properties(struct apply *a, const json_t *u,
 	return true;
 }
 
-static bool up_add_encryption_key(struct apply *a, const json_t *u,
-				  const struct action *act, struct floe_error *err)
+static bool up_add_encryption_key(struct apply *a, const json_t *u, const struct action *act,
+				  struct floe_error *err)
 {
 	const json_t *key = json_object_get(u, "encryption-key");
 	const char *kid = fjson_get_str(key, "key-id");
@@ -391,26 +387,28 @@ static bool up_add_encryption_key(struct apply *a, const json_t *u,
 
 	(void)act;
 	if (!json_is_object(key) || kid == NULL)
-		return meta_bad(err, "add-encryption-key: 'encryption-key' needs a string 'key-id'");
+		return meta_bad(err,
+				"add-encryption-key: 'encryption-key' needs a string 'key-id'");
 	if (!json_is_string(json_object_get(key, "encrypted-key-metadata")))
-		return meta_bad(err, "add-encryption-key: 'encryption-key' needs 'encrypted-key-metadata'");
+		return meta_bad(
+			err, "add-encryption-key: 'encryption-key' needs 'encrypted-key-metadata'");
 	json_t *keys = fjson_array_field(a->m, "encryption-keys");
 	json_t *index = apply_key_index(a, err);
 	if (index == NULL)
 		return false;
 	json_t *pos = json_object_get(index, kid);
-	if (!apply_put_entry(a, keys, pos != NULL, (size_t)json_integer_value(pos), key,
-			     &appended, err))
+	if (!apply_put_entry(a, keys, pos != NULL, (size_t)json_integer_value(pos), key, &appended,
+			     err))
 		return false;
 	if (appended &&
-	    json_object_set_new(index, kid,
-				json_integer((json_int_t)json_array_size(keys) - 1)) != 0)
+	    json_object_set_new(index, kid, json_integer((json_int_t)json_array_size(keys) - 1)) !=
+		    0)
 		return meta_oom(err);
 	return true;
 }
 
-static bool up_remove_encryption_key(struct apply *a, const json_t *u,
-				     const struct action *act, struct floe_error *err)
+static bool up_remove_encryption_key(struct apply *a, const json_t *u, const struct action *act,
+				     struct floe_error *err)
 {
 	const char *kid = fjson_get_str(u, "key-id");
 
@@ -474,8 +472,7 @@ static const struct action *action_named(const char *name)
 
 /* The action of update u (a table entry), or NULL with FE_BAD_REQUEST;
  * who names the update in the message ("update 3"). */
-static const struct action *action_of(const json_t *u, const char *who,
-				      struct floe_error *err)
+static const struct action *action_of(const json_t *u, const char *who, struct floe_error *err)
 {
 	const char *name = fjson_get_str(u, "action");
 	const struct action *act = action_named(name);
@@ -534,7 +531,9 @@ bool updates_staged_format(const json_t *updates, int *format, struct floe_error
 		if (!fjson_get_int(u, "format-version", act->name, NULL, &v, err))
 			return false;
 		if (v < 1 || v > TABLEMETA_MAX_FORMAT_VERSION)
-			return meta_bad(err, "unsupported format version %" PRId64 ": floe supports 1 to %d",
+			return meta_bad(err,
+					"unsupported format version %" PRId64
+					": floe supports 1 to %d",
 					v, TABLEMETA_MAX_FORMAT_VERSION);
 		*format = (int)v;
 		return true;

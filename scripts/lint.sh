@@ -6,9 +6,8 @@
 #  - cppcheck (warning, portability, performance);
 #  - scan-build (the clang static analyzer) over a build of its own in
 #    build-scan/;
-#  - with FLOE_LINT_FORMAT=1, clang-format-14 --dry-run --Werror over every
-#    .c and .h (.clang-format). It is off by default until the tree has been
-#    reformatted once.
+#  - clang-format-14 --dry-run --Werror over every .c and .h
+#    (.clang-format).
 #   scripts/lint.sh [BUILD_DIR]     (default build: its compile_commands.json)
 # The tools come from scripts/setup.sh.
 set -euo pipefail
@@ -86,19 +85,15 @@ else
 	failed=1
 fi
 
-if [ "${FLOE_LINT_FORMAT:-0}" = 1 ]; then
-	echo "== clang-format"
-	if find "${folders[@]}" tests -name '*.[ch]' -print0 |
-		xargs -0 clang-format-14 --dry-run --Werror 2>"$work/format.log"; then
-		echo "clang-format: every file is formatted"
-	else
-		grep -E '^[^ ].*(warning|error):' "$work/format.log" | cut -d: -f1 | sort | uniq -c |
-			sort -rn | awk '{print $2 ": " $1 " places"}'
-		echo "clang-format: the files above differ from .clang-format (clang-format-14 -i FILE)"
-		failed=1
-	fi
+echo "== clang-format"
+if find "${folders[@]}" tests -name '*.[ch]' -print0 |
+	xargs -0 clang-format-14 --dry-run --Werror 2>"$work/format.log"; then
+	echo "clang-format: every file is formatted"
 else
-	echo "== clang-format: skipped (FLOE_LINT_FORMAT=1 turns it on)"
+	grep -E '^[^ ].*(warning|error):' "$work/format.log" | cut -d: -f1 | sort | uniq -c |
+		sort -rn | awk '{print $2 ": " $1 " places"}'
+	echo "clang-format: the files above differ from .clang-format (clang-format-14 -i FILE)"
+	failed=1
 fi
 
 exit "$failed"

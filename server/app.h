@@ -36,13 +36,13 @@ struct app {
 	struct store_pool *publish_pool; /* the publish threads' */
 	struct commit_locks *locks;
 	struct unsettled *unsettled; /* commits the janitor settles later */
-	struct workq *commits;  /* runs commits off the HTTP worker threads */
-	struct janitor *janitor; /* purges and upkeep; may be NULL */
-	struct workq *publishes; /* runs publishes (audits) likewise */
-	atomic_long inflight; /* requests begun and not yet completed */
-	atomic_long async;    /* suspended requests still being worked on */
-	atomic_llong body_bytes; /* request bodies held in memory */
-	atomic_bool stopping;    /* shutting down: answers close the connection */
+	struct workq *commits;       /* runs commits off the HTTP worker threads */
+	struct janitor *janitor;     /* purges and upkeep; may be NULL */
+	struct workq *publishes;     /* runs publishes (audits) likewise */
+	atomic_long inflight;        /* requests begun and not yet completed */
+	atomic_long async;           /* suspended requests still being worked on */
+	atomic_llong body_bytes;     /* request bodies held in memory */
+	atomic_bool stopping;        /* shutting down: answers close the connection */
 };
 
 #endif

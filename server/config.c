@@ -46,12 +46,13 @@ enum opt_id {
 };
 
 struct option_def {
-	const char *flag;   /* without the leading "--" */
+	const char *flag; /* without the leading "--" */
 	const char *env;
 	const char *defval; /* NULL: computed, see help */
 	const char *help;
 };
 
+/* clang-format off */
 static const struct option_def options[OPT_COUNT] = {
 	[OPT_LISTEN] = { "listen", "FLOE_LISTEN", "127.0.0.1:8181",
 		"Address to serve HTTP on, host:port or [ipv6]:port (port 0: any free port)" },
@@ -106,9 +107,10 @@ static const struct option_def options[OPT_COUNT] = {
 	[OPT_HOOK_ALLOW] = { "hook-allow", "FLOE_HOOK_ALLOW", "",
 		"Comma-separated hosts and networks (address or address/prefix) audit hooks may reach although they are loopback, private, link-local, CGNAT, unique-local or otherwise internal; empty: none" },
 };
+/* clang-format on */
 
-_Static_assert(OPT_COUNT <= sizeof(((struct floe_config *)0)->raw) /
-		sizeof(char *), "raw[] too small for the option table");
+_Static_assert(OPT_COUNT <= sizeof(((struct floe_config *)0)->raw) / sizeof(char *),
+	       "raw[] too small for the option table");
 
 static const char *process_getenv(const char *name)
 {
@@ -142,11 +144,10 @@ void config_print_help(FILE *out, const char *argv0)
 		if (o->defval != NULL)
 			(void)fprintf(out, "  %-38s default: \"%s\"\n", "", o->defval);
 	}
-	(void)fprintf(out,
-		      "\n  --help               print this text and exit\n"
-		      "  --version            print the version and exit\n"
-		      "  --print-routes       print every route floe serves and exit\n"
-		      "  --print-man          print the manual page (roff) and exit\n");
+	(void)fprintf(out, "\n  --help               print this text and exit\n"
+			   "  --version            print the version and exit\n"
+			   "  --print-routes       print every route floe serves and exit\n"
+			   "  --print-man          print the manual page (roff) and exit\n");
 }
 
 /* Writes text for roff: a leading '.' or '\'' would be a request, and
@@ -169,21 +170,23 @@ void config_print_man(FILE *out, const char *version)
 {
 	(void)fputs(".TH FLOE 1 \"\" \"floe ", out);
 	man_text(out, version);
-	(void)fputs("\" \"User Commands\"\n"
-		    ".SH NAME\n"
-		    "floe \\- an Apache Iceberg REST catalog backed by PostgreSQL\n"
-		    ".SH SYNOPSIS\n"
-		    ".B floe\n"
-		    "[\\fIOPTION\\fR...]\n"
-		    ".SH DESCRIPTION\n"
-		    "floe serves the Iceberg REST catalog protocol over HTTP, keeps its state in\n"
-		    "PostgreSQL (its own embedded one when no database is given) and writes table\n"
-		    "metadata files under its warehouse. Beyond the protocol it serves refs, audit\n"
-		    "hooks, write\\-audit\\-publish runs and an append\\-only audit log.\n"
-		    ".PP\n"
-		    "Every option is a flag (\\fB\\-\\-name=value\\fR or \\fB\\-\\-name value\\fR) and an\n"
-		    "environment variable; a flag wins over the variable.\n"
-		    ".SH OPTIONS\n", out);
+	(void)fputs(
+		"\" \"User Commands\"\n"
+		".SH NAME\n"
+		"floe \\- an Apache Iceberg REST catalog backed by PostgreSQL\n"
+		".SH SYNOPSIS\n"
+		".B floe\n"
+		"[\\fIOPTION\\fR...]\n"
+		".SH DESCRIPTION\n"
+		"floe serves the Iceberg REST catalog protocol over HTTP, keeps its state in\n"
+		"PostgreSQL (its own embedded one when no database is given) and writes table\n"
+		"metadata files under its warehouse. Beyond the protocol it serves refs, audit\n"
+		"hooks, write\\-audit\\-publish runs and an append\\-only audit log.\n"
+		".PP\n"
+		"Every option is a flag (\\fB\\-\\-name=value\\fR or \\fB\\-\\-name value\\fR) and an\n"
+		"environment variable; a flag wins over the variable.\n"
+		".SH OPTIONS\n",
+		out);
 	for (int i = 0; i < OPT_COUNT; i++) {
 		const struct option_def *o = &options[i];
 		(void)fputs(".TP\n.BR \\-\\-", out);
@@ -199,23 +202,24 @@ void config_print_man(FILE *out, const char *version)
 			(void)fputs("\".\n", out);
 		}
 	}
-	(void)fputs(".TP\n.B \\-\\-help\nPrint the options and exit.\n"
-		    ".TP\n.B \\-\\-version\nPrint the version and exit.\n"
-		    ".TP\n.B \\-\\-print\\-routes\nPrint every route floe serves and exit.\n"
-		    ".TP\n.B \\-\\-print\\-man\nPrint this manual page and exit.\n"
-		    ".SH SIGNALS\n"
-		    "SIGTERM or SIGINT stops floe cleanly: in\\-flight requests get\n"
-		    "\\fB\\-\\-shutdown\\-grace\\-seconds\\fR to finish, queued commits and publishes are\n"
-		    "answered 503, and the embedded PostgreSQL is stopped.\n"
-		    ".SH EXIT STATUS\n"
-		    "0 after a clean stop; 1 when floe cannot serve (its database or embedded\n"
-		    "PostgreSQL failed); 2 for a bad option.\n"
-		    ".SH SEE ALSO\n"
-		    "The README and api\\-spec/openapi.yaml of the floe sources.\n", out);
+	(void)fputs(
+		".TP\n.B \\-\\-help\nPrint the options and exit.\n"
+		".TP\n.B \\-\\-version\nPrint the version and exit.\n"
+		".TP\n.B \\-\\-print\\-routes\nPrint every route floe serves and exit.\n"
+		".TP\n.B \\-\\-print\\-man\nPrint this manual page and exit.\n"
+		".SH SIGNALS\n"
+		"SIGTERM or SIGINT stops floe cleanly: in\\-flight requests get\n"
+		"\\fB\\-\\-shutdown\\-grace\\-seconds\\fR to finish, queued commits and publishes are\n"
+		"answered 503, and the embedded PostgreSQL is stopped.\n"
+		".SH EXIT STATUS\n"
+		"0 after a clean stop; 1 when floe cannot serve (its database or embedded\n"
+		"PostgreSQL failed); 2 for a bad option.\n"
+		".SH SEE ALSO\n"
+		"The README and api\\-spec/openapi.yaml of the floe sources.\n",
+		out);
 }
 
-static bool parse_int(const char *s, long long min, long long max,
-		      long long *out)
+static bool parse_int(const char *s, long long min, long long max, long long *out)
 {
 	char *end = NULL;
 	long long v;
@@ -230,8 +234,7 @@ static bool parse_int(const char *s, long long min, long long max,
 	return true;
 }
 
-static bool parse_listen(struct floe_config *cfg, const char *s,
-			 char *errbuf, size_t errlen)
+static bool parse_listen(struct floe_config *cfg, const char *s, char *errbuf, size_t errlen)
 {
 	const char *colon;
 	const char *host;
@@ -258,12 +261,12 @@ static bool parse_listen(struct floe_config *cfg, const char *s,
 		goto bad;
 	cfg->listen_host = strndup(host, hostlen);
 	cfg->listen_port = (int)port;
-	return cfg->listen_host != NULL ||
-	       fail(errbuf, errlen, "out of memory");
+	return cfg->listen_host != NULL || fail(errbuf, errlen, "out of memory");
 bad:
-	return fail(errbuf, errlen,
-		    "invalid value \"%s\" for --listen (FLOE_LISTEN): expected host:port or [ipv6]:port",
-		    s);
+	return fail(
+		errbuf, errlen,
+		"invalid value \"%s\" for --listen (FLOE_LISTEN): expected host:port or [ipv6]:port",
+		s);
 }
 
 static char *absolute_path(const char *p)
@@ -306,9 +309,9 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 	char **raw = cfg->raw;
 	long long v;
 
-#define BAD(id, why)                                                       \
-	fail(errbuf, errlen, "invalid value \"%s\" for --%s (%s): %s",      \
-	     raw[id], options[id].flag, options[id].env, why)
+#define BAD(id, why)                                                                              \
+	fail(errbuf, errlen, "invalid value \"%s\" for --%s (%s): %s", raw[id], options[id].flag, \
+	     options[id].env, why)
 
 	if (!parse_listen(cfg, raw[OPT_LISTEN], errbuf, errlen))
 		return false;
@@ -342,11 +345,9 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 	} else {
 		const char *w = raw[OPT_WAREHOUSE];
 		if (strncmp(w, "file://", 7) != 0)
-			return BAD(OPT_WAREHOUSE,
-				   "only file:// warehouses are supported");
+			return BAD(OPT_WAREHOUSE, "only file:// warehouses are supported");
 		if (w[7] != '/')
-			return BAD(OPT_WAREHOUSE,
-				   "the path must be absolute (file:///...)");
+			return BAD(OPT_WAREHOUSE, "the path must be absolute (file:///...)");
 		cfg->warehouse = strdup(w);
 		if (cfg->warehouse == NULL)
 			return fail(errbuf, errlen, "out of memory");
@@ -395,8 +396,7 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		return BAD(OPT_LOG_LEVEL, "expected error, warn, info or debug");
 
 	if (!parse_int(raw[OPT_MAX_BODY], 1024, 1073741824LL, &v))
-		return BAD(OPT_MAX_BODY,
-			   "expected a byte count from 1024 to 1073741824");
+		return BAD(OPT_MAX_BODY, "expected a byte count from 1024 to 1073741824");
 	cfg->max_body_bytes = v;
 
 	static const struct {
@@ -404,7 +404,8 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		long long min, max;
 		const char *why;
 	} bounds[] = {
-		{ OPT_DB_STATEMENT_TIMEOUT, 100, 3600000, "expected milliseconds from 100 to 3600000" },
+		{ OPT_DB_STATEMENT_TIMEOUT, 100, 3600000,
+		  "expected milliseconds from 100 to 3600000" },
 		{ OPT_DB_LOCK_TIMEOUT, 100, 3600000, "expected milliseconds from 100 to 3600000" },
 		{ OPT_DB_ACQUIRE_TIMEOUT, 1, 600000, "expected milliseconds from 1 to 600000" },
 		{ OPT_QUEUE_MAX, 1, 1000000, "expected an integer from 1 to 1000000" },
@@ -464,15 +465,13 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 static int find_flag(const char *name, size_t len)
 {
 	for (int i = 0; i < OPT_COUNT; i++) {
-		if (strlen(options[i].flag) == len &&
-		    strncmp(options[i].flag, name, len) == 0)
+		if (strlen(options[i].flag) == len && strncmp(options[i].flag, name, len) == 0)
 			return i;
 	}
 	return -1;
 }
 
-static bool set_raw(struct floe_config *cfg, int id, const char *value,
-		    char *errbuf, size_t errlen)
+static bool set_raw(struct floe_config *cfg, int id, const char *value, char *errbuf, size_t errlen)
 {
 	char *copy = strdup(value);
 
@@ -483,8 +482,8 @@ static bool set_raw(struct floe_config *cfg, int id, const char *value,
 	return true;
 }
 
-bool config_load(struct floe_config *cfg, int argc, char **argv,
-		 config_getenv_fn env, char *errbuf, size_t errlen)
+bool config_load(struct floe_config *cfg, int argc, char **argv, config_getenv_fn env, char *errbuf,
+		 size_t errlen)
 {
 	bool from_flag[OPT_COUNT] = { false };
 
@@ -516,29 +515,27 @@ bool config_load(struct floe_config *cfg, int argc, char **argv,
 			continue;
 		}
 		if (strncmp(arg, "--", 2) != 0)
-			return fail(errbuf, errlen,
-				    "unexpected argument \"%s\" (see --help)", arg);
+			return fail(errbuf, errlen, "unexpected argument \"%s\" (see --help)", arg);
 		name = arg + 2;
 		eq = strchr(name, '=');
 		id = find_flag(name, eq != NULL ? (size_t)(eq - name) : strlen(name));
 		if (id < 0)
-			return fail(errbuf, errlen, "unknown option \"%s\" (see --help)",
-				    arg);
+			return fail(errbuf, errlen, "unknown option \"%s\" (see --help)", arg);
 		if (eq != NULL) {
 			value = eq + 1;
 		} else {
 			if (i + 1 >= argc)
-				return fail(errbuf, errlen,
-					    "option --%s (%s) needs a value",
+				return fail(errbuf, errlen, "option --%s (%s) needs a value",
 					    options[id].flag, options[id].env);
 			value = argv[++i];
 		}
 		/* An empty environment variable means "unset"; an empty
 		 * --threads= on the command line is a mistake. */
 		if ((id == OPT_THREADS || id == OPT_COMMIT_THREADS) && value[0] == '\0')
-			return fail(errbuf, errlen,
-				    "invalid value \"\" for --%s (%s): expected an integer from 1 to 256",
-				    options[id].flag, options[id].env);
+			return fail(
+				errbuf, errlen,
+				"invalid value \"\" for --%s (%s): expected an integer from 1 to 256",
+				options[id].flag, options[id].env);
 		if (!set_raw(cfg, id, value, errbuf, errlen))
 			return false;
 		from_flag[id] = true;

@@ -26,20 +26,20 @@ enum config_action {
 
 struct floe_config {
 	enum config_action action;
-	char *listen_host;     /* without brackets for IPv6 */
-	int listen_port;       /* 0: any free port */
-	char *database_url;    /* NULL: embedded PostgreSQL */
+	char *listen_host;        /* without brackets for IPv6 */
+	int listen_port;          /* 0: any free port */
+	char *database_url;       /* NULL: embedded PostgreSQL */
 	char *owner_database_url; /* migrations' role; NULL: database_url's */
-	char *data_dir;        /* absolute */
-	char *warehouse;       /* file:///absolute/path, no trailing '/' */
-	char *warehouse_path;  /* the warehouse's local directory */
+	char *data_dir;           /* absolute */
+	char *warehouse;          /* file:///absolute/path, no trailing '/' */
+	char *warehouse_path;     /* the warehouse's local directory */
 	int threads;
 	int commit_threads;
 	int idempotency_lease_seconds;
 	enum log_level log_level;
 	long long max_body_bytes;
-	char *pg_bin_dir;      /* NULL: search */
-	char *pg_user;         /* NULL: postgres, else nobody */
+	char *pg_bin_dir; /* NULL: search */
+	char *pg_user;    /* NULL: postgres, else nobody */
 	int janitor_interval_s;
 	int metrics_retention_days;
 	int purge_max_attempts;
@@ -47,7 +47,7 @@ struct floe_config {
 	int db_statement_timeout_ms;
 	int db_lock_timeout_ms;
 	int db_acquire_timeout_ms;
-	int queue_max;          /* jobs waiting per work queue */
+	int queue_max; /* jobs waiting per work queue */
 	int publish_threads;
 	int idle_timeout_seconds;
 	int per_ip_connection_limit;
@@ -70,9 +70,8 @@ typedef const char *(*config_getenv_fn)(const char *name);
  * to config_free. Validation covers every value; nothing is resolved on
  * the network.
  */
-bool config_load(struct floe_config *cfg, int argc, char **argv,
-		 config_getenv_fn env, char *errbuf, size_t errlen)
-	__attribute__((warn_unused_result));
+bool config_load(struct floe_config *cfg, int argc, char **argv, config_getenv_fn env, char *errbuf,
+		 size_t errlen) __attribute__((warn_unused_result));
 
 /* Prints the usage text with every option, its variable and default. */
 void config_print_help(FILE *out, const char *argv0);

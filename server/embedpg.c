@@ -93,8 +93,7 @@ static char *find_bindir(const struct floe_config *cfg)
 				*colon = '\0';
 			if (dir[0] == '\0')
 				continue;
-			if (is_executable(dir, "initdb") &&
-			    is_executable(dir, "postgres")) {
+			if (is_executable(dir, "initdb") && is_executable(dir, "postgres")) {
 				char *found = strdup(dir);
 				free(copy);
 				return found;
@@ -113,8 +112,7 @@ static char *find_bindir(const struct floe_config *cfg)
 			char bin[512];
 			if (end == e->d_name || *end != '\0')
 				continue;
-			(void)snprintf(bin, sizeof(bin), "/usr/lib/postgresql/%s/bin",
-				       e->d_name);
+			(void)snprintf(bin, sizeof(bin), "/usr/lib/postgresql/%s/bin", e->d_name);
 			if (v > best && is_executable(bin, "initdb") &&
 			    is_executable(bin, "postgres"))
 				best = v;
@@ -148,8 +146,10 @@ static bool resolve_runas(const struct floe_config *cfg, struct runas *ra)
 		(void)snprintf(ra->name, sizeof(ra->name), "%s", pw->pw_name);
 		return true;
 	}
-	log_error("pg", "floe runs as root and PostgreSQL refuses to: no unprivileged user %s to run it as (set --pg-user)",
-		  cfg->pg_user ? cfg->pg_user : "postgres or nobody");
+	log_error(
+		"pg",
+		"floe runs as root and PostgreSQL refuses to: no unprivileged user %s to run it as (set --pg-user)",
+		cfg->pg_user ? cfg->pg_user : "postgres or nobody");
 	return false;
 }
 
@@ -175,8 +175,8 @@ static bool make_dir(const char *path, mode_t mode, const struct runas *ra)
  * floe dies, even by SIGKILL: the kernel sends it when the forking thread
  * ends, so call this from the main thread only.
  */
-static pid_t spawn(char *const argv[], const struct runas *ra, int logfd,
-		   const char *cwd, int deathsig)
+static pid_t spawn(char *const argv[], const struct runas *ra, int logfd, const char *cwd,
+		   int deathsig)
 {
 	pid_t parent = getpid();
 	pid_t pid = fork();
@@ -189,10 +189,9 @@ static pid_t spawn(char *const argv[], const struct runas *ra, int logfd,
 	(void)signal(SIGPIPE, SIG_DFL);
 	setpgid(0, 0);
 	if (ra->drop) {
-		if (setgroups(0, NULL) != 0 || setgid(ra->gid) != 0 ||
-		    setuid(ra->uid) != 0) {
-			dprintf(logfd, "floe: cannot switch to user %s: %s\n",
-				ra->name, log_strerror(errno));
+		if (setgroups(0, NULL) != 0 || setgid(ra->gid) != 0 || setuid(ra->uid) != 0) {
+			dprintf(logfd, "floe: cannot switch to user %s: %s\n", ra->name,
+				log_strerror(errno));
 			_exit(126);
 		}
 	}
@@ -214,12 +213,12 @@ static pid_t spawn(char *const argv[], const struct runas *ra, int logfd,
 	_exit(127);
 }
 
-static bool run_initdb(const char *bindir, const char *pgdata,
-		       const struct runas *ra, int logfd, const char *logfile)
+static bool run_initdb(const char *bindir, const char *pgdata, const struct runas *ra, int logfd,
+		       const char *logfile)
 {
 	char *initdb = path_join(bindir, "initdb");
-	char *argv[] = { initdb, "-D", (char *)pgdata, "-U", "floe",
-			 "--auth=trust", "-E", "UTF8", "--no-locale", NULL };
+	char *argv[] = { initdb,         "-D", (char *)pgdata, "-U",          "floe",
+			 "--auth=trust", "-E", "UTF8",         "--no-locale", NULL };
 	int status = 0;
 	pid_t pid;
 
@@ -315,17 +314,22 @@ static bool stop_leftover(const char *pgdata)
 	cwd[n] = '\0';
 	if (strcmp(cwd, want) != 0)
 		goto done; /* another process reuses the pid: the file is stale */
-	log_warn("pg", "a PostgreSQL (pid %ld) left over from an earlier run still serves %s; stopping it (immediate shutdown)",
-		 pid, pgdata);
+	log_warn(
+		"pg",
+		"a PostgreSQL (pid %ld) left over from an earlier run still serves %s; stopping it (immediate shutdown)",
+		pid, pgdata);
 	kill((pid_t)pid, SIGQUIT);
 	kill((pid_t)pid, SIGCONT);
 	if (!wait_gone((pid_t)pid, 15)) {
-		log_warn("pg", "the left-over PostgreSQL (pid %ld) did not stop in 15 s; killing it",
+		log_warn("pg",
+			 "the left-over PostgreSQL (pid %ld) did not stop in 15 s; killing it",
 			 pid);
 		kill((pid_t)pid, SIGKILL);
 		if (!wait_gone((pid_t)pid, 10)) {
-			log_error("pg", "the left-over PostgreSQL (pid %ld) on %s will not stop; stop it by hand",
-				  pid, pgdata);
+			log_error(
+				"pg",
+				"the left-over PostgreSQL (pid %ld) on %s will not stop; stop it by hand",
+				pid, pgdata);
 			ok = false;
 			goto done;
 		}
@@ -351,7 +355,9 @@ bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 		return false;
 	bindir = find_bindir(cfg);
 	if (bindir == NULL) {
-		log_error("pg", "no PostgreSQL server binaries (initdb, postgres) found in PATH or /usr/lib/postgresql/*/bin; install postgresql or set --pg-bin-dir");
+		log_error(
+			"pg",
+			"no PostgreSQL server binaries (initdb, postgres) found in PATH or /usr/lib/postgresql/*/bin; install postgresql or set --pg-bin-dir");
 		return false;
 	}
 	pg->pgdata = path_join(cfg->data_dir, "pg");
@@ -359,20 +365,21 @@ bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 	pg->logfile = path_join(cfg->data_dir, "postgres.log");
 	version_file = path_join(cfg->data_dir, "pg/PG_VERSION");
 	postgres = path_join(bindir, "postgres");
-	if (!pg->pgdata || !pg->sockdir || !pg->logfile || !version_file ||
-	    !postgres)
+	if (!pg->pgdata || !pg->sockdir || !pg->logfile || !version_file || !postgres)
 		goto done;
 
 	/* The socket path must fit sun_path. */
 	if (strlen(pg->sockdir) + sizeof("/.s.PGSQL." PG_PORT) >
 	    sizeof(((struct sockaddr_un *)0)->sun_path)) {
-		log_error("pg", "data directory path %s is too long for a Unix socket; use a shorter --data-dir",
-			  cfg->data_dir);
+		log_error(
+			"pg",
+			"data directory path %s is too long for a Unix socket; use a shorter --data-dir",
+			cfg->data_dir);
 		goto done;
 	}
 	if (mkdir(cfg->data_dir, 0755) != 0 && errno != EEXIST) {
-		log_error("pg", "cannot create data directory %s: %s",
-			  cfg->data_dir, log_strerror(errno));
+		log_error("pg", "cannot create data directory %s: %s", cfg->data_dir,
+			  log_strerror(errno));
 		goto done;
 	}
 	if (!make_dir(pg->pgdata, 0700, &ra) || !make_dir(pg->sockdir, 0700, &ra))
@@ -387,9 +394,8 @@ bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 		goto done;
 
 	(void)snprintf(sockopt, sizeof(sockopt), "unix_socket_permissions=0700");
-	char *argv[] = { postgres, "-D", pg->pgdata, "-k", pg->sockdir,
-			 "-p", PG_PORT, "-c", "listen_addresses=", "-c", sockopt,
-			 NULL };
+	char *argv[] = { postgres, "-D", pg->pgdata,          "-k", pg->sockdir, "-p",
+			 PG_PORT,  "-c", "listen_addresses=", "-c", sockopt,     NULL };
 	if (!stop_leftover(pg->pgdata))
 		goto done;
 	/* SIGINT: PostgreSQL's fast shutdown, should floe die. */
@@ -418,11 +424,10 @@ bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 	}
 	/* The cluster's superuser (floe, from initdb) only sets up; floe
 	 * serves as floe_runtime, which may not change the audit log. */
-	(void)snprintf(admin, clen, "host=%s port=" PG_PORT " user=floe dbname=postgres",
-		       host);
+	(void)snprintf(admin, clen, "host=%s port=" PG_PORT " user=floe dbname=postgres", host);
 	(void)snprintf(super, clen, "host=%s port=" PG_PORT " user=floe dbname=floe", host);
-	(void)snprintf(pg->conninfo, clen,
-		       "host=%s port=" PG_PORT " user=floe_runtime dbname=floe", host);
+	(void)snprintf(pg->conninfo, clen, "host=%s port=" PG_PORT " user=floe_runtime dbname=floe",
+		       host);
 	(void)snprintf(pg->owner_conninfo, clen,
 		       "host=%s port=" PG_PORT " user=floe_owner dbname=floe", host);
 	free(host);
@@ -443,7 +448,8 @@ bool embedpg_start(const struct floe_config *cfg, struct embedpg *pg)
 	}
 	if (!up) {
 		if (pg->pid != 0)
-			log_error("pg", "PostgreSQL did not accept connections within 120 s; see %s",
+			log_error("pg",
+				  "PostgreSQL did not accept connections within 120 s; see %s",
 				  pg->logfile);
 		free(admin);
 		free(super);

@@ -15,12 +15,12 @@
 #include "config.h"
 
 struct embedpg {
-	pid_t pid;             /* the postgres child, 0 when not running */
+	pid_t pid; /* the postgres child, 0 when not running */
 	char *pgdata;
 	char *sockdir;
 	char *logfile;
-	char *conninfo;        /* to the floe database, as floe_runtime */
-	char *owner_conninfo;  /* the same as floe_owner (migrations) */
+	char *conninfo;       /* to the floe database, as floe_runtime */
+	char *owner_conninfo; /* the same as floe_owner (migrations) */
 };
 
 /* Initialises the cluster if needed, stops a postgres left running on it

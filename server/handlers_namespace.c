@@ -8,8 +8,6 @@
 
 #include "namespace.h"
 
-
-
 void handle_ns_list(struct http_request *req)
 {
 	struct floe_error err;
@@ -132,8 +130,7 @@ void handle_ns_update_properties(struct http_request *req)
 	json_t *in = NULL;
 	struct store *s;
 
-	if (!http_param_namespace(req, &ns, &err) ||
-	    !http_body_json(req, &in, &err)) {
+	if (!http_param_namespace(req, &ns, &err) || !http_body_json(req, &in, &err)) {
 		http_reply_error(req, &err);
 		goto done;
 	}

@@ -115,7 +115,6 @@ void handle_config(struct http_request *req)
 	/* One warehouse per server: the warehouse query parameter is
 	 * accepted and needs no translation into a prefix. */
 	http_reply_json(req, 200,
-			json_pack("{s:{}, s:{}, s:o, s:s}", "defaults", "overrides",
-				  "endpoints", endpoints, "idempotency-key-lifetime",
-				  IDEMPOTENCY_LIFETIME));
+			json_pack("{s:{}, s:{}, s:o, s:s}", "defaults", "overrides", "endpoints",
+				  endpoints, "idempotency-key-lifetime", IDEMPOTENCY_LIFETIME));
 }

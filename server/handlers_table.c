@@ -14,10 +14,9 @@
 #include "table.h"
 #include "tables.h"
 
-
 /* Parses {namespace} and {table} from the path. */
-static bool table_params(struct http_request *req, struct ns_ident *ns,
-			 char **name, struct floe_error *err)
+static bool table_params(struct http_request *req, struct ns_ident *ns, char **name,
+			 struct floe_error *err)
 {
 	const char *raw = http_param(req, "table");
 	size_t len = 0;
@@ -47,8 +46,7 @@ void handle_table_list(struct http_request *req)
 	struct store *s;
 
 	floe_error_clear(&err);
-	if (!http_param_namespace(req, &ns, &err) ||
-	    !http_query(req, "pageToken", &token, &err) ||
+	if (!http_param_namespace(req, &ns, &err) || !http_query(req, "pageToken", &token, &err) ||
 	    !http_query(req, "pageSize", &size, &err) ||
 	    !page_request_parse(token, size, &page, &err)) {
 		http_reply_error(req, &err);
@@ -79,14 +77,17 @@ void handle_table_list(struct http_request *req)
 	}
 	json_t *tok = json_null();
 	if (more && json_array_size(names) > 0) {
-		struct ns_ident last = { 1, { (char *)json_string_value(
-						  json_array_get(names, json_array_size(names) - 1)) } };
+		struct ns_ident last = {
+			1,
+			{ (char *)json_string_value(
+				json_array_get(names, json_array_size(names) - 1)) }
+		};
 		char *t = page_token_encode(&last);
 		tok = t ? json_string(t) : json_null();
 		free(t);
 	}
-	http_reply_json(req, 200, json_pack("{s:o, s:o}", "identifiers", ids,
-					    "next-page-token", tok));
+	http_reply_json(req, 200,
+			json_pack("{s:o, s:o}", "identifiers", ids, "next-page-token", tok));
 done:
 	json_decref(names);
 	free(token);
@@ -170,8 +171,7 @@ void handle_table_load(struct http_request *req)
 	size_t len = 0;
 
 	floe_error_clear(&err);
-	if (!table_params(req, &ns, &name, &err) ||
-	    !http_query(req, "snapshots", &snaps, &err)) {
+	if (!table_params(req, &ns, &name, &err) || !http_query(req, "snapshots", &snaps, &err)) {
 		http_reply_error(req, &err);
 		goto done;
 	}
@@ -240,13 +240,13 @@ void handle_table_exists(struct http_request *req)
 struct commit_job {
 	struct http_request *req;
 	struct ns_ident ns;
-	char *name;  /* NULL: a multi-table transaction */
+	char *name; /* NULL: a multi-table transaction */
 };
 
 /* The body of a single-table commit; an identifier in it, when given,
  * must name this table. NULL with err set. */
-static json_t *commit_body(struct http_request *req, const struct ns_ident *ns,
-			   const char *name, struct floe_error *err)
+static json_t *commit_body(struct http_request *req, const struct ns_ident *ns, const char *name,
+			   struct floe_error *err)
 {
 	json_t *in = NULL;
 
@@ -357,8 +357,7 @@ void handle_table_drop(struct http_request *req)
 		http_reply_error(req, &err);
 		goto done;
 	}
-	if (purge != NULL && strcasecmp(purge, "true") != 0 &&
-	    strcasecmp(purge, "false") != 0) {
+	if (purge != NULL && strcasecmp(purge, "true") != 0 && strcasecmp(purge, "false") != 0) {
 		floe_err(&err, FE_BAD_REQUEST, "purgeRequested must be true or false");
 		http_reply_error(req, &err);
 		goto done;

@@ -14,10 +14,9 @@
 #include "uuid.h"
 #include "wap.h"
 
-
 /* A decoded path parameter (caller frees) checked as a name. */
-static bool name_param(struct http_request *req, const char *param, const char *what,
-		       char **out, struct floe_error *err)
+static bool name_param(struct http_request *req, const char *param, const char *what, char **out,
+		       struct floe_error *err)
 {
 	const char *raw = http_param(req, param);
 	size_t len = 0;
@@ -52,8 +51,8 @@ static void target_clear(struct target *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static bool target_parse(struct http_request *req, struct target *t, const char *extra,
-			 bool body, struct floe_error *err)
+static bool target_parse(struct http_request *req, struct target *t, const char *extra, bool body,
+			 struct floe_error *err)
 {
 	memset(t, 0, sizeof(*t));
 	floe_error_clear(err);
@@ -74,11 +73,10 @@ fail:
 	return false;
 }
 
-
 /* The work of one route on a table: a new answer body, NULL with err set
  * on failure (json_null() for routes that answer 204). */
-typedef json_t *(*target_op)(struct store *s, const struct table_env *env,
-			     struct target *t, struct floe_error *err);
+typedef json_t *(*target_op)(struct store *s, const struct table_env *env, struct target *t,
+			     struct floe_error *err);
 
 /* Parses the path (and the body when asked), runs op on a borrowed
  * connection and answers with status. */
@@ -104,34 +102,34 @@ static void on_target(struct http_request *req, const char *extra, bool body, in
 
 /* --- refs --- */
 
-static json_t *op_refs_list(struct store *s, const struct table_env *env,
-			    struct target *t, struct floe_error *err)
+static json_t *op_refs_list(struct store *s, const struct table_env *env, struct target *t,
+			    struct floe_error *err)
 {
 	(void)env;
 	return refs_list(s, &t->ns, t->table, err);
 }
 
-static json_t *op_refs_create(struct store *s, const struct table_env *env,
-			      struct target *t, struct floe_error *err)
+static json_t *op_refs_create(struct store *s, const struct table_env *env, struct target *t,
+			      struct floe_error *err)
 {
 	return refs_create(s, env, &t->ns, t->table, t->body, err);
 }
 
-static json_t *op_refs_get(struct store *s, const struct table_env *env,
-			   struct target *t, struct floe_error *err)
+static json_t *op_refs_get(struct store *s, const struct table_env *env, struct target *t,
+			   struct floe_error *err)
 {
 	(void)env;
 	return refs_get(s, &t->ns, t->table, t->extra, err);
 }
 
-static json_t *op_refs_drop(struct store *s, const struct table_env *env,
-			    struct target *t, struct floe_error *err)
+static json_t *op_refs_drop(struct store *s, const struct table_env *env, struct target *t,
+			    struct floe_error *err)
 {
 	return refs_drop(s, env, &t->ns, t->table, t->extra, err) ? json_null() : NULL;
 }
 
-static json_t *op_refs_fast_forward(struct store *s, const struct table_env *env,
-				    struct target *t, struct floe_error *err)
+static json_t *op_refs_fast_forward(struct store *s, const struct table_env *env, struct target *t,
+				    struct floe_error *err)
 {
 	return refs_fast_forward(s, env, &t->ns, t->table, t->extra, t->body, err);
 }
@@ -211,8 +209,7 @@ void handle_hooks_list(struct http_request *req)
 		http_reply_error(req, &err);
 }
 
-static bool hook_id_param(struct http_request *req, const char **id,
-			  struct floe_error *err)
+static bool hook_id_param(struct http_request *req, const char **id, struct floe_error *err)
 {
 	*id = http_param(req, "id");
 	if (*id == NULL || !hook_id_valid(*id))
@@ -261,8 +258,8 @@ void handle_hooks_delete(struct http_request *req)
 
 /* --- write-audit-publish --- */
 
-static json_t *op_wap_stage(struct store *s, const struct table_env *env,
-			    struct target *t, struct floe_error *err)
+static json_t *op_wap_stage(struct store *s, const struct table_env *env, struct target *t,
+			    struct floe_error *err)
 {
 	return wap_stage(s, env, &t->ns, t->table, t->body, err);
 }
@@ -289,8 +286,7 @@ static void publish_job_run(void *arg, const struct floe_error *refused)
 		http_reply_error(req, &err);
 	} else {
 		struct table_env env = handler_env(req);
-		json_t *out = wap_publish(req->pool, &env, &t.ns, t.table, t.extra, t.body,
-					  &err);
+		json_t *out = wap_publish(req->pool, &env, &t.ns, t.table, t.extra, t.body, &err);
 		handler_answer(req, 200, out, &err);
 		target_clear(&t);
 	}
@@ -302,8 +298,8 @@ void handle_wap_publish(struct http_request *req)
 	handler_defer_to(req, req->app->publishes, req->app->publish_pool, publish_job_run, req);
 }
 
-static json_t *op_wap_get(struct store *s, const struct table_env *env,
-			    struct target *t, struct floe_error *err)
+static json_t *op_wap_get(struct store *s, const struct table_env *env, struct target *t,
+			  struct floe_error *err)
 {
 	(void)env;
 	return wap_get(s, &t->ns, t->table, t->extra, err);
@@ -341,8 +337,8 @@ void handle_wap_list(struct http_request *req)
 	target_clear(&t);
 }
 
-static json_t *op_wap_abandon(struct store *s, const struct table_env *env,
-			    struct target *t, struct floe_error *err)
+static json_t *op_wap_abandon(struct store *s, const struct table_env *env, struct target *t,
+			      struct floe_error *err)
 {
 	return wap_abandon(s, env, &t->ns, t->table, t->extra, err);
 }

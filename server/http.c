@@ -30,16 +30,14 @@
 
 static void request_id_init(struct http_request *req)
 {
-	const char *given = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-							"X-Request-Id");
+	const char *given = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "X-Request-Id");
 	if (given != NULL) {
 		size_t len = strlen(given);
 		bool ok = len > 0 && len < sizeof(req->request_id);
 		for (size_t i = 0; ok && i < len; i++) {
 			char c = given[i];
 			ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			     (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-			     c == '.';
+			     (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
 		}
 		if (ok) {
 			memcpy(req->request_id, given, len + 1);
@@ -80,8 +78,7 @@ void http_split_segments(struct http_request *req)
 	}
 }
 
-static struct http_request *request_new(struct app *app,
-					struct MHD_Connection *conn,
+static struct http_request *request_new(struct app *app, struct MHD_Connection *conn,
 					const char *url, const char *method)
 {
 	struct http_request *req = calloc(1, sizeof(*req));
@@ -139,13 +136,12 @@ static void request_free(struct http_request *req)
 
 /* --- answers --- */
 
-static void reply_buffer(struct http_request *req, int status, char *data,
-			 size_t len, const char *content_type)
+static void reply_buffer(struct http_request *req, int status, char *data, size_t len,
+			 const char *content_type)
 {
 	if (req->response != NULL)
 		MHD_destroy_response(req->response);
-	req->response = MHD_create_response_from_buffer(len, data,
-							MHD_RESPMEM_MUST_FREE);
+	req->response = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
 	if (req->response == NULL) {
 		free(data);
 		return;
@@ -180,8 +176,7 @@ void http_reply_json(struct http_request *req, int status, json_t *body)
 	reply_buffer(req, status, text, strlen(text), "application/json");
 }
 
-void http_reply_text(struct http_request *req, int status, char *text,
-		     size_t len)
+void http_reply_text(struct http_request *req, int status, char *text, size_t len)
 {
 	reply_buffer(req, status, text, len, "application/json");
 }
@@ -190,8 +185,7 @@ void http_reply_empty(struct http_request *req, int status)
 {
 	if (req->response != NULL)
 		MHD_destroy_response(req->response);
-	req->response = MHD_create_response_from_buffer(0, NULL,
-							MHD_RESPMEM_PERSISTENT);
+	req->response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 	if (req->response == NULL)
 		return;
 	req->status = status;
@@ -217,8 +211,9 @@ void http_reply_error(struct http_request *req, const struct floe_error *err)
 	if (method_mutates(req->method)) {
 		shown.kind = floe_error_mutation_kind(err);
 		if (shown.kind == FE_COMMIT_STATE_UNKNOWN && err->kind != FE_COMMIT_STATE_UNKNOWN)
-			(void)snprintf(shown.message, sizeof(shown.message),
-				       "the database connection broke while the change was being committed; its outcome is unknown");
+			(void)snprintf(
+				shown.message, sizeof(shown.message),
+				"the database connection broke while the change was being committed; its outcome is unknown");
 	}
 	err = &shown;
 	int status = floe_errkind_status(err->kind);
@@ -227,26 +222,23 @@ void http_reply_error(struct http_request *req, const struct floe_error *err)
 
 	json_decref(body);
 	if (text == NULL) {
-		static const char fallback[] =
-			"{\"error\":{\"message\":\"out of memory\","
-			"\"type\":\"InternalServerError\",\"code\":500}}";
+		static const char fallback[] = "{\"error\":{\"message\":\"out of memory\","
+					       "\"type\":\"InternalServerError\",\"code\":500}}";
 		text = strdup(fallback);
 		status = 500;
 		if (text == NULL)
 			return;
 	}
 	if (status >= 500)
-		log_warn("http", "%s %s -> %d %s: %s rid=%s", req->method, req->path,
-			 status, floe_errkind_type(err->kind), err->message,
-			 req->request_id);
+		log_warn("http", "%s %s -> %d %s: %s rid=%s", req->method, req->path, status,
+			 floe_errkind_type(err->kind), err->message, req->request_id);
 	reply_buffer(req, status, text, strlen(text), "application/json");
 	if (status == 503 && req->response != NULL)
 		MHD_add_response_header(req->response, "Retry-After",
 					err->kind == FE_AUDIT_UNAVAILABLE ? "30" : "1");
 }
 
-void http_add_header(struct http_request *req, const char *name,
-		     const char *value)
+void http_add_header(struct http_request *req, const char *name, const char *value)
 {
 	if (req->response != NULL)
 		MHD_add_response_header(req->response, name, value);
@@ -259,8 +251,7 @@ const char *http_param(const struct http_request *req, const char *name)
 	size_t len = strlen(name);
 
 	for (size_t i = 0; i < req->nparams; i++) {
-		if (req->param_name_lens[i] == len &&
-		    strncmp(req->param_names[i], name, len) == 0)
+		if (req->param_name_lens[i] == len && strncmp(req->param_names[i], name, len) == 0)
 			return req->param_values[i];
 	}
 	return NULL;
@@ -268,12 +259,10 @@ const char *http_param(const struct http_request *req, const char *name)
 
 const char *http_query_raw(struct http_request *req, const char *name)
 {
-	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND,
-					   name);
+	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-bool http_query(struct http_request *req, const char *name, char **out,
-		struct floe_error *err)
+bool http_query(struct http_request *req, const char *name, char **out, struct floe_error *err)
 {
 	const char *raw = http_query_raw(req, name);
 	size_t len = 0;
@@ -286,8 +275,8 @@ bool http_query(struct http_request *req, const char *name, char **out,
 	if (!utf8_valid(*out, len) || strlen(*out) != len) {
 		free(*out);
 		*out = NULL;
-		return floe_err(err, FE_BAD_REQUEST,
-				"query parameter '%s' is not valid UTF-8 text", name);
+		return floe_err(err, FE_BAD_REQUEST, "query parameter '%s' is not valid UTF-8 text",
+				name);
 	}
 	return true;
 }
@@ -297,8 +286,7 @@ const char *http_header(struct http_request *req, const char *name)
 	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
-bool http_body_json(struct http_request *req, json_t **out,
-		    struct floe_error *err)
+bool http_body_json(struct http_request *req, json_t **out, struct floe_error *err)
 {
 	json_error_t jerr;
 
@@ -314,14 +302,12 @@ bool http_body_json(struct http_request *req, json_t **out,
 	if (!json_is_object(*out)) {
 		json_decref(*out);
 		*out = NULL;
-		return floe_err(err, FE_BAD_REQUEST,
-				"request body must be a JSON object");
+		return floe_err(err, FE_BAD_REQUEST, "request body must be a JSON object");
 	}
 	return true;
 }
 
-bool http_param_namespace(struct http_request *req, struct ns_ident *ns,
-			  struct floe_error *err)
+bool http_param_namespace(struct http_request *req, struct ns_ident *ns, struct floe_error *err)
 {
 	const char *raw = http_param(req, "namespace");
 
@@ -349,15 +335,13 @@ static void dispatch(struct http_request *req)
 
 	floe_error_clear(&err);
 	if (req->body_too_large) {
-		floe_err(&err, FE_TOO_LARGE,
-			 "request body exceeds the limit of %lld bytes",
+		floe_err(&err, FE_TOO_LARGE, "request body exceeds the limit of %lld bytes",
 			 req->app->cfg->max_body_bytes);
 		http_reply_error(req, &err);
 		return;
 	}
 	if (req->body_over_budget) {
-		floe_err(&err, FE_UNAVAILABLE,
-			 "too many request bodies are being received; retry");
+		floe_err(&err, FE_UNAVAILABLE, "too many request bodies are being received; retry");
 		http_reply_error(req, &err);
 		return;
 	}
@@ -374,8 +358,7 @@ static void dispatch(struct http_request *req)
 		}
 		return;
 	case ROUTE_BAD_METHOD:
-		floe_err(&err, FE_METHOD_NOT_ALLOWED,
-			 "method %s is not allowed on %s; allowed: %s",
+		floe_err(&err, FE_METHOD_NOT_ALLOWED, "method %s is not allowed on %s; allowed: %s",
 			 req->method, req->path, allow);
 		http_reply_error(req, &err);
 		http_add_header(req, "Allow", allow);
@@ -408,8 +391,7 @@ static enum MHD_Result queue(struct http_request *req)
  * rejects a malformed length). */
 static unsigned long long content_length(struct http_request *req)
 {
-	const char *cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-						     "Content-Length");
+	const char *cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Content-Length");
 	char *end = NULL;
 	unsigned long long v;
 
@@ -422,9 +404,8 @@ static unsigned long long content_length(struct http_request *req)
 	return v;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
-				  const char *url, const char *method,
-				  const char *version, const char *upload_data,
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **req_cls)
 {
 	struct app *app = cls;
@@ -441,8 +422,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		struct floe_error err;
 		floe_error_clear(&err);
 		if (cl > (unsigned long long)app->cfg->max_body_bytes)
-			floe_err(&err, FE_TOO_LARGE,
-				 "request body exceeds the limit of %lld bytes",
+			floe_err(&err, FE_TOO_LARGE, "request body exceeds the limit of %lld bytes",
 				 app->cfg->max_body_bytes);
 		else if (cl > 0 && !body_reserve(req, (size_t)cl + 1))
 			floe_err(&err, FE_UNAVAILABLE,
@@ -484,8 +464,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			if (cap > max + 1)
 				cap = max + 1;
 			/* A declared length (already counted) is the exact size. */
-			if (req->body_reserved > req->body_len + n &&
-			    req->body_reserved < cap)
+			if (req->body_reserved > req->body_len + n && req->body_reserved < cap)
 				cap = req->body_reserved;
 			if (!body_reserve(req, cap)) {
 				/* Dropped like a body too large; 503 at the end. */
@@ -542,8 +521,8 @@ void http_async_complete(struct http_request *req)
 	atomic_fetch_sub(&app->async, 1);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn,
-			 void **req_cls, enum MHD_RequestTerminationCode toe)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+			 enum MHD_RequestTerminationCode toe)
 {
 	struct app *app = cls;
 	struct http_request *req = *req_cls;
@@ -557,12 +536,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 	us = (long long)(now.tv_sec - req->start.tv_sec) * 1000000LL +
 	     (now.tv_nsec - req->start.tv_nsec) / 1000;
 	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
-		log_info("access", "%s %s %d %lldus rid=%s", req->method, req->path,
-			 req->status, us, req->request_id);
+		log_info("access", "%s %s %d %lldus rid=%s", req->method, req->path, req->status,
+			 us, req->request_id);
 	else
-		log_info("access", "%s %s %d %lldus rid=%s aborted(%d)",
-			 req->method, req->path, req->status, us,
-			 req->request_id, (int)toe);
+		log_info("access", "%s %s %d %lldus rid=%s aborted(%d)", req->method, req->path,
+			 req->status, us, req->request_id, (int)toe);
 	request_free(req);
 	*req_cls = NULL;
 	atomic_fetch_sub(&app->inflight, 1);
@@ -596,12 +574,15 @@ static unsigned int connection_limit(const struct floe_config *cfg)
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 		(void)getrlimit(RLIMIT_NOFILE, &rl);
 	}
-	unsigned long long spare = 64ULL + 2ULL * (unsigned long long)(cfg->threads +
-		cfg->commit_threads + cfg->publish_threads);
+	unsigned long long spare = 64ULL +
+				   2ULL * (unsigned long long)(cfg->threads + cfg->commit_threads +
+							       cfg->publish_threads);
 	if (rl.rlim_cur != RLIM_INFINITY && want + spare > rl.rlim_cur) {
 		unsigned long long cap = rl.rlim_cur > spare + 16 ? rl.rlim_cur - spare : 16;
-		log_warn("http", "connection limit %llu lowered to %llu to stay below the open-file limit %llu",
-			 want, cap, (unsigned long long)rl.rlim_cur);
+		log_warn(
+			"http",
+			"connection limit %llu lowered to %llu to stay below the open-file limit %llu",
+			want, cap, (unsigned long long)rl.rlim_cur);
 		want = cap;
 	}
 	return (unsigned int)want;
@@ -613,8 +594,8 @@ struct MHD_Daemon *http_start(struct app *app)
 	struct addrinfo hints, *ai = NULL;
 	char port[16];
 	struct MHD_Daemon *d;
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
-			     MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
+			     MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
 	int rc;
 
 	memset(&hints, 0, sizeof(hints));
@@ -624,38 +605,32 @@ struct MHD_Daemon *http_start(struct app *app)
 	(void)snprintf(port, sizeof(port), "%d", cfg->listen_port);
 	rc = getaddrinfo(cfg->listen_host, port, &hints, &ai);
 	if (rc != 0) {
-		log_error("http", "cannot resolve listen address %s: %s",
-			  cfg->listen_host, gai_strerror(rc));
+		log_error("http", "cannot resolve listen address %s: %s", cfg->listen_host,
+			  gai_strerror(rc));
 		return NULL;
 	}
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	unsigned int limit = connection_limit(cfg);
-	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, app,
-			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-			     MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
-			     MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-			     MHD_OPTION_NOTIFY_COMPLETED, on_completed, app,
-			     MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
-			     MHD_OPTION_CONNECTION_TIMEOUT,
-			     (unsigned int)cfg->idle_timeout_seconds,
-			     MHD_OPTION_CONNECTION_LIMIT, limit,
-			     MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, app, MHD_OPTION_EXTERNAL_LOGGER,
+			     mhd_log, NULL, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
+			     MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED,
+			     on_completed, app, MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
+			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->idle_timeout_seconds,
+			     MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 			     (unsigned int)cfg->per_ip_connection_limit,
 			     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
-			     MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
-			     MHD_OPTION_END);
+			     MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
 	if (d == NULL)
-		log_error("http", "cannot listen on %s:%d: %s", cfg->listen_host,
-			  cfg->listen_port, log_strerror(errno));
+		log_error("http", "cannot listen on %s:%d: %s", cfg->listen_host, cfg->listen_port,
+			  log_strerror(errno));
 	freeaddrinfo(ai);
 	return d;
 }
 
 int http_bound_port(struct MHD_Daemon *d)
 {
-	const union MHD_DaemonInfo *info =
-		MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
 	return info ? (int)info->port : -1;
 }
 
@@ -675,7 +650,8 @@ bool http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds)
 	}
 	long left = atomic_load(&app->inflight);
 	if (left > 0)
-		log_warn("http", "%ld requests still running after %d s; answering those queued with 503",
+		log_warn("http",
+			 "%ld requests still running after %d s; answering those queued with 503",
 			 left, grace_seconds);
 	/* Jobs not started by now are answered, not run, and not dropped:
 	 * each one resumes its connection. */
@@ -688,8 +664,10 @@ bool http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds)
 		usleep(50000);
 	left = atomic_load(&app->async);
 	if (left > 0) {
-		log_error("http", "%ld requests still running after %d s more; exiting without closing their connections",
-			  left, HTTP_ASYNC_WAIT_SECONDS);
+		log_error(
+			"http",
+			"%ld requests still running after %d s more; exiting without closing their connections",
+			left, HTTP_ASYNC_WAIT_SECONDS);
 		return false;
 	}
 	MHD_stop_daemon(d);

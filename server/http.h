@@ -25,21 +25,21 @@ struct MHD_Daemon;
 struct http_request {
 	struct app *app;
 	struct MHD_Connection *conn;
-	const char *method;       /* owned by libmicrohttpd */
-	char *path;               /* the raw path, still percent-encoded */
-	char *segbuf;             /* path split into segments in place */
+	const char *method; /* owned by libmicrohttpd */
+	char *path;         /* the raw path, still percent-encoded */
+	char *segbuf;       /* path split into segments in place */
 	const char *segs[HTTP_MAX_SEGMENTS];
 	size_t nsegs;
 	bool too_many_segments;
 	char request_id[40];
 	struct timespec start;
 
-	char *body;               /* capped at the configured maximum */
+	char *body; /* capped at the configured maximum */
 	size_t body_len;
 	size_t body_cap;
-	size_t body_reserved;     /* counted in app->body_bytes */
+	size_t body_reserved; /* counted in app->body_bytes */
 	bool body_too_large;
-	bool body_over_budget;    /* every body held at once exceeds the budget */
+	bool body_over_budget; /* every body held at once exceeds the budget */
 
 	/* The pool this request borrows from: the HTTP workers' until the
 	 * request is handed to a commit or publish thread. */
@@ -55,10 +55,10 @@ struct http_request {
 	struct MHD_Response *response;
 	int status;
 	bool queued;
-	bool capture;            /* keep a copy of the body (idempotency) */
-	bool idem_claimed;       /* an Idempotency-Key awaits the answer */
-	char idem_owner[40];     /* this request's claim on the key */
-	bool suspended;          /* answered later, from another thread */
+	bool capture;        /* keep a copy of the body (idempotency) */
+	bool idem_claimed;   /* an Idempotency-Key awaits the answer */
+	char idem_owner[40]; /* this request's claim on the key */
+	bool suspended;      /* answered later, from another thread */
 	char *captured;
 	size_t captured_len;
 };
@@ -101,8 +101,7 @@ const char *http_header(struct http_request *req, const char *name);
 
 /* Parses the body as a JSON object. FE_BAD_REQUEST when empty, malformed
  * or not an object. *out is a new reference. */
-bool http_body_json(struct http_request *req, json_t **out,
-		    struct floe_error *err) FLOE_WUR;
+bool http_body_json(struct http_request *req, json_t **out, struct floe_error *err) FLOE_WUR;
 
 /* Parses the route parameter "namespace" into ns. */
 bool http_param_namespace(struct http_request *req, struct ns_ident *ns,
@@ -112,8 +111,7 @@ bool http_param_namespace(struct http_request *req, struct ns_ident *ns,
 void http_reply_json(struct http_request *req, int status, json_t *body);
 
 /* Answers with a JSON text already encoded; steals text (malloc'd). */
-void http_reply_text(struct http_request *req, int status, char *text,
-		     size_t len);
+void http_reply_text(struct http_request *req, int status, char *text, size_t len);
 
 /* Answers with no body (204, HEAD answers). */
 void http_reply_empty(struct http_request *req, int status);
@@ -135,7 +133,6 @@ bool http_suspend(struct http_request *req);
 void http_async_complete(struct http_request *req);
 
 /* Adds a header to the answer already made. */
-void http_add_header(struct http_request *req, const char *name,
-		     const char *value);
+void http_add_header(struct http_request *req, const char *name, const char *value);
 
 #endif

@@ -22,8 +22,8 @@ static bool key_is_uuid(const char *k)
 	for (int i = 0; i < 36; i++) {
 		char c = k[i];
 		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-		if (dash ? c != '-' :
-			   !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+		if (dash ? c != '-'
+			 : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
 			     (c >= 'A' && c <= 'F')))
 			return false;
 	}
@@ -43,8 +43,7 @@ static void replay(struct http_request *req, int status, char *response)
 		 http_header(req, "Idempotency-Key"), req->request_id);
 }
 
-void idempotent_run(struct http_request *req,
-		    void (*handler)(struct http_request *req))
+void idempotent_run(struct http_request *req, void (*handler)(struct http_request *req))
 {
 	const char *key = http_header(req, "Idempotency-Key");
 	struct floe_error err;
@@ -55,8 +54,8 @@ void idempotent_run(struct http_request *req,
 
 	floe_error_clear(&err);
 	/* Only the methods that change the catalog take a key. */
-	if (key == NULL || (strcmp(req->method, "POST") != 0 &&
-			    strcmp(req->method, "DELETE") != 0)) {
+	if (key == NULL ||
+	    (strcmp(req->method, "POST") != 0 && strcmp(req->method, "DELETE") != 0)) {
 		handler(req);
 		return;
 	}
@@ -113,6 +112,5 @@ void idempotent_finish(struct http_request *req)
 	if (!req->idem_claimed || key == NULL)
 		return;
 	req->idem_claimed = false;
-	idem_settle(req->pool, key, req->idem_owner, req->status, req->captured,
-		    req->request_id);
+	idem_settle(req->pool, key, req->idem_owner, req->status, req->captured, req->request_id);
 }

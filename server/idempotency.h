@@ -18,8 +18,7 @@
  * runs it and records what it answered (2xx and 4xx; a 5xx is not
  * recorded, so a retry runs again, and table commits record theirs in the
  * commit's own transaction). */
-void idempotent_run(struct http_request *req,
-		    void (*handler)(struct http_request *req));
+void idempotent_run(struct http_request *req, void (*handler)(struct http_request *req));
 
 /* Records the answer of a request whose key idempotent_run claimed (done
  * by idempotent_run itself unless the handler suspended the request). */

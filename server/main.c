@@ -62,8 +62,8 @@ static struct embedpg *panic_pg;
 static void on_mhd_panic(void *cls, const char *file, unsigned int line, const char *reason)
 {
 	(void)cls;
-	log_error("http", "libmicrohttpd failed at %s:%u: %s; floe is stopping",
-		  file ? file : "?", line, reason ? reason : "no reason given");
+	log_error("http", "libmicrohttpd failed at %s:%u: %s; floe is stopping", file ? file : "?",
+		  line, reason ? reason : "no reason given");
 	if (panic_pg != NULL)
 		embedpg_stop(panic_pg);
 	_exit(70);
@@ -79,8 +79,7 @@ static bool migrate_with_retry(const char *conninfo, bool *stopped)
 		if (store_migrate(conninfo, &err))
 			return true;
 		if (err.kind != FE_UNAVAILABLE || waited >= MIGRATE_RETRY_SECONDS) {
-			log_error("main", "cannot prepare the catalog database: %s",
-				  err.message);
+			log_error("main", "cannot prepare the catalog database: %s", err.message);
 			return false;
 		}
 		if (waited % 10 == 0)
@@ -146,9 +145,10 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &waitset, NULL);
 	(void)signal(SIGPIPE, SIG_IGN);
 
-	log_info("main", "floe %s starting: %d HTTP threads, %d commit threads, %d publish threads, warehouse %s",
-		 FLOE_VERSION, cfg.threads, cfg.commit_threads, cfg.publish_threads,
-		 cfg.warehouse);
+	log_info(
+		"main",
+		"floe %s starting: %d HTTP threads, %d commit threads, %d publish threads, warehouse %s",
+		FLOE_VERSION, cfg.threads, cfg.commit_threads, cfg.publish_threads, cfg.warehouse);
 	struct store_limits limits = {
 		.statement_timeout_ms = cfg.db_statement_timeout_ms,
 		.lock_timeout_ms = cfg.db_lock_timeout_ms,
@@ -162,7 +162,9 @@ int main(int argc, char **argv)
 		conninfo = cfg.database_url;
 		owner_conninfo = cfg.owner_database_url;
 		if (owner_conninfo == NULL)
-			log_warn("main", "no --owner-database (FLOE_OWNER_DATABASE_URL): migrations run as floe's own database role, which then owns the audit log and could change it; see README, \"Database roles\"");
+			log_warn(
+				"main",
+				"no --owner-database (FLOE_OWNER_DATABASE_URL): migrations run as floe's own database role, which then owns the audit log and could change it; see README, \"Database roles\"");
 	} else {
 		if (!embedpg_start(&cfg, &pg))
 			goto done;
@@ -227,9 +229,8 @@ int main(int argc, char **argv)
 	d = http_start(&app);
 	if (d == NULL)
 		goto done;
-	log_info("main", "listening on http://%s%s%s:%d",
-		 strchr(cfg.listen_host, ':') ? "[" : "", cfg.listen_host,
-		 strchr(cfg.listen_host, ':') ? "]" : "", http_bound_port(d));
+	log_info("main", "listening on http://%s%s%s:%d", strchr(cfg.listen_host, ':') ? "[" : "",
+		 cfg.listen_host, strchr(cfg.listen_host, ':') ? "]" : "", http_bound_port(d));
 
 	for (;;) {
 		int sig = 0;
@@ -239,10 +240,12 @@ int main(int argc, char **argv)
 			continue;
 		if (sig == SIGCHLD) {
 			if (embedpg_exited(&pg, &status)) {
-				log_error("pg", "the embedded PostgreSQL exited unexpectedly (%s %d); floe cannot serve without it and is stopping",
-					  WIFSIGNALED(status) ? "signal" : "status",
-					  WIFSIGNALED(status) ? WTERMSIG(status)
-							      : WEXITSTATUS(status));
+				log_error(
+					"pg",
+					"the embedded PostgreSQL exited unexpectedly (%s %d); floe cannot serve without it and is stopping",
+					WIFSIGNALED(status) ? "signal" : "status",
+					WIFSIGNALED(status) ? WTERMSIG(status)
+							    : WEXITSTATUS(status));
 				exit_code = 1;
 				break;
 			}
@@ -258,8 +261,7 @@ int main(int argc, char **argv)
 		break;
 	}
 done:
-	if (d != NULL &&
-	    !http_stop(d, &app, exit_code == 0 ? cfg.shutdown_grace_seconds : 2)) {
+	if (d != NULL && !http_stop(d, &app, exit_code == 0 ? cfg.shutdown_grace_seconds : 2)) {
 		/* Work still running holds connections and the pools: leave
 		 * them to the exit, but not the embedded PostgreSQL. */
 		embedpg_stop(&pg);

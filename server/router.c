@@ -18,8 +18,8 @@ static const struct route routes[] = {
 	{ "GET", "/v1/{prefix}/namespaces/{namespace}", handle_ns_load, true },
 	{ "HEAD", "/v1/{prefix}/namespaces/{namespace}", handle_ns_exists, true },
 	{ "DELETE", "/v1/{prefix}/namespaces/{namespace}", handle_ns_drop, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/properties",
-	  handle_ns_update_properties, true },
+	{ "POST", "/v1/{prefix}/namespaces/{namespace}/properties", handle_ns_update_properties,
+	  true },
 	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables", handle_table_list, true },
 	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables", handle_table_create, true },
 	{ "POST", "/v1/{prefix}/namespaces/{namespace}/register", handle_table_register, true },
@@ -34,20 +34,21 @@ static const struct route routes[] = {
 	{ "POST", "/v1/{prefix}/tables/rename", handle_table_rename, true },
 	{ "POST", "/v1/{prefix}/transactions/commit", handle_transaction_commit, true },
 	/* floe's extensions */
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs",
-	  handle_refs_list, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs",
-	  handle_refs_create, true },
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs/{ref}",
-	  handle_refs_get, true },
+	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs", handle_refs_list,
+	  true },
+	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs", handle_refs_create,
+	  true },
+	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs/{ref}", handle_refs_get,
+	  true },
 	{ "DELETE", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs/{ref}",
 	  handle_refs_drop, true },
 	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs/{ref}/fast-forward",
 	  handle_refs_fast_forward, true },
 	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/wap", handle_wap_list, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/wap", handle_wap_stage, true },
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/wap/{run}",
-	  handle_wap_get, true },
+	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/wap", handle_wap_stage,
+	  true },
+	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/wap/{run}", handle_wap_get,
+	  true },
 	{ "DELETE", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/wap/{run}",
 	  handle_wap_abandon, true },
 	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/wap/{run}/publish",
@@ -65,8 +66,7 @@ static const struct route routes[] = {
 
 /* Matches pattern against req's segments; with_prefix decides whether the
  * {prefix} segment is present. Fills req's params on success. */
-static bool pattern_match(const char *pattern, bool with_prefix,
-			  struct http_request *req)
+static bool pattern_match(const char *pattern, bool with_prefix, struct http_request *req)
 {
 	const char *p = pattern;
 	size_t seg = 0;
@@ -79,8 +79,7 @@ static bool pattern_match(const char *pattern, bool with_prefix,
 		bool is_param = len > 2 && start[0] == '{' && start[len - 1] == '}';
 
 		p = start + len;
-		if (is_param && len == 8 && strncmp(start, "{prefix}", 8) == 0 &&
-		    !with_prefix)
+		if (is_param && len == 8 && strncmp(start, "{prefix}", 8) == 0 && !with_prefix)
 			continue;
 		if (seg >= req->nsegs)
 			return false;
@@ -111,9 +110,8 @@ static void allow_add(char *allow, size_t allowlen, const char *method)
 	(void)snprintf(allow + n, allowlen - n, "%s%s", n ? ", " : "", method);
 }
 
-enum route_result router_match(struct http_request *req,
-			       const struct route **route,
-			       char *allow, size_t allowlen)
+enum route_result router_match(struct http_request *req, const struct route **route, char *allow,
+			       size_t allowlen)
 {
 	bool path_seen = false;
 
@@ -158,8 +156,7 @@ json_t *router_endpoints(void)
 	for (size_t i = 0; i < ROUTE_COUNT; i++) {
 		if (!routes[i].advertise)
 			continue;
-		(void)snprintf(buf, sizeof(buf), "%s %s", routes[i].method,
-			       routes[i].pattern);
+		(void)snprintf(buf, sizeof(buf), "%s %s", routes[i].method, routes[i].pattern);
 		if (json_array_append_new(arr, json_string(buf)) != 0) {
 			json_decref(arr);
 			return NULL;

@@ -17,22 +17,21 @@ typedef void (*route_handler)(struct http_request *req);
 
 struct route {
 	const char *method;
-	const char *pattern;  /* "/v1/{prefix}/namespaces/{namespace}" */
+	const char *pattern; /* "/v1/{prefix}/namespaces/{namespace}" */
 	route_handler handler;
-	bool advertise;       /* listed in /v1/config endpoints */
+	bool advertise; /* listed in /v1/config endpoints */
 };
 
 enum route_result {
 	ROUTE_FOUND,
-	ROUTE_NO_PATH,       /* 404 */
-	ROUTE_BAD_METHOD,    /* 405: allow lists the methods that exist */
+	ROUTE_NO_PATH,    /* 404 */
+	ROUTE_BAD_METHOD, /* 405: allow lists the methods that exist */
 };
 
 /* Finds the route for req->method and req->segs; on ROUTE_FOUND fills
  * req's parameters and *route. */
-enum route_result router_match(struct http_request *req,
-			       const struct route **route,
-			       char *allow, size_t allowlen);
+enum route_result router_match(struct http_request *req, const struct route **route, char *allow,
+			       size_t allowlen);
 
 /* Prints "METHOD PATTERN" for every route, one a line. */
 void router_print(FILE *out);

@@ -22,7 +22,7 @@ struct workq {
 	pthread_cond_t cv;
 	struct job *head;
 	struct job *tail;
-	int waiting;   /* jobs in the list */
+	int waiting; /* jobs in the list */
 	int capacity;
 	bool stopping;
 	const char *what;
@@ -97,10 +97,10 @@ bool workq_submit(struct workq *q, workq_fn fn, void *arg, struct floe_error *er
 		free(j);
 		if (stopping)
 			return floe_err(err, FE_UNAVAILABLE, "floe is shutting down; retry");
-		log_warn("workq", "the %s queue is full (%d waiting); refusing work",
-			 q->what, q->capacity);
-		return floe_err(err, FE_UNAVAILABLE,
-				"the %s queue is full (%d waiting); retry", q->what, q->capacity);
+		log_warn("workq", "the %s queue is full (%d waiting); refusing work", q->what,
+			 q->capacity);
+		return floe_err(err, FE_UNAVAILABLE, "the %s queue is full (%d waiting); retry",
+				q->what, q->capacity);
 	}
 	if (q->tail != NULL)
 		q->tail->next = j;
@@ -138,7 +138,8 @@ void workq_cancel_pending(struct workq *q)
 		n++;
 	}
 	if (n > 0)
-		log_warn("workq", "%d jobs of the %s queue answered 503: shutting down", n, q->what);
+		log_warn("workq", "%d jobs of the %s queue answered 503: shutting down", n,
+			 q->what);
 }
 
 void workq_stop(struct workq **qp)

@@ -26,8 +26,7 @@ struct workq *workq_start(const char *what, int nthreads, int capacity);
 /* Queues fn(arg, NULL). Returns false with err set (FE_UNAVAILABLE) when
  * the queue is full or stopping, or out of memory; fn is then not called
  * and the caller still owns arg. */
-bool workq_submit(struct workq *q, workq_fn fn, void *arg,
-		  struct floe_error *err) FLOE_WUR;
+bool workq_submit(struct workq *q, workq_fn fn, void *arg, struct floe_error *err) FLOE_WUR;
 
 /* Refuses new jobs from now on and calls every job still waiting with a
  * "shutting down" error, in this thread. Jobs already running go on.

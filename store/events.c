@@ -11,12 +11,10 @@
 
 #include "log.h"
 
-enum {
-	ST_EVENT_INSERT,
-	ST_EVENT_LIST,
-	ST_COUNT
-};
+enum { ST_EVENT_INSERT, ST_EVENT_LIST, ST_COUNT };
 
+/* One statement a row, its SQL laid out as SQL. */
+/* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
 	[ST_EVENT_INSERT] = { "event_insert",
 		"INSERT INTO audit_events (event, request_id, namespace, table_name, run_id, "
@@ -37,13 +35,13 @@ static const struct store_statement statements[ST_COUNT] = {
 		"AND ($5::text IS NULL OR at >= $5::timestamptz) "
 		"ORDER BY xid, id LIMIT $6::bigint" },
 };
+/* clang-format on */
 
 const struct store_statements store_event_statements = { statements, ST_COUNT };
 
 bool store_event_insert(struct store *s, const char *event, const char *request_id,
-			const struct ns_ident *ns, const char *table,
-			const char *run_id, const json_t *details,
-			struct floe_error *err)
+			const struct ns_ident *ns, const char *table, const char *run_id,
+			const json_t *details, struct floe_error *err)
 {
 	char *levels = NULL;
 	char *det = NULL;
@@ -70,8 +68,9 @@ bool store_event_insert(struct store *s, const char *event, const char *request_
 	if (r == NULL) {
 		log_error("store", "audit event %s cannot be written (%s)", event,
 			  s->sqlstate[0] ? s->sqlstate : "no connection");
-		return floe_err(err, FE_UNAVAILABLE,
-				"the audit log cannot be written; nothing was changed, retry later");
+		return floe_err(
+			err, FE_UNAVAILABLE,
+			"the audit log cannot be written; nothing was changed, retry later");
 	}
 	PQclear(r);
 	return true;
@@ -118,10 +117,9 @@ static bool event_fill(PGresult *r, int i, void *dst)
 }
 
 bool store_event_list(struct store *s, const char *after_xid, long long after_id,
-		      const struct ns_ident *ns,
-		      const char *table, const char *run_id, const char *since,
-		      long limit, struct event_row **rows, size_t *count, bool *more,
-		      struct floe_error *err)
+		      const struct ns_ident *ns, const char *table, const char *run_id,
+		      const char *since, long limit, struct event_row **rows, size_t *count,
+		      bool *more, struct floe_error *err)
 {
 	char after[32], lim[32];
 	char *levels = NULL;
@@ -138,8 +136,13 @@ bool store_event_list(struct store *s, const char *after_xid, long long after_id
 	}
 	(void)snprintf(after, sizeof(after), "%lld", after_id);
 	(void)snprintf(lim, sizeof(lim), "%ld", limit + 1);
-	const char *params[7] = { after, levels, table, run_id, since,
-				  limit < 0 ? NULL : lim, after_xid ? after_xid : "0" };
+	const char *params[7] = { after,
+				  levels,
+				  table,
+				  run_id,
+				  since,
+				  limit < 0 ? NULL : lim,
+				  after_xid ? after_xid : "0" };
 	r = store_exec(s, &statements[ST_EVENT_LIST], 7, params, err);
 	free(levels);
 	if (r == NULL) {

@@ -9,13 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HOOK_COLUMNS "SELECT id, name, url, secret IS NOT NULL, " \
-	"array_to_string(scope_namespace, E'\\x1f'), scope_table, timeout_ms, " \
-	TS("created_at") " FROM audit_hooks "
+#define HOOK_COLUMNS                                                                \
+	"SELECT id, name, url, secret IS NOT NULL, "                                \
+	"array_to_string(scope_namespace, E'\\x1f'), scope_table, timeout_ms, " TS( \
+		"created_at") " FROM audit_hooks "
 /* Hook h covers target x (x.ns levels, x.tbl a table name or NULL for
  * the whole namespace), as ST_HOOKS_IN_SCOPE decides for a table. */
-#define HOOK_COVERS(h) "(" h ".scope_namespace IS NULL " \
-	"OR (" h ".scope_table IS NULL AND cardinality(" h ".scope_namespace) <= cardinality(x.ns) " \
+#define HOOK_COVERS(h)                                                                 \
+	"(" h ".scope_namespace IS NULL "                                              \
+	"OR (" h ".scope_table IS NULL AND cardinality(" h                             \
+	".scope_namespace) <= cardinality(x.ns) "                                      \
 	"    AND " h ".scope_namespace = x.ns[1:cardinality(" h ".scope_namespace)]) " \
 	"OR (x.tbl IS NOT NULL AND " h ".scope_table = x.tbl AND " h ".scope_namespace = x.ns))"
 
@@ -30,6 +33,8 @@ enum {
 	ST_COUNT
 };
 
+/* One statement a row, its SQL laid out as SQL. */
+/* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
 	[ST_HOOK_INSERT] = { "hook_insert",
 		"INSERT INTO audit_hooks (id, name, url, secret, scope_namespace, "
@@ -72,6 +77,7 @@ static const struct store_statement statements[ST_COUNT] = {
 		"OR (h.scope_table = $2 AND h.scope_namespace = lv.l) "
 		"ORDER BY h.created_at, h.id" },
 };
+/* clang-format on */
 
 const struct store_statements store_hook_statements = { statements, ST_COUNT };
 
@@ -111,9 +117,8 @@ static bool hook_fill(PGresult *r, int i, void *dst)
 	return false;
 }
 
-bool store_hook_insert(struct store *s, const char *id, const char *name,
-		       const char *url, const char *secret,
-		       const struct ns_ident *scope_ns, const char *scope_table,
+bool store_hook_insert(struct store *s, const char *id, const char *name, const char *url,
+		       const char *secret, const struct ns_ident *scope_ns, const char *scope_table,
 		       long timeout_ms, struct floe_error *err)
 {
 	char *levels = NULL;
@@ -135,8 +140,7 @@ bool store_hook_insert(struct store *s, const char *id, const char *name,
 	return true;
 }
 
-bool store_hook_list(struct store *s, struct hook_row **rows, size_t *count,
-		     struct floe_error *err)
+bool store_hook_list(struct store *s, struct hook_row **rows, size_t *count, struct floe_error *err)
 {
 	PGresult *r = store_exec(s, &statements[ST_HOOK_LIST], 0, NULL, err);
 	void *out = NULL;
@@ -158,8 +162,7 @@ bool store_hook_get(struct store *s, const char *id, struct hook_row *row, bool 
 	return store_get_row(s, &statements[ST_HOOK_GET], id, hook_fill, row, found, err);
 }
 
-bool store_hook_delete(struct store *s, const char *id, bool *deleted,
-		       struct floe_error *err)
+bool store_hook_delete(struct store *s, const char *id, bool *deleted, struct floe_error *err)
 {
 	const char *params[1] = { id };
 	PGresult *r = store_exec(s, &statements[ST_HOOK_DELETE], 1, params, err);
@@ -182,8 +185,7 @@ bool store_hook_lock(struct store *s, struct floe_error *err)
 	return true;
 }
 
-bool store_hook_sole_guard(struct store *s, const char *id, char **target,
-			   struct floe_error *err)
+bool store_hook_sole_guard(struct store *s, const char *id, char **target, struct floe_error *err)
 {
 	const char *params[1] = { id };
 
@@ -220,9 +222,8 @@ static bool target_fill(PGresult *r, int i, void *dst)
 	return false;
 }
 
-bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns,
-			  const char *table, struct hook_target **rows, size_t *count,
-			  struct floe_error *err)
+bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns, const char *table,
+			  struct hook_target **rows, size_t *count, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	void *out = NULL;
@@ -237,8 +238,8 @@ bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns,
 	free(levels);
 	if (r == NULL)
 		return false;
-	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), target_fill, target_clear,
-				  &out, count, err);
+	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), target_fill, target_clear, &out,
+				  count, err);
 	PQclear(r);
 	*rows = out;
 	return ok;

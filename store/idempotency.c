@@ -9,15 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum {
-	ST_IDEM_CLAIM,
-	ST_IDEM_GET,
-	ST_IDEM_FINISH,
-	ST_IDEM_RELEASE,
-	ST_IDEM_EXPIRE,
-	ST_COUNT
-};
+enum { ST_IDEM_CLAIM, ST_IDEM_GET, ST_IDEM_FINISH, ST_IDEM_RELEASE, ST_IDEM_EXPIRE, ST_COUNT };
 
+/* One statement a row, its SQL laid out as SQL. */
+/* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
 	[ST_IDEM_CLAIM] = { "idem_claim",
 		"INSERT INTO idempotency_keys AS k (key, route, owner, lease_until) "
@@ -40,13 +35,13 @@ static const struct store_statement statements[ST_COUNT] = {
 		"DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys "
 		"  WHERE created_at < now() - make_interval(secs => $1::int) LIMIT $2::int)" },
 };
+/* clang-format on */
 
 const struct store_statements store_idem_statements = { statements, ST_COUNT };
 
-bool store_idem_claim(struct store *s, const char *key, const char *route,
-		      const char *owner, int lifetime_s, int lease_s, bool *claimed,
-		      bool *other_route, int *status, char **response,
-		      struct floe_error *err)
+bool store_idem_claim(struct store *s, const char *key, const char *route, const char *owner,
+		      int lifetime_s, int lease_s, bool *claimed, bool *other_route, int *status,
+		      char **response, struct floe_error *err)
 {
 	char life[16], lease[16];
 	PGresult *r;
@@ -88,9 +83,8 @@ bool store_idem_claim(struct store *s, const char *key, const char *route,
 	return true;
 }
 
-bool store_idem_finish(struct store *s, const char *key, const char *owner,
-		       int status, const char *response, bool *recorded,
-		       struct floe_error *err)
+bool store_idem_finish(struct store *s, const char *key, const char *owner, int status,
+		       const char *response, bool *recorded, struct floe_error *err)
 {
 	char st[16];
 	PGresult *r;

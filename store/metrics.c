@@ -7,12 +7,10 @@
 
 #include <stdlib.h>
 
-enum {
-	ST_METRICS_INSERT,
-	ST_METRICS_EXPIRE,
-	ST_COUNT
-};
+enum { ST_METRICS_INSERT, ST_METRICS_EXPIRE, ST_COUNT };
 
+/* One statement a row, its SQL laid out as SQL. */
+/* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
 	[ST_METRICS_INSERT] = { "metrics_insert",
 		"INSERT INTO metrics_reports (namespace, table_name, report) "
@@ -21,12 +19,12 @@ static const struct store_statement statements[ST_COUNT] = {
 		"DELETE FROM metrics_reports WHERE id IN (SELECT id FROM metrics_reports "
 		"  WHERE received_at < now() - make_interval(days => $1::int) LIMIT $2::int)" },
 };
+/* clang-format on */
 
 const struct store_statements store_metrics_statements = { statements, ST_COUNT };
 
-bool store_metrics_insert(struct store *s, const struct ns_ident *ns,
-			  const char *name, const char *report,
-			  struct floe_error *err)
+bool store_metrics_insert(struct store *s, const struct ns_ident *ns, const char *name,
+			  const char *report, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	PGresult *r;
@@ -45,5 +43,6 @@ bool store_metrics_insert(struct store *s, const struct ns_ident *ns,
 bool store_metrics_expire(struct store *s, int older_than_days, int limit, long *deleted,
 			  struct floe_error *err)
 {
-	return store_exec_expire(s, &statements[ST_METRICS_EXPIRE], older_than_days, limit, deleted, err);
+	return store_exec_expire(s, &statements[ST_METRICS_EXPIRE], older_than_days, limit, deleted,
+				 err);
 }

@@ -13,8 +13,7 @@
 #include "log.h"
 #include "migrations.h"
 
-static bool exec_simple(PGconn *conn, const char *sql, const char *what,
-			struct floe_error *err)
+static bool exec_simple(PGconn *conn, const char *sql, const char *what, struct floe_error *err)
 {
 	PGresult *r = PQexec(conn, sql);
 	ExecStatusType st = PQresultStatus(r);
@@ -54,8 +53,7 @@ bool store_migrate(const char *conninfo, struct floe_error *err)
 	 * still applied, never skipped. */
 	r = PQexec(conn, "SELECT version FROM floe_schema_version");
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-		log_error("store", "reading the schema version: %s",
-			  PQresultErrorMessage(r));
+		log_error("store", "reading the schema version: %s", PQresultErrorMessage(r));
 		floe_err(err, FE_INTERNAL, "reading the schema version failed");
 		goto unlock;
 	}
@@ -105,8 +103,7 @@ done:
 	return ok;
 }
 
-bool store_ensure_database(const char *admin_conninfo, const char *dbname,
-			   struct floe_error *err)
+bool store_ensure_database(const char *admin_conninfo, const char *dbname, struct floe_error *err)
 {
 	PGconn *conn = store_connect(admin_conninfo, err);
 	const char *params[1] = { dbname };
@@ -116,11 +113,10 @@ bool store_ensure_database(const char *admin_conninfo, const char *dbname,
 
 	if (conn == NULL)
 		return false;
-	r = PQexecParams(conn, "SELECT 1 FROM pg_database WHERE datname = $1",
-			 1, NULL, params, NULL, NULL, 0);
+	r = PQexecParams(conn, "SELECT 1 FROM pg_database WHERE datname = $1", 1, NULL, params,
+			 NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-		log_error("store", "looking up database %s: %s", dbname,
-			  PQresultErrorMessage(r));
+		log_error("store", "looking up database %s: %s", dbname, PQresultErrorMessage(r));
 		floe_err(err, FE_INTERNAL, "looking up the database failed");
 		PQclear(r);
 		goto done;
@@ -131,13 +127,11 @@ bool store_ensure_database(const char *admin_conninfo, const char *dbname,
 		/* A database name cannot be a parameter; only the fixed name
 		 * of the embedded catalog database is ever created here. */
 		if (strcmp(dbname, "floe") != 0) {
-			floe_err(err, FE_INTERNAL, "refusing to create database %s",
-				 dbname);
+			floe_err(err, FE_INTERNAL, "refusing to create database %s", dbname);
 			goto done;
 		}
 		log_info("store", "creating database %s", dbname);
-		if (!exec_simple(conn, "CREATE DATABASE floe", "creating the database",
-				 err))
+		if (!exec_simple(conn, "CREATE DATABASE floe", "creating the database", err))
 			goto done;
 	}
 	ok = true;
@@ -170,8 +164,8 @@ bool store_grant_runtime(const char *owner_conninfo, const char *runtime_conninf
 	if (owner == NULL)
 		goto done;
 	const char *params[1] = { role };
-	r = PQexecParams(owner, "SELECT floe_grant_runtime($1::name)", 1, NULL, params,
-			 NULL, NULL, 0);
+	r = PQexecParams(owner, "SELECT floe_grant_runtime($1::name)", 1, NULL, params, NULL, NULL,
+			 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		log_error("store", "granting the runtime role %s its privileges: %s", role,
 			  PQresultErrorMessage(r));

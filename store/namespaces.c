@@ -22,6 +22,8 @@ enum {
 	ST_COUNT
 };
 
+/* One statement a row, its SQL laid out as SQL. */
+/* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
 	[ST_NS_CREATE] = { "ns_create",
 		"WITH lv AS (SELECT " LEVELS("$1") " AS levels), "
@@ -66,11 +68,12 @@ static const struct store_statement statements[ST_COUNT] = {
 		"AND lower(n.properties->>'floe.wap.required') = 'true' "
 		"ORDER BY cardinality(n.levels) LIMIT 1" },
 };
+/* clang-format on */
 
 const struct store_statements store_ns_statements = { statements, ST_COUNT };
 
-bool store_ns_lookup_id(struct store *s, const char *levels, char *id,
-			 size_t idlen, bool *found, struct floe_error *err)
+bool store_ns_lookup_id(struct store *s, const char *levels, char *id, size_t idlen, bool *found,
+			struct floe_error *err)
 {
 	const char *params[1] = { levels };
 	PGresult *r = store_exec(s, &statements[ST_NS_ID], 1, params, err);
@@ -89,8 +92,8 @@ bool store_ns_missing(struct floe_error *err)
 	return floe_err(err, FE_NO_SUCH_NAMESPACE, "no such namespace");
 }
 
-bool store_ns_create(struct store *s, const struct ns_ident *ns,
-		     const json_t *properties, struct floe_error *err)
+bool store_ns_create(struct store *s, const struct ns_ident *ns, const json_t *properties,
+		     struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	char *props = NULL;
@@ -131,8 +134,8 @@ done:
 	return ok;
 }
 
-bool store_ns_load(struct store *s, const struct ns_ident *ns,
-		   json_t **properties, struct floe_error *err)
+bool store_ns_load(struct store *s, const struct ns_ident *ns, json_t **properties,
+		   struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	PGresult *r;
@@ -156,8 +159,8 @@ bool store_ns_load(struct store *s, const struct ns_ident *ns,
 	return true;
 }
 
-bool store_ns_exists(struct store *s, const struct ns_ident *ns,
-		     bool *exists, struct floe_error *err)
+bool store_ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,
+		     struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	char id[32];
@@ -186,9 +189,9 @@ static bool ns_row_fill(PGresult *r, int i, void *row)
 	return store_col_ns(r, i, 0, row);
 }
 
-bool store_ns_list(struct store *s, const struct ns_ident *parent,
-		   const struct ns_ident *after, long limit, struct ns_ident **rows,
-		   size_t *count, bool *more, struct floe_error *err)
+bool store_ns_list(struct store *s, const struct ns_ident *parent, const struct ns_ident *after,
+		   long limit, struct ns_ident **rows, size_t *count, bool *more,
+		   struct floe_error *err)
 {
 	char *after_p = NULL;
 	char limit_p[32];
@@ -204,8 +207,7 @@ bool store_ns_list(struct store *s, const struct ns_ident *parent,
 		bool found = false;
 		if (levels == NULL)
 			return false;
-		bool ok = store_ns_lookup_id(s, levels, parent_id, sizeof(parent_id), &found,
-					     err);
+		bool ok = store_ns_lookup_id(s, levels, parent_id, sizeof(parent_id), &found, err);
 		free(levels);
 		if (!ok)
 			return false;
@@ -232,8 +234,7 @@ bool store_ns_list(struct store *s, const struct ns_ident *parent,
 	return ok;
 }
 
-bool store_ns_drop(struct store *s, const struct ns_ident *ns,
-		   struct floe_error *err)
+bool store_ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	PGresult *r;
@@ -269,9 +270,9 @@ done:
 	return ok;
 }
 
-bool store_ns_update_properties(struct store *s, const struct ns_ident *ns,
-				const json_t *removals, const json_t *updates,
-				json_t **old_properties, struct floe_error *err)
+bool store_ns_update_properties(struct store *s, const struct ns_ident *ns, const json_t *removals,
+				const json_t *updates, json_t **old_properties,
+				struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	char *rem = json_dumps(removals, JSON_COMPACT);
@@ -310,8 +311,8 @@ done:
 
 /* --- enforced publish --- */
 
-bool store_ns_wap_required(struct store *s, const struct ns_ident *ns,
-			   char **where, struct floe_error *err)
+bool store_ns_wap_required(struct store *s, const struct ns_ident *ns, char **where,
+			   struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 

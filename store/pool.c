@@ -21,29 +21,27 @@
 
 #include "log.h"
 
-enum {
-	ST_PING,
-	ST_BEGIN,
-	ST_COMMIT,
-	ST_ROLLBACK,
-	ST_COUNT
-};
+enum { ST_PING, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_COUNT };
 
+/* One statement a row, its SQL laid out as SQL. */
+/* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
 	[ST_PING] = { "ping", "SELECT 1" },
 	[ST_BEGIN] = { "begin", "BEGIN" },
 	[ST_COMMIT] = { "commit", "COMMIT" },
 	[ST_ROLLBACK] = { "rollback", "ROLLBACK" },
 };
+/* clang-format on */
 
 const struct store_statements store_pool_statements = { statements, ST_COUNT };
 
 /* Every registry, prepared on every connection; NULL ends the list. */
 static const struct store_statements *const registries[] = {
-	&store_pool_statements, &store_ns_statements, &store_table_statements,
-	&store_purge_statements, &store_metrics_statements, &store_idem_statements,
-	&store_hook_statements, &store_run_statements, &store_event_statements,
-	NULL,
+	&store_pool_statements,    &store_ns_statements,
+	&store_table_statements,   &store_purge_statements,
+	&store_metrics_statements, &store_idem_statements,
+	&store_hook_statements,    &store_run_statements,
+	&store_event_statements,   NULL,
 };
 
 struct store_pool {
@@ -53,7 +51,6 @@ struct store_pool {
 	int size;
 	struct store *slots;
 };
-
 
 /* Server notices (NOTICE, WARNING) go to the log, not to stderr raw. */
 static void store_notice(void *arg, const char *message)
@@ -107,17 +104,23 @@ PGconn *store_connect_as(const char *conninfo, bool bounded, struct floe_error *
 		}
 	}
 	(void)snprintf(options, sizeof(options), "-c statement_timeout=%d -c lock_timeout=%d%s%s",
-		 bounded ? limits.statement_timeout_ms : 0,
-		 bounded ? limits.lock_timeout_ms : 0, given ? " " : "",
-		 given ? given : "");
+		       bounded ? limits.statement_timeout_ms : 0,
+		       bounded ? limits.lock_timeout_ms : 0, given ? " " : "", given ? given : "");
 	if (parsed != NULL)
 		PQconninfoFree(parsed);
-	const char *keys[] = { "connect_timeout", "application_name", "keepalives",
-			       "keepalives_idle", "keepalives_interval",
-			       "keepalives_count", "tcp_user_timeout", "dbname",
-			       "options", NULL };
-	const char *values[] = { "5", "floe", "1", "15", "5", "3", "30000", conninfo,
-				 options, NULL };
+	const char *keys[] = { "connect_timeout",
+			       "application_name",
+			       "keepalives",
+			       "keepalives_idle",
+			       "keepalives_interval",
+			       "keepalives_count",
+			       "tcp_user_timeout",
+			       "dbname",
+			       "options",
+			       NULL };
+	const char *values[] = {
+		"5", "floe", "1", "15", "5", "3", "30000", conninfo, options, NULL
+	};
 	PGconn *conn = PQconnectdbParams(keys, values, 1);
 
 	if (conn == NULL) {
@@ -149,8 +152,7 @@ PGconn *store_connect(const char *conninfo, struct floe_error *err)
 
 static PGresult *store_collect(PGconn *conn, bool *timed_out);
 
-static bool store_prepare(PGconn *conn, const struct store_statement *st,
-			  struct floe_error *err)
+static bool store_prepare(PGconn *conn, const struct store_statement *st, struct floe_error *err)
 {
 	bool timed_out = false;
 	PGresult *r = NULL;
@@ -163,8 +165,7 @@ static bool store_prepare(PGconn *conn, const struct store_statement *st,
 			  timed_out ? "no answer in time" : PQresultErrorMessage(r));
 	PQclear(r);
 	if (!ok)
-		return floe_err(err, PQstatus(conn) == CONNECTION_OK
-					     ? FE_INTERNAL : FE_UNAVAILABLE,
+		return floe_err(err, PQstatus(conn) == CONNECTION_OK ? FE_INTERNAL : FE_UNAVAILABLE,
 				"the catalog database is unavailable");
 	return true;
 }
@@ -187,8 +188,7 @@ static bool store_conn_dead(PGconn *conn)
 {
 	struct pollfd p;
 
-	if (PQstatus(conn) != CONNECTION_OK ||
-	    PQtransactionStatus(conn) != PQTRANS_IDLE)
+	if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE)
 		return true;
 	p.fd = PQsocket(conn);
 	p.events = POLLIN;
@@ -286,8 +286,7 @@ struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err
 
 	s->sqlstate[0] = '\0';
 	if (s->conn != NULL && store_conn_dead(s->conn)) {
-		log_info("store", "connection %d to PostgreSQL was lost; reconnecting",
-			 s->index);
+		log_info("store", "connection %d to PostgreSQL was lost; reconnecting", s->index);
 		PQfinish(s->conn);
 		s->conn = NULL;
 	}
@@ -411,8 +410,8 @@ static PGresult *store_collect(PGconn *conn, bool *timed_out)
 
 /* Sends one prepared statement and waits for its answer (store_collect);
  * NULL when it could not be sent. */
-static PGresult *store_run(PGconn *conn, const char *name, int nparams,
-			   const char *const *params, bool *timed_out)
+static PGresult *store_run(PGconn *conn, const char *name, int nparams, const char *const *params,
+			   bool *timed_out)
 {
 	*timed_out = false;
 	if (!PQsendQueryPrepared(conn, name, nparams, params, NULL, NULL, 0))
@@ -432,18 +431,18 @@ PGresult *store_exec(struct store *s, const struct store_statement *stmt, int np
 	/* Inside BEGIN nothing but the COMMIT itself can have taken effect;
 	 * a write on its own commits as it runs. */
 	bool inside = before == PQTRANS_INTRANS || before == PQTRANS_INERROR;
-	bool unknown = stmt == &statements[ST_COMMIT] ||
-		       (!inside && statement_writes(stmt->sql));
+	bool unknown = stmt == &statements[ST_COMMIT] || (!inside && statement_writes(stmt->sql));
 	bool timed_out = false;
 	PGresult *r = store_run(s->conn, stmt->name, nparams, params, &timed_out);
 	ExecStatusType st = PQresultStatus(r);
 
 	if (timed_out) {
-		log_warn("store", "statement %s: no answer from PostgreSQL within %d ms; closing the connection",
-			 stmt->name, store_response_wait_ms());
+		log_warn(
+			"store",
+			"statement %s: no answer from PostgreSQL within %d ms; closing the connection",
+			stmt->name, store_response_wait_ms());
 		PQclear(r);
-		floe_err(err, FE_UNAVAILABLE,
-			 "the catalog database did not answer in time; retry");
+		floe_err(err, FE_UNAVAILABLE, "the catalog database did not answer in time; retry");
 		store_error_detail(err, unknown ? FO_UNKNOWN : FO_FAILED, "57014");
 		return NULL;
 	}

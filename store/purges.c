@@ -9,14 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum {
-	ST_PURGE_CLAIM,
-	ST_PURGE_DONE,
-	ST_PURGE_FAILED,
-	ST_PURGE_LIST,
-	ST_COUNT
-};
+enum { ST_PURGE_CLAIM, ST_PURGE_DONE, ST_PURGE_FAILED, ST_PURGE_LIST, ST_COUNT };
 
+/* One statement a row, its SQL laid out as SQL. */
+/* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
 	/* purges: claimed one at a time inside the janitor's transaction, so
 	 * janitors of several replicas never purge the same row. */
@@ -35,6 +31,7 @@ static const struct store_statement statements[ST_COUNT] = {
 		"SELECT location, table_uuid, " TS("dropped_at") ", attempts, last_error, state "
 		"FROM purges ORDER BY dropped_at, id LIMIT $1::int" },
 };
+/* clang-format on */
 
 const struct store_statements store_purge_statements = { statements, ST_COUNT };
 
@@ -55,8 +52,7 @@ void store_purge_rows_free(struct purge_row *rows, size_t count)
 	store_rows_free(rows, count, sizeof(*rows), purge_clear);
 }
 
-bool store_purge_claim(struct store *s, struct purge_row *row, bool *found,
-		       struct floe_error *err)
+bool store_purge_claim(struct store *s, struct purge_row *row, bool *found, struct floe_error *err)
 {
 	PGresult *r = store_exec(s, &statements[ST_PURGE_CLAIM], 0, NULL, err);
 
@@ -92,9 +88,9 @@ bool store_purge_done(struct store *s, long long id, struct floe_error *err)
 	return true;
 }
 
-bool store_purge_failed(struct store *s, long long id, const char *error,
-			int max_attempts, int retry_in_s, bool permanent,
-			int *attempts, bool *gave_up, struct floe_error *err)
+bool store_purge_failed(struct store *s, long long id, const char *error, int max_attempts,
+			int retry_in_s, bool permanent, int *attempts, bool *gave_up,
+			struct floe_error *err)
 {
 	char idp[32], maxp[16], retp[16];
 	const char *params[5] = { idp, error, maxp, retp, permanent ? "true" : "false" };
@@ -144,8 +140,8 @@ bool store_purge_list(struct store *s, int limit, struct purge_row **rows, size_
 	PGresult *r = store_exec(s, &statements[ST_PURGE_LIST], 1, params, err);
 	if (r == NULL)
 		return false;
-	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), purge_fill, purge_clear,
-				  &out, count, err);
+	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), purge_fill, purge_clear, &out,
+				  count, err);
 	PQclear(r);
 	*rows = out;
 	return ok;

@@ -20,8 +20,7 @@ char *store_levels_param(const struct ns_ident *ns, struct floe_error *err)
 	return p;
 }
 
-bool store_exec_noparams(struct store *s, const struct store_statement *st,
-			 struct floe_error *err)
+bool store_exec_noparams(struct store *s, const struct store_statement *st, struct floe_error *err)
 {
 	PGresult *r = store_exec(s, st, 0, NULL, err);
 	if (r == NULL)
@@ -53,8 +52,8 @@ bool store_exec_text(struct store *s, const struct store_statement *st, int npar
 }
 
 /* Runs a bounded DELETE with (age, limit) parameters; *deleted counts. */
-bool store_exec_expire(struct store *s, const struct store_statement *st, int age,
-		       int limit, long *deleted, struct floe_error *err)
+bool store_exec_expire(struct store *s, const struct store_statement *st, int age, int limit,
+		       long *deleted, struct floe_error *err)
 {
 	char agep[16], limp[16];
 	const char *params[2] = { agep, limp };

@@ -9,19 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RUN_COLUMNS "SELECT id, table_uuid, array_to_string(namespace, E'\\x1f'), table_name, " \
+#define RUN_COLUMNS                                                                     \
+	"SELECT id, table_uuid, array_to_string(namespace, E'\\x1f'), table_name, "     \
 	"branch, state, base_snapshot_id, audited_snapshot_id, published_snapshot_id, " \
 	"audits::text, " TS("created_at") ", " TS("updated_at") ", seq "
 
-enum {
-	ST_RUN_INSERT,
-	ST_RUN_GET,
-	ST_RUN_LIST,
-	ST_RUN_TRANSITION,
-	ST_RUN_EXPIRE_STALE,
-	ST_COUNT
-};
+enum { ST_RUN_INSERT, ST_RUN_GET, ST_RUN_LIST, ST_RUN_TRANSITION, ST_RUN_EXPIRE_STALE, ST_COUNT };
 
+/* One statement a row, its SQL laid out as SQL. */
+/* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
 	[ST_RUN_INSERT] = { "run_insert",
 		"INSERT INTO wap_runs (id, table_uuid, namespace, table_name, branch, state, "
@@ -59,6 +55,7 @@ static const struct store_statement statements[ST_COUNT] = {
 		"    'the floe auditing this run stopped before the audit ended; publish again') "
 		"FROM stale" },
 };
+/* clang-format on */
 
 const struct store_statements store_run_statements = { statements, ST_COUNT };
 
@@ -108,9 +105,8 @@ static bool run_fill(PGresult *r, int i, void *dst)
 }
 
 bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
-		      const struct ns_ident *ns, const char *table,
-		      const char *branch, long long base_snapshot,
-		      struct floe_error *err)
+		      const struct ns_ident *ns, const char *table, const char *branch,
+		      long long base_snapshot, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	char base[32];
@@ -119,8 +115,8 @@ bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 	if (levels == NULL)
 		return false;
 	(void)snprintf(base, sizeof(base), "%lld", base_snapshot);
-	const char *params[6] = { id, table_uuid, levels, table, branch,
-				  base_snapshot >= 0 ? base : NULL };
+	const char *params[6] = { id,    table_uuid, levels,
+				  table, branch,     base_snapshot >= 0 ? base : NULL };
 	r = store_exec(s, &statements[ST_RUN_INSERT], 6, params, err);
 	free(levels);
 	if (r == NULL)
@@ -135,9 +131,8 @@ bool store_run_get(struct store *s, const char *id, struct run_row *row, bool *f
 	return store_get_row(s, &statements[ST_RUN_GET], id, run_fill, row, found, err);
 }
 
-bool store_run_list(struct store *s, const char *table_uuid, long long before_seq,
-		    long limit, struct run_row **rows, size_t *count, bool *more,
-		    struct floe_error *err)
+bool store_run_list(struct store *s, const char *table_uuid, long long before_seq, long limit,
+		    struct run_row **rows, size_t *count, bool *more, struct floe_error *err)
 {
 	char before[32], lim[32];
 	void *out = NULL;
@@ -161,9 +156,9 @@ bool store_run_list(struct store *s, const char *table_uuid, long long before_se
 }
 
 bool store_run_transition(struct store *s, const char *id, const char *from_states,
-			  const char *to_state, long long audited,
-			  long long published, const json_t *audits, long lease_ms,
-			  const char *lease_owner, bool *moved, struct floe_error *err)
+			  const char *to_state, long long audited, long long published,
+			  const json_t *audits, long lease_ms, const char *lease_owner, bool *moved,
+			  struct floe_error *err)
 {
 	char a[32], p[32], l[32];
 	char *audits_text = NULL;
@@ -178,8 +173,14 @@ bool store_run_transition(struct store *s, const char *id, const char *from_stat
 			return floe_err(err, FE_INTERNAL, "out of memory");
 	}
 	(void)snprintf(l, sizeof(l), "%ld", lease_ms > 0 ? lease_ms : 0);
-	const char *params[8] = { id, to_state, from_states, audited >= 0 ? a : NULL,
-				  published >= 0 ? p : NULL, audits_text, l, lease_owner };
+	const char *params[8] = { id,
+				  to_state,
+				  from_states,
+				  audited >= 0 ? a : NULL,
+				  published >= 0 ? p : NULL,
+				  audits_text,
+				  l,
+				  lease_owner };
 	r = store_exec(s, &statements[ST_RUN_TRANSITION], 8, params, err);
 	free(audits_text);
 	if (r == NULL)
@@ -192,5 +193,6 @@ bool store_run_transition(struct store *s, const char *id, const char *from_stat
 bool store_run_expire_stale(struct store *s, int past_lease_s, int limit, long *expired,
 			    struct floe_error *err)
 {
-	return store_exec_expire(s, &statements[ST_RUN_EXPIRE_STALE], past_lease_s, limit, expired, err);
+	return store_exec_expire(s, &statements[ST_RUN_EXPIRE_STALE], past_lease_s, limit, expired,
+				 err);
 }

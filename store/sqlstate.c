@@ -13,8 +13,7 @@
 
 #include "log.h"
 
-void store_error_detail(struct floe_error *err, enum floe_outcome outcome,
-			const char *sqlstate)
+void store_error_detail(struct floe_error *err, enum floe_outcome outcome, const char *sqlstate)
 {
 	if (err == NULL)
 		return;
@@ -22,17 +21,15 @@ void store_error_detail(struct floe_error *err, enum floe_outcome outcome,
 	(void)snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", sqlstate);
 }
 
-void store_classify(const char *statement, PGresult *r, const char *sqlstate,
-		    PGconn *conn, bool outcome_unknown, struct floe_error *err)
+void store_classify(const char *statement, PGresult *r, const char *sqlstate, PGconn *conn,
+		    bool outcome_unknown, struct floe_error *err)
 {
 	const char *state = sqlstate[0] != '\0' ? sqlstate : NULL;
 
 	if (PQstatus(conn) != CONNECTION_OK ||
-	    (state != NULL && (strncmp(state, "08", 2) == 0 ||
-			       strncmp(state, "57P0", 4) == 0))) {
+	    (state != NULL && (strncmp(state, "08", 2) == 0 || strncmp(state, "57P0", 4) == 0))) {
 		log_warn("store", "statement %s: connection lost%s: %s", statement,
-			 outcome_unknown ? " (its outcome is unknown)" : "",
-			 PQerrorMessage(conn));
+			 outcome_unknown ? " (its outcome is unknown)" : "", PQerrorMessage(conn));
 		floe_err(err, FE_UNAVAILABLE, "the catalog database is unavailable");
 		store_error_detail(err, outcome_unknown ? FO_UNKNOWN : FO_FAILED,
 				   state != NULL ? state : "08006");
@@ -44,16 +41,15 @@ void store_classify(const char *statement, PGresult *r, const char *sqlstate,
 		log_warn("store", "statement %s: %s", statement, PQresultErrorMessage(r));
 		floe_err(err, FE_UNAVAILABLE,
 			 "the catalog database aborted the change to resolve a conflict; retry");
-	} else if (state != NULL && (strcmp(state, "57014") == 0 ||
-				     strcmp(state, "55P03") == 0 ||
-				     strncmp(state, "53", 2) == 0 ||
-				     strncmp(state, "57P", 3) == 0)) {
+	} else if (state != NULL &&
+		   (strcmp(state, "57014") == 0 || strcmp(state, "55P03") == 0 ||
+		    strncmp(state, "53", 2) == 0 || strncmp(state, "57P", 3) == 0)) {
 		/* A statement or lock timeout, an exhausted server, a shutdown:
 		 * nothing was done and a later retry may succeed. */
 		log_warn("store", "statement %s: %s", statement, PQresultErrorMessage(r));
 		floe_err(err, FE_UNAVAILABLE, "the catalog database is busy; retry");
-	} else if (state != NULL && (strncmp(state, "23", 2) == 0 ||
-				     strncmp(state, "22", 2) == 0)) {
+	} else if (state != NULL &&
+		   (strncmp(state, "23", 2) == 0 || strncmp(state, "22", 2) == 0)) {
 		/* Integrity violations are conflicts the caller maps (an
 		 * existing name, a dropped parent), and data exceptions come
 		 * from client input the caller maps (a since that is no

@@ -26,8 +26,7 @@ struct store_pool;
 /* Borrows a connection, connecting (and preparing statements) when needed.
  * Fails with FE_UNAVAILABLE when the database cannot be reached, or when
  * no connection of the pool is free within the acquire timeout. */
-struct store *store_pool_acquire(struct store_pool *pool,
-				 struct floe_error *err) FLOE_WUR;
+struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err) FLOE_WUR;
 
 /* Returns a connection borrowed from pool. */
 void store_pool_release(struct store_pool *pool, struct store *s);
@@ -43,42 +42,40 @@ bool store_ping(struct store *s, struct floe_error *err) FLOE_WUR;
 
 /* Creates ns with properties (a JSON object of strings, borrowed).
  * FE_ALREADY_EXISTS; FE_NO_SUCH_NAMESPACE when the parent is missing. */
-bool store_ns_create(struct store *s, const struct ns_ident *ns,
-		     const json_t *properties, struct floe_error *err) FLOE_WUR;
+bool store_ns_create(struct store *s, const struct ns_ident *ns, const json_t *properties,
+		     struct floe_error *err) FLOE_WUR;
 
 /* Loads the properties of ns into *properties (new reference).
  * FE_NO_SUCH_NAMESPACE. */
-bool store_ns_load(struct store *s, const struct ns_ident *ns,
-		   json_t **properties, struct floe_error *err) FLOE_WUR;
+bool store_ns_load(struct store *s, const struct ns_ident *ns, json_t **properties,
+		   struct floe_error *err) FLOE_WUR;
 
 /* Sets *exists. */
-bool store_ns_exists(struct store *s, const struct ns_ident *ns,
-		     bool *exists, struct floe_error *err) FLOE_WUR;
+bool store_ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,
+		     struct floe_error *err) FLOE_WUR;
 
 /* Lists the children of parent (NULL: the top level) whose levels sort
  * after `after` (NULL: from the start), at most limit (< 0: all), in byte
  * order. *rows is a new array of *count namespaces (store_ns_rows_free);
  * *more tells whether more follow. FE_NO_SUCH_NAMESPACE when parent is
  * missing. */
-bool store_ns_list(struct store *s, const struct ns_ident *parent,
-		   const struct ns_ident *after, long limit, struct ns_ident **rows,
-		   size_t *count, bool *more, struct floe_error *err) FLOE_WUR;
+bool store_ns_list(struct store *s, const struct ns_ident *parent, const struct ns_ident *after,
+		   long limit, struct ns_ident **rows, size_t *count, bool *more,
+		   struct floe_error *err) FLOE_WUR;
 
 /* Clears each of count namespaces and frees the array (NULL is fine). */
 void store_ns_rows_free(struct ns_ident *rows, size_t count);
 
 /* Drops ns. FE_NO_SUCH_NAMESPACE; FE_NAMESPACE_NOT_EMPTY when it holds
  * tables or child namespaces. */
-bool store_ns_drop(struct store *s, const struct ns_ident *ns,
-		   struct floe_error *err) FLOE_WUR;
+bool store_ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error *err) FLOE_WUR;
 
 /* Atomically removes the keys in removals (a JSON array of strings) and
  * sets updates (a JSON object of strings), both borrowed. *old_properties
  * receives the properties before the change (new reference).
  * FE_NO_SUCH_NAMESPACE. */
-bool store_ns_update_properties(struct store *s, const struct ns_ident *ns,
-				const json_t *removals, const json_t *updates,
-				json_t **old_properties,
+bool store_ns_update_properties(struct store *s, const struct ns_ident *ns, const json_t *removals,
+				const json_t *updates, json_t **old_properties,
 				struct floe_error *err) FLOE_WUR;
 
 /* --- tables --- */
@@ -90,7 +87,7 @@ struct table_row {
 	char *metadata_location; /* NULL only for a row being created */
 	char *metadata;          /* the current metadata JSON text */
 	size_t metadata_len;
-	long long version;       /* bumped by every commit */
+	long long version; /* bumped by every commit */
 };
 
 /* Frees what a load put into row. */
@@ -98,19 +95,16 @@ void store_table_row_clear(struct table_row *row);
 
 /* Loads table name in ns. FE_NO_SUCH_TABLE (also when the namespace is
  * missing: store_ns_exists tells). */
-bool store_table_load(struct store *s, const struct ns_ident *ns,
-		      const char *name, struct table_row *row,
-		      struct floe_error *err) FLOE_WUR;
+bool store_table_load(struct store *s, const struct ns_ident *ns, const char *name,
+		      struct table_row *row, struct floe_error *err) FLOE_WUR;
 
 /* Like store_table_load; with refs_only, row->metadata is the form that
  * keeps only the snapshots refs point at (snapshots=refs). */
-bool store_table_load_as(struct store *s, const struct ns_ident *ns,
-			 const char *name, bool refs_only, struct table_row *row,
-			 struct floe_error *err) FLOE_WUR;
+bool store_table_load_as(struct store *s, const struct ns_ident *ns, const char *name,
+			 bool refs_only, struct table_row *row, struct floe_error *err) FLOE_WUR;
 
 /* Sets *exists (false also when the namespace is missing). */
-bool store_table_exists(struct store *s, const struct ns_ident *ns,
-			const char *name, bool *exists,
+bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *name, bool *exists,
 			struct floe_error *err) FLOE_WUR;
 
 /* Inserts a new table at version 1 with its first commit_log row.
@@ -118,18 +112,16 @@ bool store_table_exists(struct store *s, const struct ns_ident *ns,
  * FE_ALREADY_EXISTS: the name is taken, or (err->sqlstate 23505) the
  * uuid; FE_NO_SUCH_TABLE when nothing was inserted and no such table
  * exists (the namespace is missing). */
-bool store_table_create(struct store *s, const struct ns_ident *ns,
-			const char *name, const char *uuid,
-			const char *metadata_location, const char *metadata,
+bool store_table_create(struct store *s, const struct ns_ident *ns, const char *name,
+			const char *uuid, const char *metadata_location, const char *metadata,
 			const char *refs_metadata, const char *table_location,
 			const char *request_id, struct floe_error *err) FLOE_WUR;
 
 /* Replaces a registered table's pointer (register with overwrite):
  * version bumped, commit_log row written. FE_NO_SUCH_TABLE;
  * FE_ALREADY_EXISTS (err->sqlstate 23505) when the uuid is another's. */
-bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
-			   const char *name, const char *uuid,
-			   const char *metadata_location, const char *metadata,
+bool store_table_overwrite(struct store *s, const struct ns_ident *ns, const char *name,
+			   const char *uuid, const char *metadata_location, const char *metadata,
 			   const char *refs_metadata, const char *table_location,
 			   const char *request_id, struct floe_error *err) FLOE_WUR;
 
@@ -140,10 +132,9 @@ bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
  * the table first (nothing changed).
  */
 bool store_table_cas(struct store *s, long long id, long long expected_version,
-		     const char *metadata_location, const char *metadata,
-		     const char *refs_metadata, const char *table_location,
-		     const char *previous_location, const char *request_id,
-		     bool *won, struct floe_error *err) FLOE_WUR;
+		     const char *metadata_location, const char *metadata, const char *refs_metadata,
+		     const char *table_location, const char *previous_location,
+		     const char *request_id, bool *won, struct floe_error *err) FLOE_WUR;
 
 /*
  * Drops the connection of s and opens a new one (once, within the connect
@@ -163,9 +154,8 @@ bool store_commit_landed(struct store *s, const char *table_uuid, long long vers
  * location equals, contains or lies inside location (canonical), counting
  * dropped tables whose files wait for their purge. uuid is the table's
  * own (excluded), or NULL. */
-bool store_table_location_clash(struct store *s, const char *location,
-				const char *uuid, char **other,
-				struct floe_error *err) FLOE_WUR;
+bool store_table_location_clash(struct store *s, const char *location, const char *uuid,
+				char **other, struct floe_error *err) FLOE_WUR;
 
 /* Like store_table_location_clash over live tables only (the janitor's
  * last look before it purges a location). */
@@ -196,9 +186,8 @@ bool store_table_locations_after(struct store *s, long long after_id, int limit,
  * at most limit (< 0: all). *names is a new array of *count names
  * (store_names_free); *more tells whether more follow.
  * FE_NO_SUCH_NAMESPACE. */
-bool store_table_list(struct store *s, const struct ns_ident *ns,
-		      const char *after, long limit, char ***names, size_t *count,
-		      bool *more, struct floe_error *err) FLOE_WUR;
+bool store_table_list(struct store *s, const struct ns_ident *ns, const char *after, long limit,
+		      char ***names, size_t *count, bool *more, struct floe_error *err) FLOE_WUR;
 
 /* Frees each of count names and the array (NULL is fine). */
 void store_names_free(char **names, size_t count);
@@ -206,20 +195,18 @@ void store_names_free(char **names, size_t count);
 /* Deletes the table; *row receives what it held. With purge, the same
  * statement records its location in purges for the janitor.
  * FE_NO_SUCH_TABLE. */
-bool store_table_drop(struct store *s, const struct ns_ident *ns,
-		      const char *name, bool purge, struct table_row *row,
-		      struct floe_error *err) FLOE_WUR;
+bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *name, bool purge,
+		      struct table_row *row, struct floe_error *err) FLOE_WUR;
 
 /* Renames a table, possibly into another namespace. FE_NO_SUCH_TABLE,
  * FE_NO_SUCH_NAMESPACE (destination), FE_ALREADY_EXISTS. */
-bool store_table_rename(struct store *s, const struct ns_ident *from_ns,
-			const char *from, const struct ns_ident *to_ns,
-			const char *to, struct floe_error *err) FLOE_WUR;
+bool store_table_rename(struct store *s, const struct ns_ident *from_ns, const char *from,
+			const struct ns_ident *to_ns, const char *to,
+			struct floe_error *err) FLOE_WUR;
 
 /* Keeps a metrics report (a JSON text) sent for a table. */
-bool store_metrics_insert(struct store *s, const struct ns_ident *ns,
-			  const char *name, const char *report,
-			  struct floe_error *err) FLOE_WUR;
+bool store_metrics_insert(struct store *s, const struct ns_ident *ns, const char *name,
+			  const char *report, struct floe_error *err) FLOE_WUR;
 
 /* Deletes at most limit metrics reports older than older_than_days. */
 bool store_metrics_expire(struct store *s, int older_than_days, int limit, long *deleted,
@@ -239,9 +226,9 @@ struct purge_row {
 	char uuid[40];
 	int attempts;
 	/* Filled by store_purge_list only: */
-	char dropped_at[40];    /* RFC 3339 UTC */
-	char *last_error;       /* NULL when no attempt failed */
-	char state[16];         /* "pending" or "failed" */
+	char dropped_at[40]; /* RFC 3339 UTC */
+	char *last_error;    /* NULL when no attempt failed */
+	char state[16];      /* "pending" or "failed" */
 };
 
 /* Frees what row holds and zeroes it. */
@@ -261,14 +248,14 @@ bool store_purge_done(struct store *s, long long id, struct floe_error *err) FLO
 /* Records a failed attempt: retried in retry_in_s, or state "failed" once
  * max_attempts are spent or when permanent. *attempts and *gave_up tell
  * the result. */
-bool store_purge_failed(struct store *s, long long id, const char *error,
-			int max_attempts, int retry_in_s, bool permanent,
-			int *attempts, bool *gave_up, struct floe_error *err) FLOE_WUR;
+bool store_purge_failed(struct store *s, long long id, const char *error, int max_attempts,
+			int retry_in_s, bool permanent, int *attempts, bool *gave_up,
+			struct floe_error *err) FLOE_WUR;
 
 /* The oldest limit purges, oldest first: *rows is a new array of *count
  * (store_purge_rows_free). */
-bool store_purge_list(struct store *s, int limit, struct purge_row **rows,
-		      size_t *count, struct floe_error *err) FLOE_WUR;
+bool store_purge_list(struct store *s, int limit, struct purge_row **rows, size_t *count,
+		      struct floe_error *err) FLOE_WUR;
 
 /* --- transactions --- */
 
@@ -289,18 +276,16 @@ void store_rollback(struct store *s);
  * the stored answer, or *status is 0 while the first request is still
  * running.
  */
-bool store_idem_claim(struct store *s, const char *key, const char *route,
-		      const char *owner, int lifetime_s, int lease_s, bool *claimed,
-		      bool *other_route, int *status, char **response,
-		      struct floe_error *err) FLOE_WUR;
+bool store_idem_claim(struct store *s, const char *key, const char *route, const char *owner,
+		      int lifetime_s, int lease_s, bool *claimed, bool *other_route, int *status,
+		      char **response, struct floe_error *err) FLOE_WUR;
 
 /* Records the final answer of a key owner still holds; *recorded is false
  * when the key is no longer its (already answered, or claimed again after
  * the lease ran out). Run inside a commit's transaction, that makes the
  * answer and the commit one. */
-bool store_idem_finish(struct store *s, const char *key, const char *owner,
-		       int status, const char *response, bool *recorded,
-		       struct floe_error *err) FLOE_WUR;
+bool store_idem_finish(struct store *s, const char *key, const char *owner, int status,
+		       const char *response, bool *recorded, struct floe_error *err) FLOE_WUR;
 
 /* Releases a key owner claimed and did not answer (a 5xx is not replayed). */
 void store_idem_release(struct store *s, const char *key, const char *owner);
@@ -313,8 +298,8 @@ bool store_idem_expire(struct store *s, int older_than_s, int limit, long *delet
 
 /* *where names the nearest namespace of ns (itself or an ancestor) with
  * floe.wap.required=true (caller frees), or NULL when none has it. */
-bool store_ns_wap_required(struct store *s, const struct ns_ident *ns,
-			   char **where, struct floe_error *err) FLOE_WUR;
+bool store_ns_wap_required(struct store *s, const struct ns_ident *ns, char **where,
+			   struct floe_error *err) FLOE_WUR;
 
 /* One audit hook as stored; its secret stays in the database. */
 struct hook_row {
@@ -325,7 +310,7 @@ struct hook_row {
 	struct ns_ident scope_ns; /* no levels: every table */
 	char *scope_table;        /* NULL: all of scope_ns */
 	long long timeout_ms;
-	char created_at[40];      /* RFC 3339 UTC */
+	char created_at[40]; /* RFC 3339 UTC */
 };
 
 /* Frees what row holds and zeroes it. */
@@ -335,9 +320,8 @@ void store_hook_row_clear(struct hook_row *row);
 void store_hook_rows_free(struct hook_row *rows, size_t count);
 
 /* Audit hooks. scope_ns NULL or without levels: every table. */
-bool store_hook_insert(struct store *s, const char *id, const char *name,
-		       const char *url, const char *secret,
-		       const struct ns_ident *scope_ns, const char *scope_table,
+bool store_hook_insert(struct store *s, const char *id, const char *name, const char *url,
+		       const char *secret, const struct ns_ident *scope_ns, const char *scope_table,
 		       long timeout_ms, struct floe_error *err) FLOE_WUR;
 /* Every hook, oldest first: *rows is a new array of *count
  * (store_hook_rows_free). */
@@ -345,8 +329,8 @@ bool store_hook_list(struct store *s, struct hook_row **rows, size_t *count,
 		     struct floe_error *err) FLOE_WUR;
 /* *found is false when there is no such hook; else *row is filled
  * (store_hook_row_clear). */
-bool store_hook_get(struct store *s, const char *id, struct hook_row *row,
-		    bool *found, struct floe_error *err) FLOE_WUR;
+bool store_hook_get(struct store *s, const char *id, struct hook_row *row, bool *found,
+		    struct floe_error *err) FLOE_WUR;
 bool store_hook_delete(struct store *s, const char *id, bool *deleted,
 		       struct floe_error *err) FLOE_WUR;
 /* Takes the transaction-scoped lock that serialises hook deletions. */
@@ -361,7 +345,7 @@ struct hook_target {
 	char id[40];
 	char *name;
 	char *url;
-	char *secret;         /* NULL: the calls are not signed */
+	char *secret; /* NULL: the calls are not signed */
 	long long timeout_ms;
 };
 
@@ -370,8 +354,8 @@ void store_hook_targets_free(struct hook_target *rows, size_t count);
 
 /* The hooks whose scope covers table in ns, oldest first: *rows is a new
  * array of *count (store_hook_targets_free). */
-bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns,
-			  const char *table, struct hook_target **rows, size_t *count,
+bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns, const char *table,
+			  struct hook_target **rows, size_t *count,
 			  struct floe_error *err) FLOE_WUR;
 
 /* One write-audit-publish run. */
@@ -386,10 +370,10 @@ struct run_row {
 	long long base_snapshot_id;
 	long long audited_snapshot_id;
 	long long published_snapshot_id;
-	char *audits;          /* JSON text of the hooks' verdicts */
-	char created_at[40];   /* RFC 3339 UTC */
+	char *audits;        /* JSON text of the hooks' verdicts */
+	char created_at[40]; /* RFC 3339 UTC */
 	char updated_at[40];
-	long long seq;         /* listing order */
+	long long seq; /* listing order */
 };
 
 /* Frees what row holds and zeroes it. */
@@ -400,9 +384,8 @@ void store_run_rows_free(struct run_row *rows, size_t count);
 
 /* WAP runs. */
 bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
-		      const struct ns_ident *ns, const char *table,
-		      const char *branch, long long base_snapshot,
-		      struct floe_error *err) FLOE_WUR;
+		      const struct ns_ident *ns, const char *table, const char *branch,
+		      long long base_snapshot, struct floe_error *err) FLOE_WUR;
 /* *found is false when there is no such run; else *row is filled
  * (store_run_row_clear). */
 bool store_run_get(struct store *s, const char *id, struct run_row *row, bool *found,
@@ -410,8 +393,8 @@ bool store_run_get(struct store *s, const char *id, struct run_row *row, bool *f
 /* Newest first, runs with seq below before_seq (0: from the newest), at
  * most limit (< 0: all): *rows is a new array of *count
  * (store_run_rows_free); *more tells whether more follow. */
-bool store_run_list(struct store *s, const char *table_uuid, long long before_seq,
-		    long limit, struct run_row **rows, size_t *count, bool *more,
+bool store_run_list(struct store *s, const char *table_uuid, long long before_seq, long limit,
+		    struct run_row **rows, size_t *count, bool *more,
 		    struct floe_error *err) FLOE_WUR;
 /* Moves run id to to_state if its state is one of from_states (comma
  * separated; "auditing-stale" matches a run whose audit lease ran out:
@@ -422,29 +405,27 @@ bool store_run_list(struct store *s, const char *table_uuid, long long before_se
  * publish is not this one's to finish). *moved is false when the state
  * or the lease did not match. */
 bool store_run_transition(struct store *s, const char *id, const char *from_states,
-			  const char *to_state, long long audited,
-			  long long published, const json_t *audits, long lease_ms,
-			  const char *lease_owner, bool *moved,
+			  const char *to_state, long long audited, long long published,
+			  const json_t *audits, long lease_ms, const char *lease_owner, bool *moved,
 			  struct floe_error *err) FLOE_WUR;
 
 /* The audit log (append-only). An event that cannot be written is
  * FE_UNAVAILABLE: the change it records must be rolled back with it. */
 bool store_event_insert(struct store *s, const char *event, const char *request_id,
-			const struct ns_ident *ns, const char *table,
-			const char *run_id, const json_t *details,
-			struct floe_error *err) FLOE_WUR;
+			const struct ns_ident *ns, const char *table, const char *run_id,
+			const json_t *details, struct floe_error *err) FLOE_WUR;
 /* One event of the audit log. */
 struct event_row {
 	long long id;
-	char at[40];         /* RFC 3339 UTC */
+	char at[40]; /* RFC 3339 UTC */
 	char *event;
 	char *principal;
-	char *request_id;    /* NULL when none */
-	struct ns_ident ns;  /* no levels: none */
-	char *table;         /* NULL when none */
-	char *run_id;        /* NULL when none */
-	char *details;       /* JSON text */
-	char xid[24];        /* its transaction, for the paging cursor */
+	char *request_id;   /* NULL when none */
+	struct ns_ident ns; /* no levels: none */
+	char *table;        /* NULL when none */
+	char *run_id;       /* NULL when none */
+	char *details;      /* JSON text */
+	char xid[24];       /* its transaction, for the paging cursor */
 };
 
 /* Frees what row holds and zeroes it. */
@@ -460,9 +441,8 @@ void store_event_rows_free(struct event_row *rows, size_t count);
  * (store_event_rows_free); *more tells whether more follow.
  * FE_BAD_REQUEST (a plain message) when since is no timestamp. */
 bool store_event_list(struct store *s, const char *after_xid, long long after_id,
-		      const struct ns_ident *ns,
-		      const char *table, const char *run_id, const char *since,
-		      long limit, struct event_row **rows, size_t *count, bool *more,
-		      struct floe_error *err) FLOE_WUR;
+		      const struct ns_ident *ns, const char *table, const char *run_id,
+		      const char *since, long limit, struct event_row **rows, size_t *count,
+		      bool *more, struct floe_error *err) FLOE_WUR;
 
 #endif

@@ -55,7 +55,6 @@ bool store_grant_runtime(const char *owner_conninfo, const char *runtime_conninf
  * database: creates the roles floe_owner (owns the schema, runs the
  * migrations) and floe_runtime (floe's login) unless they exist, and
  * hands floe_owner every object of the database. */
-bool store_embedded_roles(const char *superuser_conninfo,
-			  struct floe_error *err) FLOE_WUR;
+bool store_embedded_roles(const char *superuser_conninfo, struct floe_error *err) FLOE_WUR;
 
 #endif

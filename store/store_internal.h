@@ -85,12 +85,11 @@ PGresult *store_exec(struct store *s, const struct store_statement *st, int npar
  * or the server gave up (timeouts, shutdown); otherwise FE_INTERNAL with
  * the detail logged. r stays the caller's.
  */
-void store_classify(const char *statement, PGresult *r, const char *sqlstate,
-		    PGconn *conn, bool outcome_unknown, struct floe_error *err);
+void store_classify(const char *statement, PGresult *r, const char *sqlstate, PGconn *conn,
+		    bool outcome_unknown, struct floe_error *err);
 
 /* Records the outcome and SQLSTATE of a failure in err (when not NULL). */
-void store_error_detail(struct floe_error *err, enum floe_outcome outcome,
-			const char *sqlstate);
+void store_error_detail(struct floe_error *err, enum floe_outcome outcome, const char *sqlstate);
 
 /* --- statements and columns (rows.c) --- */
 
@@ -98,8 +97,7 @@ void store_error_detail(struct floe_error *err, enum floe_outcome outcome,
 char *store_levels_param(const struct ns_ident *ns, struct floe_error *err);
 
 /* Runs a statement with no parameters whose rows do not matter. */
-bool store_exec_noparams(struct store *s, const struct store_statement *st,
-			 struct floe_error *err);
+bool store_exec_noparams(struct store *s, const struct store_statement *st, struct floe_error *err);
 
 /* Runs a statement whose answer is at most one text value: *out is a copy
  * of the first column of the first row (caller frees), or NULL when there
@@ -108,8 +106,8 @@ bool store_exec_text(struct store *s, const struct store_statement *st, int npar
 		     const char *const *params, char **out, struct floe_error *err);
 
 /* Runs a bounded DELETE with (age, limit) parameters; *deleted counts. */
-bool store_exec_expire(struct store *s, const struct store_statement *st, int age,
-		       int limit, long *deleted, struct floe_error *err);
+bool store_exec_expire(struct store *s, const struct store_statement *st, int age, int limit,
+		       long *deleted, struct floe_error *err);
 
 /* --- C structs from rows (rows.c) --- */
 
@@ -150,8 +148,8 @@ bool store_get_row(struct store *s, const struct store_statement *st, const char
 /* --- namespaces (namespaces.c), used by tables.c --- */
 
 /* Looks up the id of the namespace with 0x1F-joined levels into id. */
-bool store_ns_lookup_id(struct store *s, const char *levels, char *id, size_t idlen,
-			bool *found, struct floe_error *err);
+bool store_ns_lookup_id(struct store *s, const char *levels, char *id, size_t idlen, bool *found,
+			struct floe_error *err);
 
 /* Fills err with FE_NO_SUCH_NAMESPACE (the catalog words it); returns
  * false. */

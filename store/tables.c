@@ -29,6 +29,8 @@ enum {
 	ST_COUNT
 };
 
+/* One statement a row, its SQL laid out as SQL. */
+/* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
 	[ST_TABLE_LOAD] = { "table_load",
 		"SELECT t.id, t.table_uuid, t.metadata_location, t.metadata, t.version "
@@ -120,6 +122,7 @@ static const struct store_statement statements[ST_COUNT] = {
 		"WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
 		"AND t.name = $2 RETURNING t.id" },
 };
+/* clang-format on */
 
 const struct store_statements store_table_statements = { statements, ST_COUNT };
 
@@ -131,8 +134,7 @@ void store_table_row_clear(struct table_row *row)
 }
 
 /* Fills row from columns id, uuid, location, metadata, version. */
-static bool row_from_result(PGresult *r, int i, struct table_row *row,
-			    struct floe_error *err)
+static bool row_from_result(PGresult *r, int i, struct table_row *row, struct floe_error *err)
 {
 	memset(row, 0, sizeof(*row));
 	row->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
@@ -141,8 +143,7 @@ static bool row_from_result(PGresult *r, int i, struct table_row *row,
 		row->metadata_location = strdup(PQgetvalue(r, i, 2));
 	row->metadata_len = (size_t)PQgetlength(r, i, 3);
 	row->metadata = malloc(row->metadata_len + 1);
-	if (row->metadata == NULL ||
-	    (!PQgetisnull(r, i, 2) && row->metadata_location == NULL)) {
+	if (row->metadata == NULL || (!PQgetisnull(r, i, 2) && row->metadata_location == NULL)) {
 		store_table_row_clear(row);
 		return floe_err(err, FE_INTERNAL, "out of memory");
 	}
@@ -158,16 +159,14 @@ static bool table_missing(struct floe_error *err)
 	return floe_err(err, FE_NO_SUCH_TABLE, "no such table");
 }
 
-bool store_table_load(struct store *s, const struct ns_ident *ns,
-		      const char *name, struct table_row *row,
-		      struct floe_error *err)
+bool store_table_load(struct store *s, const struct ns_ident *ns, const char *name,
+		      struct table_row *row, struct floe_error *err)
 {
 	return store_table_load_as(s, ns, name, false, row, err);
 }
 
-bool store_table_load_as(struct store *s, const struct ns_ident *ns,
-			 const char *name, bool refs_only, struct table_row *row,
-			 struct floe_error *err)
+bool store_table_load_as(struct store *s, const struct ns_ident *ns, const char *name,
+			 bool refs_only, struct table_row *row, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	PGresult *r;
@@ -177,7 +176,8 @@ bool store_table_load_as(struct store *s, const struct ns_ident *ns,
 	if (levels == NULL)
 		return false;
 	const char *params[2] = { levels, name };
-	r = store_exec(s, &statements[refs_only ? ST_TABLE_LOAD_REFS : ST_TABLE_LOAD], 2, params, err);
+	r = store_exec(s, &statements[refs_only ? ST_TABLE_LOAD_REFS : ST_TABLE_LOAD], 2, params,
+		       err);
 	free(levels);
 	if (r == NULL)
 		return false;
@@ -190,8 +190,8 @@ bool store_table_load_as(struct store *s, const struct ns_ident *ns,
 	return ok;
 }
 
-bool store_table_exists(struct store *s, const struct ns_ident *ns,
-			const char *name, bool *exists, struct floe_error *err)
+bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *name, bool *exists,
+			struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	PGresult *r;
@@ -210,11 +210,10 @@ bool store_table_exists(struct store *s, const struct ns_ident *ns,
 }
 
 static bool table_insert(struct store *s, const struct store_statement *st,
-			 const struct ns_ident *ns, const char *name,
-			 const char *uuid, const char *location,
-			 const char *metadata, const char *refs_metadata,
-			 const char *table_location, const char *request_id,
-			 bool *done, struct floe_error *err)
+			 const struct ns_ident *ns, const char *name, const char *uuid,
+			 const char *location, const char *metadata, const char *refs_metadata,
+			 const char *table_location, const char *request_id, bool *done,
+			 struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	PGresult *r;
@@ -222,8 +221,8 @@ static bool table_insert(struct store *s, const struct store_statement *st,
 	*done = false;
 	if (levels == NULL)
 		return false;
-	const char *params[8] = { levels, name, uuid, location, metadata, request_id,
-				  refs_metadata, table_location };
+	const char *params[8] = { levels,   name,       uuid,          location,
+				  metadata, request_id, refs_metadata, table_location };
 	r = store_exec(s, st, 8, params, err);
 	free(levels);
 	if (r == NULL) {
@@ -232,7 +231,8 @@ static bool table_insert(struct store *s, const struct store_statement *st,
 		if (strcmp(s->sqlstate, "23505") == 0) {
 			floe_err(err, FE_ALREADY_EXISTS, "the table uuid is already registered");
 			if (err != NULL)
-				(void)snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", s->sqlstate);
+				(void)snprintf(err->sqlstate, sizeof(err->sqlstate), "%s",
+					       s->sqlstate);
 			return false;
 		}
 		return false;
@@ -242,9 +242,8 @@ static bool table_insert(struct store *s, const struct store_statement *st,
 	return true;
 }
 
-bool store_table_create(struct store *s, const struct ns_ident *ns,
-			const char *name, const char *uuid,
-			const char *metadata_location, const char *metadata,
+bool store_table_create(struct store *s, const struct ns_ident *ns, const char *name,
+			const char *uuid, const char *metadata_location, const char *metadata,
 			const char *refs_metadata, const char *table_location,
 			const char *request_id, struct floe_error *err)
 {
@@ -252,8 +251,7 @@ bool store_table_create(struct store *s, const struct ns_ident *ns,
 	bool exists = false;
 
 	if (!table_insert(s, &statements[ST_TABLE_CREATE], ns, name, uuid, metadata_location,
-			  metadata, refs_metadata, table_location, request_id,
-			  &inserted, err))
+			  metadata, refs_metadata, table_location, request_id, &inserted, err))
 		return false;
 	if (inserted)
 		return true;
@@ -264,17 +262,15 @@ bool store_table_create(struct store *s, const struct ns_ident *ns,
 	return floe_err(err, FE_ALREADY_EXISTS, "the table already exists");
 }
 
-bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
-			   const char *name, const char *uuid,
-			   const char *metadata_location, const char *metadata,
+bool store_table_overwrite(struct store *s, const struct ns_ident *ns, const char *name,
+			   const char *uuid, const char *metadata_location, const char *metadata,
 			   const char *refs_metadata, const char *table_location,
 			   const char *request_id, struct floe_error *err)
 {
 	bool updated;
 
 	if (!table_insert(s, &statements[ST_TABLE_OVERWRITE], ns, name, uuid, metadata_location,
-			  metadata, refs_metadata, table_location, request_id,
-			  &updated, err))
+			  metadata, refs_metadata, table_location, request_id, &updated, err))
 		return false;
 	if (!updated)
 		return table_missing(err);
@@ -282,10 +278,9 @@ bool store_table_overwrite(struct store *s, const struct ns_ident *ns,
 }
 
 bool store_table_cas(struct store *s, long long id, long long expected_version,
-		     const char *metadata_location, const char *metadata,
-		     const char *refs_metadata, const char *table_location,
-		     const char *previous_location, const char *request_id,
-		     bool *won, struct floe_error *err)
+		     const char *metadata_location, const char *metadata, const char *refs_metadata,
+		     const char *table_location, const char *previous_location,
+		     const char *request_id, bool *won, struct floe_error *err)
 {
 	char idp[32], verp[32];
 	PGresult *r;
@@ -293,16 +288,18 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
 	*won = false;
 	(void)snprintf(idp, sizeof(idp), "%lld", id);
 	(void)snprintf(verp, sizeof(verp), "%lld", expected_version);
-	const char *params[8] = { idp, verp, metadata_location, metadata,
-				  previous_location, request_id, refs_metadata,
-				  table_location };
+	const char *params[8] = {
+		idp,        verp,          metadata_location, metadata, previous_location,
+		request_id, refs_metadata, table_location
+	};
 	r = store_exec(s, &statements[ST_TABLE_CAS], 8, params, err);
 	if (r == NULL) {
 		/* Run on its own, the statement may have committed before the
 		 * connection broke: the client must not assume either outcome. */
 		if (err != NULL && err->outcome == FO_UNKNOWN)
-			floe_err(err, FE_COMMIT_STATE_UNKNOWN,
-				 "the database connection broke during the commit; its outcome is unknown");
+			floe_err(
+				err, FE_COMMIT_STATE_UNKNOWN,
+				"the database connection broke during the commit; its outcome is unknown");
 		return false;
 	}
 	*won = PQntuples(r) == 1;
@@ -311,8 +308,7 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
 }
 
 bool store_commit_landed(struct store *s, const char *table_uuid, long long version,
-			 const char *metadata_location, bool *landed,
-			 struct floe_error *err)
+			 const char *metadata_location, bool *landed, struct floe_error *err)
 {
 	char verp[32];
 	PGresult *r;
@@ -346,9 +342,8 @@ static bool name_fill(PGresult *r, int i, void *row)
 	return store_col_copy(r, i, 0, row);
 }
 
-bool store_table_list(struct store *s, const struct ns_ident *ns,
-		      const char *after, long limit, char ***names, size_t *count,
-		      bool *more, struct floe_error *err)
+bool store_table_list(struct store *s, const struct ns_ident *ns, const char *after, long limit,
+		      char ***names, size_t *count, bool *more, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	char nsid[32];
@@ -373,16 +368,15 @@ bool store_table_list(struct store *s, const struct ns_ident *ns,
 	r = store_exec(s, &statements[ST_TABLE_LIST], 3, params, err);
 	if (r == NULL)
 		return false;
-	ok = store_rows_read(r, store_page(r, limit, more), sizeof(**names), name_fill,
-			     name_clear, &out, count, err);
+	ok = store_rows_read(r, store_page(r, limit, more), sizeof(**names), name_fill, name_clear,
+			     &out, count, err);
 	PQclear(r);
 	*names = out;
 	return ok;
 }
 
-bool store_table_drop(struct store *s, const struct ns_ident *ns,
-		      const char *name, bool purge, struct table_row *row,
-		      struct floe_error *err)
+bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *name, bool purge,
+		      struct table_row *row, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	PGresult *r;
@@ -405,9 +399,8 @@ bool store_table_drop(struct store *s, const struct ns_ident *ns,
 	return ok;
 }
 
-bool store_table_rename(struct store *s, const struct ns_ident *from_ns,
-			const char *from, const struct ns_ident *to_ns,
-			const char *to, struct floe_error *err)
+bool store_table_rename(struct store *s, const struct ns_ident *from_ns, const char *from,
+			const struct ns_ident *to_ns, const char *to, struct floe_error *err)
 {
 	char *fl = store_levels_param(from_ns, err);
 	char *tl = store_levels_param(to_ns, err);
@@ -452,9 +445,8 @@ static bool location_clash(struct store *s, const char *location, const char *uu
 	return store_exec_text(s, &statements[ST_TABLE_LOCATION_CLASH], 3, params, other, err);
 }
 
-bool store_table_location_clash(struct store *s, const char *location,
-				const char *uuid, char **other,
-				struct floe_error *err)
+bool store_table_location_clash(struct store *s, const char *location, const char *uuid,
+				char **other, struct floe_error *err)
 {
 	return location_clash(s, location, uuid, true, other, err);
 }
@@ -511,8 +503,8 @@ bool store_table_locations_after(struct store *s, long long after_id, int limit,
 	PGresult *r = store_exec(s, &statements[ST_TABLE_LOCATIONS_AFTER], 2, params, err);
 	if (r == NULL)
 		return false;
-	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), location_fill,
-				  location_clear, &out, count, err);
+	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), location_fill, location_clear,
+				  &out, count, err);
 	PQclear(r);
 	*rows = out;
 	return ok;

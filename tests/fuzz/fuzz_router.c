@@ -104,8 +104,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char *back = pattern_fill(route->pattern, &req, strlen(path) + 1);
 		const char *want = path[0] == '/' ? path : NULL;
 		/* A path without its leading '/' splits like one with it. */
-		if (back == NULL || (want != NULL ? strcmp(back, want) != 0
-						   : strcmp(back + 1, path) != 0))
+		if (back == NULL ||
+		    (want != NULL ? strcmp(back, want) != 0 : strcmp(back + 1, path) != 0))
 			abort();
 		free(back);
 		break;

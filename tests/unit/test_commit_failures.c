@@ -18,7 +18,8 @@
 #define LOC_B "file:///wh/db/b"
 
 /* The messages of today's answers. */
-#define NOT_LANDED "the database connection broke before the commit completed; nothing was committed, retry"
+#define NOT_LANDED \
+	"the database connection broke before the commit completed; nothing was committed, retry"
 #define UNKNOWN "the database connection broke during the commit; its outcome is unknown"
 #define CONN_LOST "the catalog database is unavailable"
 
@@ -35,8 +36,8 @@ static void setup(void)
 	json_decref(fake_new_table("db.a", LOC_A));
 	json_decref(fake_new_table("db.b", LOC_B));
 	fake_forget_calls();
-	body = json_pack("{s:[{s:s, s:{s:s}}]}", "updates", "action", "set-properties",
-			 "updates", "owner", "floe");
+	body = json_pack("{s:[{s:s, s:{s:s}}]}", "updates", "action", "set-properties", "updates",
+			 "owner", "floe");
 }
 
 static void teardown(void)
@@ -56,8 +57,8 @@ static json_t *commit(void)
 /* The failure in err: its kind, outcome and message (NULL: any), and
  * what a mutation answers for it, the status and Iceberg type of
  * floe_error_mutation_kind (server/http.c http_reply_error). */
-static void assert_failed(enum floe_errkind kind, enum floe_outcome outcome,
-			  const char *message, int status, const char *type)
+static void assert_failed(enum floe_errkind kind, enum floe_outcome outcome, const char *message,
+			  int status, const char *type)
 {
 	enum floe_errkind shown = floe_error_mutation_kind(&err);
 
@@ -92,8 +93,8 @@ static const char *owner_of(const char *key)
 {
 	static char owner[64];
 	json_t *m = fake_store_metadata(key);
-	const char *v = json_string_value(json_object_get(json_object_get(m, "properties"),
-							  "owner"));
+	const char *v = json_string_value(
+		json_object_get(json_object_get(m, "properties"), "owner"));
 
 	snprintf(owner, sizeof(owner), "%s", v ? v : "");
 	json_decref(m);

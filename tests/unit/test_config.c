@@ -19,8 +19,8 @@ static const char *lookup(const char *name)
 	return NULL;
 }
 
-static bool load(struct floe_config *cfg, const char *const *env,
-		 int argc, const char **argv, char *msg, size_t len)
+static bool load(struct floe_config *cfg, const char *const *env, int argc, const char **argv,
+		 char *msg, size_t len)
 {
 	fake_env = env;
 	return config_load(cfg, argc, (char **)argv, lookup, msg, len);
@@ -56,12 +56,17 @@ Test(config, environment_then_flags_win)
 {
 	struct floe_config cfg;
 	char msg[256];
-	const char *env[] = { "FLOE_LISTEN=0.0.0.0:9000", "FLOE_THREADS=3",
-			      "FLOE_DATA_DIR=/srv/floe",
-			      "FLOE_DATABASE_URL=postgresql://u@db/floe",
-			      "FLOE_LOG_LEVEL=debug", NULL };
-	const char *argv[] = { "floe", "--threads=5", "--listen", "[::1]:7000",
-			       "--warehouse=file:///data/wh/", "--commit-threads=12" };
+	const char *env[] = {
+		"FLOE_LISTEN=0.0.0.0:9000", "FLOE_THREADS=3",
+		"FLOE_DATA_DIR=/srv/floe",  "FLOE_DATABASE_URL=postgresql://u@db/floe",
+		"FLOE_LOG_LEVEL=debug",     NULL
+	};
+	const char *argv[] = { "floe",
+			       "--threads=5",
+			       "--listen",
+			       "[::1]:7000",
+			       "--warehouse=file:///data/wh/",
+			       "--commit-threads=12" };
 
 	cr_assert(load(&cfg, env, 6, argv, msg, sizeof(msg)), "%s", msg);
 	cr_assert_eq(cfg.threads, 5);
@@ -81,7 +86,8 @@ Test(config, warehouse_is_canonical_and_janitor_options)
 	struct floe_config cfg;
 	char msg[256];
 	const char *env[] = { "FLOE_JANITOR_INTERVAL_SECONDS=1", NULL };
-	const char *argv[] = { "floe", "--warehouse=file:///data//./wh/x/../", "--purge-max-attempts=3" };
+	const char *argv[] = { "floe", "--warehouse=file:///data//./wh/x/../",
+			       "--purge-max-attempts=3" };
 
 	cr_assert(load(&cfg, env, 3, argv, msg, sizeof(msg)), "%s", msg);
 	cr_assert_str_eq(cfg.warehouse, "file:///data/wh");
@@ -136,8 +142,8 @@ Test(config, bad_values_name_the_option)
 		const char *argv[] = { "floe", cases[i].arg };
 		bool ok = load(&cfg, env, cases[i].arg ? 2 : 1, argv, msg, sizeof(msg));
 		cr_assert_not(ok, "case %zu accepted", i);
-		cr_assert(strstr(msg, cases[i].names) != NULL,
-			  "case %zu: \"%s\" does not name %s", i, msg, cases[i].names);
+		cr_assert(strstr(msg, cases[i].names) != NULL, "case %zu: \"%s\" does not name %s",
+			  i, msg, cases[i].names);
 		config_free(&cfg);
 	}
 }
@@ -166,10 +172,10 @@ Test(config, help_lists_every_variable)
 
 	config_print_help(f, "floe");
 	fclose(f);
-	const char *vars[] = { "FLOE_LISTEN", "FLOE_DATABASE_URL", "FLOE_DATA_DIR",
-			       "FLOE_WAREHOUSE", "FLOE_THREADS", "FLOE_LOG_LEVEL",
-			       "FLOE_MAX_BODY_BYTES", "FLOE_PG_BIN_DIR",
-			       "FLOE_PG_USER", "FLOE_COMMIT_THREADS" };
+	const char *vars[] = { "FLOE_LISTEN",         "FLOE_DATABASE_URL", "FLOE_DATA_DIR",
+			       "FLOE_WAREHOUSE",      "FLOE_THREADS",      "FLOE_LOG_LEVEL",
+			       "FLOE_MAX_BODY_BYTES", "FLOE_PG_BIN_DIR",   "FLOE_PG_USER",
+			       "FLOE_COMMIT_THREADS" };
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		cr_assert(strstr(text, vars[i]) != NULL, "%s missing", vars[i]);
 	free(text);

@@ -17,8 +17,8 @@ static json_t *table_at(const char *dir, int format_version)
 	char loc[512];
 
 	snprintf(loc, sizeof(loc), "file://%s", dir);
-	return json_pack("{s:s, s:i, s:i, s:i}", "location", loc, "format-version",
-			 format_version, "last-sequence-number", 4, "current-schema-id", 0);
+	return json_pack("{s:s, s:i, s:i, s:i}", "location", loc, "format-version", format_version,
+			 "last-sequence-number", 4, "current-schema-id", 0);
 }
 
 static void check(int format_version)

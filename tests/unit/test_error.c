@@ -35,8 +35,7 @@ Test(error, kinds_map_to_iceberg_status_and_type)
 Test(error, body_has_message_type_and_code_only)
 {
 	struct floe_error err;
-	bool r = floe_err(&err, FE_NO_SUCH_NAMESPACE, "namespace does not exist: %s",
-			  "a.b");
+	bool r = floe_err(&err, FE_NO_SUCH_NAMESPACE, "namespace does not exist: %s", "a.b");
 	cr_assert_not(r);
 	json_t *body = floe_error_to_json(&err);
 	cr_assert_eq(json_object_size(body), 1);
@@ -44,8 +43,7 @@ Test(error, body_has_message_type_and_code_only)
 	cr_assert_eq(json_object_size(e), 3);
 	cr_assert_str_eq(json_string_value(json_object_get(e, "message")),
 			 "namespace does not exist: a.b");
-	cr_assert_str_eq(json_string_value(json_object_get(e, "type")),
-			 "NoSuchNamespaceException");
+	cr_assert_str_eq(json_string_value(json_object_get(e, "type")), "NoSuchNamespaceException");
 	cr_assert_eq(json_integer_value(json_object_get(e, "code")), 404);
 	json_decref(body);
 }
@@ -57,8 +55,7 @@ Test(error, body_survives_a_message_that_is_not_utf8)
 	json_t *body = floe_error_to_json(&err);
 	cr_assert_not_null(body);
 	json_t *e = json_object_get(body, "error");
-	cr_assert_str_eq(json_string_value(json_object_get(e, "type")),
-			 "BadRequestException");
+	cr_assert_str_eq(json_string_value(json_object_get(e, "type")), "BadRequestException");
 	cr_assert_not_null(json_string_value(json_object_get(e, "message")));
 	json_decref(body);
 }

@@ -25,26 +25,44 @@ Test(hooks, address_classes_in_every_form)
 		const char *addr;
 		const char *rule; /* NULL: admitted */
 	} cases[] = {
-		{ "127.0.0.1", "loopback" }, { "::1", "loopback" },
-		{ "::ffff:127.0.0.1", "loopback" }, { "::127.0.0.1", "loopback" },
-		{ "64:ff9b::7f00:1", "loopback" }, { "64:ff9b:1::7f00:1", "loopback" },
-		{ "2002:7f00:1::", "loopback" }, { "::ffff:0:127.0.0.1", "loopback" },
-		{ "10.0.0.1", "private (RFC 1918)" }, { "172.16.0.1", "private (RFC 1918)" },
-		{ "172.31.255.255", "private (RFC 1918)" }, { "192.168.0.1", "private (RFC 1918)" },
-		{ "100.64.0.0", "CGNAT (100.64.0.0/10)" }, { "100.127.255.255", "CGNAT (100.64.0.0/10)" },
-		{ "169.254.169.254", "cloud metadata" }, { "fd00:ec2::254", "cloud metadata" },
+		{ "127.0.0.1", "loopback" },
+		{ "::1", "loopback" },
+		{ "::ffff:127.0.0.1", "loopback" },
+		{ "::127.0.0.1", "loopback" },
+		{ "64:ff9b::7f00:1", "loopback" },
+		{ "64:ff9b:1::7f00:1", "loopback" },
+		{ "2002:7f00:1::", "loopback" },
+		{ "::ffff:0:127.0.0.1", "loopback" },
+		{ "10.0.0.1", "private (RFC 1918)" },
+		{ "172.16.0.1", "private (RFC 1918)" },
+		{ "172.31.255.255", "private (RFC 1918)" },
+		{ "192.168.0.1", "private (RFC 1918)" },
+		{ "100.64.0.0", "CGNAT (100.64.0.0/10)" },
+		{ "100.127.255.255", "CGNAT (100.64.0.0/10)" },
+		{ "169.254.169.254", "cloud metadata" },
+		{ "fd00:ec2::254", "cloud metadata" },
 		{ "::ffff:169.254.169.254", "cloud metadata" },
-		{ "169.254.0.1", "link-local" }, { "fe80::1", "link-local" },
-		{ "febf::1", "link-local" }, { "fec0::1", "site-local" },
-		{ "fc00::1", "unique-local (fc00::/7)" }, { "fdff::1", "unique-local (fc00::/7)" },
-		{ "0.0.0.0", "unspecified" }, { "::", "unspecified" },
-		{ "224.0.0.1", "multicast" }, { "ff02::1", "multicast" },
-		{ "255.255.255.255", "broadcast" }, { "240.0.0.1", "reserved" },
+		{ "169.254.0.1", "link-local" },
+		{ "fe80::1", "link-local" },
+		{ "febf::1", "link-local" },
+		{ "fec0::1", "site-local" },
+		{ "fc00::1", "unique-local (fc00::/7)" },
+		{ "fdff::1", "unique-local (fc00::/7)" },
+		{ "0.0.0.0", "unspecified" },
+		{ "::", "unspecified" },
+		{ "224.0.0.1", "multicast" },
+		{ "ff02::1", "multicast" },
+		{ "255.255.255.255", "broadcast" },
+		{ "240.0.0.1", "reserved" },
 		{ "192.0.0.170", "reserved" },
 		{ "2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback" }, /* Teredo, 127.0.0.1 */
-		{ "8.8.8.8", NULL }, { "172.32.0.1", NULL }, { "100.128.0.1", NULL },
-		{ "2001:4860:4860::8888", NULL }, { "::ffff:8.8.8.8", NULL },
-		{ "64:ff9b::808:808", NULL }, { "fe00::1", NULL },
+		{ "8.8.8.8", NULL },
+		{ "172.32.0.1", NULL },
+		{ "100.128.0.1", NULL },
+		{ "2001:4860:4860::8888", NULL },
+		{ "::ffff:8.8.8.8", NULL },
+		{ "64:ff9b::808:808", NULL },
+		{ "fe00::1", NULL },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *got = check(NULL, cases[i].addr);
@@ -59,8 +77,8 @@ Test(hooks, address_classes_in_every_form)
 Test(hooks, allowlist_admits_networks_hosts_and_mapped_forms)
 {
 	char err[200];
-	struct hook_policy *p = hook_policy_parse(" 10.0.0.0/8, [fd00::]/8 ,Auditor.,127.0.0.1,", err,
-						  sizeof(err));
+	struct hook_policy *p = hook_policy_parse(" 10.0.0.0/8, [fd00::]/8 ,Auditor.,127.0.0.1,",
+						  err, sizeof(err));
 
 	cr_assert_not_null(p, "%s", err);
 	cr_assert_null(check(p, "10.20.30.40"));
@@ -98,7 +116,8 @@ Test(hooks, signature_covers_timestamp_and_body)
 	char sig[72];
 
 	hooks_signature("key", 1700000000LL, "{\"a\":1}", sig);
-	cr_assert_str_eq(sig, "sha256=a438e398bfafc57e4396bb7fc2304422f0f768e965d073ca313cb52e22e6ad03");
+	cr_assert_str_eq(sig,
+			 "sha256=a438e398bfafc57e4396bb7fc2304422f0f768e965d073ca313cb52e22e6ad03");
 	char other[72];
 	hooks_signature("key", 1700000001LL, "{\"a\":1}", other);
 	cr_assert_str_neq(sig, other);
@@ -109,9 +128,14 @@ Test(hooks, reason_is_cleaned_and_bounded)
 	char out[HOOK_REASON_MAX + 1];
 	char big[2000];
 
-	hooks_clean_reason("a\x1b[1mb\r\nc\t\x7f" "d\xc2\x85" "e\xe2\x80\xae" "f\xff" "g", out,
-			   sizeof(out));
-	cr_assert_str_eq(out, "a[1mb c d" "efg");
+	hooks_clean_reason("a\x1b[1mb\r\nc\t\x7f"
+			   "d\xc2\x85"
+			   "e\xe2\x80\xae"
+			   "f\xff"
+			   "g",
+			   out, sizeof(out));
+	cr_assert_str_eq(out, "a[1mb c d"
+			      "efg");
 	memset(big, 0, sizeof(big));
 	for (size_t i = 0; i + 2 < 1500; i += 2)
 		memcpy(big + i, "\xc3\xa9", 2); /* é */

@@ -79,8 +79,7 @@ Test(hookspec, url_rules)
 		"url targets 127.0.0.1, a loopback address: hooks may not reach loopback addresses unless the hook allowlist (--hook-allow) admits them");
 	refused("{\"name\": \"h\", \"url\": \"http://[::ffff:10.0.0.1]/\"}", NULL,
 		"url targets [::ffff:10.0.0.1], a private (RFC 1918) address: hooks may not reach private (RFC 1918) addresses unless the hook allowlist (--hook-allow) admits them");
-	refused("{\"name\": \"h\", \"url\": \"\"}", NULL,
-		"field 'url' must be a non-empty string");
+	refused("{\"name\": \"h\", \"url\": \"\"}", NULL, "field 'url' must be a non-empty string");
 }
 
 Test(hookspec, the_allowlist_admits_literals)

@@ -11,19 +11,19 @@ static struct floe_error err;
 Test(utf8, accepts_well_formed_text)
 {
 	cr_assert(utf8_valid("plain", 5));
-	cr_assert(utf8_valid("\xc3\xa9t\xc3\xa9", 6));          /* été */
-	cr_assert(utf8_valid("\xe2\x82\xac", 3));               /* € */
-	cr_assert(utf8_valid("\xf0\x9f\x90\x9f", 4));           /* a fish */
+	cr_assert(utf8_valid("\xc3\xa9t\xc3\xa9", 6)); /* été */
+	cr_assert(utf8_valid("\xe2\x82\xac", 3));      /* € */
+	cr_assert(utf8_valid("\xf0\x9f\x90\x9f", 4));  /* a fish */
 }
 
 Test(utf8, rejects_malformed_text)
 {
-	cr_assert_not(utf8_valid("\xc3", 1));                   /* truncated */
-	cr_assert_not(utf8_valid("\xc0\xaf", 2));               /* overlong */
-	cr_assert_not(utf8_valid("\xed\xa0\x80", 3));           /* surrogate */
-	cr_assert_not(utf8_valid("\xf4\x90\x80\x80", 4));       /* > U+10FFFF */
+	cr_assert_not(utf8_valid("\xc3", 1));             /* truncated */
+	cr_assert_not(utf8_valid("\xc0\xaf", 2));         /* overlong */
+	cr_assert_not(utf8_valid("\xed\xa0\x80", 3));     /* surrogate */
+	cr_assert_not(utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
 	cr_assert_not(utf8_valid("\xff", 1));
-	cr_assert_not(utf8_valid("a\x80", 2));                  /* stray continuation */
+	cr_assert_not(utf8_valid("a\x80", 2)); /* stray continuation */
 }
 
 Test(url_decode, decodes_escapes_and_plus)
@@ -116,7 +116,8 @@ Test(ns_json, round_trips_and_validates)
 	json_t *out = ident_ns_to_json(&ns);
 	cr_assert(json_equal(in, out));
 	char *joined = ident_ns_join(&ns);
-	cr_assert_str_eq(joined, "a\x1f" "b c");
+	cr_assert_str_eq(joined, "a\x1f"
+				 "b c");
 	char *shown = ident_ns_display(&ns);
 	cr_assert_str_eq(shown, "a.b c");
 	free(joined);

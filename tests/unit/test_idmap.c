@@ -60,7 +60,8 @@ Test(idmap, delete_keeps_the_others)
 	for (int64_t i = 0; i < n; i++) {
 		int64_t v = 1;
 		if (i % 2 == 0) {
-			cr_assert_not(idmap_has(m, i), "deleted key %lld still there", (long long)i);
+			cr_assert_not(idmap_has(m, i), "deleted key %lld still there",
+				      (long long)i);
 		} else {
 			cr_assert(idmap_get(m, i, &v), "key %lld lost", (long long)i);
 			cr_assert_eq(v, -i);

@@ -26,11 +26,17 @@ static void assert_refused(const char *in)
 
 Test(location, aliases_are_one_place)
 {
-	const char *forms[] = { "file:///wh/ns/victim", "file:/wh/ns/victim",
-				"/wh/ns/victim", "/wh/ns/./victim", "/wh/ns//victim",
-				"/wh/ns/victim/../victim", "file:////wh/ns/victim/",
-				"file://localhost/wh/ns/victim", "FILE:///wh/./ns/x/../victim/.",
-				"file:///wh/ns/victim///", "/./wh/ns/victim" };
+	const char *forms[] = { "file:///wh/ns/victim",
+				"file:/wh/ns/victim",
+				"/wh/ns/victim",
+				"/wh/ns/./victim",
+				"/wh/ns//victim",
+				"/wh/ns/victim/../victim",
+				"file:////wh/ns/victim/",
+				"file://localhost/wh/ns/victim",
+				"FILE:///wh/./ns/x/../victim/.",
+				"file:///wh/ns/victim///",
+				"/./wh/ns/victim" };
 	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
 		assert_canonical(forms[i], "file:///wh/ns/victim");
 }

@@ -53,14 +53,14 @@ Test(page, bad_values_are_refused)
 	const char *tokens[] = { "abc", "zz", "00", "6101" /* "a\x01" */ };
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		cr_assert_not(page_request_parse("", sizes[i], &page, &err),
-			      "pageSize %s accepted", sizes[i]);
+		cr_assert_not(page_request_parse("", sizes[i], &page, &err), "pageSize %s accepted",
+			      sizes[i]);
 		cr_assert_eq(err.kind, FE_BAD_REQUEST);
 		cr_assert(strstr(err.message, "pageSize") != NULL);
 	}
 	for (size_t i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++) {
-		cr_assert_not(page_request_parse(tokens[i], NULL, &page, &err),
-			      "token %s accepted", tokens[i]);
+		cr_assert_not(page_request_parse(tokens[i], NULL, &page, &err), "token %s accepted",
+			      tokens[i]);
 		cr_assert(strstr(err.message, "pageToken") != NULL);
 	}
 }
@@ -91,8 +91,7 @@ Test(properties, must_be_an_object_of_strings)
 
 Test(properties, key_both_set_and_removed_is_unprocessable)
 {
-	json_t *body = json_pack("{s:[s], s:{s:s}}", "removals", "a",
-				 "updates", "a", "1");
+	json_t *body = json_pack("{s:[s], s:{s:s}}", "removals", "a", "updates", "a", "1");
 	struct ns_ident ns = { 0 };
 	const char *raw = "x";
 

@@ -67,8 +67,7 @@ struct report {
 	int count;
 };
 
-static void report_add(struct report *r, const char *fmt, ...)
-	FLOE_PRINTF(2, 3);
+static void report_add(struct report *r, const char *fmt, ...) FLOE_PRINTF(2, 3);
 
 static void report_add(struct report *r, const char *fmt, ...)
 {
@@ -111,8 +110,8 @@ static void dump_json(const json_t *v, char *out, size_t size)
 	free(s);
 }
 
-static void report_mismatch(struct report *r, const char *what,
-			    const json_t *expected, const json_t *got)
+static void report_mismatch(struct report *r, const char *what, const json_t *expected,
+			    const json_t *got)
 {
 	char e[DUMP_MAX + 16];
 	char g[DUMP_MAX + 16];
@@ -123,8 +122,7 @@ static void report_mismatch(struct report *r, const char *what,
 }
 
 /* Compares a failure (err filled, no result) with expect.error. */
-static void check_failure(const json_t *expect, const struct floe_error *err,
-			  struct report *r)
+static void check_failure(const json_t *expect, const struct floe_error *err, struct report *r)
 {
 	const json_t *want = json_object_get(expect, "error");
 	const json_t *subs = json_object_get(want, "message-contains");
@@ -135,31 +133,27 @@ static void check_failure(const json_t *expect, const struct floe_error *err,
 	const json_t *sub;
 
 	if (want == NULL) {
-		report_add(r, "unexpected error %d %s: %s", status,
-			   floe_errkind_type(err->kind), err->message);
+		report_add(r, "unexpected error %d %s: %s", status, floe_errkind_type(err->kind),
+			   err->message);
 		return;
 	}
 	if (status != code)
-		report_add(r, "status: expected %lld, got %d (%s: %s)",
-			   (long long)code, status,
+		report_add(r, "status: expected %lld, got %d (%s: %s)", (long long)code, status,
 			   floe_errkind_type(err->kind), err->message);
 	if (type != NULL && strcmp(type, floe_errkind_type(err->kind)) != 0)
-		report_add(r, "type: expected %s, got %s", type,
-			   floe_errkind_type(err->kind));
+		report_add(r, "type: expected %s, got %s", type, floe_errkind_type(err->kind));
 	json_array_foreach(subs, i, sub) {
 		const char *s = json_string_value(sub);
 
 		if (s != NULL && strcasestr(err->message, s) == NULL)
-			report_add(r, "message \"%s\" lacks \"%s\"",
-				   err->message, s);
+			report_add(r, "message \"%s\" lacks \"%s\"", err->message, s);
 	}
 }
 
 /* Compares a result with a success expectation. base is the input
  * metadata (NULL for a create), changed NULL when not reported. */
-static void check_success(const json_t *expect, const json_t *result,
-			  const json_t *base, const bool *changed,
-			  struct report *r)
+static void check_success(const json_t *expect, const json_t *result, const json_t *base,
+			  const bool *changed, struct report *r)
 {
 	const json_t *want_md = json_object_get(expect, "metadata");
 	const json_t *want_changed = json_object_get(expect, "changed");
@@ -184,10 +178,8 @@ static void check_success(const json_t *expect, const json_t *result,
 			report_add(r, "changed: expected %s, got %s",
 				   json_is_true(want_changed) ? "true" : "false",
 				   *changed ? "true" : "false");
-		if (json_is_false(want_changed) && base != NULL &&
-		    !json_equal(result, base))
-			report_mismatch(r, "no-op result differs from base",
-					base, result);
+		if (json_is_false(want_changed) && base != NULL && !json_equal(result, base))
+			report_mismatch(r, "no-op result differs from base", base, result);
 	}
 	json_object_foreach((json_t *)want_md, key, v) {
 		const json_t *got = json_object_get(result, key);
@@ -199,8 +191,7 @@ static void check_success(const json_t *expect, const json_t *result,
 		const char *name = json_string_value(v);
 
 		if (name != NULL && json_object_get(result, name) != NULL)
-			report_mismatch(r, name, NULL,
-					json_object_get(result, name));
+			report_mismatch(r, name, NULL, json_object_get(result, name));
 	}
 	if (json_is_true(json_object_get(expect, "exact"))) {
 		json_object_foreach((json_t *)result, key, v) {
@@ -229,8 +220,7 @@ static void run_commit(const json_t *fx, struct report *r)
 	const json_t *expect = json_object_get(fx, "expect");
 	const json_t *reqs = json_object_get(fx, "requirements");
 	const json_t *updates = json_object_get(fx, "updates");
-	const char *base_location =
-		json_string_value(json_object_get(fx, "base-location"));
+	const char *base_location = json_string_value(json_object_get(fx, "base-location"));
 	int64_t now_ms = json_integer_value(json_object_get(fx, "now-ms"));
 	bool create = json_is_true(json_object_get(fx, "create"));
 	struct floe_error err;
@@ -256,13 +246,11 @@ static void run_commit(const json_t *fx, struct report *r)
 						json_string_value(json_object_get(fx, "uuid")),
 						now_ms, &err);
 	else
-		result = tablemeta_apply(base, base_location, updates, now_ms,
-					 &changed, &err);
+		result = tablemeta_apply(base, base_location, updates, now_ms, &changed, &err);
 	if (result == NULL)
 		check_failure(expect, &err, r);
 	else
-		check_success(expect, result, base, create ? NULL : &changed,
-			      r);
+		check_success(expect, result, base, create ? NULL : &changed, r);
 done:
 	json_decref(result);
 	json_decref(empty);
@@ -275,11 +263,10 @@ static void run_create(const json_t *fx, struct report *r)
 	json_t *result;
 
 	floe_error_clear(&err);
-	result = tablemeta_create(
-		json_object_get(fx, "request"),
-		json_string_value(json_object_get(fx, "location")),
-		json_string_value(json_object_get(fx, "uuid")),
-		json_integer_value(json_object_get(fx, "now-ms")), &err);
+	result = tablemeta_create(json_object_get(fx, "request"),
+				  json_string_value(json_object_get(fx, "location")),
+				  json_string_value(json_object_get(fx, "uuid")),
+				  json_integer_value(json_object_get(fx, "now-ms")), &err);
 	if (result == NULL)
 		check_failure(expect, &err, r);
 	else
@@ -298,13 +285,11 @@ static void run_fixture(const struct fixture *f, bool is_create)
 	const char *name;
 
 	memset(&r, 0, sizeof(r));
-	cr_assert(f->path[0] != '\0', "no fixtures found under %s",
-		  FLOE_FIXTURE_DIR);
+	cr_assert(f->path[0] != '\0', "no fixtures found under %s", FLOE_FIXTURE_DIR);
 	name = strrchr(f->path, '/');
 	name = name != NULL ? name + 1 : f->path;
 	fx = json_load_file(f->path, 0, &jerr);
-	cr_assert_not_null(fx, "%s: invalid JSON at line %d: %s", name,
-			   jerr.line, jerr.text);
+	cr_assert_not_null(fx, "%s: invalid JSON at line %d: %s", name, jerr.line, jerr.text);
 	/* copied: the failure message outlives fx */
 	snprintf(desc, sizeof(desc), "%s",
 		 json_string_value(json_object_get(fx, "description")) != NULL
@@ -325,8 +310,7 @@ static void run_fixture(const struct fixture *f, bool is_create)
 
 	json_decref(before);
 	json_decref(fx);
-	cr_assert(r.count == 0, "%s (%s): %d problem(s):%s", name, desc,
-		  r.count, r.buf);
+	cr_assert(r.count == 0, "%s (%s): %d problem(s):%s", name, desc, r.count, r.buf);
 }
 
 static void free_fixtures(struct criterion_test_params *crp)
@@ -344,16 +328,14 @@ static struct fixture *list_fixtures(const char *subdir, size_t *count)
 	size_t n = 0;
 	size_t i;
 
-	snprintf(pattern, sizeof(pattern), "%s/%s/*.json", FLOE_FIXTURE_DIR,
-		 subdir);
+	snprintf(pattern, sizeof(pattern), "%s/%s/*.json", FLOE_FIXTURE_DIR, subdir);
 	memset(&g, 0, sizeof(g));
 	if (glob(pattern, 0, NULL, &g) == 0)
 		n = g.gl_pathc;
 	list = cr_malloc(sizeof(*list) * (n > 0 ? n : 1));
 	memset(list, 0, sizeof(*list) * (n > 0 ? n : 1));
 	for (i = 0; i < n; i++)
-		snprintf(list[i].path, sizeof(list[i].path), "%s",
-			 g.gl_pathv[i]);
+		snprintf(list[i].path, sizeof(list[i].path), "%s", g.gl_pathv[i]);
 	globfree(&g);
 	*count = n > 0 ? n : 1;
 	return list;

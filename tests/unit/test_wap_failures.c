@@ -39,9 +39,9 @@ static json_t *snapshot(long long id, long long parent)
 
 static json_t *add_snapshot(long long id, long long parent, const char *ref)
 {
-	return json_pack("[{s:s, s:o}, {s:s, s:s, s:s, s:I}]", "action", "add-snapshot",
-			 "snapshot", snapshot(id, parent), "action", "set-snapshot-ref",
-			 "ref-name", ref, "type", "branch", "snapshot-id", (json_int_t)id);
+	return json_pack("[{s:s, s:o}, {s:s, s:s, s:s, s:I}]", "action", "add-snapshot", "snapshot",
+			 snapshot(id, parent), "action", "set-snapshot-ref", "ref-name", ref,
+			 "type", "branch", "snapshot-id", (json_int_t)id);
 }
 
 /* Commits updates to db.t as another writer would. */
@@ -49,8 +49,8 @@ static void other_writer(json_t *updates /* stolen */)
 {
 	json_t *base = fake_store_metadata("db.t");
 	bool changed = false;
-	json_t *m = tablemeta_apply(base, fake_store_location("db.t"), updates,
-				    1700000001000LL, &changed, &err);
+	json_t *m = tablemeta_apply(base, fake_store_location("db.t"), updates, 1700000001000LL,
+				    &changed, &err);
 
 	cr_assert_not_null(m, "%s", err.message);
 	fake_store_other_commit("db.t", m);
@@ -100,8 +100,7 @@ static json_t *publish(void)
 	return out;
 }
 
-static void assert_answer(enum floe_errkind kind, const char *message, int status,
-			  const char *type)
+static void assert_answer(enum floe_errkind kind, const char *message, int status, const char *type)
 {
 	enum floe_errkind shown = floe_error_mutation_kind(&err);
 
@@ -172,9 +171,10 @@ Test(publish, hook_gives_no_verdict_nothing_moves)
 {
 	fake_hooks_answer(HOOK_ERROR, 0, "timeout");
 	cr_assert_null(publish());
-	assert_answer(FE_AUDIT_UNAVAILABLE,
-		      "audit hook auditor could not give a verdict (timeout); nothing was published, publish again later",
-		      503, "AuditUnavailableException");
+	assert_answer(
+		FE_AUDIT_UNAVAILABLE,
+		"audit hook auditor could not give a verdict (timeout); nothing was published, publish again later",
+		503, "AuditUnavailableException");
 	assert_run_state("audit-failed");
 	cr_assert_eq(main_snapshot(), 1);
 	cr_assert_eq(fake_store_events("wap.audit-failed"), 1);
@@ -191,8 +191,8 @@ Test(publish, main_moved_during_the_audit_answers_not_fast_forward)
 	fake_hooks_during(move_main, NULL);
 	cr_assert_null(publish());
 	assert_answer(FE_NOT_FAST_FORWARD, NULL, 409, "NotFastForwardException");
-	cr_assert(strncmp(err.message, "main moved during the audit; nothing was published (", 52) ==
-			  0,
+	cr_assert(strncmp(err.message, "main moved during the audit; nothing was published (",
+			  52) == 0,
 		  "%s", err.message);
 	/* Back to staged: it may be published again. */
 	assert_run_state("staged");
@@ -214,9 +214,10 @@ Test(publish, commit_lost_after_commit_not_landed_fails_the_audit)
 	/* The first COMMIT is the lease's, the second the publish's. */
 	fake_fail("store_commit", 2, fake_commit_unknown(), false);
 	cr_assert_null(publish());
-	assert_answer(FE_UNAVAILABLE,
-		      "the database connection broke before the commit completed; nothing was committed, retry",
-		      503, "ServiceUnavailableException");
+	assert_answer(
+		FE_UNAVAILABLE,
+		"the database connection broke before the commit completed; nothing was committed, retry",
+		503, "ServiceUnavailableException");
 	cr_assert_eq(err.outcome, FO_FAILED);
 	assert_run_state("audit-failed");
 	cr_assert_eq(main_snapshot(), 1);
@@ -230,8 +231,8 @@ Test(publish, commit_lost_and_database_gone_answers_unknown, .timeout = 40)
 	fake_store_stay_away(true);
 	cr_assert_null(publish());
 	assert_answer(FE_COMMIT_STATE_UNKNOWN,
-		      "the database connection broke during the commit; its outcome is unknown", 500,
-		      "CommitStateUnknownException");
+		      "the database connection broke during the commit; its outcome is unknown",
+		      500, "CommitStateUnknownException");
 	/* Unknown: the file is kept and the run is left to its lease. */
 	cr_assert_eq(fake_fileio_removed(), 0);
 	assert_run_state("auditing");
@@ -283,9 +284,11 @@ Test(lease, taken_over_while_a_hook_rejects_records_no_verdict)
 	fake_hooks_answer(HOOK_REJECT, 200, "not tidy");
 	fake_hooks_during(take_lease, NULL);
 	cr_assert_null(publish());
-	assert_answer(FE_RUN_STATE,
-		      "run " RUN_ID " was taken over by another publish while it was audited; its outcome is that publish's",
-		      409, "WapRunStateException");
+	assert_answer(
+		FE_RUN_STATE,
+		"run " RUN_ID
+		" was taken over by another publish while it was audited; its outcome is that publish's",
+		409, "WapRunStateException");
 	assert_run_state("auditing");
 	cr_assert_eq(fake_store_events("wap.rejected"), 0);
 	cr_assert_eq(fake_store_events("wap.lease-lost"), 1);
@@ -294,9 +297,9 @@ Test(lease, taken_over_while_a_hook_rejects_records_no_verdict)
 /* The run, left auditing under another publish's lease. */
 static void auditing_under(const char *lease)
 {
-	json_t *run = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s}", "id", RUN_ID, "state",
-				"auditing", "branch", "audit", "_table-uuid", table_uuid, "_seq", 1,
-				"_lease", lease);
+	json_t *run = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s}", "id", RUN_ID, "state", "auditing",
+				"branch", "audit", "_table-uuid", table_uuid, "_seq", 1, "_lease",
+				lease);
 	fake_store_add_run(run);
 	json_decref(run);
 }

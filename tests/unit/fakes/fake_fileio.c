@@ -54,8 +54,7 @@ char *fileio_local_path(const char *url, struct floe_error *err)
 	return copy;
 }
 
-bool fileio_check_beneath(const char *url, const char *warehouse_path,
-			  struct floe_error *err)
+bool fileio_check_beneath(const char *url, const char *warehouse_path, struct floe_error *err)
 {
 	(void)url;
 	(void)warehouse_path;
@@ -68,9 +67,8 @@ bool fileio_location_fits(const char *path, struct floe_error *err)
 	return !fake_fault_due("fileio_location_fits", err, NULL);
 }
 
-bool fileio_write_metadata(const char *table_location, long long version,
-			   const char *text, size_t len, char **location,
-			   struct floe_error *err)
+bool fileio_write_metadata(const char *table_location, long long version, const char *text,
+			   size_t len, char **location, struct floe_error *err)
 {
 	char url[1024];
 
@@ -84,8 +82,7 @@ bool fileio_write_metadata(const char *table_location, long long version,
 	return *location != NULL || floe_err(err, FE_INTERNAL, "out of memory");
 }
 
-bool fileio_read(const char *url, size_t max, char **text, size_t *len,
-		 struct floe_error *err)
+bool fileio_read(const char *url, size_t max, char **text, size_t *len, struct floe_error *err)
 {
 	json_t *f = json_object_get(files, url);
 
@@ -111,8 +108,8 @@ void fileio_remove(const char *url)
 	}
 }
 
-bool fileio_write_new(const char *table_location, const char *name, const void *data,
-		      size_t len, char **location, struct floe_error *err)
+bool fileio_write_new(const char *table_location, const char *name, const void *data, size_t len,
+		      char **location, struct floe_error *err)
 {
 	char url[1024];
 

@@ -94,7 +94,8 @@ static void move_table(json_t *st, json_t *t, const char *loc, const char *meta)
 	json_object_set_new(t, "loc", json_string(loc));
 	json_object_set_new(t, "meta", json_string(meta));
 	json_array_append_new(json_object_get(st, "log"),
-			      json_pack("[O, I, s]", json_object_get(t, "uuid"), (json_int_t)v, loc));
+			      json_pack("[O, I, s]", json_object_get(t, "uuid"), (json_int_t)v,
+					loc));
 }
 
 /* Another session's commit: it lands in the state now and, when a
@@ -341,8 +342,8 @@ bool store_table_load_as(struct store *s, const struct ns_ident *ns, const char 
 	return store_table_load(s, ns, name, row, err);
 }
 
-bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *name,
-			bool *exists, struct floe_error *err)
+bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *name, bool *exists,
+			struct floe_error *err)
 {
 	char key[512];
 
@@ -391,10 +392,9 @@ bool store_table_create(struct store *s, const struct ns_ident *ns, const char *
 }
 
 bool store_table_cas(struct store *s, long long id, long long expected_version,
-		     const char *metadata_location, const char *metadata,
-		     const char *refs_metadata, const char *table_location,
-		     const char *previous_location, const char *request_id, bool *won,
-		     struct floe_error *err)
+		     const char *metadata_location, const char *metadata, const char *refs_metadata,
+		     const char *table_location, const char *previous_location,
+		     const char *request_id, bool *won, struct floe_error *err)
 {
 	bool landed = false;
 	bool failed = fake_fault_due("store_table_cas", err, &landed);
@@ -617,8 +617,8 @@ static bool state_in(const json_t *run, const char *from_states, bool *stale)
 
 bool store_run_transition(struct store *s, const char *id, const char *from_states,
 			  const char *to_state, long long audited, long long published,
-			  const json_t *audits, long lease_ms, const char *lease_owner,
-			  bool *moved, struct floe_error *err)
+			  const json_t *audits, long lease_ms, const char *lease_owner, bool *moved,
+			  struct floe_error *err)
 {
 	json_t *run = json_object_get(json_object_get(state, "runs"), id);
 	bool stale = false;
@@ -658,18 +658,17 @@ static bool not_faked(const char *fn, struct floe_error *err)
 }
 
 bool store_table_overwrite(struct store *s, const struct ns_ident *ns, const char *name,
-			   const char *uuid, const char *metadata_location,
-			   const char *metadata, const char *refs_metadata,
-			   const char *table_location, const char *request_id,
-			   struct floe_error *err)
+			   const char *uuid, const char *metadata_location, const char *metadata,
+			   const char *refs_metadata, const char *table_location,
+			   const char *request_id, struct floe_error *err)
 {
 	(void)s, (void)ns, (void)name, (void)uuid, (void)metadata_location;
 	(void)metadata, (void)refs_metadata, (void)table_location, (void)request_id;
 	return not_faked(__func__, err);
 }
 
-bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *name,
-		      bool purge, struct table_row *row, struct floe_error *err)
+bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *name, bool purge,
+		      struct table_row *row, struct floe_error *err)
 {
 	(void)s, (void)ns, (void)name, (void)purge;
 	memset(row, 0, sizeof(*row));
@@ -692,9 +691,8 @@ bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 	return not_faked(__func__, err);
 }
 
-bool store_run_list(struct store *s, const char *table_uuid, long long before_seq,
-		    long limit, struct run_row **rows, size_t *count, bool *more,
-		    struct floe_error *err)
+bool store_run_list(struct store *s, const char *table_uuid, long long before_seq, long limit,
+		    struct run_row **rows, size_t *count, bool *more, struct floe_error *err)
 {
 	(void)s, (void)table_uuid, (void)before_seq, (void)limit;
 	*rows = NULL;

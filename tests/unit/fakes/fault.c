@@ -52,13 +52,15 @@ struct floe_error fake_error(enum floe_errkind kind, enum floe_outcome outcome,
 
 struct floe_error fake_conn_lost(void)
 {
-	return fake_error(FE_UNAVAILABLE, FO_FAILED, "08006", "the catalog database is unavailable");
+	return fake_error(FE_UNAVAILABLE, FO_FAILED, "08006",
+			  "the catalog database is unavailable");
 }
 
 struct floe_error fake_commit_unknown(void)
 {
-	return fake_error(FE_COMMIT_STATE_UNKNOWN, FO_UNKNOWN, "",
-			  "the database connection broke during the commit; its outcome is unknown");
+	return fake_error(
+		FE_COMMIT_STATE_UNKNOWN, FO_UNKNOWN, "",
+		"the database connection broke during the commit; its outcome is unknown");
 }
 
 struct floe_error fake_serialization(void)
