@@ -14,6 +14,12 @@ struct store;
  * runs on, or answers 503 and returns NULL. */
 struct store *handler_acquire(struct http_request *req);
 
+/* The usual start of a handler: parsed tells whether the request's
+ * parameters were read; when they were, borrows a connection as
+ * handler_acquire does, and when not, answers err. NULL when the request
+ * has been answered. */
+struct store *handler_open(struct http_request *req, bool parsed, const struct floe_error *err);
+
 /* Gives the connection back. */
 void handler_release(struct http_request *req, struct store *s);
 

@@ -27,7 +27,8 @@ void handle_control(struct http_request *req)
 		http_reply_error(req, &err);
 		goto done;
 	}
-	if ((s = handler_acquire(req)) != NULL) {
+	s = handler_acquire(req);
+	if (s != NULL) {
 		struct table_env env = handler_env(req);
 		json_t *out = control_apply(s, &env, action, in, &err);
 		handler_release(req, s);

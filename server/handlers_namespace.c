@@ -49,11 +49,7 @@ void handle_ns_create(struct http_request *req)
 	json_t *in = NULL;
 	struct store *s;
 
-	if (!http_body_json(req, &in, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	s = handler_acquire(req);
+	s = handler_open(req, http_body_json(req, &in, &err), &err);
 	if (s != NULL) {
 		json_t *body = ns_create(s, in, &err);
 		handler_release(req, s);
@@ -68,11 +64,7 @@ void handle_ns_load(struct http_request *req)
 	struct ns_ident ns = { 0 };
 	struct store *s;
 
-	if (!http_param_namespace(req, &ns, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	s = handler_acquire(req);
+	s = handler_open(req, http_param_namespace(req, &ns, &err), &err);
 	if (s != NULL) {
 		json_t *body = ns_load(s, &ns, &err);
 		handler_release(req, s);
@@ -88,11 +80,7 @@ void handle_ns_exists(struct http_request *req)
 	struct store *s;
 	bool exists = false;
 
-	if (!http_param_namespace(req, &ns, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	s = handler_acquire(req);
+	s = handler_open(req, http_param_namespace(req, &ns, &err), &err);
 	if (s != NULL) {
 		bool ok = ns_exists(s, &ns, &exists, &err);
 		handler_release(req, s);
@@ -110,11 +98,7 @@ void handle_ns_drop(struct http_request *req)
 	struct ns_ident ns = { 0 };
 	struct store *s;
 
-	if (!http_param_namespace(req, &ns, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	s = handler_acquire(req);
+	s = handler_open(req, http_param_namespace(req, &ns, &err), &err);
 	if (s != NULL) {
 		bool ok = ns_drop(s, &ns, &err);
 		handler_release(req, s);

@@ -18,6 +18,15 @@ struct store *handler_acquire(struct http_request *req)
 	return s;
 }
 
+struct store *handler_open(struct http_request *req, bool parsed, const struct floe_error *err)
+{
+	if (!parsed) {
+		http_reply_error(req, err);
+		return NULL;
+	}
+	return handler_acquire(req);
+}
+
 void handler_release(struct http_request *req, struct store *s)
 {
 	system_release(req->pool, s);

@@ -209,27 +209,32 @@ done:
 	ident_ns_clear(&ns);
 }
 
-void handle_table_exists(struct http_request *req)
+/* Whether the table the path names exists, in *exists; false when the
+ * request has been answered instead (a bad path, no connection, or the
+ * database could not tell). */
+static bool path_table_exists(struct http_request *req, struct ns_ident *ns, char **name,
+			      bool *exists)
 {
 	struct floe_error err;
+	struct store *s = handler_open(req, table_params(req, ns, name, &err), &err);
+
+	if (s == NULL)
+		return false;
+	bool ok = tables_exists(s, ns, *name, exists, &err);
+	handler_release(req, s);
+	if (!ok)
+		http_reply_error(req, &err);
+	return ok;
+}
+
+void handle_table_exists(struct http_request *req)
+{
 	struct ns_ident ns = { 0 };
 	char *name = NULL;
 	bool exists = false;
-	struct store *s;
 
-	if (!table_params(req, &ns, &name, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	s = handler_acquire(req);
-	if (s != NULL) {
-		bool ok = tables_exists(s, &ns, name, &exists, &err);
-		handler_release(req, s);
-		if (!ok)
-			http_reply_error(req, &err);
-		else
-			http_reply_empty(req, exists ? 204 : 404);
-	}
+	if (path_table_exists(req, &ns, &name, &exists))
+		http_reply_empty(req, exists ? 204 : 404);
 	free(name);
 	ident_ns_clear(&ns);
 }
@@ -384,11 +389,7 @@ void handle_table_rename(struct http_request *req)
 	json_t *in = NULL;
 	struct store *s;
 
-	if (!http_body_json(req, &in, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	s = handler_acquire(req);
+	s = handler_open(req, http_body_json(req, &in, &err), &err);
 	if (s != NULL) {
 		struct table_env env = handler_env(req);
 		bool ok = table_rename(s, &env, in, NULL, &err);
@@ -434,24 +435,16 @@ void handle_table_credentials(struct http_request *req)
 	struct floe_error err;
 	struct ns_ident ns = { 0 };
 	char *name = NULL;
-	struct store *s;
 	bool exists = false;
 
-	if (!table_params(req, &ns, &name, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	s = handler_acquire(req);
-	if (s != NULL) {
-		bool ok = tables_exists(s, &ns, name, &exists, &err);
-		handler_release(req, s);
-		if (ok && !exists)
-			ok = floe_err(&err, FE_NO_SUCH_TABLE, "table does not exist: %s", name);
+	if (path_table_exists(req, &ns, &name, &exists)) {
 		/* Local storage needs no credentials: an empty list. */
-		if (ok)
+		if (exists) {
 			http_reply_json(req, 200, json_pack("{s:[]}", "storage-credentials"));
-		else
+		} else {
+			floe_err(&err, FE_NO_SUCH_TABLE, "table does not exist: %s", name);
 			http_reply_error(req, &err);
+		}
 	}
 	free(name);
 	ident_ns_clear(&ns);

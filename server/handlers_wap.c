@@ -91,7 +91,8 @@ static void on_target(struct http_request *req, const char *extra, bool body, in
 		http_reply_error(req, &err);
 		return;
 	}
-	if ((s = handler_acquire(req)) != NULL) {
+	s = handler_acquire(req);
+	if (s != NULL) {
 		struct table_env env = handler_env(req);
 		json_t *out = op(s, &env, &t, &err);
 		handler_release(req, s);
@@ -177,10 +178,9 @@ void handle_hooks_create(struct http_request *req)
 		json_decref(in);
 		return;
 	}
-	if (!uuid_v4(id)) {
-		floe_err(&err, FE_INTERNAL, "no randomness for a hook id");
-		http_reply_error(req, &err);
-	} else if ((s = handler_acquire(req)) != NULL) {
+	bool have_id = uuid_v4(id) || floe_err(&err, FE_INTERNAL, "no randomness for a hook id");
+	s = handler_open(req, have_id, &err);
+	if (s != NULL) {
 		struct table_env env = handler_env(req);
 		bool ok = control_hook_register(s, &env, id, &spec, &hook, &err);
 		handler_release(req, s);
@@ -224,11 +224,8 @@ void handle_hooks_get(struct http_request *req)
 	json_t *hook = NULL;
 	struct store *s;
 
-	if (!hook_id_param(req, &id, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	if ((s = handler_acquire(req)) == NULL)
+	s = handler_open(req, hook_id_param(req, &id, &err), &err);
+	if (s == NULL)
 		return;
 	hook = control_hook_get(s, id, &err);
 	handler_release(req, s);
@@ -244,11 +241,8 @@ void handle_hooks_delete(struct http_request *req)
 	const char *id;
 	struct store *s;
 
-	if (!hook_id_param(req, &id, &err)) {
-		http_reply_error(req, &err);
-		return;
-	}
-	if ((s = handler_acquire(req)) == NULL)
+	s = handler_open(req, hook_id_param(req, &id, &err), &err);
+	if (s == NULL)
 		return;
 	struct table_env env = handler_env(req);
 	bool ok = control_hook_delete(s, &env, id, NULL, &err);
@@ -314,7 +308,7 @@ void handle_wap_list(struct http_request *req)
 {
 	struct floe_error err;
 	struct target t;
-	struct page_request page;
+	struct page_request page = { 0 };
 	char *token = NULL;
 	char *size = NULL;
 	struct store *s;
@@ -323,11 +317,11 @@ void handle_wap_list(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	if (!http_query(req, "pageToken", &token, &err) ||
-	    !http_query(req, "pageSize", &size, &err) ||
-	    !page_request_parse(NULL, size, &page, &err)) {
-		http_reply_error(req, &err);
-	} else if ((s = handler_acquire(req)) != NULL) {
+	bool parsed = http_query(req, "pageToken", &token, &err) &&
+		      http_query(req, "pageSize", &size, &err) &&
+		      page_request_parse(NULL, size, &page, &err);
+	s = handler_open(req, parsed, &err);
+	if (s != NULL) {
 		json_t *out = wap_list(s, &t.ns, t.table, token, page.page_size, &err);
 		handler_release(req, s);
 		handler_answer(req, 200, out, &err);
@@ -354,20 +348,21 @@ void handle_audit_log(struct http_request *req)
 {
 	struct floe_error err;
 	struct ns_ident ns = { 0 };
-	struct page_request page;
+	struct page_request page = { 0 };
 	char *table = NULL, *run = NULL, *since = NULL, *token = NULL, *size = NULL;
 	struct store *s;
 
 	floe_error_clear(&err);
 	const char *raw_ns = http_query_raw(req, "namespace");
-	if ((raw_ns != NULL && !ident_ns_parse(raw_ns, strlen(raw_ns), &ns, &err)) ||
-	    !http_query(req, "table", &table, &err) || !http_query(req, "run", &run, &err) ||
-	    !http_query(req, "since", &since, &err) ||
-	    !http_query(req, "pageToken", &token, &err) ||
-	    !http_query(req, "pageSize", &size, &err) ||
-	    !page_request_parse(NULL, size, &page, &err)) {
-		http_reply_error(req, &err);
-	} else if ((s = handler_acquire(req)) != NULL) {
+	bool parsed = (raw_ns == NULL || ident_ns_parse(raw_ns, strlen(raw_ns), &ns, &err)) &&
+		      http_query(req, "table", &table, &err) &&
+		      http_query(req, "run", &run, &err) &&
+		      http_query(req, "since", &since, &err) &&
+		      http_query(req, "pageToken", &token, &err) &&
+		      http_query(req, "pageSize", &size, &err) &&
+		      page_request_parse(NULL, size, &page, &err);
+	s = handler_open(req, parsed, &err);
+	if (s != NULL) {
 		json_t *out = audit_log_list(s, raw_ns ? &ns : NULL, table, run, since, token,
 					     page.page_size, &err);
 		handler_release(req, s);
