@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "buf.h"
 #include "ports.h"
 #include "uuid.h"
 
@@ -86,34 +87,19 @@ static size_t put_long(unsigned char *out, long long v)
 	return n;
 }
 
-struct buf {
-	unsigned char data[HEADER_MAX];
-	size_t len;
-	bool overflow;
-};
-
+/* Avro bytes: the length, then the bytes. A failure stays in b->status. */
 static void put_bytes(struct buf *b, const void *p, size_t n)
 {
 	unsigned char hdr[10];
 	size_t h = put_long(hdr, (long long)n);
 
-	if (b->len + h + n > sizeof(b->data)) {
-		b->overflow = true;
-		return;
-	}
-	memcpy(b->data + b->len, hdr, h);
-	memcpy(b->data + b->len + h, p, n);
-	b->len += h + n;
+	(void)buf_append(b, hdr, h);
+	(void)buf_append(b, p, n);
 }
 
 static void put_raw(struct buf *b, const void *p, size_t n)
 {
-	if (b->len + n > sizeof(b->data)) {
-		b->overflow = true;
-		return;
-	}
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
+	(void)buf_append(b, p, n);
 }
 
 static void put_meta(struct buf *b, const char *key, const char *value)
@@ -143,11 +129,13 @@ json_t *emptysnap_create(const json_t *m, long long now_ms, char **manifest_list
 	char name[96];
 	char text[32];
 	unsigned char sync[16];
-	struct buf *b = NULL;
+	struct buf header;
+	struct buf *b = &header;
 	char *schema = NULL;
 	json_t *snap = NULL;
 
 	*manifest_list = NULL;
+	buf_init(b, HEADER_MAX);
 	if (location == NULL || id < 0 || !uuid_v4(uuid) ||
 	    getrandom(sync, sizeof(sync), 0) != (ssize_t)sizeof(sync))
 		return floe_err(err, FE_INTERNAL, "cannot make an empty snapshot"), NULL;
@@ -157,8 +145,7 @@ json_t *emptysnap_create(const json_t *m, long long now_ms, char **manifest_list
 	json_t *sc = manifest_list_schema(fv);
 	schema = sc ? json_dumps(sc, JSON_COMPACT) : NULL;
 	json_decref(sc);
-	b = calloc(1, sizeof(*b));
-	if (schema == NULL || b == NULL) {
+	if (schema == NULL) {
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto done;
 	}
@@ -179,8 +166,10 @@ json_t *emptysnap_create(const json_t *m, long long now_ms, char **manifest_list
 	}
 	put_raw(b, count, put_long(count, 0));
 	put_raw(b, sync, sizeof(sync));
-	if (b->overflow) {
-		floe_err(err, FE_INTERNAL, "manifest list header too large");
+	if (b->status != BUF_OK) {
+		floe_err(err, FE_INTERNAL,
+			 b->status == BUF_FULL ? "manifest list header too large"
+					       : "out of memory");
 		goto done;
 	}
 	/* The metadata directory exists: the table's first metadata file
@@ -207,7 +196,7 @@ json_t *emptysnap_create(const json_t *m, long long now_ms, char **manifest_list
 		floe_err(err, FE_INTERNAL, "out of memory");
 	}
 done:
-	free(b);
+	buf_free(b);
 	free(schema);
 	return snap;
 }

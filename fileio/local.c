@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "location.h"
 #include "log.h"
 #include "uuid.h"
@@ -316,14 +317,15 @@ static bool local_read(const char *url, size_t max, char **text, size_t *len,
 		       struct floe_error *err)
 {
 	char *path = fileio_local_path(url, err);
-	char *buf = NULL;
-	size_t n = 0;
+	struct buf b;
 	int fd = -1;
 	bool ok = false;
 	struct stat st;
 
 	*text = NULL;
 	*len = 0;
+	/* Read one byte past the cap: a file growing meanwhile is caught. */
+	buf_init(&b, max + 1);
 	if (path == NULL)
 		return false;
 	/* A FIFO or a device would block a worker or do worse: look before
@@ -349,16 +351,18 @@ static bool local_read(const char *url, size_t max, char **text, size_t *len,
 		floe_err(err, FE_BAD_REQUEST, "%.200s is larger than %zu bytes", url, max);
 		goto done;
 	}
-	size_t cap = (size_t)st.st_size + 1;
-	buf = malloc(cap + 1);
-	if (buf == NULL) {
-		floe_err(err, FE_INTERNAL, "out of memory");
-		goto done;
-	}
-	/* Read one byte past the size seen: a file growing meanwhile is
-	 * caught by the cap below. */
 	for (;;) {
-		ssize_t r = read(fd, buf + n, cap - n);
+		if (b.len == b.cap) {
+			size_t want = b.cap > 0 ? b.cap : (size_t)st.st_size + 1;
+			enum buf_status bs = buf_reserve(&b, want);
+			if (bs == BUF_NOMEM) {
+				floe_err(err, FE_INTERNAL, "out of memory");
+				goto done;
+			}
+			if (bs == BUF_FULL)
+				break;
+		}
+		ssize_t r = read(fd, b.data + b.len, b.cap - b.len);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
@@ -367,36 +371,18 @@ static bool local_read(const char *url, size_t max, char **text, size_t *len,
 		}
 		if (r == 0)
 			break;
-		n += (size_t)r;
-		if (n > max) {
-			floe_err(err, FE_BAD_REQUEST, "%.200s is larger than %zu bytes", url, max);
-			goto done;
-		}
-		if (n == cap) {
-			if (cap > max) {
-				floe_err(err, FE_BAD_REQUEST, "%.200s is larger than %zu bytes",
-					 url, max);
-				goto done;
-			}
-			size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-			char *nb = realloc(buf, ncap + 1);
-			if (nb == NULL) {
-				floe_err(err, FE_INTERNAL, "out of memory");
-				goto done;
-			}
-			buf = nb;
-			cap = ncap;
-		}
+		buf_commit(&b, (size_t)r);
 	}
-	buf[n] = '\0';
-	*text = buf;
-	*len = n;
-	buf = NULL;
+	if (b.len > max) {
+		floe_err(err, FE_BAD_REQUEST, "%.200s is larger than %zu bytes", url, max);
+		goto done;
+	}
+	*text = buf_take(&b, len);
 	ok = true;
 done:
 	if (fd >= 0)
 		close(fd);
-	free(buf);
+	buf_free(&b);
 	free(path);
 	return ok;
 }

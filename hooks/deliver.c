@@ -19,6 +19,7 @@
 
 #include <curl/curl.h>
 
+#include "buf.h"
 #include "log.h"
 
 #define HOOK_BODY_MAX ((size_t)64 * 1024) /* the largest answer read from a hook */
@@ -123,8 +124,7 @@ struct delivery {
 	struct hook_call *call;
 	CURL *easy;
 	struct curl_slist *headers;
-	char *answer;
-	size_t answer_len;
+	struct buf answer;    /* at most HOOK_BODY_MAX */
 	bool too_large;       /* the answer passed HOOK_BODY_MAX */
 	const char *blocked;  /* the rule that refused an address */
 	bool host_admitted;   /* the URL's host is on the allowlist */
@@ -147,18 +147,12 @@ static size_t on_answer(char *data, size_t size, size_t nmemb, void *userp)
 	struct delivery *d = userp;
 	size_t n = size * nmemb;
 
-	if (n > HOOK_BODY_MAX - d->answer_len) {
+	enum buf_status st = buf_append(&d->answer, data, n);
+
+	if (st == BUF_FULL)
 		d->too_large = true;
-		return 0; /* ends the transfer: no verdict from a flood */
-	}
-	char *nb = realloc(d->answer, d->answer_len + n + 1);
-	if (nb == NULL)
-		return 0;
-	d->answer = nb;
-	memcpy(d->answer + d->answer_len, data, n);
-	d->answer_len += n;
-	d->answer[d->answer_len] = '\0';
-	return n;
+	/* Anything short of n ends the transfer: no verdict from a flood. */
+	return st == BUF_OK ? n : 0;
 }
 
 /* Every address libcurl connects to comes through here, after name
@@ -229,9 +223,8 @@ static bool delivery_start(struct delivery *d, CURLM *multi)
 
 	if (left < 1)
 		left = 1;
-	free(d->answer);
-	d->answer = NULL;
-	d->answer_len = 0;
+	buf_free(&d->answer);
+	buf_init(&d->answer, HOOK_BODY_MAX);
 	d->too_large = false;
 	d->blocked = NULL;
 	d->errbuf[0] = '\0';
@@ -278,15 +271,15 @@ static json_t *answer_json(const struct delivery *d)
 {
 	json_error_t jerr;
 
-	if (d->answer == NULL || d->answer_len == 0)
+	if (d->answer.data == NULL || d->answer.len == 0)
 		return NULL;
-	return json_loadb(d->answer, d->answer_len, 0, &jerr);
+	return json_loadb(d->answer.data, d->answer.len, 0, &jerr);
 }
 
 static bool answer_blank(const struct delivery *d)
 {
-	for (size_t i = 0; i < d->answer_len; i++)
-		if (!isspace((unsigned char)d->answer[i]))
+	for (size_t i = 0; i < d->answer.len; i++)
+		if (!isspace((unsigned char)d->answer.data[i]))
 			return false;
 	return true;
 }
@@ -516,7 +509,7 @@ done:
 		if (ds[i].easy != NULL)
 			curl_easy_cleanup(ds[i].easy);
 		curl_slist_free_all(ds[i].headers);
-		free(ds[i].answer);
+		buf_free(&ds[i].answer);
 	}
 	free(ds);
 	if (multi != NULL)
