@@ -16,3 +16,11 @@ json_t *rowjson_array(const void *rows, size_t count, size_t size,
 	}
 	return out;
 }
+
+json_t *rowjson_text(const char *text)
+{
+	json_error_t jerr;
+	json_t *v = text != NULL ? json_loads(text, 0, &jerr) : NULL;
+
+	return v != NULL ? v : json_null();
+}

@@ -13,4 +13,8 @@
 json_t *rowjson_array(const void *rows, size_t count, size_t size,
 		      json_t *(*to_json)(const void *row));
 
+/* A JSON text column as JSON (new reference): null when absent or
+ * unreadable. */
+json_t *rowjson_text(const char *text);
+
 #endif

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "ports.h"
 #include "refs.h"
+#include "auditlog.h"
 #include "rowjson.h"
 #include "tablemeta.h"
 #include "uuid.h"
@@ -30,19 +31,6 @@
 /* The states a publish or an abandon may start from; a run left auditing
  * by an interrupted floe counts once its lease has run out. */
 #define RUN_PUBLISHABLE "staged,rejected,audit-failed,auditing-stale"
-
-bool audit_record(struct store *s, const struct table_env *env, const char *event,
-		  const struct ns_ident *ns, const char *table, const char *run_id, json_t *details,
-		  struct floe_error *err)
-{
-	bool ok = store_event_insert(s, event, env->request_id, ns, table, run_id, details, err);
-
-	if (!ok)
-		log_error("audit", "cannot record %s for run %s: %s rid=%s", event,
-			  run_id ? run_id : "-", err->message, env->request_id);
-	json_decref(details);
-	return ok;
-}
 
 static long long now_ms(void)
 {
@@ -63,15 +51,6 @@ static void rfc3339_now(char *out, size_t len)
 	(void)snprintf(out + n, len - n, ".%03ldZ", ts.tv_nsec / 1000000L);
 }
 
-/* A JSON text column as JSON: null when absent or unreadable. */
-static json_t *json_text(const char *text)
-{
-	json_error_t jerr;
-	json_t *v = text != NULL ? json_loads(text, 0, &jerr) : NULL;
-
-	return v != NULL ? v : json_null();
-}
-
 /* A run as the API shows it (new reference). */
 static json_t *run_json(const void *row)
 {
@@ -82,7 +61,7 @@ static json_t *run_json(const void *row)
 				"base-snapshot-id",
 				r->has_base ? json_integer(r->base_snapshot_id) : json_null(),
 				"created-at", r->created_at, "updated-at", r->updated_at, "audits",
-				json_text(r->audits));
+				rowjson_text(r->audits));
 	if (run == NULL)
 		return NULL;
 	if (r->has_audited)
@@ -899,74 +878,4 @@ done:
 	json_decref(run);
 	json_decref(m);
 	return out;
-}
-
-/* A page token: "<xid>-<id>" of the last event served. */
-static bool parse_log_token(const char *token, char *xid, size_t xidlen, long long *id)
-{
-	const char *dash = strchr(token, '-');
-	char *end = NULL;
-
-	if (dash == NULL || dash == token || (size_t)(dash - token) >= xidlen)
-		return false;
-	for (const char *p = token; p < dash; p++) {
-		if (*p < '0' || *p > '9')
-			return false;
-	}
-	*id = strtoll(dash + 1, &end, 10);
-	if (end == dash + 1 || *end != '\0' || *id < 0)
-		return false;
-	(void)snprintf(xid, xidlen, "%.*s", (int)(dash - token), token);
-	return true;
-}
-
-/* An audit event as the API shows it (new reference). */
-static json_t *event_json(const void *row)
-{
-	const struct event_row *e = row;
-
-	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id", (json_int_t)e->id,
-			 "at", e->at, "event", e->event, "principal", e->principal, "request-id",
-			 e->request_id ? json_string(e->request_id) : json_null(), "namespace",
-			 e->ns.nlevels > 0 ? ident_ns_to_json(&e->ns) : json_null(), "table",
-			 e->table ? json_string(e->table) : json_null(), "run-id",
-			 e->run_id ? json_string(e->run_id) : json_null(), "details",
-			 json_text(e->details));
-}
-
-json_t *audit_log_list(struct store *s, const struct ns_ident *ns, const char *table,
-		       const char *run_id, const char *since, const char *token, long page_size,
-		       struct floe_error *err)
-{
-	long long after = 0;
-	char after_xid[24] = "0";
-	struct event_row *rows = NULL;
-	size_t count = 0;
-	json_t *events = NULL;
-	bool more = false;
-
-	if (run_id != NULL && !hook_id_valid(run_id))
-		return floe_err(err, FE_BAD_REQUEST, "run must be a run id (a UUID)"), NULL;
-	if (token != NULL && *token != '\0' &&
-	    !parse_log_token(token, after_xid, sizeof(after_xid), &after))
-		return floe_err(err, FE_BAD_REQUEST, "pageToken is not a token this server issued"),
-		       NULL;
-	long limit = page_size > RUNS_PAGE_MAX ? RUNS_PAGE_MAX : page_size;
-	if (!store_event_list(s, after_xid, after, ns, table, run_id, since, limit, &rows, &count,
-			      &more, err)) {
-		if (err->kind == FE_BAD_REQUEST)
-			floe_err(err, FE_BAD_REQUEST, "since must be an RFC 3339 timestamp");
-		return NULL;
-	}
-	events = rowjson_array(rows, count, sizeof(*rows), event_json);
-	json_t *next = json_null();
-	if (events != NULL && more && count > 0) {
-		char t[64];
-		(void)snprintf(t, sizeof(t), "%s-%lld", rows[count - 1].xid, rows[count - 1].id);
-		next = json_string(t);
-	}
-	store_event_rows_free(rows, count);
-	if (events == NULL)
-		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
-	return json_pack("{s:o, s:o}", "events", events, "next-page-token", next);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auditlog.h"
 #include "control.h"
 #include "hookspec.h"
 #include "namespace.h"

@@ -481,6 +481,15 @@ bool store_reconnect(struct store *s, struct floe_error *err)
 
 /* --- transactions --- */
 
+bool store_exec_noparams(struct store *s, const struct store_statement *st, struct floe_error *err)
+{
+	PGresult *r = store_exec(s, st, 0, NULL, err);
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
 bool store_begin(struct store *s, struct floe_error *err)
 {
 	return store_exec_noparams(s, &statements[ST_BEGIN], err);

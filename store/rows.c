@@ -20,15 +20,6 @@ char *store_levels_param(const struct ns_ident *ns, struct floe_error *err)
 	return p;
 }
 
-bool store_exec_noparams(struct store *s, const struct store_statement *st, struct floe_error *err)
-{
-	PGresult *r = store_exec(s, st, 0, NULL, err);
-	if (r == NULL)
-		return false;
-	PQclear(r);
-	return true;
-}
-
 /* Runs a statement whose answer is at most one text value: *out is a copy
  * of the first column of the first row (caller frees), or NULL when there
  * is no row. */

@@ -1,0 +1,101 @@
+/*
+ * auditlog.c - the audit log: appending an event in the caller's
+ * transaction, and reading the log page by page with a cursor that never
+ * skips an event of a transaction still running (auditlog.h).
+ */
+#include "auditlog.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hookspec.h"
+#include "log.h"
+#include "ports.h"
+#include "rowjson.h"
+
+/* The most events one page lists. */
+#define EVENTS_PAGE_MAX 1000
+
+bool audit_record(struct store *s, const struct table_env *env, const char *event,
+		  const struct ns_ident *ns, const char *table, const char *run_id, json_t *details,
+		  struct floe_error *err)
+{
+	bool ok = store_event_insert(s, event, env->request_id, ns, table, run_id, details, err);
+
+	if (!ok)
+		log_error("audit", "cannot record %s for run %s: %s rid=%s", event,
+			  run_id ? run_id : "-", err->message, env->request_id);
+	json_decref(details);
+	return ok;
+}
+
+/* A page token: "<xid>-<id>" of the last event served. */
+static bool parse_log_token(const char *token, char *xid, size_t xidlen, long long *id)
+{
+	const char *dash = strchr(token, '-');
+	char *end = NULL;
+
+	if (dash == NULL || dash == token || (size_t)(dash - token) >= xidlen)
+		return false;
+	for (const char *p = token; p < dash; p++) {
+		if (*p < '0' || *p > '9')
+			return false;
+	}
+	*id = strtoll(dash + 1, &end, 10);
+	if (end == dash + 1 || *end != '\0' || *id < 0)
+		return false;
+	(void)snprintf(xid, xidlen, "%.*s", (int)(dash - token), token);
+	return true;
+}
+
+/* An audit event as the API shows it (new reference). */
+static json_t *event_json(const void *row)
+{
+	const struct event_row *e = row;
+
+	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id", (json_int_t)e->id,
+			 "at", e->at, "event", e->event, "principal", e->principal, "request-id",
+			 e->request_id ? json_string(e->request_id) : json_null(), "namespace",
+			 e->ns.nlevels > 0 ? ident_ns_to_json(&e->ns) : json_null(), "table",
+			 e->table ? json_string(e->table) : json_null(), "run-id",
+			 e->run_id ? json_string(e->run_id) : json_null(), "details",
+			 rowjson_text(e->details));
+}
+
+json_t *audit_log_list(struct store *s, const struct ns_ident *ns, const char *table,
+		       const char *run_id, const char *since, const char *token, long page_size,
+		       struct floe_error *err)
+{
+	long long after = 0;
+	char after_xid[24] = "0";
+	struct event_row *rows = NULL;
+	size_t count = 0;
+	json_t *events = NULL;
+	bool more = false;
+
+	if (run_id != NULL && !hook_id_valid(run_id))
+		return floe_err(err, FE_BAD_REQUEST, "run must be a run id (a UUID)"), NULL;
+	if (token != NULL && *token != '\0' &&
+	    !parse_log_token(token, after_xid, sizeof(after_xid), &after))
+		return floe_err(err, FE_BAD_REQUEST, "pageToken is not a token this server issued"),
+		       NULL;
+	long limit = page_size > EVENTS_PAGE_MAX ? EVENTS_PAGE_MAX : page_size;
+	if (!store_event_list(s, after_xid, after, ns, table, run_id, since, limit, &rows, &count,
+			      &more, err)) {
+		if (err->kind == FE_BAD_REQUEST)
+			floe_err(err, FE_BAD_REQUEST, "since must be an RFC 3339 timestamp");
+		return NULL;
+	}
+	events = rowjson_array(rows, count, sizeof(*rows), event_json);
+	json_t *next = json_null();
+	if (events != NULL && more && count > 0) {
+		char t[64];
+		(void)snprintf(t, sizeof(t), "%s-%lld", rows[count - 1].xid, rows[count - 1].id);
+		next = json_string(t);
+	}
+	store_event_rows_free(rows, count);
+	if (events == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
+	return json_pack("{s:o, s:o}", "events", events, "next-page-token", next);
+}
