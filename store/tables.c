@@ -165,20 +165,12 @@ bool store_table_load(struct store *s, const struct ns_ident *ns, const char *na
 	return store_table_load_as(s, ns, name, false, row, err);
 }
 
-bool store_table_load_as(struct store *s, const struct ns_ident *ns, const char *name,
-			 bool refs_only, struct table_row *row, struct floe_error *err)
+/* The one row a table statement answered (r is cleared here), or
+ * FE_NO_SUCH_TABLE when it answered none. */
+static bool table_row_of(PGresult *r, struct table_row *row, struct floe_error *err)
 {
-	char *levels = store_levels_param(ns, err);
-	PGresult *r;
 	bool ok;
 
-	memset(row, 0, sizeof(*row));
-	if (levels == NULL)
-		return false;
-	const char *params[2] = { levels, name };
-	r = store_exec(s, &statements[refs_only ? ST_TABLE_LOAD_REFS : ST_TABLE_LOAD], 2, params,
-		       err);
-	free(levels);
 	if (r == NULL)
 		return false;
 	if (PQntuples(r) == 0) {
@@ -188,6 +180,22 @@ bool store_table_load_as(struct store *s, const struct ns_ident *ns, const char 
 	ok = row_from_result(r, 0, row, err);
 	PQclear(r);
 	return ok;
+}
+
+bool store_table_load_as(struct store *s, const struct ns_ident *ns, const char *name,
+			 bool refs_only, struct table_row *row, struct floe_error *err)
+{
+	char *levels = store_levels_param(ns, err);
+	PGresult *r;
+
+	memset(row, 0, sizeof(*row));
+	if (levels == NULL)
+		return false;
+	const char *params[2] = { levels, name };
+	r = store_exec(s, &statements[refs_only ? ST_TABLE_LOAD_REFS : ST_TABLE_LOAD], 2, params,
+		       err);
+	free(levels);
+	return table_row_of(r, row, err);
 }
 
 bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *name, bool *exists,
@@ -380,7 +388,6 @@ bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *na
 {
 	char *levels = store_levels_param(ns, err);
 	PGresult *r;
-	bool ok;
 
 	memset(row, 0, sizeof(*row));
 	if (levels == NULL)
@@ -388,15 +395,7 @@ bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *na
 	const char *params[3] = { levels, name, purge ? "true" : "false" };
 	r = store_exec(s, &statements[ST_TABLE_DROP], 3, params, err);
 	free(levels);
-	if (r == NULL)
-		return false;
-	if (PQntuples(r) == 0) {
-		PQclear(r);
-		return table_missing(err);
-	}
-	ok = row_from_result(r, 0, row, err);
-	PQclear(r);
-	return ok;
+	return table_row_of(r, row, err);
 }
 
 bool store_table_rename(struct store *s, const struct ns_ident *from_ns, const char *from,
