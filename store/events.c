@@ -76,28 +76,6 @@ bool store_event_insert(struct store *s, const char *event, const char *request_
 	return true;
 }
 
-void store_event_row_clear(struct event_row *row)
-{
-	free(row->event);
-	free(row->principal);
-	free(row->request_id);
-	ident_ns_clear(&row->ns);
-	free(row->table);
-	free(row->run_id);
-	free(row->details);
-	memset(row, 0, sizeof(*row));
-}
-
-static void event_clear(void *row)
-{
-	store_event_row_clear(row);
-}
-
-void store_event_rows_free(struct event_row *rows, size_t count)
-{
-	store_rows_free(rows, count, sizeof(*rows), event_clear);
-}
-
 /* Fills a struct event_row from the columns of ST_EVENT_LIST. */
 static bool event_fill(PGresult *r, int i, void *dst)
 {
@@ -153,7 +131,7 @@ bool store_event_list(struct store *s, const char *after_xid, long long after_id
 		return false;
 	}
 	bool ok = store_rows_read(r, store_page(r, limit, more), sizeof(**rows), event_fill,
-				  event_clear, &out, count, err);
+				  store_event_clear, &out, count, err);
 	PQclear(r);
 	*rows = out;
 	return ok;

@@ -81,25 +81,6 @@ static const struct store_statement statements[ST_COUNT] = {
 
 const struct store_statements store_hook_statements = { statements, ST_COUNT };
 
-void store_hook_row_clear(struct hook_row *row)
-{
-	free(row->name);
-	free(row->url);
-	free(row->scope_table);
-	ident_ns_clear(&row->scope_ns);
-	memset(row, 0, sizeof(*row));
-}
-
-static void hook_clear(void *row)
-{
-	store_hook_row_clear(row);
-}
-
-void store_hook_rows_free(struct hook_row *rows, size_t count)
-{
-	store_rows_free(rows, count, sizeof(*rows), hook_clear);
-}
-
 /* Fills a struct hook_row from the columns of HOOK_COLUMNS. */
 static bool hook_fill(PGresult *r, int i, void *dst)
 {
@@ -149,8 +130,8 @@ bool store_hook_list(struct store *s, struct hook_row **rows, size_t *count, str
 	*count = 0;
 	if (r == NULL)
 		return false;
-	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), hook_fill, hook_clear, &out,
-				  count, err);
+	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), hook_fill, store_hook_clear,
+				  &out, count, err);
 	PQclear(r);
 	*rows = out;
 	return ok;
@@ -192,21 +173,6 @@ bool store_hook_sole_guard(struct store *s, const char *id, char **target, struc
 	return store_exec_text(s, &statements[ST_HOOK_SOLE_GUARD], 1, params, target, err);
 }
 
-static void target_clear(void *dst)
-{
-	struct hook_target *row = dst;
-
-	free(row->name);
-	free(row->url);
-	free(row->secret);
-	memset(row, 0, sizeof(*row));
-}
-
-void store_hook_targets_free(struct hook_target *rows, size_t count)
-{
-	store_rows_free(rows, count, sizeof(*rows), target_clear);
-}
-
 /* Fills a struct hook_target from the columns of ST_HOOKS_IN_SCOPE. */
 static bool target_fill(PGresult *r, int i, void *dst)
 {
@@ -218,7 +184,7 @@ static bool target_fill(PGresult *r, int i, void *dst)
 	if (store_col_copy(r, i, 1, &row->name) && store_col_copy(r, i, 2, &row->url) &&
 	    store_col_copy(r, i, 3, &row->secret))
 		return true;
-	target_clear(row);
+	store_hook_target_clear(row);
 	return false;
 }
 
@@ -238,8 +204,8 @@ bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns, const char
 	free(levels);
 	if (r == NULL)
 		return false;
-	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), target_fill, target_clear, &out,
-				  count, err);
+	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), target_fill,
+				  store_hook_target_clear, &out, count, err);
 	PQclear(r);
 	*rows = out;
 	return ok;

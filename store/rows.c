@@ -104,13 +104,6 @@ fail:
 	return false;
 }
 
-void store_rows_free(void *rows, size_t count, size_t size, void (*clear)(void *row))
-{
-	for (size_t i = 0; rows != NULL && i < count; i++)
-		clear((char *)rows + i * size);
-	free(rows);
-}
-
 bool store_rows_read(PGresult *r, int nrows, size_t size,
 		     bool (*fill)(PGresult *r, int i, void *row), void (*clear)(void *row),
 		     void **rows, size_t *count, struct floe_error *err)

@@ -59,26 +59,6 @@ static const struct store_statement statements[ST_COUNT] = {
 
 const struct store_statements store_run_statements = { statements, ST_COUNT };
 
-void store_run_row_clear(struct run_row *row)
-{
-	ident_ns_clear(&row->ns);
-	free(row->table_name);
-	free(row->branch);
-	free(row->state);
-	free(row->audits);
-	memset(row, 0, sizeof(*row));
-}
-
-static void run_clear(void *row)
-{
-	store_run_row_clear(row);
-}
-
-void store_run_rows_free(struct run_row *rows, size_t count)
-{
-	store_rows_free(rows, count, sizeof(*rows), run_clear);
-}
-
 /* Fills a struct run_row from the columns of RUN_COLUMNS. */
 static bool run_fill(PGresult *r, int i, void *dst)
 {
@@ -149,7 +129,7 @@ bool store_run_list(struct store *s, const char *table_uuid, long long before_se
 	if (r == NULL)
 		return false;
 	bool ok = store_rows_read(r, store_page(r, limit, more), sizeof(**rows), run_fill,
-				  run_clear, &out, count, err);
+				  store_run_clear, &out, count, err);
 	PQclear(r);
 	*rows = out;
 	return ok;

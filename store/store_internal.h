@@ -128,6 +128,13 @@ bool store_col_ns(PGresult *r, int i, int c, struct ns_ident *ns);
 /* Clears each of count rows of size bytes with clear and frees rows. */
 void store_rows_free(void *rows, size_t count, size_t size, void (*clear)(void *row));
 
+/* The clear functions of rowfree.c in the shape store_rows_read and
+ * store_rows_free take: each frees what one row owns and zeroes it. */
+void store_event_clear(void *row);
+void store_hook_clear(void *row);
+void store_hook_target_clear(void *row);
+void store_run_clear(void *row);
+
 /* Reads rows [0, nrows) of r into *rows, a new array of *count rows of
  * size bytes, each filled by fill (which cleans up after its own
  * failure). On failure nothing is left and err is FE_INTERNAL. */

@@ -516,16 +516,6 @@ bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns, const char
 	return true;
 }
 
-void store_hook_targets_free(struct hook_target *rows, size_t count)
-{
-	for (size_t i = 0; i < count; i++) {
-		free(rows[i].name);
-		free(rows[i].url);
-		free(rows[i].secret);
-	}
-	free(rows);
-}
-
 /* The run as the store's row: the fake keeps runs as JSON objects with
  * the API's field names ("_table-uuid" is the row's table). */
 static void run_from_json(const json_t *j, struct run_row *row)
@@ -553,23 +543,6 @@ static void run_from_json(const json_t *j, struct run_row *row)
 	snprintf(row->created_at, sizeof(row->created_at), "2026-01-01T00:00:00.000Z");
 	snprintf(row->updated_at, sizeof(row->updated_at), "2026-01-01T00:00:00.000Z");
 	row->seq = json_integer_value(json_object_get(j, "_seq"));
-}
-
-void store_run_row_clear(struct run_row *row)
-{
-	ident_ns_clear(&row->ns);
-	free(row->table_name);
-	free(row->branch);
-	free(row->state);
-	free(row->audits);
-	memset(row, 0, sizeof(*row));
-}
-
-void store_run_rows_free(struct run_row *rows, size_t count)
-{
-	for (size_t i = 0; i < count; i++)
-		store_run_row_clear(&rows[i]);
-	free(rows);
 }
 
 bool store_run_get(struct store *s, const char *id, struct run_row *row, bool *found,
@@ -712,18 +685,4 @@ bool store_event_list(struct store *s, const char *after_xid, long long after_id
 	*count = 0;
 	*more = false;
 	return not_faked(__func__, err);
-}
-
-void store_event_rows_free(struct event_row *rows, size_t count)
-{
-	for (size_t i = 0; i < count; i++) {
-		free(rows[i].event);
-		free(rows[i].principal);
-		free(rows[i].request_id);
-		ident_ns_clear(&rows[i].ns);
-		free(rows[i].table);
-		free(rows[i].run_id);
-		free(rows[i].details);
-	}
-	free(rows);
 }
