@@ -20,11 +20,12 @@ struct store;
 bool tables_exists(struct store *s, const struct ns_ident *ns, const char *name, bool *exists,
 		   struct floe_error *err) FLOE_WUR;
 
-/* GET .../tables: the names in ns sorting after `after` (NULL: from the
- * start), at most limit (< 0: all); *names is a new array of strings and
- * *more tells whether more follow. FE_NO_SUCH_NAMESPACE. */
-bool tables_list(struct store *s, const struct ns_ident *ns, const char *after, long limit,
-		 json_t **names, bool *more, struct floe_error *err) FLOE_WUR;
+/* GET .../tables: the ListTablesResponse as text (caller frees; its
+ * length in *len): the names in ns sorting after `after` (NULL: from the
+ * start), at most limit (< 0: all), and the token of the next page when
+ * more follow. FE_NO_SUCH_NAMESPACE. */
+char *tables_list_text(struct store *s, const struct ns_ident *ns, const char *after, long limit,
+		       size_t *len, struct floe_error *err) FLOE_WUR;
 
 /* POST .../tables/{table}/metrics: keeps report (a JSON text) for the
  * table. FE_NO_SUCH_TABLE. */

@@ -4,6 +4,8 @@
  */
 #include "json.h"
 
+#include <string.h>
+
 bool fjson_get_int(const json_t *obj, const char *key, const char *what, bool *present,
 		   int64_t *out, struct floe_error *err)
 {
@@ -134,4 +136,51 @@ bool fjson_check_string_map(const json_t *v, const char *what, struct floe_error
 					"%s: the value of '%s' must be a string", what, k);
 	}
 	return true;
+}
+
+void fjson_buf_string(struct buf *b, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t run = 0; /* bytes of s before i that need no escape */
+
+	buf_append(b, "\"", 1);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char esc[6] = { '\\', 0, 0, 0, 0, 0 };
+		size_t n = 2;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		buf_append(b, s + run, i - run);
+		run = i + 1;
+		switch (c) {
+		case '"':
+		case '\\':
+			esc[1] = (char)c;
+			break;
+		case '\b':
+			esc[1] = 'b';
+			break;
+		case '\f':
+			esc[1] = 'f';
+			break;
+		case '\n':
+			esc[1] = 'n';
+			break;
+		case '\r':
+			esc[1] = 'r';
+			break;
+		case '\t':
+			esc[1] = 't';
+			break;
+		default:
+			memcpy(esc + 1, "u00", 3);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			n = 6;
+		}
+		buf_append(b, esc, n);
+	}
+	buf_append(b, s + run, len - run);
+	buf_append(b, "\"", 1);
 }

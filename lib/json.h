@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include "buf.h"
 #include "error.h"
 
 /*
@@ -56,5 +57,10 @@ void fjson_compact(json_t *array);
 /* Checks that v is an object whose values are all strings; else
  * FE_BAD_REQUEST naming what. */
 bool fjson_check_string_map(const json_t *v, const char *what, struct floe_error *err) FLOE_WUR;
+
+/* Appends s (len bytes of UTF-8) to b as a JSON string, quoted and
+ * escaped the way jansson's compact dump writes it, for answers built as
+ * text. Failures stay in b->status (buf.h). */
+void fjson_buf_string(struct buf *b, const char *s, size_t len);
 
 #endif

@@ -41,8 +41,8 @@ void handle_table_list(struct http_request *req)
 	char *token = NULL;
 	char *size = NULL;
 	struct page_request page = { 0 };
-	json_t *names = NULL;
-	bool more = false;
+	char *text = NULL;
+	size_t len = 0;
 	struct store *s;
 
 	floe_error_clear(&err);
@@ -61,35 +61,14 @@ void handle_table_list(struct http_request *req)
 	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
-	bool ok = tables_list(s, &ns, page.after.nlevels ? page.after.levels[0] : NULL,
-			      page.paginate ? page.page_size : -1, &names, &more, &err);
+	text = tables_list_text(s, &ns, page.after.nlevels ? page.after.levels[0] : NULL,
+				page.paginate ? page.page_size : -1, &len, &err);
 	handler_release(req, s);
-	if (!ok) {
+	if (text == NULL)
 		http_reply_error(req, &err);
-		goto done;
-	}
-	json_t *ids = json_array();
-	size_t i;
-	json_t *n;
-	json_array_foreach(names, i, n) {
-		json_array_append_new(ids, json_pack("{s:o, s:O}", "namespace",
-						     ident_ns_to_json(&ns), "name", n));
-	}
-	json_t *tok = json_null();
-	if (more && json_array_size(names) > 0) {
-		struct ns_ident last = {
-			1,
-			{ (char *)json_string_value(
-				json_array_get(names, json_array_size(names) - 1)) }
-		};
-		char *t = page_token_encode(&last);
-		tok = t ? json_string(t) : json_null();
-		free(t);
-	}
-	http_reply_json(req, 200,
-			json_pack("{s:o, s:o}", "identifiers", ids, "next-page-token", tok));
+	else
+		http_reply_text(req, 200, text, len);
 done:
-	json_decref(names);
 	free(token);
 	free(size);
 	page_request_clear(&page);

@@ -183,8 +183,8 @@ bool store_table_locations_after(struct store *s, long long after_id, int limit,
 				 struct floe_error *err) FLOE_WUR;
 
 /* Lists table names in ns sorting after `after` (NULL: from the start),
- * at most limit (< 0: all). *names is a new array of *count names
- * (store_names_free); *more tells whether more follow.
+ * at most limit (< 0: all). *names is a new array of *count names, one
+ * allocation (store_names_free); *more tells whether more follow.
  * FE_NO_SUCH_NAMESPACE. */
 bool store_table_list(struct store *s, const struct ns_ident *ns, const char *after, long limit,
 		      char ***names, size_t *count, bool *more, struct floe_error *err) FLOE_WUR;

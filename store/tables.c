@@ -100,10 +100,14 @@ static const struct store_statement statements[ST_COUNT] = {
 	[ST_TABLE_LOCATIONS_AFTER] = { "table_locations_after",
 		"SELECT id, location FROM tables WHERE id > $1::bigint ORDER BY id "
 		"LIMIT $2::int" },
+	/* One round trip: no row when the namespace is missing, one NULL
+	 * name when it holds no table. */
 	[ST_TABLE_LIST] = { "table_list",
-		"SELECT t.name FROM tables t "
-		"WHERE t.namespace_id = $1::bigint AND ($2::text IS NULL OR t.name > $2) "
-		"ORDER BY t.name LIMIT $3::bigint" },
+		"SELECT t.name FROM namespaces n LEFT JOIN LATERAL ("
+		"  SELECT name FROM tables "
+		"  WHERE namespace_id = n.id AND ($2::text IS NULL OR name > $2) "
+		"  ORDER BY name LIMIT $3::bigint) t ON true "
+		"WHERE n.levels = " LEVELS("$1") },
 	/* With $3 (purge), the tombstone is written by the same statement
 	 * that deletes the row: no moment where the files have neither. */
 	[ST_TABLE_DROP] = { "table_drop",
@@ -332,32 +336,17 @@ bool store_commit_landed(struct store *s, const char *table_uuid, long long vers
 	return true;
 }
 
-static void name_clear(void *row)
-{
-	char **name = row;
-
-	free(*name);
-	*name = NULL;
-}
-
 void store_names_free(char **names, size_t count)
 {
-	store_rows_free(names, count, sizeof(*names), name_clear);
-}
-
-static bool name_fill(PGresult *r, int i, void *row)
-{
-	return store_col_copy(r, i, 0, row);
+	(void)count; /* one block: the pointers, then the names */
+	free(names);
 }
 
 bool store_table_list(struct store *s, const struct ns_ident *ns, const char *after, long limit,
 		      char ***names, size_t *count, bool *more, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
-	char nsid[32];
 	char limit_p[32];
-	bool found = false;
-	void *out = NULL;
 	PGresult *r;
 
 	*names = NULL;
@@ -365,22 +354,39 @@ bool store_table_list(struct store *s, const struct ns_ident *ns, const char *af
 	*more = false;
 	if (levels == NULL)
 		return false;
-	bool ok = store_ns_lookup_id(s, levels, nsid, sizeof(nsid), &found, err);
-	free(levels);
-	if (!ok)
-		return false;
-	if (!found)
-		return store_ns_missing(err);
 	(void)snprintf(limit_p, sizeof(limit_p), "%ld", limit + 1);
-	const char *params[3] = { nsid, after, limit < 0 ? NULL : limit_p };
+	const char *params[3] = { levels, after, limit < 0 ? NULL : limit_p };
 	r = store_exec(s, &statements[ST_TABLE_LIST], 3, params, err);
+	free(levels);
 	if (r == NULL)
 		return false;
-	ok = store_rows_read(r, store_page(r, limit, more), sizeof(**names), name_fill, name_clear,
-			     &out, count, err);
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return store_ns_missing(err);
+	}
+	int n = PQgetisnull(r, 0, 0) ? 0 : store_page(r, limit, more);
+	/* A listing is thousands of short names: one allocation, not one a
+	 * name. */
+	size_t bytes = ((size_t)n + 1) * sizeof(char *);
+	for (int i = 0; i < n; i++)
+		bytes += (size_t)PQgetlength(r, i, 0) + 1;
+	char **out = malloc(bytes);
+	if (out == NULL) {
+		PQclear(r);
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	char *p = (char *)(out + n + 1);
+	for (int i = 0; i < n; i++) {
+		size_t len = (size_t)PQgetlength(r, i, 0);
+		memcpy(p, PQgetvalue(r, i, 0), len + 1);
+		out[i] = p;
+		p += len + 1;
+	}
+	out[n] = NULL;
 	PQclear(r);
 	*names = out;
-	return ok;
+	*count = (size_t)n;
+	return true;
 }
 
 bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *name, bool purge,

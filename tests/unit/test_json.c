@@ -1,5 +1,6 @@
 /* The small jansson helpers: typed fields, ids, holes, string maps. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
@@ -96,4 +97,32 @@ Test(json, array_of_and_string_maps)
 	json_decref(ints);
 	json_decref(mixed);
 	json_decref(map);
+}
+
+/* Text answers escape strings exactly as jansson's compact dump does, so
+ * an answer built as text equals the one jansson would have built. */
+Test(json, buf_string_matches_jansson)
+{
+	static const char *const cases[] = {
+		"",
+		"plain",
+		"quote\"back\\slash",
+		"tab\tnl\ncr\rbs\bff\f",
+		"\x01\x1f\x7f",
+		"caf\xc3\xa9 \xe2\x82\xac /slash",
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct buf b;
+		json_t *v = json_string(cases[i]);
+		char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+		buf_init(&b, 1024);
+		fjson_buf_string(&b, cases[i], strlen(cases[i]));
+		cr_assert_eq(b.status, BUF_OK);
+		cr_assert_str_eq(b.data, want, "case %zu", i);
+		buf_free(&b);
+		free(want);
+		json_decref(v);
+	}
 }
