@@ -8,13 +8,14 @@ test failing here is an engine statement failing for a user."""
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
-from conftest import assert_error, assert_ok_json, describe, ns_path
+from conftest import assert_error, assert_ok_json, describe, make_shared_tmpdir, ns_path
 
 SCHEMA = {
     "type": "struct",
@@ -246,3 +247,80 @@ def test_failed_create_at_a_taken_location_leaves_nothing(floe, ns):
     assert_error(r, 400, "BadRequestException", message_has="overlaps")
     assert floe.head(table_url(ns, "second")).status_code == 404
     assert files_under(local(taken)) == before
+
+
+# --------------------------------------------------------------------------
+# file:/path, as Java and Hadoop write it, is file:///path
+
+
+@pytest.fixture
+def one_slash_floe(postgres, floe_factory):
+    """A floe whose warehouse is given as file:/path."""
+    scratch = make_shared_tmpdir("floe-it-oneslash-")
+    wh = scratch / "wh"
+    try:
+        yield floe_factory(args=[f"--warehouse=file:{wh}/"],
+                           env={"FLOE_DATABASE_URL": postgres.new_database()}), wh
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def snapshot_commit(f, ns, name, meta, sid):
+    loc = meta["location"]
+    return f.post(table_url(ns, name), json={
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": None}],
+        "updates": [
+            {"action": "add-snapshot", "snapshot": {
+                "snapshot-id": sid, "sequence-number": meta["last-sequence-number"] + 1,
+                "timestamp-ms": meta["last-updated-ms"], "manifest-list": f"{loc}/metadata/snap-{sid}.avro",
+                "summary": {"operation": "append"}, "schema-id": 0}},
+            {"action": "set-snapshot-ref", "ref-name": "main", "snapshot-id": sid, "type": "branch"}]})
+
+
+def test_one_slash_file_locations_are_the_same_place(one_slash_floe):
+    f, wh = one_slash_floe
+    f.create_namespace(["db"])
+    # The warehouse given as file:/path is file:///path.
+    assert assert_ok_json(f.get("/v1/namespaces/db"))["properties"]["location"] == f"file://{wh}/db"
+    made = assert_ok_json(f.post(tables_url(["db"]), json={"name": "plain", "schema": SCHEMA}))
+    assert made["metadata"]["location"] == f"file://{wh}/db/plain"
+
+    # A table created at file:/path is written there and takes commits.
+    t = assert_ok_json(f.post(tables_url(["db"]), json={
+        "name": "java", "schema": SCHEMA, "location": f"file:{wh}/db/java_t"}))
+    assert t["metadata"]["location"] == f"file:{wh}/db/java_t", "the location is kept as the client wrote it"
+    assert local(t["metadata-location"]).parent == wh / "db" / "java_t" / "metadata"
+    after = assert_ok_json(snapshot_commit(f, ["db"], "java", t["metadata"], 101))
+    assert local(after["metadata-location"]).is_file()
+    assert after["metadata-location"].startswith(f"file://{wh}/db/java_t/metadata/00001-")
+
+    # The same place in the other spelling, or inside it, is taken.
+    for other in (f"file://{wh}/db/java_t", f"file:{wh}/db/java_t/", f"file:///{wh}/db/java_t/sub",
+                  f"{wh}/db/java_t"):
+        r = f.post(tables_url(["db"]), json={"name": "clash", "schema": SCHEMA, "location": other})
+        assert_error(r, 400, "BadRequestException", message_has="overlaps")
+    # And outside the warehouse is outside, in either spelling.
+    r = f.post(tables_url(["db"]), json={"name": "out", "schema": SCHEMA, "location": f"file:{wh.parent}/elsewhere"})
+    assert_error(r, 400, "BadRequestException", message_has="outside")
+
+    # A staged create and its commit at file:/path (Trino below a namespace
+    # location written file:/...).
+    assert_ok_json(f.post("/v1/namespaces/db/properties", json={"updates": {"location": f"file:{wh}/db"}}))
+    loc = trino_table_location(f, ["db"], "staged")
+    assert loc.startswith(f"file:{wh}/db/staged-")
+    staged = stage(f, ["db"], "staged", location=loc)
+    assert_ok_json(f.post(table_url(["db"], "staged"), json={
+        "requirements": [{"type": "assert-create"}],
+        "updates": java_create_updates(staged["metadata"], loc)}))
+
+    # Register a metadata file named file:/path: dropped without purge,
+    # the table comes back from its own file.
+    assert f.delete(table_url(["db"], "java")).status_code == 204
+    one_slash = "file:" + after["metadata-location"][len("file://"):]
+    reg = assert_ok_json(f.post("/v1/namespaces/db/register", json={"name": "java", "metadata-location": one_slash}))
+    assert reg["metadata"]["table-uuid"] == t["metadata"]["table-uuid"]
+    assert reg["metadata"]["current-snapshot-id"] == 101
+    next_ = assert_ok_json(f.post(table_url(["db"], "java"), json={
+        "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}))
+    assert local(next_["metadata-location"]).parent == wh / "db" / "java_t" / "metadata"
+    assert next_["metadata"]["metadata-log"][-1]["metadata-file"] == one_slash
