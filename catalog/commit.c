@@ -260,7 +260,7 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 	key = location_canonical(table_loc, err);
 	if (key == NULL)
 		goto done;
-	bool moved = base_loc == NULL || strcmp(base_loc, table_loc) != 0;
+	bool moved = base_loc == NULL || !location_same(base_loc, table_loc);
 	if (moved && !table_location_usable(s, env, ns, NULL, table_loc, row.uuid, err))
 		goto done;
 	text = table_dump(m, &len, err);

@@ -386,11 +386,9 @@ bool apply_list_remove(struct apply *a, int kind, int64_t id, struct floe_error 
 	return true;
 }
 
-const struct idmap *apply_current_fields(struct apply *a, const json_t *schema,
+const struct idmap *apply_current_fields(struct apply *a, int64_t id, const json_t *schema,
 					 struct floe_error *err)
 {
-	int64_t id = fjson_int_or(a->m, "current-schema-id", -1);
-
 	/* Keyed by schema id; remove-schemas forgets it, as an id may then be
 	 * given again. */
 	if (a->cur_fields != NULL && a->cur_fields_of == id)

@@ -186,9 +186,10 @@ bool apply_list_add(struct apply *a, int kind, int64_t id, json_t *entry,
  * has changed). False only when out of memory. */
 bool apply_list_remove(struct apply *a, int kind, int64_t id, struct floe_error *err) FLOE_WUR;
 
-/* The field index (schema_index) of schema, which is the current schema,
- * built once per commit. Borrowed; NULL when out of memory. */
-const struct idmap *apply_current_fields(struct apply *a, const json_t *schema,
+/* The field index (schema_index) of schema, the one with this id that
+ * specs and sort orders bind to, built once per commit and id. Borrowed;
+ * NULL when out of memory. */
+const struct idmap *apply_current_fields(struct apply *a, int64_t id, const json_t *schema,
 					 struct floe_error *err);
 
 /* The encryption keys by key-id -> position (borrowed), or NULL when out

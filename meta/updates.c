@@ -169,19 +169,25 @@ static bool up_set_default(struct apply *a, const json_t *u, const struct action
 
 /*
  * The 'fields' array of the entry an add-spec or add-sort-order carries
- * (in its field act->field), and the current schema they are bound to
- * (*schema: borrowed, NULL when the table has none). False with
- * FE_BAD_REQUEST on a bad shape, or when out of memory.
+ * (in its field act->field), and the schema they are bound to (*schema:
+ * borrowed, NULL when there is none; *schema_id its id). That is the
+ * current schema; a table being created that has none yet binds to schema
+ * 0, as Java's fresh TableMetadata.Builder does (its current schema id
+ * starts at 0), so a create may add its spec before set-current-schema.
+ * False with FE_BAD_REQUEST on a bad shape, or when out of memory.
  */
 static bool bound_fields(struct apply *a, const json_t *u, const struct action *act,
-			 const json_t **fields, const json_t **schema, struct floe_error *err)
+			 const json_t **fields, const json_t **schema, int64_t *schema_id,
+			 struct floe_error *err)
 {
 	const json_t *entry = json_object_get(u, act->field);
 	bool ok;
 
 	*fields = json_object_get(entry, "fields");
-	*schema = apply_list_get(a, LIST_SCHEMAS, fjson_int_or(a->m, "current-schema-id", -1), &ok,
-				 err);
+	*schema_id = fjson_int_or(a->m, "current-schema-id", -1);
+	if (*schema_id < 0)
+		*schema_id = 0;
+	*schema = apply_list_get(a, LIST_SCHEMAS, *schema_id, &ok, err);
 	if (!ok)
 		return false;
 	if (!json_is_object(entry) || !json_is_array(*fields))
@@ -228,16 +234,20 @@ static bool up_add_spec(struct apply *a, const json_t *u, const struct action *a
 			struct floe_error *err)
 {
 	const json_t *fields, *schema;
+	const struct idmap *index = NULL;
 	bool found;
-	int64_t id;
+	int64_t id, schema_id;
 
-	if (!bound_fields(a, u, act, &fields, &schema, err))
+	if (!bound_fields(a, u, act, &fields, &schema, &schema_id, err))
 		return false;
-	if (schema == NULL)
+	/* An unpartitioned spec binds to no column, so it needs no schema. */
+	if (schema == NULL && json_array_size(fields) > 0)
 		return meta_bad(err, "add-spec: the table has no current schema");
-	const struct idmap *index = apply_current_fields(a, schema, err);
-	if (index == NULL)
-		return false;
+	if (schema != NULL) {
+		index = apply_current_fields(a, schema_id, schema, err);
+		if (index == NULL)
+			return false;
+	}
 	int64_t last_pid = fjson_int_or(a->m, "last-partition-id",
 					META_PARTITION_DATA_ID_START - 1);
 	int64_t next_pid = last_pid;
@@ -260,14 +270,14 @@ static bool up_add_sort_order(struct apply *a, const json_t *u, const struct act
 	const json_t *fields, *schema;
 	const struct idmap *index = NULL;
 	bool found;
-	int64_t id;
+	int64_t id, schema_id;
 	size_t i;
 	json_t *f;
 
-	if (!bound_fields(a, u, act, &fields, &schema, err))
+	if (!bound_fields(a, u, act, &fields, &schema, &schema_id, err))
 		return false;
 	if (json_array_size(fields) > 0 && schema != NULL) {
-		index = apply_current_fields(a, schema, err);
+		index = apply_current_fields(a, schema_id, schema, err);
 		if (index == NULL)
 			return false;
 	}
