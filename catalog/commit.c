@@ -19,6 +19,7 @@
 
 #include "location.h"
 #include "log.h"
+#include "metric.h"
 #include "policy.h"
 #include "ports.h"
 #include "tablemeta.h"
@@ -490,6 +491,20 @@ static bool commit_round_with(struct store *s, const struct table_env *env,
 	return false;
 }
 
+/* Counts how a commit or transaction ended (lib/metric.h); passes ok on. */
+static bool commit_counted(bool ok, const struct floe_error *err)
+{
+	enum metric_commit_outcome o = METRIC_COMMITTED;
+
+	if (!ok && err->kind == FE_COMMIT_FAILED)
+		metric_add(METRIC_COMMIT_CONFLICTS, 0, 1);
+	if (!ok)
+		o = floe_error_mutation_kind(err) == FE_COMMIT_STATE_UNKNOWN ? METRIC_COMMIT_UNKNOWN
+									     : METRIC_COMMIT_FAILED;
+	metric_add(METRIC_COMMITS, o, 1);
+	return ok;
+}
+
 json_t *table_commit_with(struct store *s, const struct table_env *env, const struct ns_ident *ns,
 			  const char *name, const json_t *requirements, const json_t *updates,
 			  unsigned flags, table_commit_also also, void *ctx, struct floe_error *err)
@@ -500,23 +515,22 @@ json_t *table_commit_with(struct store *s, const struct table_env *env, const st
 	for (int attempt = 0; attempt < COMMIT_MAX_ATTEMPTS; attempt++) {
 		if (attempt > 0)
 			backoff(attempt);
+		metric_add(attempt > 0 ? METRIC_COMMIT_RETRIES : METRIC_COMMIT_ATTEMPTS, 0, 1);
 		stripe_lock(env, stripe);
 		bool ok = commit_round_with(s, env, ns, name, requirements, updates, flags, also,
 					    ctx, &result, &lost, err);
 		stripe_unlock(env, stripe);
-		if (ok)
-			return result;
-		if (!lost && !floe_error_is_rollback(err))
-			return NULL;
+		if (ok || (!lost && !floe_error_is_rollback(err)))
+			return commit_counted(ok, err) ? result : NULL;
 		log_debug("table", "commit to %s lost a race (attempt %d); retrying rid=%s", name,
 			  attempt + 1, env->request_id);
 	}
 	log_warn("table", "commit to %s gave up after %d lost races rid=%s", name,
 		 COMMIT_MAX_ATTEMPTS, env->request_id);
-	return floe_err(err, FE_COMMIT_FAILED,
-			"the table changed under %d attempts to commit; retry",
-			COMMIT_MAX_ATTEMPTS),
-	       NULL;
+	floe_err(err, FE_COMMIT_FAILED, "the table changed under %d attempts to commit; retry",
+		 COMMIT_MAX_ATTEMPTS);
+	(void)commit_counted(false, err);
+	return NULL;
 }
 
 /* Byte-wise; a name not filled in (NULL) sorts first. */
@@ -659,6 +673,7 @@ bool table_commit_transaction(struct store *s, const struct table_env *env, cons
 		bool lost = false;
 		if (attempt > 0)
 			backoff(attempt);
+		metric_add(attempt > 0 ? METRIC_COMMIT_RETRIES : METRIC_COMMIT_ATTEMPTS, 0, 1);
 		for (unsigned k = 0; k < COMMIT_LOCK_STRIPES; k++)
 			if (used[k])
 				stripe_lock(env, k);
@@ -681,6 +696,7 @@ bool table_commit_transaction(struct store *s, const struct table_env *env, cons
 	floe_err(err, FE_COMMIT_FAILED, "the tables changed under %d attempts to commit; retry",
 		 COMMIT_MAX_ATTEMPTS);
 done:
+	(void)commit_counted(ok, err);
 	for (i = 0; i < n; i++) {
 		table_ident_clear(&ids[i]);
 		commit_mark_clear(&marks[i]);

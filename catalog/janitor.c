@@ -15,6 +15,7 @@
 
 #include "location.h"
 #include "log.h"
+#include "metric.h"
 #include "ports.h"
 #include "unsettled.h"
 
@@ -90,6 +91,8 @@ record:
 	if (res == FILEIO_PURGE_DONE) {
 		if (!store_purge_done(s, row->id, err))
 			return false;
+		metric_add(METRIC_JANITOR_ROWS, METRIC_ROWS_PURGES_DONE, 1);
+		metric_add(METRIC_JANITOR_FILES, METRIC_FILES_PURGED, removed);
 		log_info("janitor", "purged %s (table %s): %ld entries removed", row->location,
 			 row->uuid, removed);
 		return true;
@@ -100,6 +103,7 @@ record:
 				retry_delay(j, row->attempts), res == FILEIO_PURGE_REFUSED,
 				&attempts, &gave_up, err))
 		return false;
+	metric_add(METRIC_JANITOR_ROWS, METRIC_ROWS_PURGES_FAILED, gave_up);
 	if (gave_up)
 		log_warn(
 			"janitor",
@@ -148,7 +152,7 @@ fail:
 
 static void run_expiry(struct store *s, const char *what,
 		       bool (*expire)(struct store *, int, int, long *, struct floe_error *),
-		       int age)
+		       int age, enum metric_janitor_rows kind)
 {
 	struct floe_error err;
 	long total = 0;
@@ -161,6 +165,7 @@ static void run_expiry(struct store *s, const char *what,
 			break;
 		}
 		total += n;
+		metric_add(METRIC_JANITOR_ROWS, kind, n);
 		if (n < JANITOR_DELETE_BATCH)
 			break;
 	}
@@ -183,8 +188,9 @@ static void run_visit(struct janitor *j, struct store *s)
 	}
 	for (size_t i = 0; i < count; i++) {
 		j->visit_after = rows[i].id;
-		(void)fileio_remove_stale_tmp(rows[i].location, j->warehouse_path,
-					      JANITOR_TMP_MIN_AGE_S);
+		metric_add(METRIC_JANITOR_FILES, METRIC_FILES_TEMPORARY,
+			   fileio_remove_stale_tmp(rows[i].location, j->warehouse_path,
+						   JANITOR_TMP_MIN_AGE_S));
 	}
 	if (count < JANITOR_VISIT_BATCH)
 		j->visit_after = 0; /* round the table list again next time */
@@ -200,6 +206,8 @@ static bool settle_one(void *ctx, const struct unsettled_commit *c)
 
 	if (!store_commit_landed(s, c->table_uuid, c->version, c->location, &landed, &err))
 		return false; /* the database is still away: next round */
+	metric_add(METRIC_JANITOR_ROWS, METRIC_ROWS_UNSETTLED_COMMITS, 1);
+	metric_add(METRIC_JANITOR_FILES, METRIC_FILES_UNSETTLED, !landed);
 	if (landed) {
 		log_warn(
 			"janitor",
@@ -224,14 +232,15 @@ static void janitor_round(struct janitor *j)
 		log_warn("janitor", "no database connection; upkeep waits: %s", err.message);
 		return;
 	}
+	metric_add(METRIC_JANITOR_ROUNDS, 0, 1);
 	unsettled_drain(j->cfg.unsettled, settle_one, s);
 	run_purges(j, s);
 	run_expiry(s, "expired idempotency keys removed", store_idem_expire,
-		   j->cfg.idempotency_keep_s);
+		   j->cfg.idempotency_keep_s, METRIC_ROWS_IDEMPOTENCY_KEYS);
 	run_expiry(s, "metrics reports past their retention removed", store_metrics_expire,
-		   j->cfg.metrics_retention_days);
+		   j->cfg.metrics_retention_days, METRIC_ROWS_METRICS_REPORTS);
 	run_expiry(s, "runs left auditing past their lease failed (wap.lease-expired)",
-		   store_run_expire_stale, 0);
+		   store_run_expire_stale, 0, METRIC_ROWS_EXPIRED_AUDITS);
 	run_visit(j, s);
 	store_pool_release(j->pool, s);
 }

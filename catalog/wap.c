@@ -16,6 +16,7 @@
 #include "emptysnap.h"
 #include "hookspec.h"
 #include "log.h"
+#include "metric.h"
 #include "ports.h"
 #include "refs.h"
 #include "auditlog.h"
@@ -266,6 +267,7 @@ json_t *wap_stage(struct store *s, const struct table_env *env, const struct ns_
 		json_decref(res);
 	}
 	log_info("wap", "run %s staged on %s branch %s rid=%s", id, table, name, env->request_id);
+	metric_add(METRIC_WAP_RUNS, METRIC_WAP_STAGED, 1);
 	run = reload_run(s, id, err);
 done:
 	json_decref(m);
@@ -403,6 +405,7 @@ json_t *wap_abandon(struct store *s, const struct table_env *env, const struct n
 			goto done;
 		}
 	}
+	metric_add(METRIC_WAP_RUNS, METRIC_WAP_ABANDONED, 1);
 	out = reload_run(s, run_id, err);
 done:
 	json_decref(run);
@@ -572,6 +575,24 @@ static json_t *publish_commit(struct store *s, struct publish_record *rec, struc
 	json_decref(reqs);
 	json_decref(ups);
 	return res;
+}
+
+/* Counts how a publish ended (lib/metric.h). */
+static void count_publish(const json_t *out, const struct floe_error *err)
+{
+	enum metric_wap_outcome o = METRIC_WAP_ERROR;
+
+	if (out != NULL)
+		o = METRIC_WAP_PUBLISHED;
+	else if (err->kind == FE_AUDIT_REJECTED)
+		o = METRIC_WAP_REJECTED;
+	else if (err->kind == FE_AUDIT_UNAVAILABLE)
+		o = METRIC_WAP_AUDIT_FAILED;
+	else if (err->kind == FE_NOT_FAST_FORWARD)
+		o = METRIC_WAP_CONFLICT;
+	else if (err->kind == FE_NO_HOOK)
+		o = METRIC_WAP_NO_HOOK;
+	metric_add(METRIC_WAP_RUNS, o, 1);
 }
 
 json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const struct ns_ident *ns,
@@ -865,6 +886,7 @@ done:
 	 * but the calls it made are facts an auditor must see. */
 	if (s != NULL && called != NULL && out == NULL && err->kind == FE_RUN_STATE)
 		record_lease_lost(s, env, ns, table, run_id, called);
+	count_publish(out, err);
 	if (s != NULL)
 		store_pool_release(pool, s);
 	for (size_t i = 0; bodies != NULL && i < n; i++)

@@ -21,6 +21,7 @@
 
 #include "buf.h"
 #include "log.h"
+#include "metric.h"
 
 #define HOOK_BODY_MAX ((size_t)64 * 1024) /* the largest answer read from a hook */
 #define HOOK_CONNECT_TIMEOUT_MS 3000
@@ -505,6 +506,10 @@ void hooks_call_all(struct hook_call *calls, size_t n)
 			curl_multi_poll(multi, NULL, 0, wait_ms > 0 ? wait_ms : 1, NULL);
 	}
 done:
+	for (size_t i = 0; i < n; i++) {
+		metric_add(METRIC_HOOK_CALLS, (size_t)calls[i].verdict, 1);
+		metric_observe(METRIC_HOOK_DURATION, 0, calls[i].latency_ms * 1000);
+	}
 	for (size_t i = 0; ds != NULL && i < n; i++) {
 		if (ds[i].easy != NULL)
 			curl_easy_cleanup(ds[i].easy);

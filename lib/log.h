@@ -1,8 +1,10 @@
 /*
- * log.h - levelled, subsystem-tagged log lines on standard error.
+ * log.h - levelled, subsystem-tagged log lines on standard error, as text
+ * or as one JSON object a line (for log shippers).
  *
  * One line per call, written with a single write(2) so lines from worker
- * threads never interleave. The level is set once at start-up.
+ * threads never interleave. The level and format are set once at start-up;
+ * the request a thread is serving is the thread's own (log_set_request).
  */
 #ifndef FLOE_LOG_H
 #define FLOE_LOG_H
@@ -15,6 +17,26 @@ enum log_level {
 	LOG_LEVEL_INFO,
 	LOG_LEVEL_DEBUG,
 };
+
+enum log_format {
+	LOG_FORMAT_TEXT = 0, /* "<time> <LEVEL> [<subsystem>] <message>" */
+	LOG_FORMAT_JSON,     /* {"time", "level", "component", "message",
+			      *  "request_id"?, "principal"?} */
+};
+
+/* Sets the format of every line from now on. */
+void log_set_format(enum log_format format);
+
+/* Parses "text" or "json". Returns false if unknown. */
+bool log_format_parse(const char *name, enum log_format *out);
+
+/* The request the calling thread serves from now on (its id is copied;
+ * NULL: none). A JSON line carries it as "request_id", with "principal". */
+void log_set_request(const char *request_id);
+
+/* The calling thread's request id, or NULL: valid until the thread's
+ * next log_set_request. */
+const char *log_request(void);
 
 /* Sets the most verbose level that is written. */
 void log_set_level(enum log_level level);
@@ -30,7 +52,9 @@ bool log_enabled(enum log_level level);
  * thread's next call. */
 const char *log_strerror(int e);
 
-/* Writes "<time> <LEVEL> [<subsystem>] <message>". */
+/* Writes one line in the configured format. A message longer than a
+ * line's room is cut; a JSON line stays a valid JSON object (control
+ * characters escaped, malformed UTF-8 replaced by U+FFFD). */
 void log_write(enum log_level level, const char *subsystem, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -24,6 +24,7 @@ enum opt_id {
 	OPT_WAREHOUSE,
 	OPT_THREADS,
 	OPT_LOG_LEVEL,
+	OPT_LOG_FORMAT,
 	OPT_MAX_BODY,
 	OPT_PG_BIN_DIR,
 	OPT_PG_USER,
@@ -69,6 +70,8 @@ static const struct option_def options[OPT_COUNT] = {
 		"Worker threads, each with one PostgreSQL connection, 1-256 (default: number of cores)" },
 	[OPT_LOG_LEVEL] = { "log-level", "FLOE_LOG_LEVEL", "info",
 		"Log level: error, warn, info or debug" },
+	[OPT_LOG_FORMAT] = { "log-format", "FLOE_LOG_FORMAT", "text",
+		"Log line format: text, or json (one JSON object a line: time, level, component, message, and request_id and principal while a request is served)" },
 	[OPT_MAX_BODY] = { "max-body-bytes", "FLOE_MAX_BODY_BYTES", "8388608",
 		"Largest request body accepted, in bytes (1024-1073741824); larger ones get 413" },
 	[OPT_PG_BIN_DIR] = { "pg-bin-dir", "FLOE_PG_BIN_DIR", NULL,
@@ -395,6 +398,8 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 
 	if (!log_level_parse(raw[OPT_LOG_LEVEL], &cfg->log_level))
 		return BAD(OPT_LOG_LEVEL, "expected error, warn, info or debug");
+	if (!log_format_parse(raw[OPT_LOG_FORMAT], &cfg->log_format))
+		return BAD(OPT_LOG_FORMAT, "expected text or json");
 
 	if (!parse_int(raw[OPT_MAX_BODY], 1024, 1073741824LL, &v))
 		return BAD(OPT_MAX_BODY, "expected a byte count from 1024 to 1073741824");

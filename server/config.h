@@ -37,6 +37,7 @@ struct floe_config {
 	int commit_threads;
 	int idempotency_lease_seconds;
 	enum log_level log_level;
+	enum log_format log_format;
 	long long max_body_bytes;
 	char *pg_bin_dir; /* NULL: search */
 	char *pg_user;    /* NULL: postgres, else nobody */

@@ -51,6 +51,7 @@ struct table_env handler_env(struct http_request *req);
 
 void handle_health(struct http_request *req);
 void handle_ready(struct http_request *req);
+void handle_metrics(struct http_request *req); /* prometheus.c */
 void handle_config(struct http_request *req);
 void handle_purges_list(struct http_request *req);
 

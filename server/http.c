@@ -17,6 +17,7 @@
 #include <microhttpd.h>
 
 #include "log.h"
+#include "metric.h"
 #include "router.h"
 
 /* How long shutdown waits for suspended requests still running (an audit
@@ -244,6 +245,12 @@ void http_add_header(struct http_request *req, const char *name, const char *val
 		MHD_add_response_header(req->response, name, value);
 }
 
+void http_reply_typed(struct http_request *req, int status, char *text, size_t len,
+		      const char *content_type)
+{
+	reply_buffer(req, status, text, len, content_type);
+}
+
 /* --- request accessors --- */
 
 const char *http_param(const struct http_request *req, const char *name)
@@ -347,6 +354,7 @@ static void dispatch(struct http_request *req)
 	}
 	switch (router_match(req, &route, allow, sizeof(allow))) {
 	case ROUTE_FOUND:
+		req->route_slot = router_slot(route);
 		if (req->app->middleware.run != NULL)
 			req->app->middleware.run(req, route->handler);
 		else
@@ -491,7 +499,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		req->suspended = false;
 		return queue(req);
 	}
+	log_set_request(req->request_id);
 	dispatch(req);
+	log_set_request(NULL);
 	if (req->suspended)
 		return MHD_YES;
 	return queue(req);
@@ -533,14 +543,20 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 	if (req == NULL)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	us = (long long)(now.tv_sec - req->start.tv_sec) * 1000000LL +
-	     (now.tv_nsec - req->start.tv_nsec) / 1000;
+	us = metric_elapsed_us(&req->start, &now);
+	metric_add(METRIC_HTTP_REQUESTS,
+		   metric_cell(METRIC_HTTP_REQUESTS, req->route_slot,
+			       metric_status_slot(req->status)),
+		   1);
+	metric_observe(METRIC_HTTP_DURATION, req->route_slot, us);
+	log_set_request(req->request_id);
 	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		log_info("access", "%s %s %d %lldus rid=%s", req->method, req->path, req->status,
 			 us, req->request_id);
 	else
 		log_info("access", "%s %s %d %lldus rid=%s aborted(%d)", req->method, req->path,
 			 req->status, us, req->request_id, (int)toe);
+	log_set_request(NULL);
 	request_free(req);
 	*req_cls = NULL;
 	atomic_fetch_sub(&app->inflight, 1);

@@ -33,6 +33,7 @@ struct http_request {
 	bool too_many_segments;
 	char request_id[40];
 	struct timespec start;
+	size_t route_slot; /* counted under (metric.h); 0 until routed */
 
 	char *body; /* capped at the configured maximum */
 	size_t body_len;
@@ -134,5 +135,10 @@ void http_async_complete(struct http_request *req);
 
 /* Adds a header to the answer already made. */
 void http_add_header(struct http_request *req, const char *name, const char *value);
+
+/* Answers with a body of the given Content-Type (not JSON: the /metrics
+ * page); steals text (malloc'd). */
+void http_reply_typed(struct http_request *req, int status, char *text, size_t len,
+		      const char *content_type);
 
 #endif

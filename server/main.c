@@ -129,6 +129,7 @@ int main(int argc, char **argv)
 		break;
 	}
 	log_set_level(cfg.log_level);
+	log_set_format(cfg.log_format);
 	if (!hooks_global_init()) {
 		(void)fprintf(stderr, "floe: cannot initialise libcurl\n");
 		config_free(&cfg);
@@ -195,9 +196,9 @@ int main(int argc, char **argv)
 	/* One connection per HTTP worker, per commit thread and per publish
 	 * thread, each kind in a pool of its own: no thread ever waits for
 	 * another kind's connection. */
-	app.pool = store_pool_new(conninfo, cfg.threads);
-	app.commit_pool = store_pool_new(conninfo, cfg.commit_threads);
-	app.publish_pool = store_pool_new(conninfo, cfg.publish_threads);
+	app.pool = store_pool_new(conninfo, cfg.threads, "http");
+	app.commit_pool = store_pool_new(conninfo, cfg.commit_threads, "commit");
+	app.publish_pool = store_pool_new(conninfo, cfg.publish_threads, "publish");
 	app.locks = commit_locks_new();
 	app.unsettled = unsettled_new();
 	app.commits = workq_start("commit", cfg.commit_threads, cfg.queue_max);
@@ -210,7 +211,7 @@ int main(int argc, char **argv)
 	}
 	/* Its own connection, outside the pool: upkeep never waits for a
 	 * request's connection, nor a request for upkeep's. */
-	janitor_pool = store_pool_new(conninfo, 1);
+	janitor_pool = store_pool_new(conninfo, 1, "janitor");
 	if (janitor_pool == NULL)
 		goto done;
 	struct janitor_config jcfg = {

@@ -8,10 +8,12 @@
 #include <string.h>
 
 #include "handlers.h"
+#include "metric.h"
 
 static const struct route routes[] = {
 	{ "GET", "/health", handle_health, false },
 	{ "GET", "/ready", handle_ready, false },
+	{ "GET", "/metrics", handle_metrics, false },
 	{ "GET", "/v1/config", handle_config, false },
 	{ "GET", "/v1/{prefix}/namespaces", handle_ns_list, true },
 	{ "POST", "/v1/{prefix}/namespaces", handle_ns_create, true },
@@ -63,6 +65,7 @@ static const struct route routes[] = {
 };
 
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
+_Static_assert(ROUTE_COUNT < METRIC_ROUTE_SLOTS, "a metrics slot for every route");
 
 /* Matches pattern against req's segments; with_prefix decides whether the
  * {prefix} segment is present. Fills req's params on success. */
@@ -163,4 +166,19 @@ json_t *router_endpoints(void)
 		}
 	}
 	return arr;
+}
+
+size_t router_count(void)
+{
+	return ROUTE_COUNT;
+}
+
+const struct route *router_at(size_t i)
+{
+	return i < ROUTE_COUNT ? &routes[i] : NULL;
+}
+
+size_t router_slot(const struct route *r)
+{
+	return r != NULL ? (size_t)(r - routes) + 1 : 0;
 }

@@ -39,4 +39,13 @@ void router_print(FILE *out);
 /* The endpoints list of /v1/config: a new JSON array. */
 json_t *router_endpoints(void);
 
+/* How many routes the table holds, and route i of them (NULL past the
+ * end): for the route labels of /metrics. */
+size_t router_count(void);
+const struct route *router_at(size_t i);
+
+/* The slot a route's requests are counted in (metric.h: 1 + its index;
+ * 0 is "no route"). */
+size_t router_slot(const struct route *r);
+
 #endif

@@ -6,16 +6,28 @@
 #include "workq.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "metric.h"
 
 struct job {
 	workq_fn fn;
 	void *arg;
 	struct job *next;
+	char request_id[48]; /* the submitter's, for the log lines of the job */
 };
+
+/* Runs a job as part of the request that queued it (log.h). */
+static void job_run(struct job *j, const struct floe_error *refused)
+{
+	log_set_request(j->request_id[0] != '\0' ? j->request_id : NULL);
+	j->fn(j->arg, refused);
+	log_set_request(NULL);
+	free(j);
+}
 
 struct workq {
 	pthread_mutex_t mu;
@@ -26,6 +38,7 @@ struct workq {
 	int capacity;
 	bool stopping;
 	const char *what;
+	size_t metric; /* its cell in the queue metrics */
 	int nthreads;
 	pthread_t *threads;
 };
@@ -48,8 +61,8 @@ static void *workq_main(void *arg)
 			q->tail = NULL;
 		q->waiting--;
 		pthread_mutex_unlock(&q->mu);
-		j->fn(j->arg, NULL);
-		free(j);
+		metric_add(METRIC_QUEUE_DEPTH, q->metric, -1);
+		job_run(j, NULL);
 	}
 }
 
@@ -65,6 +78,7 @@ struct workq *workq_start(const char *what, int nthreads, int capacity)
 		return NULL;
 	}
 	q->what = what;
+	q->metric = metric_label_find(METRIC_QUEUE_DEPTH, 0, what);
 	q->capacity = capacity;
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv, NULL);
@@ -90,6 +104,8 @@ bool workq_submit(struct workq *q, workq_fn fn, void *arg, struct floe_error *er
 	j->fn = fn;
 	j->arg = arg;
 	j->next = NULL;
+	(void)snprintf(j->request_id, sizeof(j->request_id), "%s",
+		       log_request() != NULL ? log_request() : "");
 	pthread_mutex_lock(&q->mu);
 	if (q->stopping || q->waiting >= q->capacity) {
 		bool stopping = q->stopping;
@@ -97,6 +113,7 @@ bool workq_submit(struct workq *q, workq_fn fn, void *arg, struct floe_error *er
 		free(j);
 		if (stopping)
 			return floe_err(err, FE_UNAVAILABLE, "floe is shutting down; retry");
+		metric_add(METRIC_QUEUE_REFUSED, q->metric, 1);
 		log_warn("workq", "the %s queue is full (%d waiting); refusing work", q->what,
 			 q->capacity);
 		return floe_err(err, FE_UNAVAILABLE, "the %s queue is full (%d waiting); retry",
@@ -108,6 +125,7 @@ bool workq_submit(struct workq *q, workq_fn fn, void *arg, struct floe_error *er
 		q->head = j;
 	q->tail = j;
 	q->waiting++;
+	metric_add(METRIC_QUEUE_DEPTH, q->metric, 1);
 	pthread_cond_signal(&q->cv);
 	pthread_mutex_unlock(&q->mu);
 	return true;
@@ -126,6 +144,7 @@ void workq_cancel_pending(struct workq *q)
 	list = q->head;
 	q->head = NULL;
 	q->tail = NULL;
+	metric_add(METRIC_QUEUE_DEPTH, q->metric, -q->waiting);
 	q->waiting = 0;
 	pthread_cond_broadcast(&q->cv);
 	pthread_mutex_unlock(&q->mu);
@@ -133,8 +152,7 @@ void workq_cancel_pending(struct workq *q)
 	while (list != NULL) {
 		struct job *j = list;
 		list = j->next;
-		j->fn(j->arg, &err);
-		free(j);
+		job_run(j, &err);
 		n++;
 	}
 	if (n > 0)

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "metric.h"
 
 enum { ST_PING, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_COUNT };
 
@@ -50,6 +51,8 @@ struct store_pool {
 	char *conninfo;
 	int size;
 	struct store *slots;
+	const char *name;
+	size_t metric; /* its cell in the pool metrics */
 };
 
 /* Server notices (NOTICE, WARNING) go to the log, not to stderr raw. */
@@ -202,7 +205,7 @@ static bool store_conn_dead(PGconn *conn)
 	return PQstatus(conn) != CONNECTION_OK;
 }
 
-struct store_pool *store_pool_new(const char *conninfo, int size)
+struct store_pool *store_pool_new(const char *conninfo, int size, const char *name)
 {
 	struct store_pool *pool = calloc(1, sizeof(*pool));
 
@@ -217,6 +220,9 @@ struct store_pool *store_pool_new(const char *conninfo, int size)
 		return NULL;
 	}
 	pool->size = size;
+	pool->name = name;
+	pool->metric = metric_label_find(METRIC_POOL_SIZE, 0, name);
+	metric_add(METRIC_POOL_SIZE, pool->metric, size);
 	for (int i = 0; i < size; i++) {
 		pool->slots[i].index = i;
 		pool->slots[i].conninfo = pool->conninfo;
@@ -236,6 +242,7 @@ void store_pool_free(struct store_pool **poolp)
 
 	if (pool == NULL)
 		return;
+	metric_add(METRIC_POOL_SIZE, pool->metric, -pool->size);
 	for (int i = 0; i < pool->size; i++) {
 		if (pool->slots[i].conn != NULL)
 			PQfinish(pool->slots[i].conn);
@@ -251,9 +258,10 @@ void store_pool_free(struct store_pool **poolp)
 struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err)
 {
 	struct store *s = NULL;
-	struct timespec deadline;
+	struct timespec deadline, asked, got;
 
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	asked = deadline;
 	deadline.tv_sec += limits.acquire_timeout_ms / 1000;
 	deadline.tv_nsec += (long)(limits.acquire_timeout_ms % 1000) * 1000000L;
 	if (deadline.tv_nsec >= 1000000000L) {
@@ -274,8 +282,10 @@ struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err
 			pthread_cond_wait(&pool->cv, &pool->mu);
 		} else if (pthread_cond_timedwait(&pool->cv, &pool->mu, &deadline) == ETIMEDOUT) {
 			pthread_mutex_unlock(&pool->mu);
-			log_warn("store", "no free database connection within %d ms (pool of %d)",
-				 limits.acquire_timeout_ms, pool->size);
+			metric_add(METRIC_POOL_TIMEOUTS, pool->metric, 1);
+			log_warn("store",
+				 "no free database connection within %d ms (%s pool of %d)",
+				 limits.acquire_timeout_ms, pool->name, pool->size);
 			floe_err(err, FE_UNAVAILABLE,
 				 "every catalog database connection is busy; retry");
 			return NULL;
@@ -283,6 +293,9 @@ struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err
 	}
 	s->busy = true;
 	pthread_mutex_unlock(&pool->mu);
+	clock_gettime(CLOCK_MONOTONIC, &got);
+	metric_observe(METRIC_POOL_WAIT, pool->metric, metric_elapsed_us(&asked, &got));
+	metric_add(METRIC_POOL_IN_USE, pool->metric, 1);
 
 	s->sqlstate[0] = '\0';
 	if (s->conn != NULL && store_conn_dead(s->conn)) {
@@ -306,6 +319,7 @@ struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err
 
 void store_pool_release(struct store_pool *pool, struct store *s)
 {
+	metric_add(METRIC_POOL_IN_USE, pool->metric, -1);
 	pthread_mutex_lock(&pool->mu);
 	s->busy = false;
 	pthread_cond_signal(&pool->cv);

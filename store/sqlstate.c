@@ -12,9 +12,12 @@
 #include <string.h>
 
 #include "log.h"
+#include "metric.h"
 
 void store_error_detail(struct floe_error *err, enum floe_outcome outcome, const char *sqlstate)
 {
+	/* Every failed statement passes here once. */
+	metric_add(METRIC_PG_ERRORS, metric_sqlstate_slot(sqlstate), 1);
 	if (err == NULL)
 		return;
 	err->outcome = outcome;

@@ -29,9 +29,10 @@ struct store_limits {
  * in flight, FE_COMMIT_STATE_UNKNOWN). */
 void store_set_limits(const struct store_limits *limits);
 
-/* A new pool of `size` connections to conninfo, connected lazily.
- * Returns NULL when out of memory. */
-struct store_pool *store_pool_new(const char *conninfo, int size);
+/* A new pool of `size` connections to conninfo, connected lazily; name
+ * ("http", "commit", "publish", "janitor") labels its metrics and log
+ * lines (static). Returns NULL when out of memory. */
+struct store_pool *store_pool_new(const char *conninfo, int size, const char *name);
 
 /* Closes every connection and frees the pool; sets *pool to NULL. */
 void store_pool_free(struct store_pool **pool);

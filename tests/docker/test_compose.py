@@ -9,6 +9,10 @@ and through the published port (127.0.0.1:8181; FLOE_PORT or a free port when
 
 - checks health, the non-root user and the port binding;
 - creates namespaces and tables and commits to them with raw REST commits;
+- reads floe's GET /metrics (Prometheus text) and checks the commits are
+  counted; starts the monitoring profile's Prometheus (docker/test-prometheus,
+  built here, unless FLOE_PROMETHEUS_IMAGE names another image) and checks
+  that it scrapes floe;
 - runs write-audit-publish through the auditor service: PyIceberg (a
   one-off container of the compose file's pyiceberg service) writes real
   rows to the staging branch, a bad batch is rejected (422) and a good one
@@ -45,6 +49,12 @@ HELPERS = Path(__file__).resolve().parent
 PROJECT = "floe"  # docker/.env
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def host_port() -> int:
     """FLOE_PORT, else 8181 when it is free on 127.0.0.1, else any free port."""
     if os.environ.get("FLOE_PORT"):
@@ -62,6 +72,8 @@ def host_port() -> int:
 PORT = 8181  # set in main()
 BASE = "http://127.0.0.1:8181"
 TEST_PG_IMAGE = "floe-test-postgres:latest"
+TEST_PROMETHEUS_IMAGE = "floe-test-prometheus:latest"
+PROMETHEUS = "http://127.0.0.1:9090"  # set in main()
 SECRET = secrets.token_hex(24)
 
 ORDERS_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [
@@ -238,7 +250,8 @@ def check_build_test_postgres():
 
 def check_compose_up():
     # whatever an interrupted run left in the engine's cache
-    compose("--profile", "tools", "down", "-v", "--remove-orphans", timeout=180, check=False)
+    compose("--profile", "tools", "--profile", "monitoring", "down", "-v", "--remove-orphans",
+            timeout=180, check=False)
     compose("up", "-d", "--build", timeout=1800)
 
 
@@ -289,6 +302,60 @@ def check_namespaces_and_raw_commits():
     expect(meta["properties"].get("retention") == "7d", meta["properties"])
     expect(meta["location"].startswith("file:///var/lib/floe/warehouse/"), meta["location"])
     state["heartbeat"] = meta
+
+
+def metrics_page():
+    with NO_PROXY.open(urllib.request.Request(BASE + "/metrics"), timeout=30) as r:
+        return r.status, r.headers.get("Content-Type"), r.read().decode()
+
+
+def sample(page, series):
+    """The value of one series ("name{labels}") on a metrics page, or None."""
+    for line in page.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def check_metrics():
+    status, ctype, page = metrics_page()
+    expect(status == 200, f"/metrics: {status}")
+    expect(ctype == "text/plain; version=0.0.4; charset=utf-8", f"/metrics Content-Type {ctype!r}")
+    expect("# TYPE floe_http_requests_total counter" in page, page[:2000])
+    committed = sample(page, 'floe_commits_total{outcome="committed"}')
+    expect(committed is not None and committed >= 2, f"commits not counted: {committed}")
+    route = '{method="POST",route="/v1/{prefix}/namespaces/{namespace}/tables/{table}",code="200"}'
+    expect((sample(page, "floe_http_requests_total" + route) or 0) >= 2, "commit requests not counted")
+
+
+def prometheus_api(path):
+    with NO_PROXY.open(urllib.request.Request(PROMETHEUS + path), timeout=10) as r:
+        return json.loads(r.read())
+
+
+def check_prometheus_scrapes_floe():
+    if os.environ["FLOE_PROMETHEUS_IMAGE"] == TEST_PROMETHEUS_IMAGE:
+        sh(["docker", "build", "--network", "host", "-t", TEST_PROMETHEUS_IMAGE,
+            str(REPO / "docker" / "test-prometheus")], timeout=900)
+    compose("--profile", "monitoring", "up", "-d", "prometheus", timeout=300)
+    try:
+        deadline = time.monotonic() + 120
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                targets = prometheus_api("/api/v1/targets")["data"]["activeTargets"]
+                floe = [t for t in targets if t["labels"].get("job") == "floe"]
+                q = prometheus_api("/api/v1/query?" + urllib.parse.urlencode(
+                    {"query": 'floe_commits_total{outcome="committed"}'}))["data"]["result"]
+                last = (floe, q)
+                if floe and floe[0]["health"] == "up" and q and float(q[0]["value"][1]) >= 2:
+                    return
+            except (OSError, ValueError, KeyError) as e:
+                last = e
+            time.sleep(2)
+        raise CheckFailed(f"Prometheus did not scrape floe within 120s: {last}")
+    finally:
+        compose("--profile", "monitoring", "rm", "-sfv", "prometheus", timeout=120, check=False)
 
 
 def check_wap_setup():
@@ -429,6 +496,8 @@ CHECKS = [
      check_container_setup),
     ("namespaces, a table, raw commits (set-properties, add-snapshot + set-snapshot-ref)",
      check_namespaces_and_raw_commits),
+    ("GET /metrics: Prometheus text, the commits counted", check_metrics),
+    ("the monitoring profile's Prometheus scrapes floe's /metrics", check_prometheus_scrapes_floe),
     ("first rows on main with PyIceberg; audit hook http://auditor:8282/ (allowlisted; a private address is not); floe.wap.required refuses a direct commit (403)",
      check_wap_setup),
     ("WAP: a bad batch written with PyIceberg is rejected by the auditor (422)", check_wap_rejected),
@@ -451,7 +520,7 @@ def interrupted(signum, frame):
 
 
 def main():
-    global LOG, PORT, BASE
+    global LOG, PORT, BASE, PROMETHEUS
     signal.signal(signal.SIGTERM, interrupted)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--result", help="write 'PASSED FAILED' here")
@@ -461,6 +530,10 @@ def main():
         LOG = open(args.log, "a")
 
     os.environ.setdefault("FLOE_POSTGRES_IMAGE", TEST_PG_IMAGE)
+    os.environ.setdefault("FLOE_PROMETHEUS_IMAGE", TEST_PROMETHEUS_IMAGE)
+    prometheus_port = free_port()
+    os.environ["FLOE_PROMETHEUS_PORT"] = str(prometheus_port)
+    PROMETHEUS = f"http://127.0.0.1:{prometheus_port}"
     PORT = host_port()
     BASE = f"http://127.0.0.1:{PORT}"
     os.environ["FLOE_PORT"] = str(PORT)

@@ -47,6 +47,7 @@ FLOE_OPTIONS = {
     "--warehouse": "FLOE_WAREHOUSE",
     "--threads": "FLOE_THREADS",
     "--log-level": "FLOE_LOG_LEVEL",
+    "--log-format": "FLOE_LOG_FORMAT",
     "--max-body-bytes": "FLOE_MAX_BODY_BYTES",
     "--pg-bin-dir": "FLOE_PG_BIN_DIR",
     "--pg-user": "FLOE_PG_USER",

@@ -110,11 +110,11 @@ def _print_routes():
 
 
 def test_config_endpoints_are_exactly_the_routes(floe):
-    """endpoints in /v1/config == `floe --print-routes` minus /health, /ready, /v1/config."""
+    """endpoints in /v1/config == `floe --print-routes` minus /health, /ready, /metrics, /v1/config."""
     endpoints = set(assert_ok_json(floe.get("/v1/config"))["endpoints"])
     expected = set()
     for method, path in _print_routes():
-        if path in ("/health", "/ready", "/v1/config"):
+        if path in ("/health", "/ready", "/metrics", "/v1/config"):
             continue
         # A route printed in its un-prefixed form is the same route.
         if path.startswith("/v1/") and not path.startswith("/v1/{prefix}/"):
