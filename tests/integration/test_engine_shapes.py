@@ -419,3 +419,27 @@ def test_delete_after_commit_never_deletes_another_tables_files(floe, ns):
     assert metadata_files(a["metadata"]["location"]) == a_files, "a's files were touched"
     # b's own dropped file is gone.
     assert not copy_file.exists()
+
+
+# --------------------------------------------------------------------------
+# schemas: the root is a struct
+
+
+@pytest.mark.parametrize("root", [
+    {"type": "list", "element-id": 1, "element": "long", "element-required": False},
+    {"type": "map", "key-id": 1, "key": "string", "value-id": 2, "value": "long", "value-required": False},
+    {"type": "long"},
+    "long",
+], ids=["list", "map", "primitive-object", "primitive-string"])
+def test_root_schema_must_be_a_struct(floe, ns, root):
+    r = floe.post(tables_url(ns), json={"name": "bad", "schema": root})
+    # A non-object is "not an object"; an object of another type "not a struct".
+    assert_error(r, 400, "BadRequestException", message_has=("not a struct type", "must be an object"))
+    assert floe.head(table_url(ns, "bad")).status_code == 404
+    assert_ok_json(floe.post(tables_url(ns), json={"name": "good", "schema": SCHEMA}))
+    schema = root if isinstance(root, dict) else {"type": root}
+    r = floe.post(table_url(ns, "good"), json={"updates": [
+        {"action": "add-schema", "schema": dict(schema, **{"schema-id": 1})},
+        {"action": "set-current-schema", "schema-id": -1}]})
+    assert_error(r, 400, "BadRequestException", message_has="not a struct type")
+    assert assert_ok_json(floe.get(table_url(ns, "good")))["metadata"]["schemas"] == [SCHEMA]
