@@ -422,7 +422,45 @@ def test_delete_after_commit_never_deletes_another_tables_files(floe, ns):
 
 
 # --------------------------------------------------------------------------
-# schemas: the root is a struct
+# names: a namespace a.b and a table a.b are different things
+
+
+def test_table_in_namespace_a_b_while_table_a_b_exists(floe, uniq):
+    floe.create_namespace([uniq])
+    tab = assert_ok_json(floe.post(tables_url([uniq]), json={"name": "b", "schema": SCHEMA}))
+    floe.create_namespace([uniq, "b"])
+    inner = assert_ok_json(floe.post(tables_url([uniq, "b"]), json={"name": "t", "schema": SCHEMA}))
+    # Neither location holds the other: a purge of one never takes the other's files.
+    wh = warehouse_of(floe)
+    a, b = tab["metadata"]["location"], inner["metadata"]["location"]
+    assert a == f"file://{wh}/{uniq}/b"
+    assert b == f"file://{wh}/{uniq}/b-ns/t", "the namespace's directory steps aside of table b"
+    assert assert_ok_json(floe.get(f"/v1/namespaces/{ns_path([uniq, 'b'])}"))["properties"] == {
+        "location": f"file://{wh}/{uniq}/b-ns"}
+    assert assert_ok_json(floe.get(table_url([uniq], "b")))["metadata"]["table-uuid"] == tab["metadata"]["table-uuid"]
+    assert assert_ok_json(floe.get(table_url([uniq, "b"], "t")))["metadata"]["table-uuid"] == \
+        inner["metadata"]["table-uuid"]
+    # Staged, as Trino and DuckDB create (the namespace's location is below the table's name).
+    loc = trino_table_location(floe, [uniq, "b"], "staged")
+    staged = stage(floe, [uniq, "b"], "staged", location=loc)
+    assert_ok_json(floe.post(table_url([uniq, "b"], "staged"), json={
+        "requirements": [{"type": "assert-create"}],
+        "updates": java_create_updates(staged["metadata"], loc)}))
+    # And the other order: namespace a.c with a table first, then the table
+    # a.c, which takes a directory of its own.
+    floe.create_namespace([uniq, "c"])
+    c_t = assert_ok_json(floe.post(tables_url([uniq, "c"]), json={"name": "t", "schema": SCHEMA}))
+    c = assert_ok_json(floe.post(tables_url([uniq]), json={"name": "c", "schema": SCHEMA}))
+    assert c["metadata"]["location"].startswith(f"file://{wh}/{uniq}/c-"), c["metadata"]["location"]
+    assert assert_ok_json(floe.get(f"/v1/namespaces/{ns_path([uniq, 'c'])}"))["properties"] == {
+        "location": f"file://{wh}/{uniq}/c"}
+
+    # Purging table a.b leaves the tables of namespace a.b alone.
+    kept = files_under(local(b))
+    assert floe.delete(table_url([uniq], "b"), params={"purgeRequested": "true"}).status_code == 204
+    assert files_under(local(b)) == kept
+    assert assert_ok_json(floe.get(table_url([uniq, "b"], "t")))["metadata-location"] == inner["metadata-location"]
+    assert assert_ok_json(floe.get(table_url([uniq, "c"], "t")))["metadata-location"] == c_t["metadata-location"]
 
 
 @pytest.mark.parametrize("root", [
