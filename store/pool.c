@@ -410,11 +410,12 @@ static PGresult *store_collect(PGconn *conn, bool *timed_out)
 
 /* Sends one prepared statement and waits for its answer (store_collect);
  * NULL when it could not be sent. */
-static PGresult *store_run(PGconn *conn, const char *name, int nparams, const char *const *params,
-			   bool *timed_out)
+static PGresult *store_run(PGconn *conn, const struct store_statement *stmt, int nparams,
+			   const char *const *params, bool *timed_out)
 {
 	*timed_out = false;
-	if (!PQsendQueryPrepared(conn, name, nparams, params, NULL, NULL, 0))
+	if (!PQsendQueryPrepared(conn, stmt->name, nparams, params, NULL, NULL,
+				 stmt->binary_result ? 1 : 0))
 		return NULL;
 	return store_collect(conn, timed_out);
 }
@@ -433,7 +434,7 @@ PGresult *store_exec(struct store *s, const struct store_statement *stmt, int np
 	bool inside = before == PQTRANS_INTRANS || before == PQTRANS_INERROR;
 	bool unknown = stmt == &statements[ST_COMMIT] || (!inside && statement_writes(stmt->sql));
 	bool timed_out = false;
-	PGresult *r = store_run(s->conn, stmt->name, nparams, params, &timed_out);
+	PGresult *r = store_run(s->conn, stmt, nparams, params, &timed_out);
 	ExecStatusType st = PQresultStatus(r);
 
 	if (timed_out) {

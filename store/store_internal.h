@@ -29,6 +29,9 @@
 struct store_statement {
 	const char *name;
 	const char *sql;
+	/* Columns come in binary format (text columns as their bytes, bytea
+	 * without hex); every other column must be cast to text. */
+	bool binary_result;
 };
 
 /* The statements of one file of store/. */
