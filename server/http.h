@@ -118,7 +118,7 @@ void http_reply_text(struct http_request *req, int status, char *text, size_t le
  * JSON answer of a GET of at least HTTP_GZIP_MIN_BYTES is compressed on
  * the fly when the client accepts gzip, and every GET answer says that it
  * varies with Accept-Encoding. */
-#define HTTP_GZIP_MIN_BYTES (64 * 1024)
+#define HTTP_GZIP_MIN_BYTES ((size_t)64 * 1024)
 void http_reply_gzipped(struct http_request *req, int status, char *gz, size_t len);
 
 /* Answers with no body (204, HEAD answers). */

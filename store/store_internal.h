@@ -29,9 +29,6 @@
 struct store_statement {
 	const char *name;
 	const char *sql;
-	/* Columns come in binary format (text columns as their bytes, bytea
-	 * without hex); every other column must be cast to text. */
-	bool binary_result;
 };
 
 /* The statements of one file of store/. */
@@ -76,6 +73,12 @@ PGconn *store_connect(const char *conninfo, struct floe_error *err);
  */
 PGresult *store_exec(struct store *s, const struct store_statement *st, int nparams,
 		     const char *const *params, struct floe_error *err);
+
+/* store_exec with the columns in binary format: text columns come as
+ * their bytes, bytea without hex; any other column must be cast to text
+ * in the SQL. */
+PGresult *store_exec_binary(struct store *s, const struct store_statement *st, int nparams,
+			    const char *const *params, struct floe_error *err);
 
 /* --- SQLSTATE classification (sqlstate.c) --- */
 

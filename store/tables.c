@@ -65,18 +65,16 @@ static const struct store_statement statements[ST_COUNT] = {
 		"FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
 		"WHERE n.levels = " LEVELS("$1") " AND t.name = $2" },
 	/* The deflated form when it was made for this version (column 3
-	 * is then NULL), else the text; in binary, so the deflated bytes
-	 * cross without hex (every other column is text). */
+	 * is then NULL), else the text; run with store_exec_binary, so the
+	 * deflated bytes cross without hex (every other column is text). */
 	[ST_TABLE_LOAD_GZ] = { "table_load_gz",
-		GZ_LOAD("t.metadata", "t.metadata_gz", "t.metadata_gz_crc", "t.metadata_gz_size"),
-		true },
+		GZ_LOAD("t.metadata", "t.metadata_gz", "t.metadata_gz_crc", "t.metadata_gz_size") },
 	[ST_TABLE_LOAD_REFS_GZ] = { "table_load_refs_gz",
 		GZ_LOAD("coalesce(t.refs_metadata, t.metadata)",
 			"CASE WHEN t.refs_metadata IS NULL THEN t.metadata_gz ELSE t.refs_gz END",
 			"CASE WHEN t.refs_metadata IS NULL THEN t.metadata_gz_crc ELSE t.refs_gz_crc END",
 			"CASE WHEN t.refs_metadata IS NULL THEN t.metadata_gz_size "
-			"ELSE t.refs_gz_size END"),
-		true },
+			"ELSE t.refs_gz_size END") },
 	[ST_TABLE_CREATE] = { "table_create",
 		"WITH ns AS (SELECT id FROM namespaces WHERE levels = " LEVELS("$1") "), "
 		"ins AS (INSERT INTO tables (namespace_id, name, table_uuid, "
@@ -266,8 +264,8 @@ bool store_table_load_gz(struct store *s, const struct ns_ident *ns, const char 
 	if (levels == NULL)
 		return false;
 	const char *params[2] = { levels, name };
-	r = store_exec(s, &statements[refs_only ? ST_TABLE_LOAD_REFS_GZ : ST_TABLE_LOAD_GZ], 2,
-		       params, err);
+	r = store_exec_binary(s, &statements[refs_only ? ST_TABLE_LOAD_REFS_GZ : ST_TABLE_LOAD_GZ],
+			      2, params, err);
 	free(levels);
 	if (r == NULL)
 		return false;
@@ -340,7 +338,7 @@ static void gz_params_make(struct gz_params *g, const char *metadata, const char
 	const char *texts[2] = { metadata, refs };
 
 	memset(g, 0, sizeof(*g));
-	for (int i = 0; i < 2; i++) {
+	for (size_t i = 0; i < 2; i++) {
 		struct gzip_part part;
 
 		if (texts[i] == NULL || !gzip_part_make(texts[i], strlen(texts[i]), &part))
@@ -526,7 +524,7 @@ bool store_table_list(struct store *s, const struct ns_ident *ns, const char *af
 		PQclear(r);
 		return floe_err(err, FE_INTERNAL, "out of memory");
 	}
-	char *p = (char *)(out + n + 1);
+	char *p = (char *)(out + (size_t)n + 1);
 	for (int i = 0; i < n; i++) {
 		size_t len = (size_t)PQgetlength(r, i, 0);
 		memcpy(p, PQgetvalue(r, i, 0), len + 1);
