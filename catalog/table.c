@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gzip.h"
 #include "location.h"
 #include "log.h"
 #include "policy.h"
@@ -575,26 +576,26 @@ void table_etag(const char *metadata_location, enum snapshots_mode mode, char *e
 }
 
 char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
-		 enum snapshots_mode mode, char *etag, size_t etaglen, size_t *len,
-		 struct floe_error *err)
+		 enum snapshots_mode mode, bool gzip, char *etag, size_t etaglen, size_t *len,
+		 bool *gzipped, struct floe_error *err)
 {
 	struct table_row row;
+	struct gzip_part part = { 0 };
 	char *out = NULL;
-	char *meta = NULL;
-	size_t metalen;
+	bool refs = mode == SNAPSHOTS_REFS;
+	bool ok = gzip ? store_table_load_gz(s, ns, name, refs, &row, &part, err)
+		       : store_table_load_as(s, ns, name, refs, &row, err);
 
-	if (!store_table_load_as(s, ns, name, mode == SNAPSHOTS_REFS, &row, err))
+	*len = 0;
+	*gzipped = false;
+	if (!ok)
 		return tables_word_error(s, ns, name, NULL, false, err), NULL;
 	if (row.metadata_location == NULL) {
 		/* Not a state floe leaves behind; an edited row must not crash. */
-		store_table_row_clear(&row);
 		floe_err(err, FE_INTERNAL, "the table's metadata location is missing");
-		return NULL;
+		goto done;
 	}
 	table_etag(row.metadata_location, mode, etag, etaglen);
-	meta = row.metadata;
-	metalen = row.metadata_len;
-	row.metadata = NULL;
 	char *qloc = json_quoted(row.metadata_location);
 	if (qloc == NULL) {
 		floe_err(err, FE_INTERNAL, "out of memory");
@@ -605,8 +606,9 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 	static const char b[] = ",\"metadata\":";
 	static const char c[] = ",\"config\":{}}";
 	size_t ql = strlen(qloc);
-	*len = sizeof(a) - 1 + ql + sizeof(b) - 1 + metalen + sizeof(c) - 1;
-	out = malloc(*len + 1);
+	size_t head_len = sizeof(a) - 1 + ql + sizeof(b) - 1;
+	size_t metalen = part.data != NULL ? 0 : row.metadata_len;
+	out = malloc(head_len + metalen + sizeof(c));
 	if (out == NULL) {
 		free(qloc);
 		floe_err(err, FE_INTERNAL, "out of memory");
@@ -619,12 +621,23 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 	p += ql;
 	memcpy(p, b, sizeof(b) - 1);
 	p += sizeof(b) - 1;
-	memcpy(p, meta, metalen);
+	memcpy(p, row.metadata, metalen);
 	p += metalen;
 	memcpy(p, c, sizeof(c));
 	free(qloc);
+	*len = head_len + metalen + sizeof(c) - 1;
+	if (part.data != NULL) {
+		/* The metadata was deflated at commit: only the envelope is
+		 * added around it, uncompressed. */
+		char *gz = (char *)gzip_wrap(out, head_len, &part, c, sizeof(c) - 1, len);
+		free(out);
+		out = gz;
+		*gzipped = out != NULL;
+		if (out == NULL)
+			floe_err(err, FE_INTERNAL, "out of memory");
+	}
 done:
-	free(meta);
+	gzip_part_clear(&part);
 	store_table_row_clear(&row);
 	return out;
 }

@@ -174,7 +174,9 @@ void fjson_buf_string(struct buf *b, const char *s, size_t len)
 			esc[1] = 't';
 			break;
 		default:
-			memcpy(esc + 1, "u00", 3);
+			esc[1] = 'u';
+			esc[2] = '0';
+			esc[3] = '0';
 			esc[4] = hex[c >> 4];
 			esc[5] = hex[c & 15];
 			n = 6;

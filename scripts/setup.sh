@@ -16,7 +16,7 @@ shift || true
 
 packages=(build-essential pkg-config meson ninja-build
 	libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev
-	libssl-dev libcriterion-dev postgresql postgresql-contrib curl)
+	libssl-dev zlib1g-dev libcriterion-dev postgresql postgresql-contrib curl)
 if [ "$want_python" = 1 ]; then
 	packages+=(python3 python3-venv python3-pip)
 	# scripts/lint.sh's analysers and the coverage report of scripts/test.sh.

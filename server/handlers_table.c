@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gzip.h"
 #include "ident.h"
 #include "log.h"
 #include "namespace.h"
@@ -135,10 +136,12 @@ void handle_table_register(struct http_request *req)
 	on_namespace_body(req, table_register);
 }
 
-/* True when an If-None-Match header lists etag (or is "*"). */
-static bool etag_matches(const char *header, const char *etag)
+/* True when an If-None-Match header lists etag followed by suffix (or is
+ * "*"). */
+static bool etag_matches(const char *header, const char *etag, const char *suffix)
 {
 	size_t elen = strlen(etag);
+	size_t slen = strlen(suffix);
 
 	if (header == NULL)
 		return false;
@@ -149,7 +152,8 @@ static bool etag_matches(const char *header, const char *etag)
 			return true;
 		if (strncmp(p, "W/", 2) == 0)
 			p += 2;
-		if (*p == '"' && strncmp(p + 1, etag, elen) == 0 && p[1 + elen] == '"')
+		if (*p == '"' && strncmp(p + 1, etag, elen) == 0 &&
+		    strncmp(p + 1 + elen, suffix, slen) == 0 && p[1 + elen + slen] == '"')
 			return true;
 		while (*p && *p != ',')
 			p++;
@@ -167,6 +171,7 @@ void handle_table_load(struct http_request *req)
 	enum snapshots_mode mode = SNAPSHOTS_ALL;
 	struct store *s;
 	size_t len = 0;
+	bool gzipped = false;
 
 	floe_error_clear(&err);
 	if (!table_params(req, &ns, &name, &err) || !http_query(req, "snapshots", &snaps, &err)) {
@@ -186,17 +191,26 @@ void handle_table_load(struct http_request *req)
 	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
-	char *text = table_load(s, &ns, name, mode, etag, sizeof(etag), &len, &err);
+	char *text = table_load(s, &ns, name, mode,
+				gzip_accepted(http_header(req, "Accept-Encoding")), etag,
+				sizeof(etag), &len, &gzipped, &err);
 	handler_release(req, s);
 	if (text == NULL) {
 		http_reply_error(req, &err);
 		goto done;
 	}
-	char quoted[sizeof(etag) + 2];
-	(void)snprintf(quoted, sizeof(quoted), "\"%s\"", etag);
-	if (etag_matches(http_header(req, "If-None-Match"), etag)) {
+	/* Each encoding is its own representation with its own strong tag
+	 * (http.c adds ";gzip" to the tag of a gzip answer); a client holding
+	 * either holds the current metadata. */
+	char quoted[sizeof(etag) + 8];
+	const char *inm = http_header(req, "If-None-Match");
+	bool gz_match = etag_matches(inm, etag, ";gzip");
+	(void)snprintf(quoted, sizeof(quoted), "\"%s%s\"", etag, gz_match ? ";gzip" : "");
+	if (gz_match || etag_matches(inm, etag, "")) {
 		free(text);
 		http_reply_empty(req, 304);
+	} else if (gzipped) {
+		http_reply_gzipped(req, 200, text, len);
 	} else {
 		http_reply_text(req, 200, text, len);
 	}

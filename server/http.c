@@ -9,6 +9,7 @@
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -17,6 +18,7 @@
 #include <microhttpd.h>
 
 #include "cors.h"
+#include "gzip.h"
 #include "log.h"
 #include "metric.h"
 #include "router.h"
@@ -138,9 +140,29 @@ static void request_free(struct http_request *req)
 
 /* --- answers --- */
 
+/* A GET (or HEAD) answer: the ones whose encoding follows Accept-Encoding. */
+static bool method_reads(const char *method)
+{
+	return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+}
+
 static void reply_buffer(struct http_request *req, int status, char *data, size_t len,
 			 const char *content_type)
 {
+	bool reads = method_reads(req->method);
+	bool gzipped = false;
+
+	if (reads && status == 200 && len >= HTTP_GZIP_MIN_BYTES && content_type != NULL &&
+	    gzip_accepted(http_header(req, "Accept-Encoding"))) {
+		size_t gz_len = 0;
+		char *gz = (char *)gzip_compress(data, len, &gz_len);
+		if (gz != NULL) {
+			free(data);
+			data = gz;
+			len = gz_len;
+			gzipped = true;
+		}
+	}
 	if (req->response != NULL)
 		MHD_destroy_response(req->response);
 	req->response = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
@@ -159,6 +181,10 @@ static void reply_buffer(struct http_request *req, int status, char *data, size_
 	MHD_add_response_header(req->response, "X-Request-Id", req->request_id);
 	if (content_type != NULL)
 		MHD_add_response_header(req->response, "Content-Type", content_type);
+	if (gzipped)
+		MHD_add_response_header(req->response, "Content-Encoding", "gzip");
+	if (reads)
+		MHD_add_response_header(req->response, "Vary", "Accept-Encoding");
 }
 
 void http_reply_json(struct http_request *req, int status, json_t *body)
@@ -181,6 +207,16 @@ void http_reply_json(struct http_request *req, int status, json_t *body)
 void http_reply_text(struct http_request *req, int status, char *text, size_t len)
 {
 	reply_buffer(req, status, text, len, "application/json");
+}
+
+void http_reply_gzipped(struct http_request *req, int status, char *gz, size_t len)
+{
+	/* Compressed already: below the on-the-fly path's notice. */
+	reply_buffer(req, status, gz, len, NULL);
+	if (req->response == NULL)
+		return;
+	MHD_add_response_header(req->response, "Content-Type", "application/json");
+	MHD_add_response_header(req->response, "Content-Encoding", "gzip");
 }
 
 void http_reply_empty(struct http_request *req, int status)
@@ -242,8 +278,18 @@ void http_reply_error(struct http_request *req, const struct floe_error *err)
 
 void http_add_header(struct http_request *req, const char *name, const char *value)
 {
-	if (req->response != NULL)
-		MHD_add_response_header(req->response, name, value);
+	char tag[600];
+	size_t n = strlen(value);
+
+	if (req->response == NULL)
+		return;
+	/* A gzip answer is another representation: its strong tag differs. */
+	if (strcasecmp(name, "ETag") == 0 && n >= 2 && value[n - 1] == '"' && n < sizeof(tag) - 8 &&
+	    MHD_get_response_header(req->response, "Content-Encoding") != NULL) {
+		(void)snprintf(tag, sizeof(tag), "%.*s;gzip\"", (int)(n - 1), value);
+		value = tag;
+	}
+	MHD_add_response_header(req->response, name, value);
 }
 
 void http_reply_typed(struct http_request *req, int status, char *text, size_t len,

@@ -114,6 +114,14 @@ void http_reply_json(struct http_request *req, int status, json_t *body);
 /* Answers with a JSON text already encoded; steals text (malloc'd). */
 void http_reply_text(struct http_request *req, int status, char *text, size_t len);
 
+/* Answers with a JSON text already gzip-compressed (Content-Encoding:
+ * gzip, for a client that accepts it); steals gz (malloc'd). Any other
+ * JSON answer of a GET of at least HTTP_GZIP_MIN_BYTES is compressed on
+ * the fly when the client accepts gzip, and every GET answer says that it
+ * varies with Accept-Encoding. */
+#define HTTP_GZIP_MIN_BYTES ((size_t)64 * 1024)
+void http_reply_gzipped(struct http_request *req, int status, char *gz, size_t len);
+
 /* Answers with no body (204, HEAD answers). */
 void http_reply_empty(struct http_request *req, int status);
 

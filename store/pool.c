@@ -425,16 +425,17 @@ static PGresult *store_collect(PGconn *conn, bool *timed_out)
 /* Sends one prepared statement and waits for its answer (store_collect);
  * NULL when it could not be sent. */
 static PGresult *store_run(PGconn *conn, const char *name, int nparams, const char *const *params,
-			   bool *timed_out)
+			   int result_format, bool *timed_out)
 {
 	*timed_out = false;
-	if (!PQsendQueryPrepared(conn, name, nparams, params, NULL, NULL, 0))
+	if (!PQsendQueryPrepared(conn, name, nparams, params, NULL, NULL, result_format))
 		return NULL;
 	return store_collect(conn, timed_out);
 }
 
-PGresult *store_exec(struct store *s, const struct store_statement *stmt, int nparams,
-		     const char *const *params, struct floe_error *err)
+/* store_exec with the results in result_format (0 text, 1 binary). */
+static PGresult *exec_as(struct store *s, const struct store_statement *stmt, int nparams,
+			 const char *const *params, int result_format, struct floe_error *err)
 {
 	if (s->conn == NULL) {
 		floe_err(err, FE_UNAVAILABLE, "the catalog database is unavailable");
@@ -447,7 +448,7 @@ PGresult *store_exec(struct store *s, const struct store_statement *stmt, int np
 	bool inside = before == PQTRANS_INTRANS || before == PQTRANS_INERROR;
 	bool unknown = stmt == &statements[ST_COMMIT] || (!inside && statement_writes(stmt->sql));
 	bool timed_out = false;
-	PGresult *r = store_run(s->conn, stmt->name, nparams, params, &timed_out);
+	PGresult *r = store_run(s->conn, stmt->name, nparams, params, result_format, &timed_out);
 	ExecStatusType st = PQresultStatus(r);
 
 	if (timed_out) {
@@ -469,6 +470,18 @@ PGresult *store_exec(struct store *s, const struct store_statement *stmt, int np
 	store_classify(stmt->name, r, s->sqlstate, s->conn, unknown, err);
 	PQclear(r);
 	return NULL;
+}
+
+PGresult *store_exec(struct store *s, const struct store_statement *stmt, int nparams,
+		     const char *const *params, struct floe_error *err)
+{
+	return exec_as(s, stmt, nparams, params, 0, err);
+}
+
+PGresult *store_exec_binary(struct store *s, const struct store_statement *stmt, int nparams,
+			    const char *const *params, struct floe_error *err)
+{
+	return exec_as(s, stmt, nparams, params, 1, err);
 }
 
 bool store_ping(struct store *s, struct floe_error *err)

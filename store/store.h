@@ -20,6 +20,8 @@
 #include "error.h"
 #include "ident.h"
 
+struct gzip_part;
+
 struct store;
 struct store_pool;
 
@@ -102,6 +104,16 @@ bool store_table_load(struct store *s, const struct ns_ident *ns, const char *na
  * keeps only the snapshots refs point at (snapshots=refs). */
 bool store_table_load_as(struct store *s, const struct ns_ident *ns, const char *name,
 			 bool refs_only, struct table_row *row, struct floe_error *err) FLOE_WUR;
+
+/*
+ * loadTable's read: like store_table_load_as, but when the row keeps the
+ * deflated form of this version's text (gzip.h), that is *part (new, the
+ * caller gzip_part_clear()s it) and row->metadata is empty; otherwise
+ * part->data is NULL and row->metadata is the text.
+ */
+bool store_table_load_gz(struct store *s, const struct ns_ident *ns, const char *name,
+			 bool refs_only, struct table_row *row, struct gzip_part *part,
+			 struct floe_error *err) FLOE_WUR;
 
 /* Sets *exists (false also when the namespace is missing). */
 bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *name, bool *exists,

@@ -74,6 +74,12 @@ PGconn *store_connect(const char *conninfo, struct floe_error *err);
 PGresult *store_exec(struct store *s, const struct store_statement *st, int nparams,
 		     const char *const *params, struct floe_error *err);
 
+/* store_exec with the columns in binary format: text columns come as
+ * their bytes, bytea without hex; any other column must be cast to text
+ * in the SQL. */
+PGresult *store_exec_binary(struct store *s, const struct store_statement *st, int nparams,
+			    const char *const *params, struct floe_error *err);
+
 /* --- SQLSTATE classification (sqlstate.c) --- */
 
 /*

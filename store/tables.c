@@ -10,12 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gzip.h"
+
 /* The advisory lock key of the no-overlap rule for table locations. */
 #define LOCATION_LOCK "7310593858473447526"
 
 enum {
 	ST_TABLE_LOAD,
 	ST_TABLE_LOAD_REFS,
+	ST_TABLE_LOAD_GZ,
+	ST_TABLE_LOAD_REFS_GZ,
 	ST_TABLE_CREATE,
 	ST_TABLE_OVERWRITE,
 	ST_TABLE_CAS,
@@ -30,6 +34,25 @@ enum {
 	ST_COUNT
 };
 
+/* The deflated forms every write of the metadata keeps beside it
+ * (migration 0007), parameters $9 to $14 of those statements. */
+#define GZ_COLUMNS \
+	"metadata_gz, metadata_gz_crc, metadata_gz_size, refs_gz, refs_gz_crc, refs_gz_size"
+#define GZ_VALUES "$9::bytea, $10::bigint, $11::bigint, $12::bytea, $13::bigint, $14::bigint"
+#define GZ_PARAMS 6
+
+/* A load of the deflated form: columns id, uuid, location, the text
+ * when no deflated form of this version is kept (else NULL), version,
+ * the deflated form, its CRC-32 and the text's length. */
+#define GZ_LOAD(text, gz, crc, size)                                           \
+	"SELECT t.id::text, t.table_uuid::text, t.metadata_location, "         \
+	"  CASE WHEN g.ok THEN NULL ELSE " text " END, t.version::text, "      \
+	"  CASE WHEN g.ok THEN " gz " END, (" crc ")::text, (" size ")::text " \
+	"FROM tables t JOIN namespaces n ON n.id = t.namespace_id "            \
+	"CROSS JOIN LATERAL (SELECT coalesce(t.gz_version = t.version AND " gz \
+	"  IS NOT NULL, false) AS ok) g "                                      \
+	"WHERE n.levels = " LEVELS("$1") " AND t.name = $2"
+
 /* One statement a row, its SQL laid out as SQL. */
 /* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
@@ -42,11 +65,23 @@ static const struct store_statement statements[ST_COUNT] = {
 		"  coalesce(t.refs_metadata, t.metadata), t.version "
 		"FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
 		"WHERE n.levels = " LEVELS("$1") " AND t.name = $2" },
+	/* The deflated form when it was made for this version (column 3
+	 * is then NULL), else the text; run with store_exec_binary, so the
+	 * deflated bytes cross without hex (every other column is text). */
+	[ST_TABLE_LOAD_GZ] = { "table_load_gz",
+		GZ_LOAD("t.metadata", "t.metadata_gz", "t.metadata_gz_crc", "t.metadata_gz_size") },
+	[ST_TABLE_LOAD_REFS_GZ] = { "table_load_refs_gz",
+		GZ_LOAD("coalesce(t.refs_metadata, t.metadata)",
+			"CASE WHEN t.refs_metadata IS NULL THEN t.metadata_gz ELSE t.refs_gz END",
+			"CASE WHEN t.refs_metadata IS NULL THEN t.metadata_gz_crc ELSE t.refs_gz_crc END",
+			"CASE WHEN t.refs_metadata IS NULL THEN t.metadata_gz_size "
+			"ELSE t.refs_gz_size END") },
 	[ST_TABLE_CREATE] = { "table_create",
 		"WITH ns AS (SELECT id FROM namespaces WHERE levels = " LEVELS("$1") "), "
 		"ins AS (INSERT INTO tables (namespace_id, name, table_uuid, "
-		"  metadata_location, metadata, refs_metadata, location, version) "
-		"  SELECT ns.id, $2, $3::uuid, $4, $5, $7, $8, 1 FROM ns "
+		"  metadata_location, metadata, refs_metadata, location, version, "
+		"  " GZ_COLUMNS ", gz_version) "
+		"  SELECT ns.id, $2, $3::uuid, $4, $5, $7, $8, 1, " GZ_VALUES ", 1 FROM ns "
 		"  ON CONFLICT (namespace_id, name) DO NOTHING "
 		"  RETURNING id, table_uuid, version) "
 		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
@@ -56,7 +91,8 @@ static const struct store_statement statements[ST_COUNT] = {
 		"WITH upd AS (UPDATE tables t SET table_uuid = $3::uuid, "
 		"  metadata_location = $4, metadata = $5, refs_metadata = $7, location = $8, "
 		"  version = t.version + 1, "
-		"  updated_at = now() "
+		"  updated_at = now(), (" GZ_COLUMNS ") = (" GZ_VALUES "), "
+		"  gz_version = t.version + 1 "
 		"  FROM namespaces n, tables old "
 		"  WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
 		"  AND t.name = $2 AND old.id = t.id "
@@ -67,7 +103,8 @@ static const struct store_statement statements[ST_COUNT] = {
 	[ST_TABLE_CAS] = { "table_cas",
 		"WITH upd AS (UPDATE tables SET metadata_location = $3, metadata = $4, "
 		"  refs_metadata = $7, location = $8, version = version + 1, "
-		"  updated_at = now() "
+		"  updated_at = now(), (" GZ_COLUMNS ") = (" GZ_VALUES "), "
+		"  gz_version = version + 1 "
 		"  WHERE id = $1::bigint AND version = $2::bigint "
 		"  RETURNING id, table_uuid, version) "
 		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
@@ -211,6 +248,53 @@ bool store_table_load_as(struct store *s, const struct ns_ident *ns, const char 
 	return table_row_of(r, row, err);
 }
 
+/* A bytea column of a binary-format result into part->data, part->len
+ * (its bytes as they are: no hex to decode). False when out of memory. */
+static bool bytea_value(PGresult *r, int i, int c, struct gzip_part *part)
+{
+	part->len = (size_t)PQgetlength(r, i, c);
+	part->data = malloc(part->len > 0 ? part->len : 1);
+	if (part->data == NULL)
+		return false;
+	memcpy(part->data, PQgetvalue(r, i, c), part->len);
+	return true;
+}
+
+bool store_table_load_gz(struct store *s, const struct ns_ident *ns, const char *name,
+			 bool refs_only, struct table_row *row, struct gzip_part *part,
+			 struct floe_error *err)
+{
+	char *levels = store_levels_param(ns, err);
+	PGresult *r;
+	bool ok;
+
+	memset(row, 0, sizeof(*row));
+	memset(part, 0, sizeof(*part));
+	if (levels == NULL)
+		return false;
+	const char *params[2] = { levels, name };
+	r = store_exec_binary(s, &statements[refs_only ? ST_TABLE_LOAD_REFS_GZ : ST_TABLE_LOAD_GZ],
+			      2, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 0 || PQgetisnull(r, 0, 5)) {
+		/* No deflated form of this version: the text (column 3). */
+		return table_row_of(r, row, err);
+	}
+	ok = row_from_result(r, 0, row, err);
+	if (ok && !bytea_value(r, 0, 5, part)) {
+		store_table_row_clear(row);
+		ok = floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	if (ok) {
+		part->crc = (uint32_t)store_col_ll(r, 0, 6);
+		part->text_len = (size_t)store_col_ll(r, 0, 7);
+	}
+	PQclear(r);
+	return ok;
+}
+
 bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *name, bool *exists,
 			struct floe_error *err)
 {
@@ -230,6 +314,63 @@ bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *
 	return true;
 }
 
+/* The parameters GZ_VALUES names, made from a metadata text and its
+ * refs form (NULL: none). A text that cannot be deflated (out of memory)
+ * gets NULLs: it is answered uncompressed. */
+struct gz_params {
+	char *hex[2];
+	char crc[2][16];
+	char size[2][24];
+	const char *values[GZ_PARAMS];
+};
+
+/* part's bytes as a bytea parameter in hex ("\\x..."), or NULL. */
+static char *bytea_hex(const struct gzip_part *part)
+{
+	static const char digits[] = "0123456789abcdef";
+	char *hex = malloc(2 * part->len + 3);
+
+	if (hex == NULL)
+		return NULL;
+	hex[0] = '\\';
+	hex[1] = 'x';
+	for (size_t i = 0; i < part->len; i++) {
+		hex[2 + 2 * i] = digits[part->data[i] >> 4];
+		hex[3 + 2 * i] = digits[part->data[i] & 15];
+	}
+	hex[2 * part->len + 2] = '\0';
+	return hex;
+}
+
+static void gz_params_make(struct gz_params *g, const char *metadata, const char *refs)
+{
+	const char *texts[2] = { metadata, refs };
+
+	memset(g, 0, sizeof(*g));
+	for (size_t i = 0; i < 2; i++) {
+		struct gzip_part part;
+
+		if (texts[i] == NULL || !gzip_part_make(texts[i], strlen(texts[i]), &part))
+			continue;
+		g->hex[i] = bytea_hex(&part);
+		(void)snprintf(g->crc[i], sizeof(g->crc[i]), "%lu", (unsigned long)part.crc);
+		(void)snprintf(g->size[i], sizeof(g->size[i]), "%zu", part.text_len);
+		gzip_part_clear(&part);
+		if (g->hex[i] == NULL)
+			continue;
+		g->values[3 * i] = g->hex[i];
+		g->values[3 * i + 1] = g->crc[i];
+		g->values[3 * i + 2] = g->size[i];
+	}
+}
+
+static void gz_params_clear(struct gz_params *g)
+{
+	free(g->hex[0]);
+	free(g->hex[1]);
+	memset(g, 0, sizeof(*g));
+}
+
 static bool table_insert(struct store *s, const struct store_statement *st,
 			 const struct ns_ident *ns, const char *name, const char *uuid,
 			 const char *location, const char *metadata, const char *refs_metadata,
@@ -242,9 +383,13 @@ static bool table_insert(struct store *s, const struct store_statement *st,
 	*done = false;
 	if (levels == NULL)
 		return false;
-	const char *params[8] = { levels,   name,       uuid,          location,
-				  metadata, request_id, refs_metadata, table_location };
-	r = store_exec(s, st, 8, params, err);
+	struct gz_params gz;
+	gz_params_make(&gz, metadata, refs_metadata);
+	const char *params[8 + GZ_PARAMS] = { levels,   name,       uuid,          location,
+					      metadata, request_id, refs_metadata, table_location };
+	memcpy(params + 8, gz.values, sizeof(gz.values));
+	r = store_exec(s, st, 8 + GZ_PARAMS, params, err);
+	gz_params_clear(&gz);
 	free(levels);
 	if (r == NULL) {
 		/* The uuid is taken (a name taken inserts nothing): the
@@ -309,11 +454,15 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
 	*won = false;
 	(void)snprintf(idp, sizeof(idp), "%lld", id);
 	(void)snprintf(verp, sizeof(verp), "%lld", expected_version);
-	const char *params[8] = {
+	struct gz_params gz;
+	gz_params_make(&gz, metadata, refs_metadata);
+	const char *params[8 + GZ_PARAMS] = {
 		idp,        verp,          metadata_location, metadata, previous_location,
 		request_id, refs_metadata, table_location
 	};
-	r = store_exec(s, &statements[ST_TABLE_CAS], 8, params, err);
+	memcpy(params + 8, gz.values, sizeof(gz.values));
+	r = store_exec(s, &statements[ST_TABLE_CAS], 8 + GZ_PARAMS, params, err);
+	gz_params_clear(&gz);
 	if (r == NULL) {
 		/* Run on its own, the statement may have committed before the
 		 * connection broke: the client must not assume either outcome. */
@@ -384,7 +533,7 @@ bool store_table_list(struct store *s, const struct ns_ident *ns, const char *af
 		PQclear(r);
 		return floe_err(err, FE_INTERNAL, "out of memory");
 	}
-	char *p = (char *)(out + n + 1);
+	char *p = (char *)(out + (size_t)n + 1);
 	for (int i = 0; i < n; i++) {
 		size_t len = (size_t)PQgetlength(r, i, 0);
 		memcpy(p, PQgetvalue(r, i, 0), len + 1);
