@@ -183,7 +183,8 @@ void handle_table_load(struct http_request *req)
 			mode = SNAPSHOTS_REFS;
 		} else if (strcasecmp(snaps, "all") != 0) {
 			floe_err(&err, FE_BAD_REQUEST,
-				 "snapshots must be 'all' or 'refs', not '%s'", snaps);
+				 "query parameter 'snapshots' must be 'all' or 'refs', not '%s'",
+				 snaps);
 			http_reply_error(req, &err);
 			goto done;
 		}
