@@ -136,11 +136,11 @@ void handle_table_register(struct http_request *req)
 	on_namespace_body(req, table_register);
 }
 
-/* True when an If-None-Match header lists etag followed by suffix (or is
- * "*"). */
-static bool etag_matches(const char *header, const char *etag, const char *suffix)
+/* True when an If-None-Match header lists etag followed by suffix; with
+ * etag NULL, when it is "*". */
+static bool etag_listed(const char *header, const char *etag, const char *suffix)
 {
-	size_t elen = strlen(etag);
+	size_t elen = etag != NULL ? strlen(etag) : 0;
 	size_t slen = strlen(suffix);
 
 	if (header == NULL)
@@ -148,17 +148,23 @@ static bool etag_matches(const char *header, const char *etag, const char *suffi
 	for (const char *p = header; *p;) {
 		while (*p == ' ' || *p == ',')
 			p++;
-		if (*p == '*')
+		if (*p == '*' && etag == NULL)
 			return true;
 		if (strncmp(p, "W/", 2) == 0)
 			p += 2;
-		if (*p == '"' && strncmp(p + 1, etag, elen) == 0 &&
+		if (etag != NULL && *p == '"' && strncmp(p + 1, etag, elen) == 0 &&
 		    strncmp(p + 1 + elen, suffix, slen) == 0 && p[1 + elen + slen] == '"')
 			return true;
 		while (*p && *p != ',')
 			p++;
 	}
 	return false;
+}
+
+/* True when an If-None-Match header lists etag (or is "*"). */
+static bool etag_matches(const char *header, const char *etag)
+{
+	return etag_listed(header, NULL, "") || etag_listed(header, etag, "");
 }
 
 void handle_table_load(struct http_request *req)
@@ -205,9 +211,10 @@ void handle_table_load(struct http_request *req)
 	 * either holds the current metadata. */
 	char quoted[sizeof(etag) + 8];
 	const char *inm = http_header(req, "If-None-Match");
-	bool gz_match = etag_matches(inm, etag, ";gzip");
-	(void)snprintf(quoted, sizeof(quoted), "\"%s%s\"", etag, gz_match ? ";gzip" : "");
-	if (gz_match || etag_matches(inm, etag, "")) {
+	/* A 304 names the tag the client holds ("*": the one it would get). */
+	bool gz_tag = etag_listed(inm, etag, ";gzip") || (gzipped && etag_listed(inm, NULL, ""));
+	(void)snprintf(quoted, sizeof(quoted), "\"%s%s\"", etag, gz_tag ? ";gzip" : "");
+	if (etag_matches(inm, etag) || gz_tag) {
 		free(text);
 		http_reply_empty(req, 304);
 	} else if (gzipped) {

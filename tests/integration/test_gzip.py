@@ -140,6 +140,16 @@ def test_if_none_match_with_either_tag_is_304(big):
             assert "Content-Encoding" not in headers
 
 
+def test_if_none_match_star_names_the_tag_of_the_encoding_asked_for(big):
+    _, h_plain, _ = fetch(big)
+    _, h_gz, _ = fetch(big, accept="gzip")
+    for accept, tag in (("gzip", h_gz["ETag"]), ("identity", h_plain["ETag"])):
+        status, headers, _ = fetch(big, accept=accept, **{"If-None-Match": "*"})
+        assert status == 304 and headers["ETag"] == tag, accept
+    status, _, _ = fetch(big, accept="gzip", **{"If-None-Match": '"other", "x;gzip"'})
+    assert status == 200
+
+
 def test_small_table_and_every_commit_are_compressed(floe):
     ns = ["gzip_small"]
     floe.create_namespace(ns)
