@@ -197,6 +197,7 @@ void handle_table_load(struct http_request *req)
 	if (etag_matches(inm, etag) || gz_tag) {
 		free(text);
 		http_reply_empty(req, 304);
+		http_add_header(req, "Vary", "Accept-Encoding");
 	} else if (gzipped) {
 		http_reply_gzipped(req, 200, text, len);
 	} else {

@@ -138,6 +138,7 @@ def test_if_none_match_with_either_tag_is_304(big):
             assert status == 304 and body == b"", (accept, tag)
             assert headers["ETag"] == tag
             assert "Content-Encoding" not in headers
+            assert headers.get("Vary", "").lower() == "accept-encoding"
 
 
 def test_if_none_match_star_names_the_tag_of_the_encoding_asked_for(big):
