@@ -82,17 +82,12 @@ done:
  * (no metadata-location yet) has none. */
 static void reply_table_result(struct http_request *req, json_t *out)
 {
-	const char *location = json_string_value(json_object_get(out, "metadata-location"));
-	char etag[512];
-	char quoted[sizeof(etag) + 2] = "";
+	char etag[520];
+	bool tagged = table_result_etag(out, etag, sizeof(etag));
 
-	if (location != NULL) {
-		table_etag(location, SNAPSHOTS_ALL, etag, sizeof(etag));
-		(void)snprintf(quoted, sizeof(quoted), "\"%s\"", etag);
-	}
 	http_reply_json(req, 200, out);
-	if (quoted[0] != '\0')
-		http_add_header(req, "ETag", quoted);
+	if (tagged)
+		http_add_header(req, "ETag", etag);
 }
 
 /* createTable and registerTable: a namespace, a body, a LoadTableResult. */
@@ -217,6 +212,7 @@ void handle_table_load(struct http_request *req)
 	if (etag_matches(inm, etag) || gz_tag) {
 		free(text);
 		http_reply_empty(req, 304);
+		http_add_header(req, "Vary", "Accept-Encoding");
 	} else if (gzipped) {
 		http_reply_gzipped(req, 200, text, len);
 	} else {

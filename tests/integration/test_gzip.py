@@ -138,6 +138,7 @@ def test_if_none_match_with_either_tag_is_304(big):
             assert status == 304 and body == b"", (accept, tag)
             assert headers["ETag"] == tag
             assert "Content-Encoding" not in headers
+            assert headers.get("Vary", "").lower() == "accept-encoding"
 
 
 def test_if_none_match_star_names_the_tag_of_the_encoding_asked_for(big):
@@ -214,3 +215,33 @@ def test_commit_answers_and_errors_stay_plain(floe, big):
     status, headers, body = fetch(big.rsplit("/", 1)[0] + "/nope", accept="gzip")
     assert status == 404 and "Content-Encoding" not in headers
     assert json.loads(body)["error"]["type"] == "NoSuchTableException"
+
+
+def test_register_overwrite_and_transactions_keep_the_gzip_answer_current(floe):
+    ns = ["gzip_reg"]
+    floe.create_namespace(ns)
+    tables = f"/v1/namespaces/{ns_path(ns)}/tables"
+    assert_ok_json(floe.post(tables, json={"name": "src", "schema": SCHEMA}))
+    v1 = assert_ok_json(floe.post(f"{tables}/src", json={"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"gen": "1"}}]}))["metadata-location"]
+    v2 = assert_ok_json(floe.post(f"{tables}/src", json={"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"gen": "2"}}]}))["metadata-location"]
+    assert floe.delete(f"{tables}/src").status_code == 204
+    url = table_url(floe, ns, "reg")
+
+    def gen():
+        _, _, plain = fetch(url)
+        _, headers, body = fetch(url, accept="gzip")
+        assert_gzip_of(plain, headers, body)
+        return json.loads(plain)["metadata"]["properties"]["gen"]
+
+    reg = f"/v1/namespaces/{ns_path(ns)}/register"
+    assert_ok_json(floe.post(reg, json={"name": "reg", "metadata-location": v2}))
+    assert gen() == "2"
+    assert_ok_json(floe.post(reg, json={"name": "reg", "metadata-location": v1, "overwrite": True}))
+    assert gen() == "1"
+    r = floe.post("/v1/transactions/commit", json={"table-changes": [{
+        "identifier": {"namespace": ns, "name": "reg"}, "requirements": [],
+        "updates": [{"action": "set-properties", "updates": {"gen": "3"}}]}]})
+    assert r.status_code == 204, r.text
+    assert gen() == "3"
