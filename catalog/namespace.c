@@ -11,6 +11,7 @@
 #include "policy.h"
 #include "ports.h"
 #include "rowjson.h"
+#include "table.h"
 #include "wording.h"
 
 bool page_request_parse(const char *token, const char *size, struct page_request *out,
@@ -104,19 +105,37 @@ bool ns_check_string_map(const json_t *v, const char *field, struct floe_error *
 	return true;
 }
 
-static json_t *ns_answer(const struct ns_ident *ns, json_t *properties)
+/* The answer {"namespace", "properties"} (properties stolen). A namespace
+ * without a "location" property is answered with its default location, as
+ * Iceberg's own catalogs do: engines (Trino) place new tables below it. */
+static json_t *ns_answer(const char *warehouse, const struct ns_ident *ns, json_t *properties)
 {
 	json_t *levels = ident_ns_to_json(ns);
 
-	if (levels == NULL || properties == NULL) {
-		json_decref(levels);
+	if (levels == NULL || properties == NULL)
+		goto fail;
+	if (json_object_get(properties, "location") == NULL) {
+		char *loc = table_namespace_location(warehouse, ns);
+		json_t *copy = json_copy(properties);
+		if (loc == NULL || copy == NULL ||
+		    json_object_set_new(copy, "location", json_string(loc)) != 0) {
+			free(loc);
+			json_decref(copy);
+			goto fail;
+		}
+		free(loc);
 		json_decref(properties);
-		return NULL;
+		properties = copy;
 	}
 	return json_pack("{s:o, s:o}", "namespace", levels, "properties", properties);
+fail:
+	json_decref(levels);
+	json_decref(properties);
+	return NULL;
 }
 
-json_t *ns_create(struct store *s, const json_t *body, struct floe_error *err)
+json_t *ns_create(struct store *s, const char *warehouse, const json_t *body,
+		  struct floe_error *err)
 {
 	struct ns_ident ns = { 0 };
 	json_t *props = json_object_get(body, "properties");
@@ -138,7 +157,7 @@ json_t *ns_create(struct store *s, const json_t *body, struct floe_error *err)
 		json_decref(stored);
 		goto done;
 	}
-	answer = ns_answer(&ns, stored);
+	answer = ns_answer(warehouse, &ns, stored);
 	if (answer == NULL)
 		floe_err(err, FE_INTERNAL, "out of memory");
 done:
@@ -146,14 +165,15 @@ done:
 	return answer;
 }
 
-json_t *ns_load(struct store *s, const struct ns_ident *ns, struct floe_error *err)
+json_t *ns_load(struct store *s, const char *warehouse, const struct ns_ident *ns,
+		struct floe_error *err)
 {
 	json_t *props = NULL;
 	json_t *answer;
 
 	if (!store_ns_load(s, ns, &props, err))
 		return ns_word_error(ns, err), NULL;
-	answer = ns_answer(ns, props);
+	answer = ns_answer(warehouse, ns, props);
 	if (answer == NULL)
 		floe_err(err, FE_INTERNAL, "out of memory");
 	return answer;

@@ -40,11 +40,16 @@ char *page_token_encode(const struct ns_ident *last);
 bool ns_check_string_map(const json_t *v, const char *field, struct floe_error *err) FLOE_WUR;
 
 /* POST /namespaces: returns the answer {"namespace", "properties"}
- * (new reference) or NULL with err set. */
-json_t *ns_create(struct store *s, const json_t *body, struct floe_error *err) FLOE_WUR;
+ * (new reference) or NULL with err set. Properties without "location"
+ * are answered with the namespace's default location below warehouse
+ * (the root URL), which is not stored. */
+json_t *ns_create(struct store *s, const char *warehouse, const json_t *body,
+		  struct floe_error *err) FLOE_WUR;
 
-/* GET /namespaces/{ns}: {"namespace", "properties"}. */
-json_t *ns_load(struct store *s, const struct ns_ident *ns, struct floe_error *err) FLOE_WUR;
+/* GET /namespaces/{ns}: {"namespace", "properties"}, with the default
+ * "location" as ns_create answers it. */
+json_t *ns_load(struct store *s, const char *warehouse, const struct ns_ident *ns,
+		struct floe_error *err) FLOE_WUR;
 
 /* HEAD /namespaces/{ns}: sets *exists. */
 bool ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,

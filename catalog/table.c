@@ -148,24 +148,37 @@ static void append_segment(char *buf, size_t cap, size_t *n, const char *name)
 	buf[*n] = '\0';
 }
 
-char *table_default_location(const struct table_env *env, const struct ns_ident *ns,
-			     const char *name)
+/* <warehouse>/<levels>[/<name>] (name NULL: the namespace's own). */
+static char *location_below(const char *warehouse, const struct ns_ident *ns, const char *name)
 {
-	size_t cap = strlen(env->warehouse) + 4;
+	size_t cap = strlen(warehouse) + 4;
 	size_t n;
 	char *buf;
 
 	for (size_t i = 0; i < ns->nlevels; i++)
 		cap += strlen(ns->levels[i]) * 3 + 1;
-	cap += strlen(name) * 3 + 1;
+	if (name != NULL)
+		cap += strlen(name) * 3 + 1;
 	buf = malloc(cap);
 	if (buf == NULL)
 		return NULL;
-	n = (size_t)snprintf(buf, cap, "%s", env->warehouse);
+	n = (size_t)snprintf(buf, cap, "%s", warehouse);
 	for (size_t i = 0; i < ns->nlevels; i++)
 		append_segment(buf, cap, &n, ns->levels[i]);
-	append_segment(buf, cap, &n, name);
+	if (name != NULL)
+		append_segment(buf, cap, &n, name);
 	return buf;
+}
+
+char *table_default_location(const struct table_env *env, const struct ns_ident *ns,
+			     const char *name)
+{
+	return location_below(env->warehouse, ns, name);
+}
+
+char *table_namespace_location(const char *warehouse, const struct ns_ident *ns)
+{
+	return location_below(warehouse, ns, NULL);
 }
 
 /* floe writes files only inside its warehouse, and follows no symbolic

@@ -66,6 +66,11 @@ bool table_ident_from_json(const json_t *v, const char *field, struct table_iden
 char *table_default_location(const struct table_env *env, const struct ns_ident *ns,
 			     const char *name);
 
+/* The default location of a namespace, <warehouse>/<levels> escaped the
+ * same way: where its tables' default locations are. New string, or NULL
+ * when out of memory. */
+char *table_namespace_location(const char *warehouse, const struct ns_ident *ns);
+
 /* createTable: the LoadTableResult (new reference). */
 json_t *table_create(struct store *s, const struct table_env *env, const struct ns_ident *ns,
 		     const json_t *body, struct floe_error *err) FLOE_WUR;

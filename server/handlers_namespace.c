@@ -51,7 +51,7 @@ void handle_ns_create(struct http_request *req)
 
 	s = handler_open(req, http_body_json(req, &in, &err), &err);
 	if (s != NULL) {
-		json_t *body = ns_create(s, in, &err);
+		json_t *body = ns_create(s, req->app->cfg->warehouse, in, &err);
 		handler_release(req, s);
 		handler_answer(req, 200, body, &err);
 	}
@@ -66,7 +66,7 @@ void handle_ns_load(struct http_request *req)
 
 	s = handler_open(req, http_param_namespace(req, &ns, &err), &err);
 	if (s != NULL) {
-		json_t *body = ns_load(s, &ns, &err);
+		json_t *body = ns_load(s, req->app->cfg->warehouse, &ns, &err);
 		handler_release(req, s);
 		handler_answer(req, 200, body, &err);
 	}

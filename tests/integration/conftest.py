@@ -106,6 +106,12 @@ def ns_path(levels, sep: str = "%1F") -> str:
     return sep.join(quote(level, safe="") for level in levels)
 
 
+def user_properties(props: dict) -> dict:
+    """A namespace's properties without "location", which floe answers with
+    the namespace's default location when the namespace has none."""
+    return {k: v for k, v in props.items() if k != "location"}
+
+
 def pid_alive(pid: int) -> bool:
     """True if the process exists and is not a zombie."""
     try:

@@ -35,6 +35,7 @@ from conftest import (
     proc_status,
     read_raw_response,
     run_floe,
+    user_properties,
     wait_until,
 )
 
@@ -284,7 +285,7 @@ def test_restart_on_same_database_keeps_data(postgres, floe_factory):
     f.create_namespace(["kept"], {"k": "v"})
     assert f.stop() == 0, f.log_tail()
     g = floe_factory(env={"FLOE_DATABASE_URL": url})
-    assert assert_ok_json(g.get("/v1/namespaces/kept"))["properties"] == {"k": "v"}
+    assert user_properties(assert_ok_json(g.get("/v1/namespaces/kept"))["properties"]) == {"k": "v"}
 
 
 # ---------------------------------------------------------------- shutdown
@@ -579,7 +580,7 @@ def test_database_restart(dedicated_postgres, floe_factory):
     for _ in range(20):
         r = f.get("/v1/namespaces/before_outage")
         assert r.status_code == 200, describe(r)
-        assert r.json()["properties"] == {"k": "v"}, "a request during the outage changed data"
+        assert user_properties(r.json()["properties"]) == {"k": "v"}, "a request during the outage changed data"
     assert ["during_outage"] not in f.list_namespaces()
     f.create_namespace(["after_outage"])
     assert f.proc.poll() is None
@@ -601,7 +602,7 @@ def test_daemons_started_together_share_one_fresh_database(postgres, floe_factor
     for d in daemons:
         assert d.list_namespaces() == expected
         for i in range(n):
-            assert assert_ok_json(d.get(f"/v1/namespaces/from_{i}"))["properties"] == {"by": str(i)}
+            assert user_properties(assert_ok_json(d.get(f"/v1/namespaces/from_{i}"))["properties"]) == {"by": str(i)}
     r = daemons[-1].post("/v1/namespaces", json={"namespace": ["from_0"]})
     assert_error(r, 409, "AlreadyExistsException")
     for d in daemons:
@@ -707,7 +708,7 @@ def test_embedded_lifecycle(embedded_workdir, floe_factory):
     # second start: no new initdb, data still there; stopped with SIGINT
     g = start_embedded(floe_factory, embedded_workdir)
     assert (data / "pg" / "PG_VERSION").stat().st_mtime_ns == pg_version_mtime, "initdb ran again"
-    assert assert_ok_json(g.get("/v1/namespaces/persist"))["properties"] == {"k": "v"}
+    assert user_properties(assert_ok_json(g.get("/v1/namespaces/persist"))["properties"]) == {"k": "v"}
     assert g.list_namespaces(parent=["persist"]) == [["persist", "child"]]
     pgpid2 = check_postgres_child(g, data)
     code = g.stop(signal.SIGINT, timeout=30)

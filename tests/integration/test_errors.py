@@ -19,6 +19,7 @@ from conftest import (
     describe,
     ns_path,
     read_raw_response,
+    user_properties,
 )
 
 JSON = {"Content-Type": "application/json"}
@@ -34,7 +35,7 @@ def catalog_state(floe):
         r = floe.get("/v1/namespaces", params=params)
         assert r.status_code == 200, describe(r)
         for ns in r.json()["namespaces"]:
-            props = floe.get(f"/v1/namespaces/{ns_path(ns)}").json()["properties"]
+            props = user_properties(floe.get(f"/v1/namespaces/{ns_path(ns)}").json()["properties"])
             state[tuple(ns)] = props
             todo.append(ns)
     return state
@@ -172,7 +173,7 @@ def test_bad_properties_body_is_400(floe, body):
         floe.create_namespace([ns], {"keep": "1"})
     r = floe.post(f"/v1/namespaces/{ns}/properties", data=body, headers=JSON)
     assert_error(r, 400, "BadRequestException")
-    assert floe.get(f"/v1/namespaces/{ns}").json()["properties"] == {"keep": "1"}
+    assert user_properties(floe.get(f"/v1/namespaces/{ns}").json()["properties"]) == {"keep": "1"}
 
 
 def test_bad_properties_body_on_unknown_namespace(floe):
@@ -385,7 +386,7 @@ def test_oversized_content_length_on_properties_is_413(floe):
         s.sendall(_headers_only(floe, f"/v1/namespaces/{ns}/properties", 9_000_000))
         resp = read_raw_response(s, timeout=5)
     _check_413(resp, "properties")
-    assert floe.get(f"/v1/namespaces/{ns}").json()["properties"] == {"keep": "1"}
+    assert user_properties(floe.get(f"/v1/namespaces/{ns}").json()["properties"]) == {"keep": "1"}
 
 
 def _body_of_size(name, size):

@@ -20,6 +20,7 @@ from conftest import (
     floe_binary,
     ns_path,
     read_raw_response,
+    user_properties,
 )
 
 # Every /v1/{prefix}/... route is also served as /v1/...; any prefix works.
@@ -147,11 +148,11 @@ def test_create_and_load(floe, base, uniq):
     r = floe.post(f"{base}/namespaces", json={"namespace": [uniq], "properties": {"owner": "ana", "k": "v"}})
     body = assert_ok_json(r, 200)
     assert body["namespace"] == [uniq]
-    assert body["properties"] == {"owner": "ana", "k": "v"}
+    assert user_properties(body["properties"]) == {"owner": "ana", "k": "v"}
 
     body = assert_ok_json(floe.get(f"{base}/namespaces/{ns_path([uniq])}"))
     assert body["namespace"] == [uniq], body
-    assert body["properties"] == {"owner": "ana", "k": "v"}, body
+    assert user_properties(body["properties"]) == {"owner": "ana", "k": "v"}, body
 
     r = floe.head(f"{base}/namespaces/{ns_path([uniq])}")
     assert r.status_code == 204, describe(r)
@@ -159,17 +160,18 @@ def test_create_and_load(floe, base, uniq):
     assert_request_id(r)
 
 
-def test_create_without_properties_gives_empty_object(floe, base, uniq):
+def test_create_without_properties_gives_only_the_default_location(floe, base, uniq):
+    location = f"file://{floe.workdir / 'data' / 'warehouse'}/{uniq}"
     body = assert_ok_json(floe.post(f"{base}/namespaces", json={"namespace": [uniq]}))
     assert body["namespace"] == [uniq]
-    assert body.get("properties") == {}, body
+    assert body.get("properties") == {"location": location}, body
     body = assert_ok_json(floe.get(f"{base}/namespaces/{uniq}"))
-    assert body["properties"] == {}, body
+    assert body["properties"] == {"location": location}, body
 
 
 def test_create_with_empty_properties(floe, uniq):
     body = assert_ok_json(floe.post("/v1/namespaces", json={"namespace": [uniq], "properties": {}}))
-    assert body["properties"] == {}
+    assert user_properties(body["properties"]) == {}
 
 
 def test_property_values_round_trip(floe, uniq):
@@ -189,7 +191,7 @@ def test_create_duplicate_is_409_and_keeps_original(floe, base, uniq):
     floe.create_namespace([uniq], {"a": "1"})
     r = floe.post(f"{base}/namespaces", json={"namespace": [uniq], "properties": {"a": "2", "b": "3"}})
     assert_error(r, 409, "AlreadyExistsException")
-    assert floe.get(f"/v1/namespaces/{uniq}").json()["properties"] == {"a": "1"}
+    assert user_properties(floe.get(f"/v1/namespaces/{uniq}").json()["properties"]) == {"a": "1"}
 
 
 def test_create_child_without_parent_is_404(floe, base, uniq):
@@ -215,14 +217,14 @@ def test_nested_create_and_load(floe, base, uniq):
     for i in range(1, len(levels) + 1):
         body = assert_ok_json(floe.get(f"{base}/namespaces/{ns_path(levels[:i])}"))
         assert body["namespace"] == levels[:i]
-        assert body["properties"] == {"depth": str(i)}
+        assert user_properties(body["properties"]) == {"depth": str(i)}
 
 
 def test_any_prefix_is_the_same_catalog(floe, uniq):
     floe.create_namespace([uniq], {"k": "v"}, base="/v1/first")
     for base in ("/v1", "/v1/second", "/v1/first"):
         body = assert_ok_json(floe.get(f"{base}/namespaces/{uniq}"))
-        assert body["properties"] == {"k": "v"}
+        assert user_properties(body["properties"]) == {"k": "v"}
 
 
 def test_load_unknown_is_404(floe, base, uniq):
@@ -267,7 +269,7 @@ def test_special_level_round_trip(floe, base, uniq, level):
     floe.create_namespace(levels, {"level": level})
     body = assert_ok_json(floe.get(f"{base}/namespaces/{ns_path(levels)}"))
     assert body["namespace"] == levels
-    assert body["properties"] == {"level": level}
+    assert user_properties(body["properties"]) == {"level": level}
     assert floe.head(f"{base}/namespaces/{ns_path(levels)}").status_code == 204
     assert floe.list_namespaces(parent=[uniq], base=base) == [levels]
     # as a top-level namespace too
@@ -484,7 +486,7 @@ def test_drop(floe, base, uniq):
     assert [uniq] not in floe.list_namespaces()
     # it can be created again, without the old properties
     body = floe.create_namespace([uniq])
-    assert body["properties"] == {}
+    assert user_properties(body["properties"]) == {}
 
 
 def test_drop_unknown_is_404(floe, base, uniq):
@@ -526,7 +528,7 @@ def test_update_properties(floe, base, uniq):
     assert sorted(body["updated"]) == ["a", "d"]
     assert sorted(body["removed"]) == ["b", "c"]
     assert body["missing"] == ["zz"]
-    props = assert_ok_json(floe.get(f"{base}/namespaces/{uniq}"))["properties"]
+    props = user_properties(assert_ok_json(floe.get(f"{base}/namespaces/{uniq}"))["properties"])
     assert props == {"a": "10", "d": "4"}
 
 
@@ -536,7 +538,7 @@ def test_update_properties_only_updates(floe, uniq):
     assert body["updated"] == ["x"]
     assert body["removed"] == []
     assert body.get("missing") in ([], None)
-    assert floe.get(f"/v1/namespaces/{uniq}").json()["properties"] == {"x": "1"}
+    assert user_properties(floe.get(f"/v1/namespaces/{uniq}").json()["properties"]) == {"x": "1"}
 
 
 def test_update_properties_only_removals(floe, uniq):
@@ -545,7 +547,7 @@ def test_update_properties_only_removals(floe, uniq):
     assert body["updated"] == []
     assert body["removed"] == ["x"]
     assert body["missing"] == ["nope"]
-    assert floe.get(f"/v1/namespaces/{uniq}").json()["properties"] == {"y": "2"}
+    assert user_properties(floe.get(f"/v1/namespaces/{uniq}").json()["properties"]) == {"y": "2"}
 
 
 def test_update_properties_empty_request(floe, uniq):
@@ -553,7 +555,7 @@ def test_update_properties_empty_request(floe, uniq):
     body = assert_ok_json(floe.post(f"/v1/namespaces/{uniq}/properties", json={}))
     assert body["updated"] == [] and body["removed"] == []
     assert body.get("missing") in ([], None)
-    assert floe.get(f"/v1/namespaces/{uniq}").json()["properties"] == {"x": "1"}
+    assert user_properties(floe.get(f"/v1/namespaces/{uniq}").json()["properties"]) == {"x": "1"}
 
 
 def test_update_properties_same_value_is_updated(floe, uniq):
@@ -567,7 +569,7 @@ def test_update_properties_key_in_both_is_422(floe, base, uniq):
     r = floe.post(f"{base}/namespaces/{uniq}/properties",
                   json={"removals": ["a", "b"], "updates": {"a": "9", "c": "3"}})
     assert_error(r, 422, "UnprocessableEntityException")
-    assert floe.get(f"/v1/namespaces/{uniq}").json()["properties"] == {"a": "1", "b": "2"}
+    assert user_properties(floe.get(f"/v1/namespaces/{uniq}").json()["properties"]) == {"a": "1", "b": "2"}
 
 
 def test_update_properties_unknown_namespace_is_404(floe, base, uniq):
@@ -582,9 +584,9 @@ def test_update_properties_nested(floe, uniq):
     body = assert_ok_json(floe.post(f"/v1/namespaces/{uniq}%1Fa+b/properties",
                                     json={"updates": {"k": "w"}, "removals": []}))
     assert body["updated"] == ["k"]
-    assert floe.get(f"/v1/namespaces/{ns_path([uniq, 'a b'])}").json()["properties"] == {"k": "w"}
+    assert user_properties(floe.get(f"/v1/namespaces/{ns_path([uniq, 'a b'])}").json()["properties"]) == {"k": "w"}
     # the parent is untouched
-    assert floe.get(f"/v1/namespaces/{uniq}").json()["properties"] == {}
+    assert user_properties(floe.get(f"/v1/namespaces/{uniq}").json()["properties"]) == {}
 
 
 # ---------------------------------------------------------------- level limits
@@ -625,7 +627,7 @@ def test_concurrent_creates_of_one_namespace(floe, uniq):
         if code == 409:
             assert_error_body(body, 409, "AlreadyExistsException")
     assert floe.list_namespaces(parent=[uniq]) == []
-    assert floe.get(f"/v1/namespaces/{uniq}").json()["properties"] == {"p": "1"}
+    assert user_properties(floe.get(f"/v1/namespaces/{uniq}").json()["properties"]) == {"p": "1"}
 
 
 def test_concurrent_property_updates_are_not_lost(floe, uniq):
@@ -637,7 +639,7 @@ def test_concurrent_property_updates_are_not_lost(floe, uniq):
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
         results = list(ex.map(update, range(48)))
     assert {code for code, _ in results} == {200}, results
-    props = floe.get(f"/v1/namespaces/{uniq}").json()["properties"]
+    props = user_properties(floe.get(f"/v1/namespaces/{uniq}").json()["properties"])
     assert props == {"base": "0", **{f"k{i:02d}": str(i) for i in range(48)}}
 
 

@@ -16,6 +16,8 @@ from pyiceberg.exceptions import (  # noqa: E402
     RESTError,
 )
 
+from conftest import user_properties  # noqa: E402
+
 PREFIXES = [None, "someprefix"]
 
 
@@ -58,9 +60,9 @@ def test_create_and_list_nested(catalog):
     assert catalog.list_namespaces(("accounting", "tax", "paid")) == []
     assert catalog.list_namespaces("engineering") == []
 
-    assert catalog.load_namespace_properties("accounting") == {"owner": "finance"}
-    assert catalog.load_namespace_properties(("accounting", "tax")) == {}
-    assert catalog.load_namespace_properties(("accounting", "tax", "paid")) == {"year": "2024"}
+    assert user_properties(catalog.load_namespace_properties("accounting")) == {"owner": "finance"}
+    assert user_properties(catalog.load_namespace_properties(("accounting", "tax"))) == {}
+    assert user_properties(catalog.load_namespace_properties(("accounting", "tax", "paid"))) == {"year": "2024"}
 
 
 def test_list_unknown_parent(catalog):
@@ -81,7 +83,7 @@ def test_duplicate_create(catalog):
     catalog.create_namespace("dup", {"a": "1"})
     with pytest.raises(NamespaceAlreadyExistsError):
         catalog.create_namespace("dup", {"a": "2"})
-    assert catalog.load_namespace_properties("dup") == {"a": "1"}
+    assert user_properties(catalog.load_namespace_properties("dup")) == {"a": "1"}
 
 
 def test_update_namespace_properties(catalog):
@@ -90,7 +92,7 @@ def test_update_namespace_properties(catalog):
     assert sorted(summary.updated) == ["a", "d"]
     assert summary.removed == ["b"]
     assert summary.missing == ["zz"]
-    assert catalog.load_namespace_properties("db") == {"a": "10", "c": "3", "d": "4"}
+    assert user_properties(catalog.load_namespace_properties("db")) == {"a": "10", "c": "3", "d": "4"}
 
 
 def test_update_properties_conflict(catalog):
@@ -98,7 +100,7 @@ def test_update_properties_conflict(catalog):
     with pytest.raises(RESTError) as exc:
         catalog.update_namespace_properties("conflict", removals={"a"}, updates={"a": "2"})
     assert "UnprocessableEntityException" in str(exc.value), exc.value
-    assert catalog.load_namespace_properties("conflict") == {"a": "1"}
+    assert user_properties(catalog.load_namespace_properties("conflict")) == {"a": "1"}
 
 
 def test_update_properties_unknown_namespace(catalog):
@@ -147,11 +149,11 @@ def test_special_characters_in_levels(catalog):
     for i in range(1, len(levels) + 1):
         catalog.create_namespace(levels[:i], {"depth": str(i)})
     for i in range(1, len(levels) + 1):
-        assert catalog.load_namespace_properties(levels[:i]) == {"depth": str(i)}
+        assert user_properties(catalog.load_namespace_properties(levels[:i])) == {"depth": str(i)}
     if hasattr(catalog, "namespace_exists"):
         assert catalog.namespace_exists(levels)
     catalog.update_namespace_properties(levels, updates={"k": "v"})
-    assert catalog.load_namespace_properties(levels) == {"depth": "5", "k": "v"}
+    assert user_properties(catalog.load_namespace_properties(levels)) == {"depth": "5", "k": "v"}
     for i in range(len(levels), 0, -1):
         catalog.drop_namespace(levels[:i])
     assert catalog.list_namespaces() == []
