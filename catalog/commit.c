@@ -133,8 +133,7 @@ static json_t *commit_create(struct store *s, const struct table_env *env,
 	if (!store_table_exists(s, ns, name, &exists, err))
 		return NULL;
 	if (exists)
-		return floe_err(err, FE_COMMIT_FAILED,
-				"Requirement failed: table already exists (assert-create)"),
+		return floe_err(err, FE_COMMIT_FAILED, "Requirement failed: table already exists"),
 		       NULL;
 	/* A uuid of our own unless the client assigns one. */
 	if (!uuid_v4(uuid))

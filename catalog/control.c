@@ -17,6 +17,7 @@
 #include "namespace.h"
 #include "ports.h"
 #include "rowjson.h"
+#include "wording.h"
 
 /* Ends a transaction begun by the caller: commit when ok, else roll back
  * (unless the commit's own outcome is unknown). */
@@ -69,7 +70,7 @@ json_t *control_hook_get(struct store *s, const char *id, struct floe_error *err
 	if (!load_hook(s, id, &hook, err))
 		return NULL;
 	if (hook == NULL)
-		floe_err(err, FE_NO_SUCH_HOOK, "no audit hook %s", id);
+		wording_no_such_hook(id, err);
 	return hook;
 }
 
@@ -134,7 +135,7 @@ bool control_hook_delete(struct store *s, const struct table_env *env, const cha
 		return false;
 	ok = store_hook_lock(s, err) && load_hook(s, id, &hook, err);
 	if (ok && hook == NULL)
-		ok = floe_err(err, FE_NO_SUCH_HOOK, "no audit hook %s", id);
+		ok = wording_no_such_hook(id, err);
 	if (ok && reason == NULL) {
 		ok = store_hook_sole_guard(s, id, &guarded, err);
 		if (ok && guarded != NULL)
@@ -147,7 +148,7 @@ bool control_hook_delete(struct store *s, const struct table_env *env, const cha
 	if (ok)
 		ok = store_hook_delete(s, id, &deleted, err);
 	if (ok && !deleted)
-		ok = floe_err(err, FE_NO_SUCH_HOOK, "no audit hook %s", id);
+		ok = wording_no_such_hook(id, err);
 	if (ok) {
 		json_t *details = hook_details(hook, reason);
 		ok = store_event_insert(s, "hook.deleted", env->request_id, NULL, NULL, NULL,
@@ -247,7 +248,7 @@ static json_t *apply_delete_hook(struct store *s, const struct table_env *env, c
 	if (id == NULL)
 		return floe_err(err, FE_BAD_REQUEST, "missing required field 'hook-id'"), NULL;
 	if (!hook_id_valid(id))
-		return floe_err(err, FE_NO_SUCH_HOOK, "no audit hook %s", id), NULL;
+		return wording_no_such_hook(id, err), NULL;
 	if (!control_hook_delete(s, env, id, reason, err))
 		return NULL;
 	return json_pack("{s:s}", "hook-id", id);

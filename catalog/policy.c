@@ -56,9 +56,10 @@ bool policy_check_main_move(struct store *s, const struct ns_ident *ns, const ch
 		return false;
 	if (rule[0] == '\0')
 		return true;
-	return floe_err(err, FE_FORBIDDEN,
-			"main of table %s can only move through a write-audit-publish run: %s",
-			name, rule);
+	return floe_err(
+		err, FE_FORBIDDEN,
+		"Branch main of table %s can only move through a write-audit-publish run: %s", name,
+		rule);
 }
 
 bool policy_check_table_properties(const char *name, const json_t *base, const json_t *m,

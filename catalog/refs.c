@@ -13,6 +13,7 @@
 #include "idmap.h"
 #include "ports.h"
 #include "tablemeta.h"
+#include "wording.h"
 
 static const char *const retention_keys[] = { "max-ref-age-ms", "max-snapshot-age-ms",
 					      "min-snapshots-to-keep" };
@@ -120,7 +121,7 @@ json_t *refs_get(struct store *s, const struct ns_ident *ns, const char *table, 
 		return NULL;
 	json_t *r = json_object_get(json_object_get(m, "refs"), ref);
 	if (r == NULL)
-		floe_err(err, FE_NO_SUCH_REFERENCE, "table %s has no branch or tag %s", table, ref);
+		wording_no_such_ref(ref, err);
 	else
 		out = refs_json(ref, r);
 	json_decref(m);
@@ -197,13 +198,13 @@ json_t *refs_create(struct store *s, const struct table_env *env, const struct n
 		json_t *cur = json_object_get(m, "current-snapshot-id");
 		if (!json_is_integer(cur) || json_integer_value(cur) < 0) {
 			floe_err(err, FE_BAD_REQUEST,
-				 "main has no snapshot yet; give a snapshot-id");
+				 "Branch main has no snapshot yet; give a snapshot-id");
 			goto done;
 		}
 		id = json_integer_value(cur);
 	}
 	if (tablemeta_snapshot(m, id) == NULL) {
-		floe_err(err, FE_NO_SUCH_SNAPSHOT, "table %s has no snapshot %lld", table, id);
+		wording_no_such_snapshot(id, err);
 		goto done;
 	}
 	json_t *update = json_pack("{s:s, s:s, s:s, s:I}", "action", "set-snapshot-ref", "ref-name",
@@ -227,15 +228,14 @@ bool refs_drop(struct store *s, const struct table_env *env, const struct ns_ide
 	json_t *out;
 
 	if (strcmp(ref, "main") == 0)
-		return floe_err(err, FE_BAD_REQUEST, "main cannot be dropped");
+		return floe_err(err, FE_BAD_REQUEST, "Branch main cannot be dropped");
 	m = table_load_metadata(s, ns, table, NULL, err);
 	if (m == NULL)
 		return false;
 	json_t *current = json_object_get(json_object_get(m, "refs"), ref);
 	if (current == NULL) {
 		json_decref(m);
-		return floe_err(err, FE_NO_SUCH_REFERENCE, "table %s has no branch or tag %s",
-				table, ref);
+		return wording_no_such_ref(ref, err);
 	}
 	out = commit_ref(s, env, ns, table, ref, current,
 			 json_pack("{s:s, s:s}", "action", "remove-snapshot-ref", "ref-name", ref),
@@ -270,22 +270,20 @@ json_t *refs_fast_forward(struct store *s, const struct table_env *env, const st
 	json_t *refs = json_object_get(m, "refs");
 	json_t *current = json_object_get(refs, ref);
 	if (current == NULL) {
-		floe_err(err, FE_NO_SUCH_REFERENCE, "table %s has no branch or tag %s", table, ref);
+		wording_no_such_ref(ref, err);
 		goto done;
 	}
 	if (json_is_string(to)) {
 		json_t *t = json_object_get(refs, json_string_value(to));
 		if (t == NULL) {
-			floe_err(err, FE_NO_SUCH_REFERENCE, "table %s has no branch or tag %s",
-				 table, json_string_value(to));
+			wording_no_such_ref(json_string_value(to), err);
 			goto done;
 		}
 		target = json_integer_value(json_object_get(t, "snapshot-id"));
 	} else {
 		target = json_integer_value(snap);
 		if (tablemeta_snapshot(m, target) == NULL) {
-			floe_err(err, FE_NO_SUCH_SNAPSHOT, "table %s has no snapshot %lld", table,
-				 target);
+			wording_no_such_snapshot(target, err);
 			goto done;
 		}
 	}
@@ -293,7 +291,7 @@ json_t *refs_fast_forward(struct store *s, const struct table_env *env, const st
 	if (!refs_is_ancestor(m, from, target)) {
 		floe_err(
 			err, FE_NOT_FAST_FORWARD,
-			"%s cannot be fast-forwarded: its snapshot %lld is not an ancestor of %lld",
+			"Branch or tag %s cannot be fast-forwarded: its snapshot %lld is not an ancestor of %lld",
 			ref, from, target);
 		goto done;
 	}

@@ -213,10 +213,7 @@ static bool clash_error(struct store *s, const struct ns_ident *ns, const char *
 	struct floe_error ignored;
 
 	if (name != NULL && store_table_exists(s, ns, name, &exists, &ignored) && exists) {
-		char *shown = ident_ns_display(ns);
-		floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s.%s", shown ? shown : "?",
-			 name);
-		free(shown);
+		wording_table_exists(ns, name, err);
 	} else {
 		floe_err(err, FE_BAD_REQUEST, "table location %s overlaps the location of table %s",
 			 location, other);
@@ -471,10 +468,7 @@ json_t *table_create(struct store *s, const struct table_env *env, const struct 
 	if (!store_ns_exists(s, ns, &ns_exists, err))
 		goto done;
 	if (!ns_exists) {
-		char *shown = ident_ns_display(ns);
-		floe_err(err, FE_NO_SUCH_NAMESPACE, "namespace does not exist: %s",
-			 shown ? shown : "?");
-		free(shown);
+		wording_no_such_namespace(ns, err);
 		goto done;
 	}
 	if (json_is_true(stage)) {
@@ -484,8 +478,7 @@ json_t *table_create(struct store *s, const struct table_env *env, const struct 
 		if (!store_table_exists(s, ns, json_string_value(name), &exists, err))
 			goto done;
 		if (exists) {
-			floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s",
-				 json_string_value(name));
+			wording_table_exists(ns, json_string_value(name), err);
 			goto done;
 		}
 		result = load_result(NULL, m);

@@ -49,6 +49,6 @@ bool tables_report_metrics(struct store *s, const struct ns_ident *ns, const cha
 	if (!store_table_exists(s, ns, name, &exists, err))
 		return false;
 	if (!exists)
-		return floe_err(err, FE_NO_SUCH_TABLE, "table does not exist: %s", name);
+		return wording_no_such_table(ns, name, err);
 	return store_metrics_insert(s, ns, name, report, err);
 }

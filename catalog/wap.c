@@ -22,6 +22,7 @@
 #include "rowjson.h"
 #include "tablemeta.h"
 #include "uuid.h"
+#include "wording.h"
 
 #define RUNS_PAGE_MAX 1000
 /* An audit lasts at most its longest hook timeout; past that and this
@@ -103,13 +104,11 @@ static json_t *find_run(struct store *s, const char *table_uuid, const char *run
 	json_t *run = NULL;
 
 	if (!hook_id_valid(run_id))
-		return floe_err(err, FE_NO_SUCH_RUN, "no write-audit-publish run %s", run_id), NULL;
+		return wording_no_such_run(run_id, err), NULL;
 	if (!load_run(s, run_id, table_uuid, &run, err))
 		return NULL;
 	if (run == NULL)
-		return floe_err(err, FE_NO_SUCH_RUN, "no write-audit-publish run %s on this table",
-				run_id),
-		       NULL;
+		return wording_no_such_run(run_id, err), NULL;
 	return run;
 }
 
@@ -120,7 +119,7 @@ static json_t *reload_run(struct store *s, const char *run_id, struct floe_error
 	if (!load_run(s, run_id, NULL, &run, err))
 		return NULL;
 	if (run == NULL)
-		floe_err(err, FE_NO_SUCH_RUN, "no write-audit-publish run %s", run_id);
+		wording_no_such_run(run_id, err);
 	return run;
 }
 
@@ -172,7 +171,8 @@ json_t *wap_stage(struct store *s, const struct table_env *env, const struct ns_
 				      "branch", err))
 			return NULL;
 		if (strcmp(json_string_value(branch), "main") == 0)
-			return floe_err(err, FE_BAD_REQUEST, "main cannot be a staging branch"),
+			return floe_err(err, FE_BAD_REQUEST,
+					"Branch main cannot be a staging branch"),
 			       NULL;
 	}
 	if (adopt != NULL && !json_is_null(adopt) && !json_is_boolean(adopt))
@@ -636,7 +636,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 	if (main_at >= 0 && !refs_is_ancestor(m, main_at, audited)) {
 		floe_err(
 			err, FE_NOT_FAST_FORWARD,
-			"main (snapshot %lld) is not an ancestor of the audited snapshot %lld; main cannot be fast-forwarded",
+			"Branch main (snapshot %lld) is not an ancestor of the audited snapshot %lld; main cannot be fast-forwarded",
 			main_at, audited);
 		struct floe_error aerr;
 		if (!audit_record(s, env, "wap.conflict", ns, table, run_id,
@@ -839,9 +839,10 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 				       json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)audited,
 						 "reason", "main moved during the audit"),
 				       err))
-				floe_err(err, FE_NOT_FAST_FORWARD,
-					 "main moved during the audit; nothing was published (%s)",
-					 cerr.message);
+				floe_err(
+					err, FE_NOT_FAST_FORWARD,
+					"Branch main moved during the audit; nothing was published (%s)",
+					cerr.message);
 		} else if (cerr.kind == FE_RUN_STATE || cerr.kind == FE_COMMIT_STATE_UNKNOWN) {
 			*err = cerr;
 		} else {

@@ -1,6 +1,6 @@
 /*
- * wording.c - the client's wording of the store's not-found and
- * already-exists errors (wording.h).
+ * wording.c - the client's wording of not-found and already-exists errors
+ * (wording.h): Iceberg's "<Thing> does not exist: <name>".
  */
 #include "wording.h"
 
@@ -9,52 +9,91 @@
 
 #include "ports.h"
 
+/* kind with "<what> <ns>[.<name>]", the names as Iceberg prints them:
+ * levels and table name joined by dots. */
+static bool word_named(struct floe_error *err, enum floe_errkind kind, const char *what,
+		       const struct ns_ident *ns, const char *name)
+{
+	char *shown = ident_ns_display(ns);
+	const char *n = shown ? shown : "?";
+
+	if (name != NULL)
+		floe_err(err, kind, "%s: %s.%s", what, n, name);
+	else
+		floe_err(err, kind, "%s: %s", what, n);
+	free(shown);
+	return false;
+}
+
+bool wording_no_such_namespace(const struct ns_ident *ns, struct floe_error *err)
+{
+	return word_named(err, FE_NO_SUCH_NAMESPACE, "Namespace does not exist", ns, NULL);
+}
+
+bool wording_no_such_table(const struct ns_ident *ns, const char *name, struct floe_error *err)
+{
+	return word_named(err, FE_NO_SUCH_TABLE, "Table does not exist", ns, name);
+}
+
+bool wording_table_exists(const struct ns_ident *ns, const char *name, struct floe_error *err)
+{
+	return word_named(err, FE_ALREADY_EXISTS, "Table already exists", ns, name);
+}
+
+bool wording_no_such_ref(const char *ref, struct floe_error *err)
+{
+	return floe_err(err, FE_NO_SUCH_REFERENCE, "Reference does not exist: %s", ref);
+}
+
+bool wording_no_such_snapshot(long long id, struct floe_error *err)
+{
+	return floe_err(err, FE_NO_SUCH_SNAPSHOT, "Snapshot does not exist: %lld", id);
+}
+
+bool wording_no_such_hook(const char *id, struct floe_error *err)
+{
+	return floe_err(err, FE_NO_SUCH_HOOK, "Audit hook does not exist: %s", id);
+}
+
+bool wording_no_such_run(const char *id, struct floe_error *err)
+{
+	return floe_err(err, FE_NO_SUCH_RUN, "Write-audit-publish run does not exist: %s", id);
+}
+
 bool ns_word_error(const struct ns_ident *ns, struct floe_error *err)
 {
 	enum floe_errkind kind = err->kind;
-	char *name = NULL;
 
-	if (kind != FE_NO_SUCH_NAMESPACE && kind != FE_ALREADY_EXISTS &&
-	    kind != FE_NAMESPACE_NOT_EMPTY)
-		return false;
-	name = ident_ns_display(ns);
-	const char *shown = name ? name : "?";
 	if (kind == FE_NO_SUCH_NAMESPACE)
-		floe_err(err, kind, "namespace does not exist: %s", shown);
-	else if (kind == FE_ALREADY_EXISTS)
-		floe_err(err, kind, "namespace already exists: %s", shown);
-	else
-		floe_err(err, kind, "namespace is not empty: %s holds tables or namespaces", shown);
-	free(name);
+		return wording_no_such_namespace(ns, err);
+	if (kind == FE_ALREADY_EXISTS)
+		return word_named(err, kind, "Namespace already exists", ns, NULL);
+	if (kind != FE_NAMESPACE_NOT_EMPTY)
+		return false;
+	/* As Iceberg's catalogs word it: "Namespace a is not empty." */
+	char *shown = ident_ns_display(ns);
+	floe_err(err, kind, "Namespace %s is not empty.", shown ? shown : "?");
+	free(shown);
 	return false;
 }
 
 bool tables_word_error(struct store *s, const struct ns_ident *ns, const char *name,
 		       const char *uuid, bool ns_error, struct floe_error *err)
 {
-	char *shown = NULL;
 	bool ns_exists = false;
 
 	if (err->kind == FE_NO_SUCH_NAMESPACE)
 		return ns_word_error(ns, err);
 	if (err->kind == FE_ALREADY_EXISTS && strcmp(err->sqlstate, "23505") == 0)
 		return floe_err(err, FE_ALREADY_EXISTS,
-				"a table with uuid %s is already registered", uuid ? uuid : "?");
-	if (err->kind != FE_ALREADY_EXISTS && err->kind != FE_NO_SUCH_TABLE)
-		return false;
-	if (err->kind == FE_NO_SUCH_TABLE && !store_ns_exists(s, ns, &ns_exists, err))
-		return false;
-	shown = ident_ns_display(ns);
-	const char *n = shown ? shown : "?";
+				"A table with uuid %s is already registered", uuid ? uuid : "?");
 	if (err->kind == FE_ALREADY_EXISTS)
-		floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s.%s", n, name);
-	else if (ns_exists)
-		floe_err(err, FE_NO_SUCH_TABLE, "table does not exist: %s.%s", n, name);
-	else if (ns_error)
-		floe_err(err, FE_NO_SUCH_NAMESPACE, "namespace does not exist: %s", n);
-	else
-		floe_err(err, FE_NO_SUCH_TABLE,
-			 "table does not exist: %s.%s (namespace %s does not exist)", n, name, n);
-	free(shown);
-	return false;
+		return wording_table_exists(ns, name, err);
+	if (err->kind != FE_NO_SUCH_TABLE)
+		return false;
+	if (!store_ns_exists(s, ns, &ns_exists, err))
+		return false;
+	if (!ns_exists && ns_error)
+		return wording_no_such_namespace(ns, err);
+	return wording_no_such_table(ns, name, err);
 }

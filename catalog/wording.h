@@ -1,7 +1,9 @@
 /*
- * wording.h - the messages clients read when the store reports a missing
- * or taken namespace or table: the store reports plain kinds, and these
- * put the names in, in one place for every route.
+ * wording.h - the messages clients read when something is missing or
+ * taken: the store reports plain kinds, and these put the names in, in
+ * one place for every route. The wording is Iceberg's (its catalogs and
+ * REST server say "Table does not exist: a.b.t"), which clients and
+ * tools match on.
  */
 #ifndef FLOE_WORDING_H
 #define FLOE_WORDING_H
@@ -23,7 +25,7 @@ bool ns_word_error(const struct ns_ident *ns, struct floe_error *err);
  * Words an error the store raised about table name in ns for the client,
  * as the Iceberg routes answer it; any other error is left as it is.
  * FE_NO_SUCH_TABLE asks the store whether ns is missing too: routes on a
- * table still answer NoSuchTableException then, saying so (engines read
+ * table still answer NoSuchTableException then, as Iceberg does (engines read
  * that answer as "try the last name part as a branch or metadata table":
  * t.branch_x, t.refs); with ns_error (creating a table) a missing ns is
  * FE_NO_SUCH_NAMESPACE. FE_ALREADY_EXISTS names the table, or uuid when
@@ -32,5 +34,16 @@ bool ns_word_error(const struct ns_ident *ns, struct floe_error *err);
  */
 bool tables_word_error(struct store *s, const struct ns_ident *ns, const char *name,
 		       const char *uuid, bool ns_error, struct floe_error *err);
+
+/* Each fills err with its kind and Iceberg's wording naming the missing
+ * or taken thing, and returns false. */
+bool wording_no_such_namespace(const struct ns_ident *ns, struct floe_error *err);
+bool wording_no_such_table(const struct ns_ident *ns, const char *name, struct floe_error *err);
+bool wording_table_exists(const struct ns_ident *ns, const char *name, struct floe_error *err);
+/* floe's own resources, worded the same way. */
+bool wording_no_such_ref(const char *ref, struct floe_error *err);
+bool wording_no_such_snapshot(long long id, struct floe_error *err);
+bool wording_no_such_hook(const char *id, struct floe_error *err);
+bool wording_no_such_run(const char *id, struct floe_error *err);
 
 #endif

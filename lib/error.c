@@ -40,6 +40,23 @@ static const struct {
 	[FE_AUDIT_UNAVAILABLE] = { 503, "AuditUnavailableException" },
 };
 
+/* Messages start with a capital letter, as Iceberg's do ("Namespace does
+ * not exist: a"). The format's first word is looked at, not the message's:
+ * a message that starts with a name (a field, an action such as add-spec,
+ * pageToken, or a name the client sent, put in by %s) keeps its spelling,
+ * and only a first word of plain lower-case letters is capitalised. */
+static void message_capitalise(char *message, const char *fmt)
+{
+	size_t n = strcspn(fmt, " :;,");
+
+	for (size_t i = 0; i < n; i++) {
+		if (fmt[i] < 'a' || fmt[i] > 'z')
+			return;
+	}
+	if (n > 0 && message[0] == fmt[0])
+		message[0] = (char)(message[0] - 'a' + 'A');
+}
+
 /* The parentheses keep error.h's analyzer macro out of the name. */
 /* clang-format off */
 bool (floe_err)(struct floe_error *err, enum floe_errkind kind, const char *fmt, ...)
@@ -55,6 +72,7 @@ bool (floe_err)(struct floe_error *err, enum floe_errkind kind, const char *fmt,
 	va_start(ap, fmt);
 	(void)vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
+	message_capitalise(err->message, fmt);
 	return false;
 }
 
@@ -80,7 +98,7 @@ json_t *floe_error_to_json(const struct floe_error *err)
 	if (kind <= FE_NONE || kind >= FE_KIND_COUNT) {
 		kind = FE_INTERNAL;
 		if (message[0] == '\0')
-			message = "internal error";
+			message = "Internal error";
 	}
 	/* jansson refuses invalid UTF-8; a message quoting client input that
 	 * is not UTF-8 must still produce a body, so fall back to the type. */

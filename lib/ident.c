@@ -92,17 +92,18 @@ bool url_decode(const char *in, size_t len, bool plus_is_space, char **out, size
 bool ident_name_check(const char *name, size_t len, const char *what, struct floe_error *err)
 {
 	if (len == 0)
-		return floe_err(err, FE_BAD_REQUEST, "%s must not be empty", what);
+		return floe_err(err, FE_BAD_REQUEST, "The %s must not be empty", what);
 	if (len > IDENT_MAX_NAME_BYTES)
-		return floe_err(err, FE_BAD_REQUEST, "%s is %zu bytes long; the limit is %d bytes",
-				what, len, IDENT_MAX_NAME_BYTES);
+		return floe_err(err, FE_BAD_REQUEST,
+				"The %s is %zu bytes long; the limit is %d bytes", what, len,
+				IDENT_MAX_NAME_BYTES);
 	if (!utf8_valid(name, len))
-		return floe_err(err, FE_BAD_REQUEST, "%s is not valid UTF-8", what);
+		return floe_err(err, FE_BAD_REQUEST, "The %s is not valid UTF-8", what);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)name[i];
 		if (c < 0x20 || c == 0x7F)
 			return floe_err(err, FE_BAD_REQUEST,
-					"%s contains the control character 0x%02X", what, c);
+					"The %s contains the control character 0x%02X", what, c);
 	}
 	return true;
 }

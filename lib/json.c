@@ -127,7 +127,7 @@ bool fjson_check_string_map(const json_t *v, const char *what, struct floe_error
 	json_t *x;
 
 	if (!json_is_object(v))
-		return floe_err(err, FE_BAD_REQUEST, "%s must be an object of strings", what);
+		return floe_err(err, FE_BAD_REQUEST, "The %s must be an object of strings", what);
 	json_object_foreach((json_t *)v, k, x) {
 		if (!json_is_string(x))
 			return floe_err(err, FE_BAD_REQUEST,

@@ -30,10 +30,12 @@ struct requirement {
 	const char *what;     /* "current schema" in "current schema changed" */
 };
 
-static bool req_failed(struct floe_error *err, const char *type, const char *fmt, ...)
-	FLOE_PRINTF(3, 4);
+/* A failed requirement, in the words of Iceberg's UpdateRequirement
+ * ("Requirement failed: current schema changed: expected id 1 != 2"),
+ * which clients match on. */
+static bool req_failed(struct floe_error *err, const char *fmt, ...) FLOE_PRINTF(2, 3);
 
-static bool req_failed(struct floe_error *err, const char *type, const char *fmt, ...)
+static bool req_failed(struct floe_error *err, const char *fmt, ...)
 {
 	va_list ap;
 	char msg[FLOE_ERROR_MESSAGE_MAX - 64];
@@ -41,7 +43,7 @@ static bool req_failed(struct floe_error *err, const char *type, const char *fmt
 	va_start(ap, fmt);
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return floe_err(err, FE_COMMIT_FAILED, "Requirement failed: %s (%s)", msg, type);
+	return floe_err(err, FE_COMMIT_FAILED, "Requirement failed: %s", msg);
 }
 
 static bool check_uuid(const json_t *base, const json_t *r, const struct requirement *q,
@@ -50,31 +52,31 @@ static bool check_uuid(const json_t *base, const json_t *r, const struct require
 	const char *want = fjson_get_str(r, "uuid");
 	const char *have = fjson_get_str(base, "table-uuid");
 
+	(void)q; /* every check has the same signature */
+
 	if (want == NULL)
 		return meta_bad(err, "assert-table-uuid: missing required field 'uuid'");
 	if (have == NULL || strcasecmp(want, have) != 0)
-		return req_failed(err, q->type, "UUID does not match: expected %s != %s",
+		return req_failed(err, "UUID does not match: expected %s != %s",
 				  have ? have : "(none)", want);
 	return true;
 }
 
 /* assert-ref-snapshot-id against the ref cur (NULL: absent). */
 static bool check_ref_against(const json_t *cur, const char *ref, bool present, int64_t want,
-			      const char *type, struct floe_error *err)
+			      struct floe_error *err)
 {
 	const char *kind = cur ? fjson_get_str(cur, "type") : NULL;
 
 	if (kind == NULL)
 		kind = "branch";
 	if (!present && cur != NULL)
-		return req_failed(err, type, "%s %s was created concurrently", kind, ref);
+		return req_failed(err, "%s %s was created concurrently", kind, ref);
 	if (present && cur == NULL)
-		return req_failed(err, type, "branch or tag %s is missing, expected %" PRId64, ref,
-				  want);
+		return req_failed(err, "branch or tag %s is missing, expected %" PRId64, ref, want);
 	if (present && fjson_int_or(cur, "snapshot-id", -1) != want)
-		return req_failed(err, type,
-				  "%s %s has changed: expected id %" PRId64 " != %" PRId64, kind,
-				  ref, want, fjson_int_or(cur, "snapshot-id", -1));
+		return req_failed(err, "%s %s has changed: expected id %" PRId64 " != %" PRId64,
+				  kind, ref, want, fjson_int_or(cur, "snapshot-id", -1));
 	return true;
 }
 
@@ -97,7 +99,7 @@ static bool check_ref(const json_t *base, const json_t *r, const struct requirem
 		synth = meta_main_ref(fjson_int_or(base, "current-snapshot-id", -1));
 		cur = synth;
 	}
-	bool held = check_ref_against(cur, ref, present, want, q->type, err);
+	bool held = check_ref_against(cur, ref, present, want, err);
 	json_decref(synth);
 	return held;
 }
@@ -112,8 +114,8 @@ static bool check_id(const json_t *base, const json_t *r, const struct requireme
 		return false;
 	int64_t have = fjson_int_or(base, q->meta_key, -1);
 	if (want != have)
-		return req_failed(err, q->type, "%s changed: expected id %" PRId64 " != %" PRId64,
-				  q->what, want, have);
+		return req_failed(err, "%s changed: expected id %" PRId64 " != %" PRId64, q->what,
+				  want, have);
 	return true;
 }
 
@@ -158,7 +160,7 @@ bool tablemeta_check_requirements(const json_t *base, const json_t *requirements
 		/* The one requirement of a table that does not exist yet. */
 		if (strcmp(type, "assert-create") == 0) {
 			if (base != NULL)
-				return req_failed(err, type, "table already exists");
+				return req_failed(err, "table already exists");
 			continue;
 		}
 		if (base == NULL)

@@ -13,6 +13,7 @@
 #include "namespace.h"
 #include "table.h"
 #include "tables.h"
+#include "wording.h"
 
 /* Parses {namespace} and {table} from the path. */
 static bool table_params(struct http_request *req, struct ns_ident *ns, char **name,
@@ -442,7 +443,7 @@ void handle_table_credentials(struct http_request *req)
 		if (exists) {
 			http_reply_json(req, 200, json_pack("{s:[]}", "storage-credentials"));
 		} else {
-			floe_err(&err, FE_NO_SUCH_TABLE, "table does not exist: %s", name);
+			wording_no_such_table(&ns, name, &err);
 			http_reply_error(req, &err);
 		}
 	}

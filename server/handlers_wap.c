@@ -14,6 +14,7 @@
 #include "refs.h"
 #include "uuid.h"
 #include "wap.h"
+#include "wording.h"
 
 /* A decoded path parameter (caller frees) checked as a name. */
 static bool name_param(struct http_request *req, const char *param, const char *what, char **out,
@@ -24,7 +25,7 @@ static bool name_param(struct http_request *req, const char *param, const char *
 
 	*out = NULL;
 	if (raw == NULL)
-		return floe_err(err, FE_BAD_REQUEST, "%s is missing", what);
+		return floe_err(err, FE_BAD_REQUEST, "The %s is missing", what);
 	if (!url_decode(raw, strlen(raw), true, out, &len, err))
 		return false;
 	if (!ident_name_check(*out, len, what, err)) {
@@ -214,7 +215,7 @@ static bool hook_id_param(struct http_request *req, const char **id, struct floe
 {
 	*id = http_param(req, "id");
 	if (*id == NULL || !hook_id_valid(*id))
-		return floe_err(err, FE_NO_SUCH_HOOK, "no audit hook %s", *id ? *id : "");
+		return wording_no_such_hook(*id ? *id : "", err);
 	return true;
 }
 

@@ -213,7 +213,7 @@ void http_reply_error(struct http_request *req, const struct floe_error *err)
 		if (shown.kind == FE_COMMIT_STATE_UNKNOWN && err->kind != FE_COMMIT_STATE_UNKNOWN)
 			(void)snprintf(
 				shown.message, sizeof(shown.message),
-				"the database connection broke while the change was being committed; its outcome is unknown");
+				"The database connection broke while the change was being committed; its outcome is unknown");
 	}
 	err = &shown;
 	int status = floe_errkind_status(err->kind);
@@ -222,7 +222,7 @@ void http_reply_error(struct http_request *req, const struct floe_error *err)
 
 	json_decref(body);
 	if (text == NULL) {
-		static const char fallback[] = "{\"error\":{\"message\":\"out of memory\","
+		static const char fallback[] = "{\"error\":{\"message\":\"Out of memory\","
 					       "\"type\":\"InternalServerError\",\"code\":500}}";
 		text = strdup(fallback);
 		status = 500;

@@ -19,9 +19,9 @@
 
 /* The messages of today's answers. */
 #define NOT_LANDED \
-	"the database connection broke before the commit completed; nothing was committed, retry"
-#define UNKNOWN "the database connection broke during the commit; its outcome is unknown"
-#define CONN_LOST "the catalog database is unavailable"
+	"The database connection broke before the commit completed; nothing was committed, retry"
+#define UNKNOWN "The database connection broke during the commit; its outcome is unknown"
+#define CONN_LOST "The catalog database is unavailable"
 
 static struct floe_error err;
 static struct table_env env;
@@ -126,7 +126,7 @@ Test(commit, fsync_fails_nothing_is_swapped)
 {
 	fake_fileio_fsync_fails(1);
 	cr_assert_null(commit());
-	assert_failed(FE_INTERNAL, FO_NOT_ATTEMPTED, "cannot write the metadata file", 503,
+	assert_failed(FE_INTERNAL, FO_NOT_ATTEMPTED, "Cannot write the metadata file", 503,
 		      "ServiceUnavailableException");
 	cr_assert_eq(fake_calls("store_table_cas"), 0);
 	cr_assert_eq(fake_store_version("db.t"), 1);
@@ -163,7 +163,7 @@ Test(commit, cas_lost_every_time_answers_commit_failed)
 {
 	fake_store_cas_lose(1, 1000);
 	cr_assert_null(commit());
-	assert_commit_failed("the table changed under 40 attempts to commit; retry");
+	assert_commit_failed("The table changed under 40 attempts to commit; retry");
 	cr_assert_eq(fake_calls("store_table_cas"), 40);
 	cr_assert_eq(fake_fileio_removed(), 40);
 	cr_assert_eq(fake_calls("fileio_write_metadata"), 40);
@@ -385,7 +385,7 @@ Test(transaction, fsync_fails_on_the_second_table_removes_the_first_file)
 {
 	fake_fileio_fsync_fails(2);
 	cr_assert_not(transaction());
-	assert_failed(FE_INTERNAL, FO_NOT_ATTEMPTED, "cannot write the metadata file", 503,
+	assert_failed(FE_INTERNAL, FO_NOT_ATTEMPTED, "Cannot write the metadata file", 503,
 		      "ServiceUnavailableException");
 	cr_assert_eq(fake_calls("store_commit"), 0);
 	cr_assert_eq(fake_fileio_removed(), 1);
@@ -409,7 +409,7 @@ Test(transaction, cas_lost_every_time_answers_commit_failed)
 {
 	fake_store_cas_lose(1, 1000);
 	cr_assert_not(transaction());
-	assert_commit_failed("the tables changed under 40 attempts to commit; retry");
+	assert_commit_failed("The tables changed under 40 attempts to commit; retry");
 	cr_assert_eq(fake_calls("store_begin"), 40);
 	cr_assert_eq(fake_fileio_removed(), 40);
 	cr_assert_eq(fake_calls("store_commit"), 0);

@@ -47,7 +47,7 @@ Test(control, namespace_property_weakening)
 	cr_assert(policy_check_ns_properties(&ns, old, other, empty, &err));
 	cr_assert(policy_check_ns_properties(&ns, old, none, set_true, &err));
 	cr_assert_not(policy_check_ns_properties(&ns, old, removal, empty, &err));
-	cr_assert(strstr(err.message, "namespace sales") != NULL, "%s", err.message);
+	cr_assert(strstr(err.message, "Namespace sales") != NULL, "%s", err.message);
 	cr_assert_not(policy_check_ns_properties(&ns, old, none, set_false, &err));
 	cr_assert(policy_check_ns_properties(&ns, empty, removal, empty, &err));
 	ident_ns_clear(&ns);

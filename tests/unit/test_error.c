@@ -42,7 +42,7 @@ Test(error, body_has_message_type_and_code_only)
 	json_t *e = json_object_get(body, "error");
 	cr_assert_eq(json_object_size(e), 3);
 	cr_assert_str_eq(json_string_value(json_object_get(e, "message")),
-			 "namespace does not exist: a.b");
+			 "Namespace does not exist: a.b");
 	cr_assert_str_eq(json_string_value(json_object_get(e, "type")), "NoSuchNamespaceException");
 	cr_assert_eq(json_integer_value(json_object_get(e, "code")), 404);
 	json_decref(body);
@@ -69,4 +69,23 @@ Test(error, unset_error_renders_as_internal)
 	cr_assert_eq(json_integer_value(json_object_get(e, "code")), 500);
 	cr_assert(strlen(json_string_value(json_object_get(e, "message"))) > 0);
 	json_decref(body);
+}
+
+Test(error, message_starts_with_a_capital_unless_it_starts_with_a_name)
+{
+	struct floe_error err;
+
+	floe_err(&err, FE_BAD_REQUEST, "field '%s' must be a string", "x");
+	cr_assert_str_eq(err.message, "Field 'x' must be a string");
+	floe_err(&err, FE_BAD_REQUEST, "schema: field %d is missing", 3);
+	cr_assert_str_eq(err.message, "Schema: field 3 is missing");
+	/* A name keeps its spelling: an action, a parameter, a client's name. */
+	floe_err(&err, FE_BAD_REQUEST, "add-spec: the table has no current schema");
+	cr_assert_str_eq(err.message, "add-spec: the table has no current schema");
+	floe_err(&err, FE_BAD_REQUEST, "pageToken is not a token this server issued");
+	cr_assert_str_eq(err.message, "pageToken is not a token this server issued");
+	floe_err(&err, FE_BAD_REQUEST, "%s is a tag; only a branch can be adopted", "dev");
+	cr_assert_str_eq(err.message, "dev is a tag; only a branch can be adopted");
+	floe_err(&err, FE_BAD_REQUEST, "%s", "file:///x is not metadata");
+	cr_assert_str_eq(err.message, "file:///x is not metadata");
 }

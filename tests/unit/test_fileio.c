@@ -300,7 +300,7 @@ Test(fileio, write_new_without_a_metadata_directory_fails_and_leaves_nothing)
 	snprintf(loc, sizeof(loc), "file://%s/other", root);
 	cr_assert_not(fileio_write_new(loc, "snap-3.avro", "x", 1, &url, &err));
 	cr_assert_eq(err.kind, FE_INTERNAL);
-	cr_assert_str_eq(err.message, "cannot write snap-3.avro");
+	cr_assert_str_eq(err.message, "Cannot write snap-3.avro");
 	snprintf(path, sizeof(path), "%s/other/metadata/snap-3.avro", root);
 	cr_assert_neq(stat(path, &st), 0);
 }

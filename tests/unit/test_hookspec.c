@@ -71,15 +71,15 @@ Test(hookspec, defaults)
 Test(hookspec, url_rules)
 {
 	refused("{\"name\": \"h\", \"url\": \"ftp://auditor/x\"}", NULL,
-		"url must be http or https, not ftp");
+		"Url must be http or https, not ftp");
 	refused("{\"name\": \"h\", \"url\": \"not a url\"}", NULL,
-		"url is not a valid URL: not a url");
+		"Url is not a valid URL: not a url");
 	/* libcurl reads 127.1 as 127.0.0.1, and the message names what it reads. */
 	refused("{\"name\": \"h\", \"url\": \"http://127.1:8080/x\"}", NULL,
-		"url targets 127.0.0.1, a loopback address: hooks may not reach loopback addresses unless the hook allowlist (--hook-allow) admits them");
+		"Url targets 127.0.0.1, a loopback address: hooks may not reach loopback addresses unless the hook allowlist (--hook-allow) admits them");
 	refused("{\"name\": \"h\", \"url\": \"http://[::ffff:10.0.0.1]/\"}", NULL,
-		"url targets [::ffff:10.0.0.1], a private (RFC 1918) address: hooks may not reach private (RFC 1918) addresses unless the hook allowlist (--hook-allow) admits them");
-	refused("{\"name\": \"h\", \"url\": \"\"}", NULL, "field 'url' must be a non-empty string");
+		"Url targets [::ffff:10.0.0.1], a private (RFC 1918) address: hooks may not reach private (RFC 1918) addresses unless the hook allowlist (--hook-allow) admits them");
+	refused("{\"name\": \"h\", \"url\": \"\"}", NULL, "Field 'url' must be a non-empty string");
 }
 
 Test(hookspec, the_allowlist_admits_literals)
@@ -98,11 +98,11 @@ Test(hookspec, the_allowlist_admits_literals)
 
 Test(hookspec, field_rules)
 {
-	refused("{\"url\": \"http://a/\"}", NULL, "field 'name' must be a non-empty string");
+	refused("{\"url\": \"http://a/\"}", NULL, "Field 'name' must be a non-empty string");
 	refused("{\"name\": \"h\", \"url\": \"http://a/\", \"secret\": \"\"}", NULL,
-		"field 'secret' must be a non-empty string");
+		"Field 'secret' must be a non-empty string");
 	refused("{\"name\": \"h\", \"url\": \"http://a/\", \"timeout-ms\": 60001}", NULL,
-		"field 'timeout-ms' must be an integer from 1 to 60000");
+		"Field 'timeout-ms' must be an integer from 1 to 60000");
 	refused("{\"name\": \"h\", \"url\": \"http://a/\", \"scope\": {\"table\": \"t\"}}", NULL,
 		"scope.table needs scope.namespace");
 	refused("{\"name\": \"h\", \"url\": \"http://a/\", \"scope\": {\"namespace\": [\"a\"], \"table\": 1}}",

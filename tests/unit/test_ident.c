@@ -128,7 +128,7 @@ Test(ns_json, round_trips_and_validates)
 	cr_assert(strstr(err.message, "array of strings") != NULL);
 	cr_assert_not(ident_ns_from_json(empty, "namespace", &ns, &err));
 	cr_assert_not(ident_ns_from_json(NULL, "namespace", &ns, &err));
-	cr_assert(strstr(err.message, "missing") != NULL);
+	cr_assert(strstr(err.message, "Missing") != NULL, "%s", err.message);
 	json_decref(in);
 	json_decref(out);
 	json_decref(bad);

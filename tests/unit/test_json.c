@@ -90,7 +90,7 @@ Test(json, array_of_and_string_maps)
 	cr_assert_not(fjson_check_string_map(map, "properties", &err));
 	cr_assert_str_eq(err.message, "properties: the value of 'b' must be a string");
 	cr_assert_not(fjson_check_string_map(ints, "properties", &err));
-	cr_assert_str_eq(err.message, "properties must be an object of strings");
+	cr_assert_str_eq(err.message, "The properties must be an object of strings");
 	json_object_del(map, "b");
 	cr_assert(fjson_check_string_map(map, "properties", &err));
 	json_decref(ints);

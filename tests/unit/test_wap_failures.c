@@ -158,7 +158,7 @@ Test(publish, hook_rejects_nothing_moves)
 {
 	fake_hooks_answer(HOOK_REJECT, 200, "not tidy");
 	cr_assert_null(publish());
-	assert_answer(FE_AUDIT_REJECTED, "audit hook auditor rejected snapshot 2: not tidy", 422,
+	assert_answer(FE_AUDIT_REJECTED, "Audit hook auditor rejected snapshot 2: not tidy", 422,
 		      "AuditRejectedException");
 	assert_run_state("rejected");
 	cr_assert_eq(main_snapshot(), 1);
@@ -173,7 +173,7 @@ Test(publish, hook_gives_no_verdict_nothing_moves)
 	cr_assert_null(publish());
 	assert_answer(
 		FE_AUDIT_UNAVAILABLE,
-		"audit hook auditor could not give a verdict (timeout); nothing was published, publish again later",
+		"Audit hook auditor could not give a verdict (timeout); nothing was published, publish again later",
 		503, "AuditUnavailableException");
 	assert_run_state("audit-failed");
 	cr_assert_eq(main_snapshot(), 1);
@@ -191,8 +191,8 @@ Test(publish, main_moved_during_the_audit_answers_not_fast_forward)
 	fake_hooks_during(move_main, NULL);
 	cr_assert_null(publish());
 	assert_answer(FE_NOT_FAST_FORWARD, NULL, 409, "NotFastForwardException");
-	cr_assert(strncmp(err.message, "main moved during the audit; nothing was published (",
-			  52) == 0,
+	cr_assert(strncmp(err.message,
+			  "Branch main moved during the audit; nothing was published (", 59) == 0,
 		  "%s", err.message);
 	/* Back to staged: it may be published again. */
 	assert_run_state("staged");
@@ -216,7 +216,7 @@ Test(publish, commit_lost_after_commit_not_landed_fails_the_audit)
 	cr_assert_null(publish());
 	assert_answer(
 		FE_UNAVAILABLE,
-		"the database connection broke before the commit completed; nothing was committed, retry",
+		"The database connection broke before the commit completed; nothing was committed, retry",
 		503, "ServiceUnavailableException");
 	cr_assert_eq(err.outcome, FO_FAILED);
 	assert_run_state("audit-failed");
@@ -231,7 +231,7 @@ Test(publish, commit_lost_and_database_gone_answers_unknown, .timeout = 40)
 	fake_store_stay_away(true);
 	cr_assert_null(publish());
 	assert_answer(FE_COMMIT_STATE_UNKNOWN,
-		      "the database connection broke during the commit; its outcome is unknown",
+		      "The database connection broke during the commit; its outcome is unknown",
 		      500, "CommitStateUnknownException");
 	/* Unknown: the file is kept and the run is left to its lease. */
 	cr_assert_eq(fake_fileio_removed(), 0);
@@ -242,7 +242,7 @@ Test(publish, audit_start_not_recorded_calls_no_hook)
 {
 	fake_fail("store_event_insert", 1, fake_conn_lost(), false);
 	cr_assert_null(publish());
-	assert_answer(FE_UNAVAILABLE, "the catalog database is unavailable", 503,
+	assert_answer(FE_UNAVAILABLE, "The catalog database is unavailable", 503,
 		      "ServiceUnavailableException");
 	cr_assert_eq(err.outcome, FO_FAILED);
 	assert_run_state("staged");
@@ -253,7 +253,7 @@ Test(publish, database_gone_after_the_audit_leaves_the_run_to_its_lease)
 {
 	fake_fail("store_pool_acquire", 2, fake_conn_lost(), false);
 	cr_assert_null(publish());
-	assert_answer(FE_UNAVAILABLE, "the catalog database is unavailable", 503,
+	assert_answer(FE_UNAVAILABLE, "The catalog database is unavailable", 503,
 		      "ServiceUnavailableException");
 	assert_run_state("auditing");
 	cr_assert_eq(main_snapshot(), 1);
@@ -267,7 +267,7 @@ Test(lease, taken_over_while_hooks_pass_publishes_nothing)
 	fake_hooks_during(take_lease, NULL);
 	cr_assert_null(publish());
 	assert_answer(FE_RUN_STATE,
-		      "run " RUN_ID " was taken over while it was audited; nothing published", 409,
+		      "Run " RUN_ID " was taken over while it was audited; nothing published", 409,
 		      "WapRunStateException");
 	cr_assert_eq(main_snapshot(), 1);
 	/* The file of the publish commit that was undone is removed. */
@@ -286,7 +286,7 @@ Test(lease, taken_over_while_a_hook_rejects_records_no_verdict)
 	cr_assert_null(publish());
 	assert_answer(
 		FE_RUN_STATE,
-		"run " RUN_ID
+		"Run " RUN_ID
 		" was taken over by another publish while it was audited; its outcome is that publish's",
 		409, "WapRunStateException");
 	assert_run_state("auditing");
@@ -308,7 +308,7 @@ Test(lease, held_by_another_publish_calls_no_hook)
 {
 	auditing_under("another publish");
 	cr_assert_null(publish());
-	assert_answer(FE_RUN_STATE, "run " RUN_ID " is being published by another request", 409,
+	assert_answer(FE_RUN_STATE, "Run " RUN_ID " is being published by another request", 409,
 		      "WapRunStateException");
 	cr_assert_eq(fake_calls("hooks_call_all"), 0);
 	cr_assert_eq(fake_store_events("wap.audit-started"), 0);

@@ -25,7 +25,7 @@ void fake_fileio_fsync_fails(int nth)
 {
 	/* What fileio/local.c answers when write, fsync or rename fails. */
 	fake_fail("fileio_write_metadata", nth,
-		  fake_error(FE_INTERNAL, FO_NOT_ATTEMPTED, "", "cannot write the metadata file"),
+		  fake_error(FE_INTERNAL, FO_NOT_ATTEMPTED, "", "Cannot write the metadata file"),
 		  false);
 }
 

@@ -53,20 +53,20 @@ struct floe_error fake_error(enum floe_errkind kind, enum floe_outcome outcome,
 struct floe_error fake_conn_lost(void)
 {
 	return fake_error(FE_UNAVAILABLE, FO_FAILED, "08006",
-			  "the catalog database is unavailable");
+			  "The catalog database is unavailable");
 }
 
 struct floe_error fake_commit_unknown(void)
 {
 	return fake_error(
 		FE_COMMIT_STATE_UNKNOWN, FO_UNKNOWN, "",
-		"the database connection broke during the commit; its outcome is unknown");
+		"The database connection broke during the commit; its outcome is unknown");
 }
 
 struct floe_error fake_serialization(void)
 {
 	return fake_error(FE_UNAVAILABLE, FO_FAILED, "40001",
-			  "the catalog database aborted the change to resolve a conflict; retry");
+			  "The catalog database aborted the change to resolve a conflict; retry");
 }
 
 static int *count_of(const char *fn)
