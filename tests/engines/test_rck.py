@@ -49,8 +49,24 @@ def find_java17() -> Path:
     pytest.fail("no Java 17 (RCK_JAVA_HOME, JAVA_HOME or java on PATH): Debian openjdk-17-jre-headless")
 
 
+TABLE_FILE_SUFFIXES = (".json", ".avro", ".parquet", ".orc", ".crc", ".tmp")
+
+
+def only_table_files(top: Path) -> bool:
+    """Whether a directory holds nothing but Iceberg table files (the kit's
+    and floe's metadata, manifests and data files, Hadoop's .crc files)."""
+    for p in top.rglob("*"):
+        if p.is_symlink() or (p.is_file() and not p.name.endswith(TABLE_FILE_SUFFIXES)):
+            return False
+    return True
+
+
 @pytest.fixture
 def kit_floe(postgres):
+    """A floe whose warehouse is /tmp; the namespace folders the run leaves
+    there (new top-level folders of table files only) are removed after it."""
+    warehouse = Path("/tmp")
+    before = set(os.listdir(warehouse))
     env = {"FLOE_DATABASE_URL": postgres.new_database(), "FLOE_WAREHOUSE": KIT_WAREHOUSE}
     f = it.Floe(env=env)
     try:
@@ -58,6 +74,10 @@ def kit_floe(postgres):
         yield f
     finally:
         f.cleanup()
+        for name in set(os.listdir(warehouse)) - before:
+            top = warehouse / name
+            if top.is_dir() and not top.is_symlink() and only_table_files(top):
+                shutil.rmtree(top, ignore_errors=True)
 
 
 def failures(reports: Path) -> tuple[int, list[str]]:
