@@ -163,12 +163,74 @@ struct commit_mark {
 	char *location;
 	char uuid[40];
 	long long version;
+	json_t *dropped; /* metadata files to delete once the swap is durable */
 };
 
 static void commit_mark_clear(struct commit_mark *m)
 {
 	free(m->location);
+	json_decref(m->dropped);
 	memset(m, 0, sizeof(*m));
+}
+
+/* The files of files (a string array, stolen; NULL: none) that lie in
+ * the canonical table location key: a log may name files of another
+ * table (one registered from a copy), and those are never this commit's
+ * to delete. A new array, or NULL. */
+static json_t *files_within(json_t *files, const char *key)
+{
+	json_t *mine = files != NULL ? json_array() : NULL;
+	size_t i;
+	json_t *f;
+
+	json_array_foreach(files, i, f) {
+		struct floe_error ignored;
+		char *canon = location_canonical(json_string_value(f), &ignored);
+		if (mine != NULL && canon != NULL && location_within(canon, key) &&
+		    strcmp(canon, key) != 0 && json_array_append(mine, f) != 0) {
+			json_decref(mine);
+			mine = NULL;
+		}
+		free(canon);
+	}
+	json_decref(files);
+	return mine;
+}
+
+/*
+ * write.metadata.delete-after-commit.enabled: after the swap of m is
+ * durable, deletes the metadata files it let go of (the ones trimmed off
+ * the metadata-log). Never the current file, never one outside the
+ * warehouse or through a symbolic link; a failure is logged and the
+ * commit stands.
+ */
+static void commit_drop_old_files(const struct table_env *env, struct commit_mark *m)
+{
+	size_t i;
+	json_t *f;
+
+	json_array_foreach(m->dropped, i, f) {
+		const char *file = json_string_value(f);
+		struct floe_error err;
+
+		floe_error_clear(&err);
+		char *canon = location_canonical(file, &err);
+		bool mine = canon != NULL && location_within(canon, env->warehouse) &&
+			    (m->location == NULL || !location_same(file, m->location)) &&
+			    fileio_check_beneath(file, env->warehouse_path, &err);
+		if (canon != NULL && !mine && err.kind == FE_NONE)
+			floe_err(&err, FE_BAD_REQUEST, "not a file floe wrote in its warehouse");
+		free(canon);
+		if (!mine) {
+			log_info("table", "not deleting old metadata file %s: %s rid=%s", file,
+				 err.message, env->request_id);
+			continue;
+		}
+		fileio_remove(file);
+		log_debug("table", "deleted old metadata file %s rid=%s", file, env->request_id);
+	}
+	json_decref(m->dropped);
+	m->dropped = NULL;
 }
 
 /* Enforced publish: main may move only through a WAP publish when the
@@ -223,6 +285,7 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 	char *text = NULL;
 	char *refs = NULL;
 	char *loc = NULL;
+	json_t *dropped = NULL;
 	json_error_t jerr;
 	bool changed = false;
 	bool won = false;
@@ -260,7 +323,7 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 	key = location_canonical(table_loc, err);
 	if (key == NULL)
 		goto done;
-	bool moved = base_loc == NULL || strcmp(base_loc, table_loc) != 0;
+	bool moved = base_loc == NULL || !location_same(base_loc, table_loc);
 	if (moved && !table_location_usable(s, env, ns, NULL, table_loc, row.uuid, err))
 		goto done;
 	text = table_dump(m, &len, err);
@@ -301,12 +364,17 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 		if (!store_commit(s, err) && !swap_failed(s, env, &row, loc, lost, err))
 			goto done;
 	}
+	/* Out of memory here only means no old file is deleted. */
+	if (written != NULL)
+		dropped = files_within(tablemeta_dropped_metadata_files(base, m), key);
 	*result = json_pack("{s:s, s:o}", "metadata-location", loc, "metadata", m);
 	m = NULL;
 	if (written != NULL) {
 		written->location = loc;
 		(void)snprintf(written->uuid, sizeof(written->uuid), "%s", row.uuid);
 		written->version = row.version + 1;
+		written->dropped = dropped;
+		dropped = NULL;
 		loc = NULL;
 	}
 	ok = *result != NULL;
@@ -322,6 +390,7 @@ done:
 	store_table_row_clear(&row);
 	json_decref(base);
 	json_decref(m);
+	json_decref(dropped);
 	free(text);
 	free(refs);
 	free(loc);
@@ -462,21 +531,28 @@ static bool commit_round_with(struct store *s, const struct table_env *env,
 	struct commit_mark written = { 0 };
 
 	*result = NULL;
-	if (also == NULL)
-		return commit_round(s, env, ns, name, requirements, updates, flags, false, result,
-				    NULL, lost, err);
+	if (also == NULL) {
+		bool done = commit_round(s, env, ns, name, requirements, updates, flags, false,
+					 result, &written, lost, err);
+		if (done)
+			commit_drop_old_files(env, &written);
+		commit_mark_clear(&written);
+		return done;
+	}
 	if (!store_begin(s, err))
 		return false;
 	bool ok = commit_round(s, env, ns, name, requirements, updates, flags, true, result,
 			       &written, lost, err) &&
 		  also(s, ctx, *result, err);
 	if (ok && store_commit(s, err)) {
+		commit_drop_old_files(env, &written);
 		commit_mark_clear(&written);
 		return true;
 	}
 	if (!ok)
 		store_rollback(s);
 	if (ok && commit_failed(s, env, &written, 1, err)) {
+		commit_drop_old_files(env, &written);
 		commit_mark_clear(&written);
 		return true;
 	}
@@ -667,6 +743,8 @@ bool table_commit_transaction(struct store *s, const struct table_env *env, cons
 			if (used[k])
 				stripe_unlock(env, k);
 		if (tx_ok) {
+			for (i = 0; i < n; i++)
+				commit_drop_old_files(env, &marks[i]);
 			ok = true;
 			goto done;
 		}

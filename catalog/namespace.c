@@ -108,27 +108,34 @@ bool ns_check_string_map(const json_t *v, const char *field, struct floe_error *
 /* The answer {"namespace", "properties"} (properties stolen). A namespace
  * without a "location" property is answered with its default location, as
  * Iceberg's own catalogs do: engines (Trino) place new tables below it. */
-static json_t *ns_answer(const char *warehouse, const struct ns_ident *ns, json_t *properties)
+static json_t *ns_answer(struct store *s, const char *warehouse, const struct ns_ident *ns,
+			 json_t *properties, struct floe_error *err)
 {
 	json_t *levels = ident_ns_to_json(ns);
+	char *loc = NULL;
 
 	if (levels == NULL || properties == NULL)
-		goto fail;
+		goto oom;
 	if (json_object_get(properties, "location") == NULL) {
-		char *loc = table_namespace_location(warehouse, ns);
-		json_t *copy = json_copy(properties);
-		if (loc == NULL || copy == NULL ||
-		    json_object_set_new(copy, "location", json_string(loc)) != 0) {
-			free(loc);
-			json_decref(copy);
+		if (!table_namespace_location(s, warehouse, ns, &loc, err))
 			goto fail;
+		json_t *copy = json_copy(properties);
+		if (copy == NULL || json_object_set_new(copy, "location", json_string(loc)) != 0) {
+			json_decref(copy);
+			goto oom;
 		}
-		free(loc);
 		json_decref(properties);
 		properties = copy;
 	}
-	return json_pack("{s:o, s:o}", "namespace", levels, "properties", properties);
+	free(loc);
+	json_t *answer = json_pack("{s:o, s:o}", "namespace", levels, "properties", properties);
+	if (answer == NULL)
+		floe_err(err, FE_INTERNAL, "out of memory");
+	return answer;
+oom:
+	floe_err(err, FE_INTERNAL, "out of memory");
 fail:
+	free(loc);
 	json_decref(levels);
 	json_decref(properties);
 	return NULL;
@@ -157,9 +164,7 @@ json_t *ns_create(struct store *s, const char *warehouse, const json_t *body,
 		json_decref(stored);
 		goto done;
 	}
-	answer = ns_answer(warehouse, &ns, stored);
-	if (answer == NULL)
-		floe_err(err, FE_INTERNAL, "out of memory");
+	answer = ns_answer(s, warehouse, &ns, stored, err);
 done:
 	ident_ns_clear(&ns);
 	return answer;
@@ -173,9 +178,7 @@ json_t *ns_load(struct store *s, const char *warehouse, const struct ns_ident *n
 
 	if (!store_ns_load(s, ns, &props, err))
 		return ns_word_error(ns, err), NULL;
-	answer = ns_answer(warehouse, ns, props);
-	if (answer == NULL)
-		floe_err(err, FE_INTERNAL, "out of memory");
+	answer = ns_answer(s, warehouse, ns, props, err);
 	return answer;
 }
 

@@ -148,37 +148,90 @@ static void append_segment(char *buf, size_t cap, size_t *n, const char *name)
 	buf[*n] = '\0';
 }
 
-/* <warehouse>/<levels>[/<name>] (name NULL: the namespace's own). */
-static char *location_below(const char *warehouse, const struct ns_ident *ns, const char *name)
+/* <root>/<segs[0]>/.../<segs[n-1]>, each segment escaped (new string,
+ * or NULL when out of memory). */
+static char *location_below(const char *root, char *const *segs, size_t n)
 {
-	size_t cap = strlen(warehouse) + 4;
-	size_t n;
+	size_t cap = strlen(root) + 4;
+	size_t len;
 	char *buf;
 
-	for (size_t i = 0; i < ns->nlevels; i++)
-		cap += strlen(ns->levels[i]) * 3 + 1;
-	if (name != NULL)
-		cap += strlen(name) * 3 + 1;
+	for (size_t i = 0; i < n; i++)
+		cap += strlen(segs[i]) * 3 + 1;
 	buf = malloc(cap);
 	if (buf == NULL)
 		return NULL;
-	n = (size_t)snprintf(buf, cap, "%s", warehouse);
-	for (size_t i = 0; i < ns->nlevels; i++)
-		append_segment(buf, cap, &n, ns->levels[i]);
-	if (name != NULL)
-		append_segment(buf, cap, &n, name);
+	len = (size_t)snprintf(buf, cap, "%s", root);
+	for (size_t i = 0; i < n; i++)
+		append_segment(buf, cap, &len, segs[i]);
 	return buf;
 }
 
-char *table_default_location(const struct table_env *env, const struct ns_ident *ns,
-			     const char *name)
-{
-	return location_below(env->warehouse, ns, name);
-}
+/* The suffix a namespace level gets when a table sits at its directory. */
+#define NS_DIR_SUFFIX "-ns"
 
-char *table_namespace_location(const char *warehouse, const struct ns_ident *ns)
+bool table_namespace_location(struct store *s, const char *warehouse, const struct ns_ident *ns,
+			      char **out, struct floe_error *err)
 {
-	return location_below(warehouse, ns, NULL);
+	char *segs[IDENT_MAX_LEVELS] = { 0 };
+	char *prefixes[IDENT_MAX_LEVELS] = { 0 };
+	char *taken = NULL;
+	size_t n = ns->nlevels;
+	bool ok = false;
+
+	*out = NULL;
+	for (size_t i = 0; i < n; i++) {
+		segs[i] = strdup(ns->levels[i]);
+		if (segs[i] == NULL)
+			goto oom;
+	}
+	/*
+	 * A table's default location is its namespace's directory plus its
+	 * name, so table a.b sits where namespace a.b's directory would be.
+	 * A level whose directory is a table's location (or a dropped one's
+	 * waiting for its purge) gets a suffix, so the namespace's tables
+	 * never lie inside another table. Each round fixes the shortest such
+	 * level; a renamed one may be taken too, hence the bound.
+	 */
+	for (size_t round = 0; n > 0 && round <= 2 * n; round++) {
+		size_t k;
+		for (k = 0; k < n; k++) {
+			free(prefixes[k]);
+			prefixes[k] = location_below(warehouse, segs, k + 1);
+			if (prefixes[k] == NULL)
+				goto oom;
+		}
+		free(taken);
+		taken = NULL;
+		if (!store_location_taken(s, (const char *const *)prefixes, n, &taken, err))
+			goto done;
+		for (k = 0; taken != NULL && k < n && strcmp(prefixes[k], taken) != 0; k++)
+			;
+		if (taken == NULL || k == n)
+			break;
+		size_t l = strlen(segs[k]);
+		char *longer = malloc(l + sizeof(NS_DIR_SUFFIX));
+		if (longer == NULL)
+			goto oom;
+		memcpy(longer, segs[k], l);
+		memcpy(longer + l, NS_DIR_SUFFIX, sizeof(NS_DIR_SUFFIX));
+		free(segs[k]);
+		segs[k] = longer;
+	}
+	*out = location_below(warehouse, segs, n);
+	if (*out == NULL)
+		goto oom;
+	ok = true;
+	goto done;
+oom:
+	floe_err(err, FE_INTERNAL, "out of memory");
+done:
+	for (size_t i = 0; i < n; i++) {
+		free(segs[i]);
+		free(prefixes[i]);
+	}
+	free(taken);
+	return ok;
 }
 
 /* floe writes files only inside its warehouse, and follows no symbolic
@@ -430,7 +483,12 @@ json_t *table_create(struct store *s, const struct table_env *env, const struct 
 		       NULL;
 	if (!uuid_v4(uuid))
 		return floe_err(err, FE_INTERNAL, "no randomness for a table uuid"), NULL;
-	location = table_default_location(env, ns, json_string_value(name));
+	char *nsloc = NULL;
+	if (!table_namespace_location(s, env->warehouse, ns, &nsloc, err))
+		return NULL;
+	char *segs[1] = { (char *)json_string_value(name) };
+	location = location_below(nsloc, segs, 1);
+	free(nsloc);
 	if (location == NULL)
 		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
 	m = tablemeta_create(body, location, uuid, table_now_ms(), err);

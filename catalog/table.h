@@ -61,15 +61,16 @@ void table_ident_clear(struct table_ident *t);
 bool table_ident_from_json(const json_t *v, const char *field, struct table_ident *out,
 			   struct floe_error *err) FLOE_WUR;
 
-/* The default location of a table: <warehouse>/<levels>/<name>, each
- * segment escaped so no name can climb out of the warehouse. */
-char *table_default_location(const struct table_env *env, const struct ns_ident *ns,
-			     const char *name);
-
-/* The default location of a namespace, <warehouse>/<levels> escaped the
- * same way: where its tables' default locations are. New string, or NULL
- * when out of memory. */
-char *table_namespace_location(const char *warehouse, const struct ns_ident *ns);
+/*
+ * The default location of namespace ns: <warehouse>/<levels>, each level
+ * escaped so no name can climb out of the warehouse; a table created in
+ * ns without a location gets <this>/<name>. A level whose directory is a
+ * table's location (table a.b, for namespace a.b) is <level>-ns instead,
+ * so the namespace's tables never lie inside that table. *out: a new
+ * string. The store's error, or FE_INTERNAL.
+ */
+bool table_namespace_location(struct store *s, const char *warehouse, const struct ns_ident *ns,
+			      char **out, struct floe_error *err) FLOE_WUR;
 
 /* createTable: the LoadTableResult (new reference). */
 json_t *table_create(struct store *s, const struct table_env *env, const struct ns_ident *ns,

@@ -121,3 +121,15 @@ bool location_overlaps(const char *a, const char *b)
 {
 	return location_within(a, b) || location_within(b, a);
 }
+
+bool location_same(const char *a, const char *b)
+{
+	struct floe_error ignored;
+	char *ca = location_canonical(a, &ignored);
+	char *cb = ca != NULL ? location_canonical(b, &ignored) : NULL;
+	bool same = cb != NULL && strcmp(ca, cb) == 0;
+
+	free(ca);
+	free(cb);
+	return same;
+}

@@ -37,4 +37,9 @@ bool location_within(const char *inner, const char *outer);
 /* True when one of two canonical locations lies within the other. */
 bool location_overlaps(const char *a, const char *b);
 
+/* True when locations a and b, in any form location_canonical accepts
+ * (file:/p and file:///p alike), are one place; false when they differ
+ * or either is not a local location (or out of memory). */
+bool location_same(const char *a, const char *b);
+
 #endif

@@ -45,7 +45,8 @@ int meta_format_of(const json_t *m);
  * Checks a schema object for format version format; *highest gets its
  * highest field id (0 if none). With index, *index gets the map of its
  * ids to their types (new; caller frees). FE_BAD_REQUEST on a bad shape,
- * a duplicate or negative id, or a type the format does not have.
+ * a root that is not a struct, a duplicate or negative id, or a type the
+ * format does not have.
  */
 bool schema_check(const json_t *schema, int format, int64_t *highest, struct idmap **index,
 		  struct floe_error *err) FLOE_WUR;

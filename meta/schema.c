@@ -135,6 +135,13 @@ bool schema_check(const json_t *schema, int format, int64_t *highest, struct idm
 		idmap_free(w.ids);
 		return meta_bad(err, "schema must be an object");
 	}
+	/* A schema is a struct: its fields are the table's columns. */
+	const char *kind = fjson_get_str(schema, "type");
+	if (kind == NULL || strcmp(kind, "struct") != 0) {
+		idmap_free(w.ids);
+		return meta_bad(err, "Cannot create schema, not a struct type: %s",
+				kind != NULL ? kind : "(no type)");
+	}
 	ok = walk_type(schema, &w, err);
 	*highest = w.highest;
 	if (ok && index != NULL)

@@ -7,6 +7,8 @@
  */
 #include "tablemeta.h"
 
+#include <strings.h>
+
 #include "json.h"
 #include "meta_internal.h"
 
@@ -108,6 +110,43 @@ json_t *tablemeta_apply_create(const json_t *updates, const char *uuid, int64_t 
 		return NULL;
 	}
 	return m;
+}
+
+json_t *tablemeta_dropped_metadata_files(const json_t *base, const json_t *m)
+{
+	const char *flag = json_string_value(
+		json_object_get(json_object_get(m, "properties"),
+				"write.metadata.delete-after-commit.enabled"));
+	json_t *dropped = json_array();
+	json_t *kept = NULL;
+	size_t i;
+	json_t *e;
+
+	if (dropped == NULL || flag == NULL || strcasecmp(flag, "true") != 0)
+		return dropped;
+	kept = json_object();
+	if (kept == NULL)
+		goto fail;
+	json_array_foreach(json_object_get(m, "metadata-log"), i, e) {
+		const char *f = json_string_value(json_object_get(e, "metadata-file"));
+		if (f != NULL && json_object_set_new(kept, f, json_true()) != 0)
+			goto fail;
+	}
+	json_array_foreach(json_object_get(base, "metadata-log"), i, e) {
+		const char *f = json_string_value(json_object_get(e, "metadata-file"));
+		if (f == NULL || json_object_get(kept, f) != NULL)
+			continue;
+		/* Once each, should the log name a file twice. */
+		if (json_object_set_new(kept, f, json_true()) != 0 ||
+		    json_array_append_new(dropped, json_string(f)) != 0)
+			goto fail;
+	}
+	json_decref(kept);
+	return dropped;
+fail:
+	json_decref(kept);
+	json_decref(dropped);
+	return NULL;
 }
 
 const json_t *tablemeta_snapshot(const json_t *m, long long id)

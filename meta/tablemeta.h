@@ -64,6 +64,18 @@ json_t *tablemeta_apply(const json_t *base, const char *base_location, const jso
 json_t *tablemeta_apply_create(const json_t *updates, const char *uuid, int64_t now_ms,
 			       struct floe_error *err) FLOE_WUR;
 
+/*
+ * The metadata files a commit from base to m lets go of: with
+ * write.metadata.delete-after-commit.enabled=true in m (case-insensitive,
+ * as Java reads a boolean), the files of base's metadata-log that m's
+ * metadata-log no longer holds (it keeps the newest
+ * write.metadata.previous-versions-max), as Java's
+ * CatalogUtil.deleteRemovedMetadataFiles chooses them; otherwise none.
+ * Never a file m's log still names. A new array of strings, or NULL when
+ * out of memory.
+ */
+json_t *tablemeta_dropped_metadata_files(const json_t *base, const json_t *m);
+
 /* The snapshot with this id in metadata m (borrowed), or NULL. */
 const json_t *tablemeta_snapshot(const json_t *m, long long id);
 

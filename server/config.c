@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "hooks.h"
@@ -63,7 +64,7 @@ static const struct option_def options[OPT_COUNT] = {
 	[OPT_DATA_DIR] = { "data-dir", "FLOE_DATA_DIR", "./floe-data",
 		"Directory for the embedded PostgreSQL and the default warehouse" },
 	[OPT_WAREHOUSE] = { "warehouse", "FLOE_WAREHOUSE", NULL,
-		"Warehouse root URL where table files are written (default: file://<data dir>/warehouse)" },
+		"Warehouse root URL where table files are written, file:///path or file:/path (default: file://<data dir>/warehouse)" },
 	[OPT_THREADS] = { "threads", "FLOE_THREADS", NULL,
 		"Worker threads, each with one PostgreSQL connection, 1-256 (default: number of cores)" },
 	[OPT_LOG_LEVEL] = { "log-level", "FLOE_LOG_LEVEL", "info",
@@ -344,10 +345,10 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		(void)snprintf(cfg->warehouse, len, "file://%s/warehouse", cfg->data_dir);
 	} else {
 		const char *w = raw[OPT_WAREHOUSE];
-		if (strncmp(w, "file://", 7) != 0)
+		/* file:/p (as Java and Hadoop write it) is file:///p; what
+		 * else is no absolute local path location_canonical refuses. */
+		if (strncasecmp(w, "file:", 5) != 0)
 			return BAD(OPT_WAREHOUSE, "only file:// warehouses are supported");
-		if (w[7] != '/')
-			return BAD(OPT_WAREHOUSE, "the path must be absolute (file:///...)");
 		cfg->warehouse = strdup(w);
 		if (cfg->warehouse == NULL)
 			return fail(errbuf, errlen, "out of memory");

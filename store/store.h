@@ -157,6 +157,13 @@ bool store_commit_landed(struct store *s, const char *table_uuid, long long vers
 bool store_table_location_clash(struct store *s, const char *location, const char *uuid,
 				char **other, struct floe_error *err) FLOE_WUR;
 
+/* The shortest of the n canonical locations at which a table, or a
+ * dropped table whose files are not purged yet, has exactly its location
+ * (*taken, caller frees; NULL if none). A location holding '\x1f' never
+ * matches. */
+bool store_location_taken(struct store *s, const char *const *locations, size_t n, char **taken,
+			  struct floe_error *err) FLOE_WUR;
+
 /* Like store_table_location_clash over live tables only (the janitor's
  * last look before it purges a location). */
 bool store_live_location_clash(struct store *s, const char *location, char **other,

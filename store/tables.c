@@ -21,6 +21,7 @@ enum {
 	ST_TABLE_CAS,
 	ST_COMMIT_LANDED,
 	ST_TABLE_LOCATION_CLASH,
+	ST_LOCATION_TAKEN,
 	ST_LOCATION_LOCK,
 	ST_TABLE_LOCATIONS_AFTER,
 	ST_TABLE_LIST,
@@ -93,6 +94,14 @@ static const struct store_statement statements[ST_COUNT] = {
 		"  OR starts_with($1, rtrim(p.location, '/') || '/')) "
 		"LIMIT 1) "
 		"LIMIT 1" },
+	/* $1: locations joined by \x1f; exact matches use the index. */
+	[ST_LOCATION_TAKEN] = { "location_taken",
+		"SELECT l FROM ("
+		"  SELECT location AS l FROM tables "
+		"  WHERE location = ANY (string_to_array($1::text, E'\\x1f')) "
+		"  UNION ALL SELECT location FROM purges "
+		"  WHERE location = ANY (string_to_array($1::text, E'\\x1f'))) x "
+		"ORDER BY length(l) LIMIT 1" },
 	/* Serialises every location check with the insert or swap that
 	 * follows it in the same transaction, across replicas. */
 	[ST_LOCATION_LOCK] = { "location_lock",
@@ -454,6 +463,33 @@ bool store_live_location_clash(struct store *s, const char *location, char **oth
 			       struct floe_error *err)
 {
 	return location_clash(s, location, NULL, false, other, err);
+}
+
+bool store_location_taken(struct store *s, const char *const *locations, size_t n, char **taken,
+			  struct floe_error *err)
+{
+	size_t len = 1;
+	char *joined;
+	bool ok;
+
+	*taken = NULL;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(locations[i]) + 1;
+	joined = malloc(len);
+	if (joined == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	joined[0] = '\0';
+	for (size_t i = 0, at = 0; i < n; i++) {
+		size_t l = strlen(locations[i]);
+		if (i > 0)
+			joined[at++] = '\x1f';
+		memcpy(joined + at, locations[i], l + 1);
+		at += l;
+	}
+	const char *params[1] = { joined };
+	ok = store_exec_text(s, &statements[ST_LOCATION_TAKEN], 1, params, taken, err);
+	free(joined);
+	return ok;
 }
 
 bool store_location_lock(struct store *s, struct floe_error *err)

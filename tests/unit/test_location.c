@@ -28,6 +28,8 @@ Test(location, aliases_are_one_place)
 {
 	const char *forms[] = { "file:///wh/ns/victim",
 				"file:/wh/ns/victim",
+				"file:/wh//ns/./victim/",
+				"File:/wh/ns/victim",
 				"/wh/ns/victim",
 				"/wh/ns/./victim",
 				"/wh/ns//victim",
@@ -88,4 +90,15 @@ Test(location, within_and_overlap)
 	cr_assert(location_overlaps("file:///wh/a/b", "file:///wh"));
 	cr_assert_not(location_overlaps("file:///wh/a", "file:///wh/b"));
 	cr_assert_str_eq(location_path("file:///wh/a"), "/wh/a");
+}
+
+Test(location, same_place)
+{
+	cr_assert(location_same("file:/wh/a", "file:///wh/a"));
+	cr_assert(location_same("file:/wh/a/", "/wh/a"));
+	cr_assert(location_same("file://localhost/wh/a", "FILE:/wh/./a"));
+	cr_assert_not(location_same("file:/wh/a", "file:///wh/a/b"));
+	cr_assert_not(location_same("file:/wh/a", "file:/wh/b"));
+	cr_assert_not(location_same("s3://b/wh/a", "s3://b/wh/a"));
+	cr_assert_not(location_same("file:relative", "file:relative"));
 }

@@ -35,7 +35,9 @@
  *   { "changed": true|false,   optional; false also demands result == base
  *     "metadata": {...},       each top-level key must be json_equal in result
  *     "absent": ["key", ...],  keys that must not be in the result
- *     "exact": true }          optional: result has no keys beyond "metadata"
+ *     "exact": true,           optional: result has no keys beyond "metadata"
+ *     "dropped-files": [...] } optional, commits: the metadata files
+ *                              tablemeta_dropped_metadata_files names
  * Every case also checks that base and request are left unmodified.
  */
 #include <criterion/criterion.h>
@@ -251,6 +253,13 @@ static void run_commit(const json_t *fx, struct report *r)
 		check_failure(expect, &err, r);
 	else
 		check_success(expect, result, base, create ? NULL : &changed, r);
+	const json_t *want_dropped = json_object_get(expect, "dropped-files");
+	if (result != NULL && want_dropped != NULL) {
+		json_t *dropped = tablemeta_dropped_metadata_files(base, result);
+		if (!json_equal(dropped, want_dropped))
+			report_mismatch(r, "dropped-files", want_dropped, dropped);
+		json_decref(dropped);
+	}
 done:
 	json_decref(result);
 	json_decref(empty);

@@ -431,6 +431,16 @@ bool store_table_location_clash(struct store *s, const char *location, const cha
 	return !fake_fault_due("store_table_location_clash", err, NULL);
 }
 
+bool store_location_taken(struct store *s, const char *const *locations, size_t n, char **taken,
+			  struct floe_error *err)
+{
+	(void)s;
+	(void)locations;
+	(void)n;
+	*taken = NULL;
+	return !fake_fault_due("store_location_taken", err, NULL);
+}
+
 bool store_location_lock(struct store *s, struct floe_error *err)
 {
 	(void)s;
