@@ -566,6 +566,14 @@ static char *json_quoted(const char *s)
 	return q;
 }
 
+void table_etag(const char *metadata_location, enum snapshots_mode mode, char *etag, size_t etaglen)
+{
+	/* The file name is unique per commit: a strong validator. */
+	const char *slash = strrchr(metadata_location, '/');
+	(void)snprintf(etag, etaglen, "%s%s", slash ? slash + 1 : metadata_location,
+		       mode == SNAPSHOTS_REFS ? ";refs" : "");
+}
+
 char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 		 enum snapshots_mode mode, char *etag, size_t etaglen, size_t *len,
 		 struct floe_error *err)
@@ -583,10 +591,7 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 		floe_err(err, FE_INTERNAL, "the table's metadata location is missing");
 		return NULL;
 	}
-	/* The file name is unique per commit: a strong validator. */
-	const char *slash = strrchr(row.metadata_location, '/');
-	(void)snprintf(etag, etaglen, "%s%s", slash ? slash + 1 : row.metadata_location,
-		       mode == SNAPSHOTS_REFS ? ";refs" : "");
+	table_etag(row.metadata_location, mode, etag, etaglen);
 	meta = row.metadata;
 	metalen = row.metadata_len;
 	row.metadata = NULL;

@@ -85,6 +85,12 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 		 enum snapshots_mode mode, char *etag, size_t etaglen, size_t *len,
 		 struct floe_error *err) FLOE_WUR;
 
+/* The ETag (without quotes, into etag) of the LoadTableResult for the
+ * metadata file metadata_location in mode: loadTable sends it, and so do
+ * createTable and updateTable for the metadata they answer with. */
+void table_etag(const char *metadata_location, enum snapshots_mode mode, char *etag,
+		size_t etaglen);
+
 /* The current metadata of a table, parsed (new reference); its file in
  * *metadata_location when that is not NULL (caller frees). */
 json_t *table_load_metadata(struct store *s, const struct ns_ident *ns, const char *name,

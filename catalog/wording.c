@@ -60,6 +60,11 @@ bool wording_no_such_run(const char *id, struct floe_error *err)
 	return floe_err(err, FE_NO_SUCH_RUN, "Write-audit-publish run does not exist: %s", id);
 }
 
+bool wording_no_such_warehouse(const char *name, struct floe_error *err)
+{
+	return floe_err(err, FE_NO_SUCH_WAREHOUSE, "Warehouse does not exist: %.255s", name);
+}
+
 bool ns_word_error(const struct ns_ident *ns, struct floe_error *err)
 {
 	enum floe_errkind kind = err->kind;

@@ -38,6 +38,7 @@ static const struct {
 	[FE_NO_HOOK] = { 412, "NoAuditHookException" },
 	[FE_AUDIT_REJECTED] = { 422, "AuditRejectedException" },
 	[FE_AUDIT_UNAVAILABLE] = { 503, "AuditUnavailableException" },
+	[FE_NO_SUCH_WAREHOUSE] = { 404, "NoSuchWarehouseException" },
 };
 
 /* Messages start with a capital letter, as Iceberg's do ("Namespace does

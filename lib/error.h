@@ -41,6 +41,7 @@ enum floe_errkind {
 	FE_NO_HOOK,              /* 412 NoAuditHookException */
 	FE_AUDIT_REJECTED,       /* 422 AuditRejectedException */
 	FE_AUDIT_UNAVAILABLE,    /* 503 AuditUnavailableException */
+	FE_NO_SUCH_WAREHOUSE,    /* 404 NoSuchWarehouseException */
 	FE_KIND_COUNT
 };
 

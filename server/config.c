@@ -43,6 +43,8 @@ enum opt_id {
 	OPT_MAX_PENDING_BODY,
 	OPT_SHUTDOWN_GRACE,
 	OPT_HOOK_ALLOW,
+	OPT_WAREHOUSE_NAME,
+	OPT_CORS_ORIGINS,
 	OPT_COUNT
 };
 
@@ -107,6 +109,10 @@ static const struct option_def options[OPT_COUNT] = {
 		"Seconds in-flight requests get to finish on SIGTERM, 1-3600; commits and publishes still queued then get 503" },
 	[OPT_HOOK_ALLOW] = { "hook-allow", "FLOE_HOOK_ALLOW", "",
 		"Comma-separated hosts and networks (address or address/prefix) audit hooks may reach although they are loopback, private, link-local, CGNAT, unique-local or otherwise internal; empty: none" },
+	[OPT_WAREHOUSE_NAME] = { "warehouse-name", "FLOE_WAREHOUSE_NAME", "warehouse",
+		"Name of the warehouse for a client's /v1/config?warehouse=NAME (the warehouse URL is accepted too); any other name gets 404 NoSuchWarehouseException" },
+	[OPT_CORS_ORIGINS] = { "cors-origins", "FLOE_CORS_ORIGINS", "",
+		"Comma-separated origins (scheme://host[:port]) whose browser clients may call floe, or * for any; empty: CORS off, no answer carries CORS headers" },
 };
 /* clang-format on */
 
@@ -304,6 +310,46 @@ static unsigned count_cores(void)
 	return n > 256 ? 256 : (unsigned)n;
 }
 
+/* A warehouse name: 1-255 printable ASCII characters, no space. */
+static bool warehouse_name_valid(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > 255)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (name[i] <= ' ' || name[i] > '~')
+			return false;
+	}
+	return true;
+}
+
+/* A --cors-origins list: "*" alone, or origins scheme://host[:port]
+ * (http or https, no path) separated by commas and optional spaces. */
+static bool cors_origins_valid(const char *list)
+{
+	if (strcmp(list, "*") == 0)
+		return true;
+	for (const char *p = list; *p != '\0';) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		size_t len = strcspn(p, ", ");
+		if (len == 0)
+			break;
+		size_t scheme = strncmp(p, "https://", 8) == 0  ? 8
+				: strncmp(p, "http://", 7) == 0 ? 7
+								: 0;
+		if (scheme == 0 || len == scheme || len > 255)
+			return false;
+		for (size_t i = scheme; i < len; i++) {
+			if (p[i] == '/' || p[i] == '*' || p[i] < '!' || p[i] > '~')
+				return false;
+		}
+		p += len;
+	}
+	return true;
+}
+
 /* Converts and checks each raw value; messages name flag and variable. */
 static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 {
@@ -459,6 +505,15 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 	cfg->hook_policy = hook_policy_parse(raw[OPT_HOOK_ALLOW], hook_err, sizeof(hook_err));
 	if (cfg->hook_policy == NULL)
 		return BAD(OPT_HOOK_ALLOW, hook_err);
+	if (!warehouse_name_valid(raw[OPT_WAREHOUSE_NAME]))
+		return BAD(OPT_WAREHOUSE_NAME,
+			   "expected 1-255 printable characters without spaces");
+	cfg->warehouse_name = raw[OPT_WAREHOUSE_NAME];
+	if (!cors_origins_valid(raw[OPT_CORS_ORIGINS]))
+		return BAD(
+			OPT_CORS_ORIGINS,
+			"expected * or comma-separated origins such as https://app.example.com:8443");
+	cfg->cors_origins = raw[OPT_CORS_ORIGINS];
 #undef BAD
 	return true;
 }

@@ -56,6 +56,8 @@ struct floe_config {
 	int shutdown_grace_seconds;
 	struct hook_policy *hook_policy; /* the hook allowlist, never NULL
 					  * after a successful load */
+	const char *warehouse_name;      /* /v1/config's warehouse; in raw[] */
+	const char *cors_origins;        /* "*", origins, or "" (CORS off); in raw[] */
 	/* Raw option values indexed like the option table; freed by
 	 * config_free. */
 	char *raw[64];

@@ -4,9 +4,14 @@
  */
 #include "handlers.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "idempotency.h"
+#include "location.h"
 #include "router.h"
 #include "system.h"
+#include "wording.h"
 
 struct store *handler_acquire(struct http_request *req)
 {
@@ -113,16 +118,45 @@ void handle_ready(struct http_request *req)
 	http_reply_json(req, 200, json_pack("{s:s}", "status", "ready"));
 }
 
+/* Whether a client's warehouse=NAME names floe's one warehouse: its
+ * name, or its URL in any spelling of it (file:/x, a trailing slash). */
+static bool warehouse_known(const struct floe_config *cfg, const char *name)
+{
+	struct floe_error ignored;
+
+	if (strcmp(name, cfg->warehouse_name) == 0)
+		return true;
+	char *canon = location_canonical(name, &ignored);
+	bool same = canon != NULL && strcmp(canon, cfg->warehouse) == 0;
+	free(canon);
+	return same;
+}
+
 void handle_config(struct http_request *req)
 {
-	json_t *endpoints = router_endpoints();
+	struct floe_error err;
+	char *warehouse = NULL;
+	json_t *endpoints = NULL;
 
+	if (!http_query(req, "warehouse", &warehouse, &err)) {
+		http_reply_error(req, &err);
+		return;
+	}
+	/* One warehouse per server, needing no prefix; Iceberg's clients read
+	 * a 404 here as NoSuchWarehouseException. */
+	if (warehouse != NULL && warehouse[0] != '\0' &&
+	    !warehouse_known(req->app->cfg, warehouse)) {
+		wording_no_such_warehouse(warehouse, &err);
+		free(warehouse);
+		http_reply_error(req, &err);
+		return;
+	}
+	free(warehouse);
+	endpoints = router_endpoints();
 	if (endpoints == NULL) {
 		http_reply_json(req, 500, NULL);
 		return;
 	}
-	/* One warehouse per server: the warehouse query parameter is
-	 * accepted and needs no translation into a prefix. */
 	http_reply_json(req, 200,
 			json_pack("{s:{}, s:{}, s:o, s:s}", "defaults", "overrides", "endpoints",
 				  endpoints, "idempotency-key-lifetime", IDEMPOTENCY_LIFETIME));

@@ -97,6 +97,24 @@ done:
 	ident_ns_clear(&ns);
 }
 
+/* Answers 200 with a LoadTableResult or a CommitTableResponse (stolen)
+ * and the ETag a later loadTable gives for its metadata; a staged create
+ * (no metadata-location yet) has none. */
+static void reply_table_result(struct http_request *req, json_t *out)
+{
+	const char *location = json_string_value(json_object_get(out, "metadata-location"));
+	char etag[512];
+	char quoted[sizeof(etag) + 2] = "";
+
+	if (location != NULL) {
+		table_etag(location, SNAPSHOTS_ALL, etag, sizeof(etag));
+		(void)snprintf(quoted, sizeof(quoted), "\"%s\"", etag);
+	}
+	http_reply_json(req, 200, out);
+	if (quoted[0] != '\0')
+		http_add_header(req, "ETag", quoted);
+}
+
 /* createTable and registerTable: a namespace, a body, a LoadTableResult. */
 static void on_namespace_body(struct http_request *req,
 			      json_t *(*op)(struct store *s, const struct table_env *env,
@@ -122,7 +140,7 @@ static void on_namespace_body(struct http_request *req,
 	if (out == NULL)
 		http_reply_error(req, &err);
 	else
-		http_reply_json(req, 200, out);
+		reply_table_result(req, out);
 done:
 	json_decref(in);
 	ident_ns_clear(&ns);
@@ -310,7 +328,7 @@ static void commit_job_run(void *arg, const struct floe_error *refused)
 		if (out == NULL)
 			http_reply_error(req, &err);
 		else
-			http_reply_json(req, 200, out);
+			reply_table_result(req, out);
 	} else {
 		bool ok = table_commit_transaction(s, &env, in, &err);
 		handler_release(req, s);

@@ -16,6 +16,7 @@
 
 #include <microhttpd.h>
 
+#include "cors.h"
 #include "log.h"
 #include "router.h"
 
@@ -345,6 +346,8 @@ static void dispatch(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
+	if (cors_preflight(req))
+		return;
 	switch (router_match(req, &route, allow, sizeof(allow))) {
 	case ROUTE_FOUND:
 		if (req->app->middleware.run != NULL)
@@ -381,6 +384,7 @@ static enum MHD_Result queue(struct http_request *req)
 	 * answer, so the load drains within the grace period. */
 	if (atomic_load(&req->app->stopping))
 		MHD_add_response_header(req->response, "Connection", "close");
+	cors_decorate(req);
 	r = MHD_queue_response(req->conn, (unsigned int)req->status, req->response);
 	MHD_destroy_response(req->response);
 	req->response = NULL;

@@ -108,12 +108,18 @@ static void allow_add(char *allow, size_t allowlen, const char *method)
 		return;
 	size_t n = strlen(allow);
 	(void)snprintf(allow + n, allowlen - n, "%s%s", n ? ", " : "", method);
+	/* HEAD is served wherever GET is. */
+	if (strcmp(method, "GET") == 0)
+		allow_add(allow, allowlen, "HEAD");
 }
 
 enum route_result router_match(struct http_request *req, const struct route **route, char *allow,
 			       size_t allowlen)
 {
 	bool path_seen = false;
+	bool head = strcmp(req->method, "HEAD") == 0;
+	const struct route *get = NULL; /* a HEAD request's GET route */
+	bool get_with_prefix = false;
 
 	allow[0] = '\0';
 	if (req->too_many_segments)
@@ -132,9 +138,19 @@ enum route_result router_match(struct http_request *req, const struct route **ro
 				*route = &routes[i];
 				return ROUTE_FOUND;
 			}
+			if (head && get == NULL && strcmp(routes[i].method, "GET") == 0) {
+				get = &routes[i];
+				get_with_prefix = with_prefix;
+			}
 			path_seen = true;
 			allow_add(allow, allowlen, routes[i].method);
 		}
+	}
+	/* HEAD without a route of its own runs the GET route: the same status
+	 * and headers, and libmicrohttpd sends no body with a HEAD answer. */
+	if (get != NULL && pattern_match(get->pattern, get_with_prefix, req)) {
+		*route = get;
+		return ROUTE_FOUND;
 	}
 	req->nparams = 0;
 	return path_seen ? ROUTE_BAD_METHOD : ROUTE_NO_PATH;

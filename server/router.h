@@ -29,7 +29,8 @@ enum route_result {
 };
 
 /* Finds the route for req->method and req->segs; on ROUTE_FOUND fills
- * req's parameters and *route. */
+ * req's parameters and *route. HEAD finds the GET route of a path that
+ * has no HEAD route of its own, and allow lists HEAD wherever GET is. */
 enum route_result router_match(struct http_request *req, const struct route **route, char *allow,
 			       size_t allowlen);
 

@@ -65,6 +65,8 @@ FLOE_OPTIONS = {
     "--max-pending-body-bytes": "FLOE_MAX_PENDING_BODY_BYTES",
     "--shutdown-grace-seconds": "FLOE_SHUTDOWN_GRACE_SECONDS",
     "--hook-allow": "FLOE_HOOK_ALLOW",
+    "--warehouse-name": "FLOE_WAREHOUSE_NAME",
+    "--cors-origins": "FLOE_CORS_ORIGINS",
 }
 
 ERROR_KEYS = {"message", "type", "code", "stack"}

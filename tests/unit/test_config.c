@@ -49,6 +49,26 @@ Test(config, defaults)
 	cr_assert_eq(cfg.log_level, LOG_LEVEL_INFO);
 	cr_assert_eq(cfg.max_body_bytes, 8388608);
 	cr_assert_eq(cfg.action, CONFIG_RUN);
+	cr_assert_str_eq(cfg.warehouse_name, "warehouse");
+	cr_assert_str_eq(cfg.cors_origins, "");
+	config_free(&cfg);
+}
+
+Test(config, cors_origins_and_warehouse_name)
+{
+	struct floe_config cfg;
+	char msg[256];
+	const char *env[] = { "FLOE_CORS_ORIGINS=https://app.example.com, http://localhost:5173",
+			      NULL };
+	const char *argv[] = { "floe", "--warehouse-name=lake" };
+
+	cr_assert(load(&cfg, env, 2, argv, msg, sizeof(msg)), "%s", msg);
+	cr_assert_str_eq(cfg.cors_origins, "https://app.example.com, http://localhost:5173");
+	cr_assert_str_eq(cfg.warehouse_name, "lake");
+	config_free(&cfg);
+	const char *any[] = { "FLOE_CORS_ORIGINS=*", NULL };
+	cr_assert(load(&cfg, any, 1, argv, msg, sizeof(msg)), "%s", msg);
+	cr_assert_str_eq(cfg.cors_origins, "*");
 	config_free(&cfg);
 }
 
@@ -134,6 +154,14 @@ Test(config, bad_values_name_the_option)
 		{ NULL, "--janitor-interval-seconds=0", "FLOE_JANITOR_INTERVAL_SECONDS" },
 		{ NULL, "--metrics-retention-days=0", "FLOE_METRICS_RETENTION_DAYS" },
 		{ "FLOE_PURGE_MAX_ATTEMPTS=none", NULL, "FLOE_PURGE_MAX_ATTEMPTS" },
+		{ NULL, "--warehouse-name=", "FLOE_WAREHOUSE_NAME" },
+		{ NULL, "--warehouse-name=my lake", "--warehouse-name" },
+		{ NULL, "--cors-origins=app.example.com", "FLOE_CORS_ORIGINS" },
+		{ NULL, "--cors-origins=https://app.example.com/", "--cors-origins" },
+		{ NULL, "--cors-origins=https://", "FLOE_CORS_ORIGINS" },
+		{ NULL, "--cors-origins=ftp://x", "FLOE_CORS_ORIGINS" },
+		{ "FLOE_CORS_ORIGINS=*,https://a.example", NULL, "FLOE_CORS_ORIGINS" },
+		{ NULL, "--cors-origins=https://*.example", "FLOE_CORS_ORIGINS" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct floe_config cfg;
