@@ -84,7 +84,8 @@ json_t *audit_log_list(struct store *s, const struct ns_ident *ns, const char *t
 	if (!store_event_list(s, after_xid, after, ns, table, run_id, since, limit, &rows, &count,
 			      &more, err)) {
 		if (err->kind == FE_BAD_REQUEST)
-			floe_err(err, FE_BAD_REQUEST, "since must be an RFC 3339 timestamp");
+			floe_err(err, FE_BAD_REQUEST,
+				 "query parameter 'since' must be an RFC 3339 timestamp");
 		return NULL;
 	}
 	events = rowjson_array(rows, count, sizeof(*rows), event_json);

@@ -29,17 +29,18 @@ static bool url_check(const char *url, const struct hook_policy *policy, struct 
 		return floe_err(err, FE_INTERNAL, "out of memory");
 	case HOOK_URL_INVALID:
 	default:
-		return floe_err(err, FE_BAD_REQUEST, "url is not a valid URL: %.200s", url);
+		return floe_err(err, FE_BAD_REQUEST, "field 'url' is not a valid URL: %.200s", url);
 	}
 	if (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0) {
-		floe_err(err, FE_BAD_REQUEST, "url must be http or https, not %.20s", scheme);
+		floe_err(err, FE_BAD_REQUEST, "field 'url' must be http or https, not %.20s",
+			 scheme);
 		goto done;
 	}
 	const char *rule = hook_policy_check_literal(policy, host);
 	if (rule != NULL) {
 		floe_err(
 			err, FE_BAD_REQUEST,
-			"url targets %.100s, a %s address: hooks may not reach %s addresses unless the hook allowlist (--hook-allow) admits them",
+			"field 'url' targets %.100s, a %s address: hooks may not reach %s addresses unless the hook allowlist (--hook-allow) admits them",
 			host, rule, rule);
 		goto done;
 	}

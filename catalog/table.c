@@ -574,6 +574,19 @@ void table_etag(const char *metadata_location, enum snapshots_mode mode, char *e
 		       mode == SNAPSHOTS_REFS ? ";refs" : "");
 }
 
+bool table_result_etag(const json_t *result, char *quoted, size_t len)
+{
+	const char *location = json_string_value(json_object_get(result, "metadata-location"));
+	char etag[512];
+
+	quoted[0] = '\0';
+	if (location == NULL)
+		return false;
+	table_etag(location, SNAPSHOTS_ALL, etag, sizeof(etag));
+	(void)snprintf(quoted, len, "\"%s\"", etag);
+	return true;
+}
+
 char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 		 enum snapshots_mode mode, char *etag, size_t etaglen, size_t *len,
 		 struct floe_error *err)

@@ -91,6 +91,12 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 void table_etag(const char *metadata_location, enum snapshots_mode mode, char *etag,
 		size_t etaglen);
 
+/* The ETag header value (quoted, into quoted) for an answer that is a
+ * LoadTableResult or a CommitTableResponse: that of its metadata-location
+ * with all snapshots. False, quoted empty, when it has none (a staged
+ * create, or another answer). */
+bool table_result_etag(const json_t *result, char *quoted, size_t len);
+
 /* The current metadata of a table, parsed (new reference); its file in
  * *metadata_location when that is not NULL (caller frees). */
 json_t *table_load_metadata(struct store *s, const struct ns_ident *ns, const char *name,

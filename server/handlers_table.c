@@ -102,17 +102,12 @@ done:
  * (no metadata-location yet) has none. */
 static void reply_table_result(struct http_request *req, json_t *out)
 {
-	const char *location = json_string_value(json_object_get(out, "metadata-location"));
-	char etag[512];
-	char quoted[sizeof(etag) + 2] = "";
+	char etag[520];
+	bool tagged = table_result_etag(out, etag, sizeof(etag));
 
-	if (location != NULL) {
-		table_etag(location, SNAPSHOTS_ALL, etag, sizeof(etag));
-		(void)snprintf(quoted, sizeof(quoted), "\"%s\"", etag);
-	}
 	http_reply_json(req, 200, out);
-	if (quoted[0] != '\0')
-		http_add_header(req, "ETag", quoted);
+	if (tagged)
+		http_add_header(req, "ETag", etag);
 }
 
 /* createTable and registerTable: a namespace, a body, a LoadTableResult. */
@@ -199,7 +194,8 @@ void handle_table_load(struct http_request *req)
 			mode = SNAPSHOTS_REFS;
 		} else if (strcasecmp(snaps, "all") != 0) {
 			floe_err(&err, FE_BAD_REQUEST,
-				 "snapshots must be 'all' or 'refs', not '%s'", snaps);
+				 "query parameter 'snapshots' must be 'all' or 'refs', not '%s'",
+				 snaps);
 			http_reply_error(req, &err);
 			goto done;
 		}

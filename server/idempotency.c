@@ -10,6 +10,7 @@
 
 #include "idem.h"
 #include "log.h"
+#include "table.h"
 #include "uuid.h"
 
 /* Keys are kept past the advertised lifetime to allow for clock skew. */
@@ -32,6 +33,15 @@ static bool key_is_uuid(const char *k)
 
 static void replay(struct http_request *req, int status, char *response)
 {
+	char etag[520] = "";
+
+	/* A replayed create or commit carries its ETag, as the first answer
+	 * did. */
+	if (status == 200 && response != NULL) {
+		json_t *doc = json_loads(response, 0, NULL);
+		(void)table_result_etag(doc, etag, sizeof(etag));
+		json_decref(doc);
+	}
 	if (response == NULL || response[0] == '\0') {
 		free(response);
 		http_reply_empty(req, status);
@@ -39,6 +49,8 @@ static void replay(struct http_request *req, int status, char *response)
 		http_reply_text(req, status, response, strlen(response));
 	}
 	http_add_header(req, "Idempotency-Replayed", "true");
+	if (etag[0] != '\0')
+		http_add_header(req, "ETag", etag);
 	log_info("http", "replayed the answer to Idempotency-Key %s rid=%s",
 		 http_header(req, "Idempotency-Key"), req->request_id);
 }

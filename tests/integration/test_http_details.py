@@ -5,6 +5,7 @@ report's 204, CORS for browser clients, and /v1/config's warehouse."""
 from __future__ import annotations
 
 import socket
+import uuid
 
 import pytest
 
@@ -64,6 +65,17 @@ def test_register_answers_an_etag_and_a_staged_create_none(floe, table, uniq):
                        json={"name": "staged", "schema": TableHandle.SCHEMA, "stage-create": True})
     assert_ok_json(staged)
     assert "ETag" not in staged.headers, "a staged table has no metadata file to tag"
+
+
+def test_a_replayed_commit_carries_the_same_etag(floe, table):
+    key = str(uuid.uuid4())
+    body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}
+    first = floe.post(table.url, json=body, headers={"Idempotency-Key": key})
+    assert_ok_json(first)
+    again = floe.post(table.url, json=body, headers={"Idempotency-Key": key})
+    assert_ok_json(again)
+    assert again.headers.get("Idempotency-Replayed") == "true"
+    assert again.headers.get("ETag") == first.headers["ETag"] == floe.get(table.url).headers["ETag"]
 
 
 # --- Retry-After ---

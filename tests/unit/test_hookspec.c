@@ -71,14 +71,14 @@ Test(hookspec, defaults)
 Test(hookspec, url_rules)
 {
 	refused("{\"name\": \"h\", \"url\": \"ftp://auditor/x\"}", NULL,
-		"Url must be http or https, not ftp");
+		"Field 'url' must be http or https, not ftp");
 	refused("{\"name\": \"h\", \"url\": \"not a url\"}", NULL,
-		"Url is not a valid URL: not a url");
+		"Field 'url' is not a valid URL: not a url");
 	/* libcurl reads 127.1 as 127.0.0.1, and the message names what it reads. */
 	refused("{\"name\": \"h\", \"url\": \"http://127.1:8080/x\"}", NULL,
-		"Url targets 127.0.0.1, a loopback address: hooks may not reach loopback addresses unless the hook allowlist (--hook-allow) admits them");
+		"Field 'url' targets 127.0.0.1, a loopback address: hooks may not reach loopback addresses unless the hook allowlist (--hook-allow) admits them");
 	refused("{\"name\": \"h\", \"url\": \"http://[::ffff:10.0.0.1]/\"}", NULL,
-		"Url targets [::ffff:10.0.0.1], a private (RFC 1918) address: hooks may not reach private (RFC 1918) addresses unless the hook allowlist (--hook-allow) admits them");
+		"Field 'url' targets [::ffff:10.0.0.1], a private (RFC 1918) address: hooks may not reach private (RFC 1918) addresses unless the hook allowlist (--hook-allow) admits them");
 	refused("{\"name\": \"h\", \"url\": \"\"}", NULL, "Field 'url' must be a non-empty string");
 }
 
