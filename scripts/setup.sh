@@ -23,6 +23,9 @@ if [ "$want_python" = 1 ]; then
 	packages+=(clang-14 clang-tidy-14 clang-tools-14 clang-format-14 cppcheck gcovr)
 	# Spark (tests/spark) runs on Java 17; keep a JDK already on the machine.
 	command -v java >/dev/null || packages+=(openjdk-17-jre-headless)
+	# The engine tests (tests/engines) fetch Trino and Iceberg's REST
+	# Compatibility Kit from Maven Central with Maven.
+	packages+=(maven)
 fi
 
 missing=()
@@ -43,10 +46,11 @@ if [ "$want_python" = 1 ]; then
 		python3 -m venv .venv
 	fi
 	stamp=.venv/.requirements.sha
-	sum=$(cat tests/requirements.txt tests/spark/requirements.txt | sha256sum | cut -d' ' -f1)
+	sum=$(cat tests/requirements.txt tests/spark/requirements.txt tests/engines/requirements.txt | sha256sum | cut -d' ' -f1)
 	if [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
 		.venv/bin/pip install -q --upgrade pip
-		.venv/bin/pip install -q -r tests/requirements.txt -r tests/spark/requirements.txt
+		.venv/bin/pip install -q -r tests/requirements.txt -r tests/spark/requirements.txt \
+			-r tests/engines/requirements.txt
 		echo "$sum" > "$stamp"
 	fi
 fi

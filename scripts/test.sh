@@ -9,6 +9,8 @@
 #  - the threaded suites under ThreadSanitizer;
 #  - the same suites on an AddressSanitizer + UBSan build;
 #  - real Apache Spark against the sanitizer build;
+#  - DuckDB, Trino and Apache Iceberg's REST Compatibility Kit against the
+#    normal build (their downloads cached outside the clone);
 #  - the docker images and compose deployment, built and run in a private
 #    Docker engine (as root).
 set -euo pipefail
@@ -82,6 +84,17 @@ run_suite build-asan
 echo "== Spark engine tests (against the sanitizer build)"
 scripts/spark-deps.sh
 FLOE_BIN="$PWD/build-asan/server/floe" .venv/bin/python -m pytest tests/spark -q -p no:cacheprovider
+
+# Trino's tarball and the kit's jars are downloaded once per machine into
+# ${XDG_CACHE_HOME:-~/.cache}/floe (scripts/engine-deps.sh).
+echo "== engine test downloads (scripts/engine-deps.sh: Trino, the REST Compatibility Kit)"
+scripts/engine-deps.sh
+echo "== DuckDB engine tests (build)"
+FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/engines/test_duckdb.py -q -p no:cacheprovider
+echo "== Trino engine tests (build)"
+FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/engines/test_trino.py -q -p no:cacheprovider
+echo "== Apache Iceberg REST Compatibility Kit (build)"
+FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/engines/test_rck.py -q -p no:cacheprovider -rA
 
 # The container deployment needs a Docker engine of its own, which only
 # root can start; a non-root run says so and skips this last step.

@@ -1,0 +1,171 @@
+"""Fixtures for floe's engine tests: DuckDB, Trino and Apache Iceberg's REST
+Compatibility Kit, each a real client of the real floe daemon.
+
+* ``postgres`` (session): a private PostgreSQL cluster.
+* ``floe`` (session): one floe daemon on a fresh database, its warehouse a
+  local ``file://`` directory that the engines read and write directly.
+* ``pyiceberg`` (session): a PyIceberg REST catalog on that daemon, to check
+  what an engine wrote (and to write what an engine then reads).
+* ``ns`` (function): a fresh namespace name for one test (not created).
+* ``trino`` (session, tests/engines/trino_server.py): one Trino server for the suite.
+* ``spark`` (session): Spark with the Iceberg runtime, as in tests/spark.
+
+The PostgreSQL and floe helpers are those of tests/integration, imported
+here under the name ``floe_integration``.
+
+Environment: ``FLOE_BIN`` (default <repo>/build/server/floe),
+``FLOE_ENGINES_CACHE`` (where scripts/engine-deps.sh put Trino and the
+kit; default ``${XDG_CACHE_HOME:-~/.cache}/floe``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+INTEGRATION = REPO / "tests" / "integration"
+
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+
+def _load(name: str, path: Path):
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+it = _load("floe_integration", INTEGRATION / "conftest.py")
+
+
+def cache_dir() -> Path:
+    """Where scripts/engine-deps.sh keeps the downloads (outside the clone)."""
+    explicit = os.environ.get("FLOE_ENGINES_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "floe"
+
+
+# --------------------------------------------------------------------------
+# PostgreSQL and floe
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    server = it.PostgresServer(it.find_pg_bin_dir(), "engines").init().start()
+    yield server
+    server.destroy()
+
+
+_running_floe = []
+
+
+@pytest.fixture(scope="session")
+def floe(postgres):
+    """One floe daemon for the whole suite, configured as a user would: its
+    defaults, a database, and a file:// warehouse under its data directory."""
+    env = {"FLOE_DATABASE_URL": postgres.new_database()}
+    if os.environ.get("FLOE_LOG_LEVEL"):
+        env["FLOE_LOG_LEVEL"] = os.environ["FLOE_LOG_LEVEL"]
+    f = it.Floe(env=env)
+    try:
+        f.wait_ready(30)
+    except BaseException:
+        f.cleanup()
+        raise
+    _running_floe.append(f)
+    yield f
+    _running_floe.remove(f)
+    try:
+        code = f.stop(timeout=30)
+        assert code == 0, f"floe exited with {code} after SIGTERM; stderr:\n{f.log_tail()}"
+    finally:
+        f.cleanup()
+
+
+@pytest.fixture(autouse=True)
+def _floe_log_mark(request):
+    """Remember where floe's log stood when the test started (see the report hook)."""
+    request.node._floe_log_offset = len(_running_floe[0].log()) if _running_floe else 0
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report carries floe's log lines written during the test:
+    every REST exchange with its status."""
+    outcome = yield
+    report = outcome.get_result()
+    offset = getattr(item, "_floe_log_offset", None)
+    if report.failed and offset is not None and _running_floe:
+        lines = _running_floe[0].log()[offset:].splitlines()
+        if len(lines) > 300:
+            lines = [f"... ({len(lines) - 300} earlier lines)"] + lines[-300:]
+        report.sections.append((f"floe log ({call.when})", "\n".join(lines)))
+
+
+@pytest.fixture(scope="session")
+def pyiceberg(floe):
+    from pyiceberg.catalog.rest import RestCatalog
+
+    return RestCatalog("floe", uri=floe.url)
+
+
+@pytest.fixture
+def ns(request):
+    """A fresh namespace name for one test (the test creates it, the way its
+    engine does)."""
+    ns.counter = getattr(ns, "counter", 0) + 1
+    name = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")[-40:]
+    return f"n{ns.counter}_{name}"
+
+
+# --------------------------------------------------------------------------
+# Spark (for the branch Trino reads): the Spark suite's session settings
+
+
+@pytest.fixture(scope="session")
+def spark(floe, tmp_path_factory):
+    spark_conftest = _load("floe_spark_conftest", REPO / "tests" / "spark" / "conftest.py")
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    local_dir = tmp_path_factory.mktemp("spark")
+    builder = SparkSession.builder
+    for k, v in spark_conftest.spark_conf(floe.url, local_dir).items():
+        builder = builder.config(k, v)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+# --------------------------------------------------------------------------
+# Trino
+
+
+@pytest.fixture(scope="session")
+def trino(floe, tmp_path_factory):
+    """One Trino server for the suite, its catalog ``floe`` on this floe."""
+    from trino_server import TrinoServer
+
+    server = TrinoServer(cache_dir(), tmp_path_factory.mktemp("trino"), floe.url, it.free_port())
+    try:
+        server.wait_ready()
+    except BaseException:
+        server.stop()
+        raise
+    yield server
+    server.stop()

