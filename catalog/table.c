@@ -540,6 +540,12 @@ json_t *table_create(struct store *s, const struct table_env *env, const struct 
 			wording_table_exists(ns, json_string_value(name), err);
 			goto done;
 		}
+		/* Engines write data and manifests below a staged table before
+		 * its first metadata file exists, and some (DuckDB) create no
+		 * directory of their own: metadata/ is made now, empty. */
+		if (!fileio_make_metadata_dir(json_string_value(json_object_get(m, "location")),
+					      err))
+			goto done;
 		result = load_result(NULL, m);
 		m = NULL;
 		goto done;

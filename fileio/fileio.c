@@ -47,6 +47,11 @@ bool fileio_write_metadata(const char *table_location, long long version, const 
 		->write_metadata(table_location, version, text, len, location, err);
 }
 
+bool fileio_make_metadata_dir(const char *table_location, struct floe_error *err)
+{
+	return backend_for(table_location)->make_metadata_dir(table_location, err);
+}
+
 bool fileio_write_new(const char *table_location, const char *name, const void *data, size_t len,
 		      char **location, struct floe_error *err)
 {

@@ -45,6 +45,15 @@ bool fileio_write_metadata(const char *table_location, long long version, const 
 			   size_t len, char **location, struct floe_error *err) FLOE_WUR;
 
 /*
+ * Makes <table location>/metadata/ exist (with its parents, each made
+ * durable), for engines that write their own files below a staged table
+ * before its first metadata file exists. FE_BAD_REQUEST when the location
+ * is not one floe can write; FE_INTERNAL when a directory cannot be made
+ * (logged with its cause).
+ */
+bool fileio_make_metadata_dir(const char *table_location, struct floe_error *err) FLOE_WUR;
+
+/*
  * Writes data as <table location>/metadata/<name>, a new file (never over
  * another), and syncs it. *location receives the file's URL (caller
  * frees). FE_BAD_REQUEST when the location is not one floe can write or

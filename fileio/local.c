@@ -180,6 +180,33 @@ static char *path_url(const char *path, struct floe_error *err)
 	return url;
 }
 
+/* Makes <base>/metadata and answers its path (caller frees), or NULL. */
+static char *metadata_dir(const char *base, struct floe_error *err)
+{
+	size_t dlen = strlen(base) + sizeof("/metadata");
+	char *dir = malloc(dlen);
+
+	if (dir == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
+	(void)snprintf(dir, dlen, "%s/metadata", base);
+	if (!make_dirs(dir, err)) {
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+static bool local_make_metadata_dir(const char *table_location, struct floe_error *err)
+{
+	char *base = fileio_local_path(table_location, err);
+	char *dir = base != NULL ? metadata_dir(base, err) : NULL;
+	bool ok = dir != NULL;
+
+	free(dir);
+	free(base);
+	return ok;
+}
+
 static bool local_write_metadata(const char *table_location, long long version, const char *text,
 				 size_t len, char **location, struct floe_error *err)
 {
@@ -197,14 +224,8 @@ static bool local_write_metadata(const char *table_location, long long version, 
 		floe_err(err, FE_INTERNAL, "no randomness for a file name");
 		goto done;
 	}
-	size_t dlen = strlen(base) + sizeof("/metadata");
-	dir = malloc(dlen);
-	if (dir == NULL) {
-		floe_err(err, FE_INTERNAL, "out of memory");
-		goto done;
-	}
-	(void)snprintf(dir, dlen, "%s/metadata", base);
-	if (!make_dirs(dir, err))
+	dir = metadata_dir(base, err);
+	if (dir == NULL)
 		goto done;
 	if (snprintf(path, sizeof(path), "%s/%05lld-%s.metadata.json", dir, version, uuid) >=
 	    (int)sizeof(path)) {
@@ -671,6 +692,7 @@ const struct fileio_backend fileio_local = {
 	.scheme = "file",
 	.check_beneath = local_check_beneath,
 	.write_metadata = local_write_metadata,
+	.make_metadata_dir = local_make_metadata_dir,
 	.write_new = local_write_new,
 	.read = local_read,
 	.remove = local_remove,

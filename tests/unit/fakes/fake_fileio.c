@@ -108,6 +108,12 @@ void fileio_remove(const char *url)
 	}
 }
 
+bool fileio_make_metadata_dir(const char *table_location, struct floe_error *err)
+{
+	(void)table_location;
+	return !fake_fault_due("fileio_make_metadata_dir", err, NULL);
+}
+
 bool fileio_write_new(const char *table_location, const char *name, const void *data, size_t len,
 		      char **location, struct floe_error *err)
 {
