@@ -48,10 +48,13 @@ static const struct {
  * and only a first word of plain lower-case letters is capitalised. */
 static void message_capitalise(char *message, const char *fmt)
 {
-	size_t n = strcspn(fmt, " :;,");
+	size_t n = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		if (fmt[i] < 'a' || fmt[i] > 'z')
+	/* A plain loop, not strcspn: with the sanitizers GCC would otherwise
+	 * add a path on which fmt is NULL and warn at the vsnprintf. */
+	for (; fmt[n] != '\0' && fmt[n] != ' ' && fmt[n] != ':' && fmt[n] != ';' && fmt[n] != ',';
+	     n++) {
+		if (fmt[n] < 'a' || fmt[n] > 'z')
 			return;
 	}
 	if (n > 0 && message[0] == fmt[0])
