@@ -705,8 +705,12 @@ bool http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds)
 	atomic_store(&app->stopping, true);
 	MHD_socket fd = MHD_quiesce_daemon(d);
 
+	/* New connections are refused from now on, but the descriptor is
+	 * closed only once the daemon is stopped: libmicrohttpd's workers may
+	 * still be taking it out of their epoll sets, and a number closed
+	 * under them could be reused by another descriptor. */
 	if (fd != MHD_INVALID_SOCKET)
-		close(fd);
+		(void)shutdown(fd, SHUT_RDWR);
 	/* Done when nothing has been in flight for a quarter of a second: a
 	 * keep-alive client that just had an answer without "Connection:
 	 * close" gets the time to send its next request, which is served. */
@@ -737,5 +741,7 @@ bool http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds)
 		return false;
 	}
 	MHD_stop_daemon(d);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
 	return true;
 }
