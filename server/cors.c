@@ -16,13 +16,10 @@
 /* Longest Access-Control-Request-Headers list echoed back. */
 #define CORS_MAX_HEADERS_LIST 1024
 
-/* The value of Access-Control-Allow-Origin for req, or NULL when CORS is
- * off, req has no Origin, or its origin is not listed. */
-static const char *allowed_origin(struct http_request *req)
+/* The value of Access-Control-Allow-Origin for origin, or NULL when CORS
+ * is off, there is no origin, or it is not listed. */
+static const char *allowed_origin(const char *list, const char *origin)
 {
-	const char *list = req->app->cfg->cors_origins;
-	const char *origin = http_header(req, "Origin");
-
 	if (list == NULL || list[0] == '\0' || origin == NULL || origin[0] == '\0')
 		return NULL;
 	if (strcmp(list, "*") == 0)
@@ -57,41 +54,31 @@ static bool header_list_valid(const char *list)
 	return true;
 }
 
-/* The headers every answer to an allowed origin carries. */
-static void add_origin(struct http_request *req, const char *origin)
+bool cors_is_preflight(const struct cors_request *req)
 {
-	http_add_header(req, "Access-Control-Allow-Origin", origin);
+	return strcmp(req->method, "OPTIONS") == 0 && req->request_method != NULL;
+}
+
+size_t cors_headers(const char *allowed, const struct cors_request *req,
+		    struct cors_header out[CORS_MAX_HEADERS])
+{
+	const char *origin = allowed_origin(allowed, req->origin);
+	size_t n = 0;
+
+	if (origin == NULL)
+		return 0;
+	out[n++] = (struct cors_header){ "Access-Control-Allow-Origin", origin };
 	/* A listed origin is echoed, so caches must keep answers apart. */
 	if (strcmp(origin, "*") != 0)
-		http_add_header(req, "Vary", "Origin");
-}
-
-bool cors_preflight(struct http_request *req)
-{
-	if (strcmp(req->method, "OPTIONS") != 0 ||
-	    http_header(req, "Access-Control-Request-Method") == NULL)
-		return false;
-	const char *origin = allowed_origin(req);
-	if (origin == NULL)
-		return false;
-	http_reply_empty(req, 204);
-	add_origin(req, origin);
-	http_add_header(req, "Access-Control-Allow-Methods", CORS_METHODS);
-	const char *asked = http_header(req, "Access-Control-Request-Headers");
+		out[n++] = (struct cors_header){ "Vary", "Origin" };
+	if (!cors_is_preflight(req)) {
+		out[n++] = (struct cors_header){ "Access-Control-Expose-Headers", CORS_EXPOSE };
+		return n;
+	}
+	out[n++] = (struct cors_header){ "Access-Control-Allow-Methods", CORS_METHODS };
+	const char *asked = req->request_headers;
 	if (asked != NULL && asked[0] != '\0' && header_list_valid(asked))
-		http_add_header(req, "Access-Control-Allow-Headers", asked);
-	http_add_header(req, "Access-Control-Max-Age", CORS_MAX_AGE);
-	return true;
-}
-
-void cors_decorate(struct http_request *req)
-{
-	if (strcmp(req->method, "OPTIONS") == 0 &&
-	    http_header(req, "Access-Control-Request-Method") != NULL)
-		return; /* a preflight: answered whole by cors_preflight */
-	const char *origin = allowed_origin(req);
-	if (origin == NULL)
-		return;
-	add_origin(req, origin);
-	http_add_header(req, "Access-Control-Expose-Headers", CORS_EXPOSE);
+		out[n++] = (struct cors_header){ "Access-Control-Allow-Headers", asked };
+	out[n++] = (struct cors_header){ "Access-Control-Max-Age", CORS_MAX_AGE };
+	return n;
 }

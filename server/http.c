@@ -381,6 +381,31 @@ static size_t unescape_none(void *cls, struct MHD_Connection *conn, char *s)
 	return strlen(s);
 }
 
+/* Adds req's CORS headers (cors.h): with preflight, to a 204 made here,
+ * and only when the origin is allowed; otherwise to req's answer, unless
+ * req is a preflight (answered whole already). True when any was added. */
+static bool cors_add_headers(struct http_request *req, bool preflight)
+{
+	struct cors_request c = {
+		.method = req->method,
+		.origin = http_header(req, "Origin"),
+		.request_method = http_header(req, "Access-Control-Request-Method"),
+		.request_headers = http_header(req, "Access-Control-Request-Headers"),
+	};
+	struct cors_header h[CORS_MAX_HEADERS];
+
+	if (!preflight && cors_is_preflight(&c))
+		return false;
+	size_t n = cors_headers(req->app->cfg->cors_origins, &c, h);
+	if (n == 0)
+		return false;
+	if (preflight)
+		http_reply_empty(req, 204);
+	for (size_t i = 0; i < n; i++)
+		http_add_header(req, h[i].name, h[i].value);
+	return true;
+}
+
 static void dispatch(struct http_request *req)
 {
 	struct floe_error err;
@@ -399,7 +424,12 @@ static void dispatch(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	if (cors_preflight(req))
+	/* An allowed origin's preflight is answered here; any other goes to
+	 * the router. */
+	if (cors_is_preflight(&(struct cors_request){
+		    .method = req->method,
+		    .request_method = http_header(req, "Access-Control-Request-Method") }) &&
+	    cors_add_headers(req, true))
 		return;
 	switch (router_match(req, &route, allow, sizeof(allow))) {
 	case ROUTE_FOUND:
@@ -438,7 +468,7 @@ static enum MHD_Result queue(struct http_request *req)
 	 * answer, so the load drains within the grace period. */
 	if (atomic_load(&req->app->stopping))
 		MHD_add_response_header(req->response, "Connection", "close");
-	cors_decorate(req);
+	(void)cors_add_headers(req, false);
 	r = MHD_queue_response(req->conn, (unsigned int)req->status, req->response);
 	MHD_destroy_response(req->response);
 	req->response = NULL;
