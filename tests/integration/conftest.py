@@ -680,8 +680,8 @@ def floe_factory(tmp_path_factory):
         f.cleanup()
 
 
-def _start_floe_on_fresh_db(postgres, **kw) -> Floe:
-    f = Floe(env={"FLOE_DATABASE_URL": postgres.new_database()}, **kw)
+def _start_floe_on_fresh_db(postgres, env=None, **kw) -> Floe:
+    f = Floe(env={"FLOE_DATABASE_URL": postgres.new_database(), **(env or {})}, **kw)
     try:
         f.wait_ready(30)
     except BaseException:
@@ -696,6 +696,35 @@ def _stop_and_check(f: Floe):
         assert code == 0, f"floe exited with {code} after SIGTERM; stderr:\n{f.log_tail()}"
     finally:
         f.cleanup()
+
+
+def suite_floe(postgres, running: list):
+    """One floe daemon for a whole engine suite (tests/spark, tests/engines),
+    as a generator for their session fixture: on a fresh database, in
+    ``running`` while it serves (for attach_floe_log), stopped and checked
+    at the end. FLOE_LOG_LEVEL is passed on."""
+    env = {}
+    if os.environ.get("FLOE_LOG_LEVEL"):
+        env["FLOE_LOG_LEVEL"] = os.environ["FLOE_LOG_LEVEL"]
+    f = _start_floe_on_fresh_db(postgres, env=env)
+    running.append(f)
+    try:
+        yield f
+    finally:
+        running.remove(f)
+        _stop_and_check(f)
+
+
+def attach_floe_log(item, call, report, running: list):
+    """Adds to a failed test's report floe's log lines written during the
+    test (from item._floe_log_offset on): every REST exchange with its
+    status, and floe's own warnings and errors."""
+    offset = getattr(item, "_floe_log_offset", None)
+    if report.failed and offset is not None and running:
+        lines = running[0].log()[offset:].splitlines()
+        if len(lines) > 300:
+            lines = [f"... ({len(lines) - 300} earlier lines)"] + lines[-300:]
+        report.sections.append((f"floe log ({call.when})", "\n".join(lines)))
 
 
 @pytest.fixture(scope="module")

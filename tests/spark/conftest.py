@@ -88,23 +88,7 @@ _running_floe = []
 @pytest.fixture(scope="session")
 def floe(postgres):
     """One floe daemon for the whole Spark suite (Spark's catalog points at it)."""
-    env = {"FLOE_DATABASE_URL": postgres.new_database()}
-    if os.environ.get("FLOE_LOG_LEVEL"):
-        env["FLOE_LOG_LEVEL"] = os.environ["FLOE_LOG_LEVEL"]
-    f = it.Floe(env=env)
-    try:
-        f.wait_ready(30)
-    except BaseException:
-        f.cleanup()
-        raise
-    _running_floe.append(f)
-    yield f
-    _running_floe.remove(f)
-    try:
-        code = f.stop(timeout=30)
-        assert code == 0, f"floe exited with {code} after SIGTERM; stderr:\n{f.log_tail()}"
-    finally:
-        f.cleanup()
+    yield from it.suite_floe(postgres, _running_floe)
 
 
 @pytest.fixture(autouse=True)
@@ -121,12 +105,7 @@ def pytest_runtest_makereport(item, call):
     every REST exchange with its status, and floe's own warnings and errors."""
     outcome = yield
     report = outcome.get_result()
-    offset = getattr(item, "_floe_log_offset", None)
-    if report.failed and offset is not None and _running_floe:
-        lines = _running_floe[0].log()[offset:].splitlines()
-        if len(lines) > 300:
-            lines = [f"... ({len(lines) - 300} earlier lines)"] + lines[-300:]
-        report.sections.append((f"floe log ({call.when})", "\n".join(lines)))
+    it.attach_floe_log(item, call, report, _running_floe)
 
 
 class AccessLog:
