@@ -381,11 +381,17 @@ static size_t unescape_none(void *cls, struct MHD_Connection *conn, char *s)
 	return strlen(s);
 }
 
-/* Adds req's CORS headers (cors.h): with preflight, to a 204 made here,
- * and only when the origin is allowed; otherwise to req's answer, unless
- * req is a preflight (answered whole already). True when any was added. */
+/* Adds req's CORS headers (cors.h): with preflight, when req is an
+ * allowed origin's preflight, to a 204 made here; without, to req's
+ * answer when req is not a preflight (one is answered whole already).
+ * True when any was added. */
 static bool cors_add_headers(struct http_request *req, bool preflight)
 {
+	const char *allowed = req->app->cfg->cors_origins;
+
+	/* Off (the default): no header is looked up on the request path. */
+	if (allowed == NULL || allowed[0] == '\0')
+		return false;
 	struct cors_request c = {
 		.method = req->method,
 		.origin = http_header(req, "Origin"),
@@ -394,9 +400,9 @@ static bool cors_add_headers(struct http_request *req, bool preflight)
 	};
 	struct cors_header h[CORS_MAX_HEADERS];
 
-	if (!preflight && cors_is_preflight(&c))
+	if (preflight != cors_is_preflight(&c))
 		return false;
-	size_t n = cors_headers(req->app->cfg->cors_origins, &c, h);
+	size_t n = cors_headers(allowed, &c, h);
 	if (n == 0)
 		return false;
 	if (preflight)
@@ -426,10 +432,7 @@ static void dispatch(struct http_request *req)
 	}
 	/* An allowed origin's preflight is answered here; any other goes to
 	 * the router. */
-	if (cors_is_preflight(&(struct cors_request){
-		    .method = req->method,
-		    .request_method = http_header(req, "Access-Control-Request-Method") }) &&
-	    cors_add_headers(req, true))
+	if (strcmp(req->method, "OPTIONS") == 0 && cors_add_headers(req, true))
 		return;
 	switch (router_match(req, &route, allow, sizeof(allow))) {
 	case ROUTE_FOUND:
