@@ -98,6 +98,13 @@ char *location_canonical(const char *location, struct floe_error *err)
 	if (n == 0)
 		path[n++] = '/';
 	path[n] = '\0';
+	/* The stored form is the bound: a bare path just under it grows by
+	 * "file://". */
+	if (7 + n > LOCATION_MAX) {
+		free(out);
+		floe_err(err, FE_BAD_REQUEST, "location is longer than %d bytes", LOCATION_MAX);
+		return NULL;
+	}
 	return out;
 }
 

@@ -79,6 +79,25 @@ Test(location, too_long)
 	free(big);
 }
 
+Test(location, too_long_once_canonical)
+{
+	/* A bare path under the bound whose canonical form (with "file://")
+	 * is over it is refused; one that fits is kept whole. */
+	char *big = malloc(LOCATION_MAX);
+	cr_assert_not_null(big);
+	memset(big, 'a', LOCATION_MAX - 3);
+	big[0] = '/';
+	big[LOCATION_MAX - 3] = '\0';
+	assert_refused(big);
+	big[LOCATION_MAX - 7] = '\0';
+	struct floe_error err;
+	char *c = location_canonical(big, &err);
+	cr_assert_not_null(c, "%s", err.message);
+	cr_assert_eq(strlen(c), LOCATION_MAX);
+	free(c);
+	free(big);
+}
+
 Test(location, within_and_overlap)
 {
 	cr_assert(location_within("file:///wh/a", "file:///wh/a"));
