@@ -13,6 +13,7 @@
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
+#include <openssl/sha.h>
 
 #include "b64url.h"
 
@@ -80,8 +81,10 @@ static EVP_PKEY *jwk_parse_rsa(const json_t *jwk, char *errbuf, size_t errlen)
 		(void)jwk_refuse(errbuf, errlen, "JWK: RSA key needs base64url 'n' and 'e'");
 		goto done;
 	}
-	/* A leading zero byte would make the size a lie; e is small and odd. */
-	if (n[0] == 0 || e[0] == 0 || elen > 8 || (e[elen - 1] & 1) == 0) {
+	/* A leading zero byte would make the size a lie; e is small, odd
+	 * and not 1 (with e = 1 anyone could sign). */
+	if (n[0] == 0 || e[0] == 0 || elen > 8 || (e[elen - 1] & 1) == 0 ||
+	    (elen == 1 && e[0] < 3)) {
 		(void)jwk_refuse(errbuf, errlen, "JWK: RSA 'n' or 'e' is not a valid key value");
 		goto done;
 	}
@@ -207,4 +210,121 @@ const json_t *jwk_set_find(const json_t *jwks, const char *kid)
 			return k;
 	}
 	return NULL;
+}
+
+/* Sets member name of obj to the base64url of n bytes; false on failure. */
+static bool jwk_set_b64(json_t *obj, const char *name, const unsigned char *raw, size_t n)
+{
+	char *enc = b64url_encode(raw, n);
+	bool ok = enc != NULL && json_object_set_new(obj, name, json_string(enc)) == 0;
+
+	free(enc);
+	return ok;
+}
+
+/* The big-endian bytes of the RSA parameter name of key into obj. */
+static bool jwk_set_rsa_param(json_t *obj, const char *member, EVP_PKEY *key, const char *param)
+{
+	BIGNUM *bn = NULL;
+	unsigned char *raw = NULL;
+	int n = 0;
+	bool ok = false;
+
+	if (EVP_PKEY_get_bn_param(key, param, &bn) != 1)
+		return false;
+	n = BN_num_bytes(bn);
+	raw = n > 0 ? malloc((size_t)n) : NULL;
+	if (raw != NULL && BN_bn2bin(bn, raw) == n)
+		ok = jwk_set_b64(obj, member, raw, (size_t)n);
+	free(raw);
+	BN_free(bn);
+	return ok;
+}
+
+json_t *jwk_from_key(EVP_PKEY *key, const char *kid)
+{
+	enum jwt_alg alg = JWT_ALG_ES256;
+	unsigned char point[1 + 2 * JWK_P256_COORD];
+	size_t plen = 0;
+	char group[64];
+	size_t glen = 0;
+	json_t *jwk = NULL;
+
+	if (key == NULL)
+		return NULL;
+	if (EVP_PKEY_is_a(key, "RSA")) {
+		if (EVP_PKEY_get_bits(key) < JWK_RSA_MIN_BITS)
+			return NULL;
+		alg = JWT_ALG_RS256;
+		jwk = json_pack("{s:s}", "kty", "RSA");
+		if (jwk == NULL || !jwk_set_rsa_param(jwk, "n", key, OSSL_PKEY_PARAM_RSA_N) ||
+		    !jwk_set_rsa_param(jwk, "e", key, OSSL_PKEY_PARAM_RSA_E))
+			goto fail;
+	} else if (EVP_PKEY_is_a(key, "EC")) {
+		if (EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME, group,
+						   sizeof(group), &glen) != 1 ||
+		    strcmp(group, "prime256v1") != 0)
+			return NULL;
+		/* The uncompressed point, 0x04 || x || y, whatever form the
+		 * key was made to print. */
+		if (EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, point,
+						    sizeof(point), &plen) != 1 ||
+		    plen != sizeof(point) || point[0] != 0x04)
+			return NULL;
+		jwk = json_pack("{s:s, s:s}", "kty", "EC", "crv", "P-256");
+		if (jwk == NULL || !jwk_set_b64(jwk, "x", point + 1, JWK_P256_COORD) ||
+		    !jwk_set_b64(jwk, "y", point + 1 + JWK_P256_COORD, JWK_P256_COORD))
+			goto fail;
+	} else {
+		return NULL;
+	}
+	if (json_object_set_new(jwk, "use", json_string("sig")) != 0 ||
+	    json_object_set_new(jwk, "alg",
+				json_string(alg == JWT_ALG_RS256 ? "RS256" : "ES256")) != 0 ||
+	    (kid != NULL && json_object_set_new(jwk, "kid", json_string(kid)) != 0))
+		goto fail;
+	return jwk;
+fail:
+	json_decref(jwk);
+	return NULL;
+}
+
+bool jwk_thumbprint(const json_t *jwk, char out[JWK_THUMBPRINT_LEN + 1])
+{
+	static const char *const rsa_members[] = { "e", "kty", "n", NULL };
+	static const char *const ec_members[] = { "crv", "kty", "x", "y", NULL };
+	const char *kty = json_string_value(json_object_get(jwk, "kty"));
+	const char *const *members = NULL;
+	unsigned char digest[SHA256_DIGEST_LENGTH];
+	json_t *canon = NULL;
+	char *text = NULL;
+	bool ok = false;
+
+	if (kty == NULL)
+		return false;
+	if (strcmp(kty, "RSA") == 0)
+		members = rsa_members;
+	else if (strcmp(kty, "EC") == 0)
+		members = ec_members;
+	else
+		return false;
+	canon = json_object();
+	if (canon == NULL)
+		return false;
+	for (size_t i = 0; members[i] != NULL; i++) {
+		json_t *v = json_object_get(jwk, members[i]);
+		if (!json_is_string(v) || json_object_set(canon, members[i], v) != 0)
+			goto done;
+	}
+	/* Sorted names, no whitespace: RFC 7638 section 3.3 (the values
+	 * are base64url and curve names, which JSON writes without escapes). */
+	text = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
+	if (text == NULL || EVP_Digest(text, strlen(text), digest, NULL, EVP_sha256(), NULL) != 1)
+		goto done;
+	(void)b64url_encode_into(digest, sizeof(digest), out);
+	ok = true;
+done:
+	free(text);
+	json_decref(canon);
+	return ok;
 }

@@ -1,12 +1,14 @@
 /*
  * jwk.h - public JSON Web Keys (RFC 7517, 7518 section 6): the keys an
  * external issuer publishes in its key set (JWKS), read into OpenSSL
- * keys that jwt_verify checks tokens with. Fetching and caching the key
- * set is not here.
+ * keys that jwt_verify checks tokens with; floe's own public keys written
+ * as JWKs, and their RFC 7638 thumbprints (floe's key ids). Fetching and
+ * caching a key set is not here.
  */
 #ifndef FLOE_JWK_H
 #define FLOE_JWK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -29,6 +31,27 @@
  * ("JWK: unsupported kty 'oct'").
  */
 EVP_PKEY *jwk_parse(const json_t *jwk, enum jwt_alg *alg, char *errbuf, size_t errlen) FLOE_WUR;
+
+/* The length of a thumbprint: base64url of a SHA-256 digest. */
+#define JWK_THUMBPRINT_LEN 43
+
+/*
+ * The public JWK of key (borrowed): {"kty":"EC","crv":"P-256","x","y"}
+ * for an EC P-256 key, {"kty":"RSA","n","e"} for RSA, with "use":"sig",
+ * "alg" and, when kid is not NULL, "kid". Returns a new object (decref
+ * it), or NULL for any other key or when out of memory. No private member
+ * is ever written.
+ */
+json_t *jwk_from_key(EVP_PKEY *key, const char *kid) FLOE_WUR;
+
+/*
+ * The RFC 7638 thumbprint of a public JWK: base64url of the SHA-256 of
+ * its required members (RSA: e, kty, n; EC: crv, kty, x, y) in that order
+ * without whitespace. Other members do not change it. Fills out (room for
+ * JWK_THUMBPRINT_LEN + 1); false when kty is neither, a required member
+ * is not a string, or the digest fails.
+ */
+bool jwk_thumbprint(const json_t *jwk, char out[JWK_THUMBPRINT_LEN + 1]) FLOE_WUR;
 
 /* The member of a key set ({"keys": [...]}) whose "kid" is kid
  * (borrowed), or NULL when there is none or the set is malformed. */

@@ -5,8 +5,8 @@
  * A parsed token never verifies with a key made in this process (a
  * forgery would be a bug), its signing input is the token's own prefix,
  * base64url decoding is canonical (encoding what was decoded gives the
- * input back), and a JSON object input signed as claims verifies and
- * reads back equal.
+ * input back), an accepted JWK written back out keeps its thumbprint,
+ * and a JSON object input signed as claims verifies and reads back equal.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -71,7 +71,18 @@ static void check_json(const char *in, size_t size)
 	if (doc == NULL)
 		return;
 	EVP_PKEY *key = jwk_parse(doc, &alg, errbuf, sizeof(errbuf));
-	EVP_PKEY_free(key);
+	if (key != NULL) {
+		/* An accepted key written back out has the same thumbprint:
+		 * reading kept every bit of it. */
+		char t1[JWK_THUMBPRINT_LEN + 1];
+		char t2[JWK_THUMBPRINT_LEN + 1];
+		json_t *back = jwk_from_key(key, NULL);
+		if (back == NULL || !jwk_thumbprint(doc, t1) || !jwk_thumbprint(back, t2) ||
+		    strcmp(t1, t2) != 0)
+			abort();
+		json_decref(back);
+		EVP_PKEY_free(key);
+	}
 	(void)jwk_set_find(doc, "k");
 	if (json_is_object(doc)) {
 		char *token = jwt_sign(fuzz_key, "k", doc);

@@ -1,7 +1,12 @@
 /* JSON Web Keys from an issuer's key set: RFC 7515's example keys read,
- * and every key floe must not verify with is refused with its reason. */
+ * and every key floe must not verify with is refused with its reason;
+ * floe's own keys as JWKs and their RFC 7638 thumbprints. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <openssl/ec.h>
+#include <openssl/rsa.h>
 
 #include "jwk.h"
 
@@ -88,6 +93,7 @@ Test(auth_jwk, unusable_keys_are_refused)
 		{ "{\"kty\":\"RSA\",\"e\":\"AQAB\"}", "needs base64url 'n' and 'e'" },
 		{ "{\"kty\":\"RSA\",\"n\":\"" RSA_N "=\",\"e\":\"AQAB\"}", "needs base64url" },
 		{ "{\"kty\":\"RSA\",\"n\":\"" RSA_N "\",\"e\":\"AQAA\"}", "not a valid key value" },
+		{ "{\"kty\":\"RSA\",\"n\":\"" RSA_N "\",\"e\":\"AQ\"}", "not a valid key value" },
 		{ "{\"kty\":\"RSA\",\"n\":\"AKH4Fgri48m0Zc6NLWViYzYrkn2-KeHwJHf8FiXMkKE\",\"e\":\"AQAB\"}",
 		  "not a valid key value" },
 		/* RSA with a short modulus (the start of A.2's). */
@@ -120,4 +126,78 @@ Test(auth_jwk, set_lookup_by_kid)
 	cr_assert_null(jwk_set_find(bad, "a"));
 	json_decref(set);
 	json_decref(bad);
+}
+
+/* RFC 7638 section 3.1: the example key and its thumbprint, which the
+ * optional members do not change. */
+Test(auth_jwk, rfc7638_thumbprint)
+{
+	json_t *jwk = json_pack(
+		"{s:s, s:s, s:s}", "kty", "RSA", "e", "AQAB", "n",
+		"0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_"
+		"BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-"
+		"65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyr"
+		"dkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw");
+	char thumb[JWK_THUMBPRINT_LEN + 1];
+
+	cr_assert(jwk_thumbprint(jwk, thumb));
+	cr_assert_str_eq(thumb, "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs");
+	cr_assert_eq(json_object_set_new(jwk, "kid", json_string("2011-04-29")), 0);
+	cr_assert_eq(json_object_set_new(jwk, "alg", json_string("RS256")), 0);
+	cr_assert(jwk_thumbprint(jwk, thumb));
+	cr_assert_str_eq(thumb, "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs");
+	cr_assert_eq(json_object_del(jwk, "e"), 0);
+	cr_assert_not(jwk_thumbprint(jwk, thumb), "a required member is missing");
+	json_decref(jwk);
+	jwk = json_pack("{s:s, s:s}", "kty", "oct", "k", "AAAA");
+	cr_assert_not(jwk_thumbprint(jwk, thumb));
+	json_decref(jwk);
+}
+
+/* floe's own keys written as JWKs read back as the same public key: a
+ * token signed with the private key verifies with what was read. */
+Test(auth_jwk, own_keys_round_trip)
+{
+	EVP_PKEY *keys[] = { jwt_key_generate(), EVP_RSA_gen(2048) };
+	const enum jwt_alg algs[] = { JWT_ALG_ES256, JWT_ALG_RS256 };
+	json_t *claims = json_pack("{s:s, s:i}", "sub", "alice", "exp", 1000);
+
+	for (size_t i = 0; i < 2; i++) {
+		char thumb[JWK_THUMBPRINT_LEN + 1];
+		char why[160] = "";
+		enum jwt_alg alg = algs[1 - i];
+		struct jwt *jwt = NULL;
+
+		cr_assert_not_null(keys[i]);
+		json_t *jwk = jwk_from_key(keys[i], "k1");
+		cr_assert_not_null(jwk);
+		cr_assert_null(json_object_get(jwk, "d"), "no private member is written");
+		cr_assert_str_eq(json_string_value(json_object_get(jwk, "use")), "sig");
+		cr_assert_str_eq(json_string_value(json_object_get(jwk, "kid")), "k1");
+		cr_assert(jwk_thumbprint(jwk, thumb));
+		cr_assert_eq(strlen(thumb), JWK_THUMBPRINT_LEN);
+
+		EVP_PKEY *pub = jwk_parse(jwk, &alg, why, sizeof(why));
+		cr_assert_not_null(pub, "%s", why);
+		cr_assert_eq(alg, algs[i]);
+		cr_assert_eq(EVP_PKEY_eq(pub, keys[i]), 1, "the same public key");
+		char *token = jwt_sign(keys[i], thumb, claims);
+		cr_assert_eq(jwt_parse(token, strlen(token), &jwt), JWT_OK);
+		cr_assert_str_eq(jwt->kid, thumb);
+		cr_assert_eq(jwt_verify(jwt, pub), JWT_OK);
+		jwt_free(jwt);
+		free(token);
+		EVP_PKEY_free(pub);
+		json_decref(jwk);
+		EVP_PKEY_free(keys[i]);
+	}
+	json_decref(claims);
+
+	EVP_PKEY *p384 = EVP_EC_gen("P-384");
+	EVP_PKEY *weak = EVP_RSA_gen(1024);
+	cr_assert_null(jwk_from_key(p384, NULL));
+	cr_assert_null(jwk_from_key(weak, NULL));
+	cr_assert_null(jwk_from_key(NULL, NULL));
+	EVP_PKEY_free(p384);
+	EVP_PKEY_free(weak);
 }
