@@ -79,7 +79,9 @@ enum jwt_status jwt_parse(const char *token, size_t len, struct jwt **out) FLOE_
 /* Checks the token's signature with key (borrowed). JWT_KEY_MISMATCH
  * when the token's algorithm does not fit the key (ES256 needs an EC key
  * on P-256; RS256 an RSA key of at least 2048 bits), JWT_BAD_SIGNATURE,
- * JWT_NOMEM, or JWT_OK. */
+ * JWT_NOMEM, or JWT_OK. An ECDSA signature (r, s) has a twin (r, n - s)
+ * that verifies too, so one token can be spelled two ways: identify a
+ * token by its "jti", never by its text. */
 enum jwt_status jwt_verify(const struct jwt *jwt, EVP_PKEY *key) FLOE_WUR;
 
 /* What jwt_check_claims expects. */
