@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/bn.h>
 #include <openssl/ec.h>
 #include <openssl/rsa.h>
 
@@ -172,6 +173,37 @@ Test(auth_jwt, changed_payload_or_signature_is_refused, .init = rfc_keys, .fini 
 	cr_assert_eq(verify_status(t, rfc_ec), JWT_BAD_SIGNATURE);
 	free(t);
 	free(d64);
+}
+
+/* What jwt.h warns of: (r, n - s) verifies too, so a token's text does
+ * not identify it (its jti does). */
+Test(auth_jwt, an_ecdsa_token_has_a_twin, .init = rfc_keys, .fini = rfc_keys_free)
+{
+	unsigned char sig[64];
+	size_t len = 0;
+	const char *sig64 = sig_of(es256_token);
+	BIGNUM *order = NULL;
+	BIGNUM *s = NULL;
+
+	cr_assert(b64url_decode_into(sig64, strlen(sig64), sig, &len));
+	cr_assert_eq(len, 64);
+	cr_assert(BN_hex2bn(&order,
+			    "FFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551") >
+		  0);
+	s = BN_bin2bn(sig + 32, 32, NULL);
+	cr_assert(BN_sub(s, order, s));
+	cr_assert_eq(BN_bn2binpad(s, sig + 32, 32), 32);
+	char *twin64 = b64url_encode(sig, sizeof(sig));
+	char *twin = make_token("{\"alg\":\"ES256\"}",
+				"{\"iss\":\"joe\",\r\n \"exp\":1300819380,\r\n "
+				"\"http://example.com/is_root\":true}",
+				twin64);
+	cr_assert_str_neq(twin, es256_token);
+	cr_assert_eq(verify_status(twin, rfc_ec), JWT_OK);
+	free(twin);
+	free(twin64);
+	BN_free(s);
+	BN_free(order);
 }
 
 Test(auth_jwt, swapped_algorithms_are_refused, .init = rfc_keys, .fini = rfc_keys_free)
