@@ -36,7 +36,7 @@ run_suite() {
 		# counter file; gcov then prints a line gcovr cannot parse, which
 		# is skipped (reported on stderr) rather than failing the run.
 		echo "== coverage of the C sources by the unit and integration tests ($build_dir/coverage.txt)"
-		gcovr --root . --filter '(lib|meta|fileio|hooks|store|catalog|server)/' --exclude 'tests/' \
+		gcovr --root . --filter '(lib|meta|fileio|hooks|auth|store|catalog|server)/' --exclude 'tests/' \
 			--gcov-ignore-parse-errors \
 			--print-summary -o "$build_dir/coverage.txt" "$build_dir"
 	fi

@@ -5,7 +5,8 @@
 
 OUT_DIR/<target>/ receives one file per seed: createTable bodies from the
 create fixtures, {"base", "requirements", "updates"} documents from the
-commit fixtures, identifiers and URL fragments, and hook registrations.
+commit fixtures, identifiers and URL fragments, hook registrations, and
+tokens, keys and claims (RFC 7515's ES256 example among them).
 The committed corpus (tests/fuzz/corpus/<target>/, inputs that once found
 a bug) is added by the runner, not here.
 """
@@ -42,6 +43,18 @@ def main():
               {"name": "h", "url": "http://169.254.169.254/latest"},
               {"name": "", "url": "ftp://x"}]:
         write(out, "fuzz_hook_spec", json.dumps(h).encode())
+    es256 = ("eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9l"
+             "eGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ.DtEhU3ljbEg8L38VWAfUAqOyKAM6-Xx-F4GawxaepmXFCgfTjDx"
+             "w5djxLa8ISlSApmWQxfKTUJqPP3-Kg6NU1Q")
+    for t in [es256, es256.replace("eyJhbGciOiJFUzI1NiJ9", "eyJhbGciOiJub25lIn0"),
+              "eyJhbGciOiJSUzI1NiIsImtpZCI6ImsxIn0.e30.AAAA", "e30.e30.", "Zm9vYmFy", "Zg"]:
+        write(out, "fuzz_jwt", t.encode())
+    for j in [{"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+               "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0", "kid": "k"},
+              {"kty": "RSA", "e": "AQAB", "n": "AQAB"},
+              {"keys": [{"kid": "k", "kty": "EC"}]},
+              {"iss": "floe", "aud": ["floe"], "sub": "alice", "exp": 1700000100, "nbf": 1700000000}]:
+        write(out, "fuzz_jwt", json.dumps(j).encode())
 
 
 if __name__ == "__main__":

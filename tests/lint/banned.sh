@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$1"
 pattern='\b(sprintf|vsprintf|strcpy|strcat|strtok|strtok_r|strerror|atoi|atol|atoll|gets)[[:space:]]*\('
-if found=$(grep -nE "$pattern" lib/*.[ch] meta/*.[ch] fileio/*.[ch] hooks/*.[ch] store/*.[ch] catalog/*.[ch] server/*.[ch] tests/unit/*.c tests/unit/fakes/*.c tests/fuzz/*.c); then
+if found=$(grep -nE "$pattern" lib/*.[ch] meta/*.[ch] fileio/*.[ch] hooks/*.[ch] auth/*.[ch] store/*.[ch] catalog/*.[ch] server/*.[ch] tests/unit/*.c tests/unit/fakes/*.c tests/fuzz/*.c); then
 	echo "banned functions in use:"
 	echo "$found"
 	exit 1
