@@ -110,7 +110,7 @@ def main():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen([binary, f"--data-dir={work}/data",
-                             f"--listen=127.0.0.1:{port}"],
+                             f"--listen=127.0.0.1:{port}", "--auth=none"],
                             stdout=subprocess.DEVNULL, stderr=open(f"{work}/log", "w"))
     try:
         for _ in range(300):

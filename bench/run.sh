@@ -12,7 +12,7 @@ data=$(mktemp -d /tmp/floe-bench.XXXXXX)
 chmod 755 "$data"
 base=http://127.0.0.1:$port/v1
 
-"$floe" --data-dir="$data" --listen=127.0.0.1:$port --log-level=warn \
+"$floe" --data-dir="$data" --listen=127.0.0.1:$port --log-level=warn --auth=none \
 	${FLOE_BENCH_ARGS:-} 2> "$data/floe.log" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT

@@ -6,6 +6,7 @@
 
 #include "location.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -46,6 +47,16 @@ enum opt_id {
 	OPT_HOOK_ALLOW,
 	OPT_WAREHOUSE_NAME,
 	OPT_CORS_ORIGINS,
+	OPT_AUTH,
+	OPT_AUTH_ISSUER,
+	OPT_TOKEN_TTL,
+	OPT_AUTH_LEEWAY,
+	OPT_AUTH_PUBLIC,
+	OPT_ADMIN_CREDENTIAL,
+	OPT_OIDC_ISSUER,
+	OPT_OIDC_AUDIENCE,
+	OPT_OIDC_PRINCIPAL_CLAIM,
+	OPT_OIDC_ROLES_CLAIM,
 	OPT_COUNT
 };
 
@@ -116,6 +127,26 @@ static const struct option_def options[OPT_COUNT] = {
 		"Name of the warehouse for a client's /v1/config?warehouse=NAME (the warehouse URL is accepted too); any other name gets 404 NoSuchWarehouseException" },
 	[OPT_CORS_ORIGINS] = { "cors-origins", "FLOE_CORS_ORIGINS", "",
 		"Comma-separated origins (scheme://host[:port]) whose browser clients may call floe, or * for any; empty: CORS off, no answer carries CORS headers" },
+	[OPT_AUTH] = { "auth", "FLOE_AUTH", "floe",
+		"Authentication: floe (every route but the public ones needs a bearer token, issued by POST /v1/oauth/tokens or, with --oidc-issuer, by that issuer) or none (development only: anyone who reaches the port may do anything; refused unless --listen is a loopback address, and logged as a warning at every start)" },
+	[OPT_AUTH_ISSUER] = { "auth-issuer", "FLOE_AUTH_ISSUER", "floe",
+		"The iss claim of the tokens floe issues, 1-255 printable characters" },
+	[OPT_TOKEN_TTL] = { "token-ttl-seconds", "FLOE_TOKEN_TTL_SECONDS", "3600",
+		"Lifetime of the tokens floe issues, 60-86400 seconds" },
+	[OPT_AUTH_LEEWAY] = { "auth-leeway-seconds", "FLOE_AUTH_LEEWAY_SECONDS", "60",
+		"Clock skew allowed on a token's exp and nbf, 0-600 seconds" },
+	[OPT_AUTH_PUBLIC] = { "auth-public-routes", "FLOE_AUTH_PUBLIC_ROUTES", "/health,/ready,/metrics",
+		"Comma-separated routes served without a token, from /health, /ready and /metrics (the token endpoint and its key set are always public); empty: none of them" },
+	[OPT_ADMIN_CREDENTIAL] = { "admin-credential", "FLOE_ADMIN_CREDENTIAL", "",
+		"CLIENT_ID:SECRET of the admin client the first start makes when the catalog has no principal (the secret at least 16 characters), for deployments that provision it; empty: the first start makes one and writes it to <data dir>/auth/admin-credential (mode 0600). Ignored once a principal exists" },
+	[OPT_OIDC_ISSUER] = { "oidc-issuer", "FLOE_OIDC_ISSUER", "",
+		"URL of an external OpenID issuer whose JWT access tokens floe accepts besides its own (https, or http on a loopback host); empty: none" },
+	[OPT_OIDC_AUDIENCE] = { "oidc-audience", "FLOE_OIDC_AUDIENCE", "floe",
+		"The aud an external issuer's token must name" },
+	[OPT_OIDC_PRINCIPAL_CLAIM] = { "oidc-principal-claim", "FLOE_OIDC_PRINCIPAL_CLAIM", "sub",
+		"The claim of an external issuer's token that names the principal" },
+	[OPT_OIDC_ROLES_CLAIM] = { "oidc-roles-claim", "FLOE_OIDC_ROLES_CLAIM", "",
+		"The claim of an external issuer's token that lists floe role names (an array of strings or a space-separated string); empty: roles come from floe's grants only" },
 };
 /* clang-format on */
 
@@ -353,6 +384,133 @@ static bool cors_origins_valid(const char *list)
 	return true;
 }
 
+/* 1-255 printable ASCII characters, no space. */
+static bool printable_token(const char *s)
+{
+	size_t len = strlen(s);
+
+	if (len == 0 || len > 255)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] <= ' ' || s[i] > '~')
+			return false;
+	}
+	return true;
+}
+
+bool config_host_is_loopback(const char *host)
+{
+	unsigned char a[16];
+
+	if (strcasecmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, a) == 1)
+		return a[0] == 127;
+	if (inet_pton(AF_INET6, host, a) == 1) {
+		static const unsigned char one[16] = { [15] = 1 };
+		return memcmp(a, one, sizeof(one)) == 0;
+	}
+	return false;
+}
+
+/* The public-route list: a comma-separated subset of the three. */
+static bool public_routes_parse(const char *list, unsigned *mask)
+{
+	static const char *const names[] = { "/health", "/ready", "/metrics" };
+
+	*mask = 0;
+	for (const char *p = list; *p != '\0';) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		size_t len = strcspn(p, ", ");
+		if (len == 0)
+			break;
+		size_t i = 0;
+		while (i < 3 && (strlen(names[i]) != len || strncmp(p, names[i], len) != 0))
+			i++;
+		if (i == 3)
+			return false;
+		*mask |= 1u << i;
+		p += len;
+	}
+	return true;
+}
+
+/* The options of authentication (docs/auth.md). */
+static bool auth_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
+{
+	char **raw = cfg->raw;
+	long long v;
+
+#define BAD(id, why)                                                                              \
+	fail(errbuf, errlen, "invalid value \"%s\" for --%s (%s): %s",                              \
+	     id == OPT_ADMIN_CREDENTIAL ? "(not shown)" : raw[id], options[id].flag,              \
+	     options[id].env, why)
+
+	if (strcmp(raw[OPT_AUTH], "none") == 0) {
+		cfg->auth_none = true;
+		if (!config_host_is_loopback(cfg->listen_host))
+			return fail(errbuf, errlen,
+				    "--auth=none (FLOE_AUTH) is refused on %s: without "
+				    "authentication anyone who reaches the port may drop tables and "
+				    "publish; listen on a loopback address or use --auth=floe",
+				    cfg->listen_host);
+	} else if (strcmp(raw[OPT_AUTH], "floe") != 0) {
+		return BAD(OPT_AUTH, "expected floe or none");
+	}
+	if (!printable_token(raw[OPT_AUTH_ISSUER]))
+		return BAD(OPT_AUTH_ISSUER, "expected 1-255 printable characters without spaces");
+	cfg->auth_issuer = raw[OPT_AUTH_ISSUER];
+	if (!parse_int(raw[OPT_TOKEN_TTL], 60, 86400, &v))
+		return BAD(OPT_TOKEN_TTL, "expected seconds from 60 to 86400");
+	cfg->token_ttl_seconds = v;
+	if (!parse_int(raw[OPT_AUTH_LEEWAY], 0, 600, &v))
+		return BAD(OPT_AUTH_LEEWAY, "expected seconds from 0 to 600");
+	cfg->auth_leeway_seconds = v;
+	if (!public_routes_parse(raw[OPT_AUTH_PUBLIC], &cfg->auth_public))
+		return BAD(OPT_AUTH_PUBLIC, "expected routes from /health, /ready and /metrics");
+
+	const char *cred = raw[OPT_ADMIN_CREDENTIAL];
+	if (cred[0] != '\0') {
+		const char *colon = strchr(cred, ':');
+		if (colon == NULL || colon == cred || colon - cred > 255 ||
+		    strlen(colon + 1) < 16 || strlen(colon + 1) > 255)
+			return BAD(OPT_ADMIN_CREDENTIAL,
+				   "expected CLIENT_ID:SECRET, a client id of 1-255 characters and "
+				   "a secret of 16-255");
+		for (const char *p = cred; *p != '\0'; p++) {
+			if (*p <= ' ' || *p > '~')
+				return BAD(OPT_ADMIN_CREDENTIAL,
+					   "expected printable characters without spaces");
+		}
+		cfg->admin_credential = cred;
+	}
+
+	const char *iss = raw[OPT_OIDC_ISSUER];
+	if (iss[0] != '\0') {
+		if (!printable_token(iss) ||
+		    (strncmp(iss, "https://", 8) != 0 && strncmp(iss, "http://", 7) != 0))
+			return BAD(OPT_OIDC_ISSUER, "expected an https:// URL");
+		cfg->oidc_issuer = iss;
+	}
+	if (!printable_token(raw[OPT_OIDC_AUDIENCE]))
+		return BAD(OPT_OIDC_AUDIENCE, "expected 1-255 printable characters without spaces");
+	cfg->oidc_audience = raw[OPT_OIDC_AUDIENCE];
+	if (!printable_token(raw[OPT_OIDC_PRINCIPAL_CLAIM]))
+		return BAD(OPT_OIDC_PRINCIPAL_CLAIM, "expected a claim name");
+	cfg->oidc_principal_claim = raw[OPT_OIDC_PRINCIPAL_CLAIM];
+	if (raw[OPT_OIDC_ROLES_CLAIM][0] != '\0') {
+		if (!printable_token(raw[OPT_OIDC_ROLES_CLAIM]))
+			return BAD(OPT_OIDC_ROLES_CLAIM, "expected a claim name");
+		cfg->oidc_roles_claim = raw[OPT_OIDC_ROLES_CLAIM];
+	}
+	if (cfg->auth_none && cfg->oidc_issuer != NULL)
+		return fail(errbuf, errlen,
+			    "--oidc-issuer (FLOE_OIDC_ISSUER) needs --auth=floe (FLOE_AUTH)");
+#undef BAD
+	return true;
+}
+
 /* Converts and checks each raw value; messages name flag and variable. */
 static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 {
@@ -520,7 +678,7 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 			"expected * or comma-separated origins such as https://app.example.com:8443");
 	cfg->cors_origins = raw[OPT_CORS_ORIGINS];
 #undef BAD
-	return true;
+	return auth_finish(cfg, errbuf, errlen);
 }
 
 static int find_flag(const char *name, size_t len)

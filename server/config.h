@@ -59,10 +59,25 @@ struct floe_config {
 					  * after a successful load */
 	const char *warehouse_name;      /* /v1/config's warehouse; in raw[] */
 	const char *cors_origins;        /* "*", origins, or "" (CORS off); in raw[] */
+	/* Authentication (docs/auth.md); the strings are in raw[]. */
+	bool auth_none;                 /* --auth=none: no token asked for */
+	const char *auth_issuer;        /* iss of floe's tokens */
+	long long token_ttl_seconds;
+	long long auth_leeway_seconds;
+	unsigned auth_public;           /* CONFIG_PUBLIC_* of the routes served without a token */
+	const char *admin_credential;   /* "id:secret" for the first start, or NULL */
+	const char *oidc_issuer;        /* NULL: no external issuer */
+	const char *oidc_audience;
+	const char *oidc_principal_claim;
+	const char *oidc_roles_claim;   /* NULL: none */
 	/* Raw option values indexed like the option table; freed by
 	 * config_free. */
 	char *raw[64];
 };
+
+#define CONFIG_PUBLIC_HEALTH 1u
+#define CONFIG_PUBLIC_READY 2u
+#define CONFIG_PUBLIC_METRICS 4u
 
 /* Looks an environment variable up; getenv when NULL is passed below. */
 typedef const char *(*config_getenv_fn)(const char *name);
@@ -75,6 +90,10 @@ typedef const char *(*config_getenv_fn)(const char *name);
  */
 bool config_load(struct floe_config *cfg, int argc, char **argv, config_getenv_fn env, char *errbuf,
 		 size_t errlen) __attribute__((warn_unused_result));
+
+/* True for localhost, 127.0.0.0/8 and ::1: the addresses --auth=none
+ * may listen on. */
+bool config_host_is_loopback(const char *host);
 
 /* Prints the usage text with every option, its variable and default. */
 void config_print_help(FILE *out, const char *argv0);

@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "auth.h"
 #include "handlers.h"
 #include "metric.h"
 
@@ -15,6 +16,8 @@ static const struct route routes[] = {
 	{ "GET", "/ready", handle_ready, false },
 	{ "GET", "/metrics", handle_metrics, false },
 	{ "GET", "/v1/config", handle_config, false },
+	{ "POST", "/v1/oauth/tokens", handle_oauth_tokens, false },
+	{ "GET", "/v1/oauth/jwks", handle_oauth_jwks, false },
 	{ "GET", "/v1/{prefix}/namespaces", handle_ns_list, true },
 	{ "POST", "/v1/{prefix}/namespaces", handle_ns_create, true },
 	{ "GET", "/v1/{prefix}/namespaces/{namespace}", handle_ns_load, true },

@@ -750,7 +750,11 @@ def make_snapshot_reader(catalog_uri: Optional[str] = None) -> RowReader:
         elif catalog_uri:
             from pyiceberg.catalog.rest import RestCatalog
 
-            catalog = RestCatalog("floe", uri=catalog_uri)
+            # floe asks for a bearer token: the client credential of a
+            # principal that may read the table (CLIENT_ID:SECRET).
+            credential = os.environ.get("AUDITOR_CATALOG_CREDENTIAL")
+            props = {"credential": credential} if credential else {}
+            catalog = RestCatalog("floe", uri=catalog_uri, **props)
             table = catalog.load_table((*payload["table"]["namespace"], payload["table"]["name"]))
         else:
             raise ReadError("the payload has no metadata-location and no --catalog-uri is set")

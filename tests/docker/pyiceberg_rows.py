@@ -61,7 +61,10 @@ def batch(name: str) -> pa.Table:
 
 
 def catalog() -> RestCatalog:
-    return RestCatalog("floe", uri=os.environ.get("PYICEBERG_CATALOG__FLOE__URI", "http://floe:8181"))
+    props = {"uri": os.environ.get("PYICEBERG_CATALOG__FLOE__URI", "http://floe:8181")}
+    if os.environ.get("PYICEBERG_CATALOG__FLOE__CREDENTIAL"):
+        props["credential"] = os.environ["PYICEBERG_CATALOG__FLOE__CREDENTIAL"]
+    return RestCatalog("floe", **props)
 
 
 def main(argv: list[str]) -> int:

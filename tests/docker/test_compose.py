@@ -75,6 +75,7 @@ TEST_PG_IMAGE = "floe-test-postgres:latest"
 TEST_PROMETHEUS_IMAGE = "floe-test-prometheus:latest"
 PROMETHEUS = "http://127.0.0.1:9090"  # set in main()
 SECRET = secrets.token_hex(24)
+ADMIN_CREDENTIAL = "admin:" + secrets.token_urlsafe(24)
 
 ORDERS_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [
     {"id": 1, "name": "id", "type": "long", "required": False},
@@ -166,11 +167,10 @@ def wait_healthy(services, timeout=240):
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def http(method, path, body=None, timeout=60):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(BASE + path, data=data, method=method)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
+TOKEN = {"value": None}
+
+
+def send(req, timeout):
     try:
         with NO_PROXY.open(req, timeout=timeout) as r:
             raw, status = r.read(), r.status
@@ -180,6 +180,36 @@ def http(method, path, body=None, timeout=60):
         doc = json.loads(raw) if raw else None
     except ValueError:
         doc = raw.decode(errors="replace")
+    return status, doc
+
+
+def token(fresh=False):
+    """A bearer token for the admin client of FLOE_ADMIN_CREDENTIAL, as the
+    README's quick start gets one."""
+    if TOKEN["value"] is None or fresh:
+        cid, secret = os.environ["FLOE_ADMIN_CREDENTIAL"].split(":", 1)
+        form = urllib.parse.urlencode({"grant_type": "client_credentials", "client_id": cid,
+                                       "client_secret": secret}).encode()
+        req = urllib.request.Request(BASE + "/v1/oauth/tokens", data=form, method="POST")
+        req.add_header("Content-Type", "application/x-www-form-urlencoded")
+        status, doc = send(req, 30)
+        expect(status == 200, f"token: {status} {doc}")
+        TOKEN["value"] = doc["access_token"]
+    return TOKEN["value"]
+
+
+def http(method, path, body=None, timeout=60, auth=True):
+    data = None if body is None else json.dumps(body).encode()
+    for attempt in range(2):
+        req = urllib.request.Request(BASE + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if auth and path not in ("/health", "/ready", "/metrics"):
+            req.add_header("Authorization", f"Bearer {token(fresh=attempt > 0)}")
+        status, doc = send(req, timeout)
+        # A new volume has new signing keys: an older token is refused once.
+        if status != 401 or not auth:
+            break
     return status, doc
 
 
@@ -269,6 +299,17 @@ def check_healthy():
     wait_healthy(["postgres", "floe", "auditor"])
     wait_ready()
     expect(http("GET", "/health")[0] == 200, "/health")
+
+
+def check_authentication_on():
+    status, doc = http("GET", "/v1/namespaces", auth=False)
+    expect(status == 401 and doc["error"]["type"] == "NotAuthorizedException",
+           f"without a token: {status} {doc}")
+    # The provisioned admin: no credential file was written into the volume.
+    p = compose("exec", "-T", "floe", "test", "-e", "/var/lib/floe/auth/admin-credential",
+                check=False)
+    expect(p.returncode != 0, "a provisioned admin credential must not be written to a file")
+    expect(http("GET", "/v1/namespaces")[0] == 200, "with a token")
 
 
 def check_container_setup():
@@ -492,6 +533,8 @@ CHECKS = [
     ("docker compose up -d --build", check_compose_up),
     ("docker build -f docker/Dockerfile . gives the image compose built", check_plain_build),
     ("postgres, floe and auditor healthy; /ready 200 on the published port", check_healthy),
+    ("authentication on: 401 without a token, the provisioned admin's token works",
+     check_authentication_on),
     ("floe as uid 10001, its port on 127.0.0.1 only, runtime image without toolchain, warehouse read-only for the auditor",
      check_container_setup),
     ("namespaces, a table, raw commits (set-properties, add-snapshot + set-snapshot-ref)",
@@ -539,6 +582,7 @@ def main():
     os.environ["FLOE_PORT"] = str(PORT)
     print(f"floe will be published on {BASE}", flush=True)
     os.environ["FLOE_AUDIT_SECRET"] = SECRET
+    os.environ["FLOE_ADMIN_CREDENTIAL"] = ADMIN_CREDENTIAL
     passed = failed = 0
     try:
         passed, failed = run_checks()

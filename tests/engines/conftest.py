@@ -99,7 +99,7 @@ def pytest_runtest_makereport(item, call):
 def pyiceberg(floe):
     from pyiceberg.catalog.rest import RestCatalog
 
-    return RestCatalog("floe", uri=floe.url)
+    return RestCatalog("floe", uri=floe.url, credential=floe.credential)
 
 
 @pytest.fixture
@@ -123,7 +123,7 @@ def spark(floe, tmp_path_factory):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     local_dir = tmp_path_factory.mktemp("spark")
     builder = SparkSession.builder
-    for k, v in spark_conftest.spark_conf(floe.url, local_dir).items():
+    for k, v in spark_conftest.spark_conf(floe.url, local_dir, floe.credential).items():
         builder = builder.config(k, v)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
@@ -140,7 +140,8 @@ def trino(floe, tmp_path_factory):
     """One Trino server for the suite, its catalog ``floe`` on this floe."""
     from trino_server import TrinoServer
 
-    server = TrinoServer(cache_dir(), tmp_path_factory.mktemp("trino"), floe.url, it.free_port())
+    server = TrinoServer(cache_dir(), tmp_path_factory.mktemp("trino"), floe.url, it.free_port(),
+                         credential=floe.credential)
     try:
         server.wait_ready()
     except BaseException:

@@ -31,13 +31,16 @@ def extension_file(name: str) -> Path:
 
 def connect(floe, options: str = ""):
     """A DuckDB connection with floe attached as the catalog ``floe``: the
-    Iceberg REST catalog at floe's URL, without authentication."""
+    Iceberg REST catalog at floe's URL, with the admin client's credential
+    (DuckDB gets its token from floe's POST /v1/oauth/tokens)."""
     c = duckdb.connect(config={"autoinstall_known_extensions": "false",
                                "autoload_known_extensions": "false"})
     for name in ("avro", "httpfs", "iceberg"):
         c.execute(f"LOAD '{extension_file(name)}'")
+    cid, secret = floe.credential.split(":", 1)
     c.execute(f"ATTACH 'warehouse' AS floe (TYPE iceberg, ENDPOINT '{floe.url}', "
-              f"AUTHORIZATION_TYPE 'none'{options})")
+              f"AUTHORIZATION_TYPE 'oauth2', CLIENT_ID '{cid}', CLIENT_SECRET '{secret}', "
+              f"OAUTH2_SERVER_URI '{floe.url}/v1/oauth/tokens'{options})")
     return c
 
 

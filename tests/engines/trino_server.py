@@ -69,7 +69,8 @@ def install_dir(cache: Path) -> Path:
 class TrinoServer:
     """One Trino coordinator (which also runs the work) on 127.0.0.1."""
 
-    def __init__(self, cache: Path, workdir: Path, floe_url: str, port: int):
+    def __init__(self, cache: Path, workdir: Path, floe_url: str, port: int,
+                 credential: str | None = None):
         self.home = install_dir(cache)
         if not (self.home / "lib").is_dir() or not (self.home / "plugin" / "iceberg").is_dir():
             raise FileNotFoundError(f"{self.home} is not unpacked: run scripts/engine-deps.sh trino")
@@ -99,6 +100,13 @@ class TrinoServer:
             "connector.name=iceberg",
             "iceberg.catalog.type=rest",
             f"iceberg.rest-catalog.uri={floe_url}",
+            # floe asks for a token: Trino gets one by client credentials
+            # from floe's token endpoint.
+            *([] if credential is None else [
+                "iceberg.rest-catalog.security=OAUTH2",
+                f"iceberg.rest-catalog.oauth2.credential={credential}",
+                f"iceberg.rest-catalog.oauth2.server-uri={floe_url}/v1/oauth/tokens",
+            ]),
             # floe's warehouse is a local directory: Trino reads and writes
             # the table files through its local file system.
             "fs.native-local.enabled=true",

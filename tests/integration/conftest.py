@@ -525,6 +525,10 @@ class Floe:
         env = dict(env or {})
         args = list(args)
         env.setdefault("FLOE_DATA_DIR", str(self.workdir / "data"))
+        # Authentication is tested in test_auth.py and the suites that pass
+        # FLOE_AUTH=floe; the rest of the catalog is tested without tokens,
+        # on loopback, where floe allows --auth=none.
+        env.setdefault("FLOE_AUTH", "none")
         # The webhook receivers of the tests listen on loopback, which floe
         # refuses as a hook target unless it is allowlisted.
         env.setdefault("FLOE_HOOK_ALLOW", "127.0.0.1")
@@ -613,6 +617,23 @@ class Floe:
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
+    # Authentication -----------------------------------------------------
+    @property
+    def credential(self) -> str:
+        """CLIENT_ID:SECRET of the admin client the first start made."""
+        return (self.workdir / "data" / "auth" / "admin-credential").read_text().strip()
+
+    def authenticate(self):
+        """Gets a token for the admin client and sends it with every request
+        of self.session from now on (a floe started with FLOE_AUTH=floe)."""
+        cid, secret = self.credential.split(":", 1)
+        r = requests.post(self.url + "/v1/oauth/tokens", timeout=30, data={
+            "grant_type": "client_credentials", "client_id": cid, "client_secret": secret})
+        assert r.status_code == 200, f"token for the admin client: {describe(r)}"
+        self.token = r.json()["access_token"]
+        self.session.headers["Authorization"] = f"Bearer {self.token}"
+        return self
+
     # HTTP helpers -------------------------------------------------------
     def request(self, method: str, path: str, **kw) -> requests.Response:
         kw.setdefault("timeout", 15)
@@ -700,13 +721,16 @@ def _stop_and_check(f: Floe):
 
 def suite_floe(postgres, running: list):
     """One floe daemon for a whole engine suite (tests/spark, tests/engines),
-    as a generator for their session fixture: on a fresh database, in
-    ``running`` while it serves (for attach_floe_log), stopped and checked
-    at the end. FLOE_LOG_LEVEL is passed on."""
-    env = {}
+    as a generator for their session fixture: on a fresh database, with
+    authentication on as deployed (the engines get the admin client's
+    credential, f.credential; f.session sends its token), in ``running``
+    while it serves (for attach_floe_log), stopped and checked at the end.
+    FLOE_LOG_LEVEL is passed on."""
+    env = {"FLOE_AUTH": "floe", "FLOE_TOKEN_TTL_SECONDS": "86400"}
     if os.environ.get("FLOE_LOG_LEVEL"):
         env["FLOE_LOG_LEVEL"] = os.environ["FLOE_LOG_LEVEL"]
     f = _start_floe_on_fresh_db(postgres, env=env)
+    f.authenticate()
     running.append(f)
     try:
         yield f

@@ -157,7 +157,8 @@ def main() -> int:
     base = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLOE_")}
     env.update(FLOE_LISTEN=f"127.0.0.1:{port}", FLOE_DATA_DIR=str(work / "data"),
-               FLOE_HOOK_ALLOW="127.0.0.1", FLOE_LOG_LEVEL="warn", FLOE_THREADS="4")
+               FLOE_HOOK_ALLOW="127.0.0.1", FLOE_LOG_LEVEL="warn", FLOE_THREADS="4",
+               FLOE_AUTH="none")
     log = open(work / "floe.log", "wb")
     proc = subprocess.Popen([str(floe)], env=env, stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, cwd=work)

@@ -161,16 +161,22 @@ def iceberg_jar() -> Path:
     return jar
 
 
-def catalog_conf(name: str, uri: str) -> dict:
-    """The Spark settings of an Iceberg REST catalog called ``name`` at ``uri``."""
-    return {
+def catalog_conf(name: str, uri: str, credential: str | None = None) -> dict:
+    """The Spark settings of an Iceberg REST catalog called ``name`` at ``uri``;
+    with ``credential`` (CLIENT_ID:SECRET) Iceberg's client gets its token
+    from floe's POST /v1/oauth/tokens, as a deployment's Spark does."""
+    conf = {
         f"spark.sql.catalog.{name}": "org.apache.iceberg.spark.SparkCatalog",
         f"spark.sql.catalog.{name}.type": "rest",
         f"spark.sql.catalog.{name}.uri": uri,
     }
+    if credential is not None:
+        conf[f"spark.sql.catalog.{name}.credential"] = credential
+        conf[f"spark.sql.catalog.{name}.oauth2-server-uri"] = uri + "/v1/oauth/tokens"
+    return conf
 
 
-def spark_conf(floe_url: str, local_dir: Path) -> dict:
+def spark_conf(floe_url: str, local_dir: Path, credential: str | None = None) -> dict:
     conf = {
         "spark.master": "local[2]",
         "spark.app.name": "floe-spark-tests",
@@ -189,7 +195,7 @@ def spark_conf(floe_url: str, local_dir: Path) -> dict:
         "spark.local.dir": str(local_dir / "spark-local"),
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={local_dir}",
     }
-    conf.update(catalog_conf(CATALOG, floe_url))
+    conf.update(catalog_conf(CATALOG, floe_url, credential))
     return conf
 
 
@@ -203,7 +209,7 @@ def spark(floe):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     local_dir = Path(tempfile.mkdtemp(prefix="floe-spark-"))
     builder = SparkSession.builder
-    for k, v in spark_conf(floe.url, local_dir).items():
+    for k, v in spark_conf(floe.url, local_dir, floe.credential).items():
         builder = builder.config(k, v)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

@@ -1,0 +1,42 @@
+/*
+ * identity.h - who a credential or a token names, for authentication
+ * (server/auth.c): a principal's row by client id or by name, the roles
+ * it holds, and the row of an external issuer's principal, made on first
+ * sight so that its actions can be recorded and it can be disabled.
+ */
+#ifndef FLOE_IDENTITY_H
+#define FLOE_IDENTITY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+#include "store.h"
+
+/* Fills row (clear it with store_principal_row_clear) with the principal
+ * whose client id is client_id; *found false when there is none. */
+bool identity_by_client(struct store *s, const char *client_id, struct principal_row *row,
+			bool *found, struct floe_error *err) FLOE_WUR;
+
+/* The same by the principal's name. */
+bool identity_by_name(struct store *s, const char *name, struct principal_row *row, bool *found,
+		      struct floe_error *err) FLOE_WUR;
+
+/* The roles principal id holds: *ids and *names (n of each; free with
+ * identity_roles_free). */
+bool identity_roles(struct store *s, long long id, long long **ids, char ***names, size_t *n,
+		    struct floe_error *err) FLOE_WUR;
+
+void identity_roles_free(long long *ids, char **names, size_t n);
+
+/* The principal an external issuer's token names (name: its claim):
+ * its row, made now (a user of source oidc) when it has none. A name
+ * that belongs to one of floe's own clients is FE_NOT_AUTHORIZED: an
+ * issuer cannot speak for a principal floe issues tokens to. */
+bool identity_external(struct store *s, const char *name, struct principal_row *row,
+		       struct floe_error *err) FLOE_WUR;
+
+/* Sets *n to the number of principals. */
+bool identity_count(struct store *s, long long *n, struct floe_error *err) FLOE_WUR;
+
+#endif

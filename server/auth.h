@@ -1,0 +1,61 @@
+/*
+ * auth.h - authentication of every request (docs/auth.md): the bearer
+ * token of the Authorization header becomes the request's principal, or
+ * the request is answered 401 before any handler runs. Owns floe's
+ * signing keys, the cache of verified tokens, the failure backoff of the
+ * token endpoint and the external issuer's key set.
+ */
+#ifndef FLOE_AUTH_H
+#define FLOE_AUTH_H
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "error.h"
+#include "http.h"
+
+struct auth;
+struct store;
+
+/* What a token of floe's may carry in its audience claim. */
+#define AUTH_AUDIENCE "floe"
+
+/*
+ * Opens what authentication needs: the signing keys under
+ * <data dir>/auth/signing (made on the first start), the token cache,
+ * the backoff table, the hashing queue and, with --oidc-issuer, the
+ * issuer's key set (fetched now: an issuer that cannot be reached is an
+ * error at start-up). Returns NULL with err set on failure. With
+ * --auth=none returns an auth that admits every request.
+ */
+struct auth *auth_new(const struct floe_config *cfg, struct floe_error *err) FLOE_WUR;
+
+/* Stops the hashing queue and frees everything; NULL is fine. */
+void auth_free(struct auth *a);
+
+/*
+ * The first start: when the catalog has no principal, makes the role
+ * admin (ADMIN on the catalog) and the client admin holding it, with the
+ * secret of --admin-credential or, without it, a new random one written
+ * to <data dir>/auth/admin-credential (mode 0600) and announced in the
+ * log. Does nothing once a principal exists, or with --auth=none.
+ */
+bool auth_bootstrap(struct auth *a, struct store *s, struct floe_error *err) FLOE_WUR;
+
+/*
+ * The middleware step before a route's handler (struct middleware's
+ * admit): true when the request may go on, its principal set unless the
+ * route is public or authentication is off; false when it has been
+ * answered (401 NotAuthorizedException with WWW-Authenticate, or 503
+ * when the principal could not be looked up).
+ */
+bool auth_admit(struct http_request *req, void (*handler)(struct http_request *req));
+
+/* Rereads the signing keys (SIGHUP, and the janitor's rounds). */
+void auth_reload_keys(struct auth *a);
+
+/* POST /v1/oauth/tokens and GET /v1/oauth/jwks (handlers_oauth.c). */
+void handle_oauth_tokens(struct http_request *req);
+void handle_oauth_jwks(struct http_request *req);
+
+#endif
