@@ -1,7 +1,7 @@
 /*
  * namespaces.c - the namespaces relation: create, load, list, drop and
- * property updates, and the nearest namespace that requires audited
- * publishes.
+ * property updates, the nearest namespace that requires audited
+ * publishes, and the listing of the namespaces roles may see.
  */
 #include "store.h"
 #include "store_internal.h"
@@ -9,6 +9,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The children c of a namespace (parent: the condition on c.parent_id)
+ * sorting after $1, at most $2, that roles $3 may see. */
+#define NS_LIST_VISIBLE(parent)                                                          \
+	"SELECT array_to_string(c.levels, E'\\x1f') FROM namespaces c WHERE " parent " " \
+	"AND ($1::text IS NULL OR c.levels > " LEVELS(                                   \
+		"$1") ") "                                                               \
+		      "AND (" GRANT_AT_OR_ABOVE(                                         \
+			      "$3",                                                      \
+			      "c.levels") " "                                            \
+					  "  OR " GRANT_AT_OR_BELOW(                     \
+						  "$3",                                  \
+						  "c.levels") ") "                       \
+							      "ORDER BY c.levels LIMIT $2::bigint"
 
 enum {
 	ST_NS_CREATE,
@@ -19,6 +33,8 @@ enum {
 	ST_NS_DROP,
 	ST_NS_UPDATE_PROPERTIES,
 	ST_NS_WAP_REQUIRED,
+	ST_NS_LIST_TOP_VISIBLE,
+	ST_NS_LIST_CHILDREN_VISIBLE,
 	ST_COUNT
 };
 
@@ -67,6 +83,12 @@ static const struct store_statement statements[ST_COUNT] = {
 		"AND n.levels = lv.l[1:cardinality(n.levels)] "
 		"AND lower(n.properties->>'floe.wap.required') = 'true' "
 		"ORDER BY cardinality(n.levels) LIMIT 1" },
+	/* The listings above with $3 (role ids): only the children with a
+	 * grant on the catalog, themselves, above or below them. */
+	[ST_NS_LIST_TOP_VISIBLE] = { "ns_list_top_visible",
+		NS_LIST_VISIBLE("c.parent_id IS NULL") },
+	[ST_NS_LIST_CHILDREN_VISIBLE] = { "ns_list_children_visible",
+		NS_LIST_VISIBLE("c.parent_id = $4::bigint") },
 };
 /* clang-format on */
 
@@ -189,9 +211,11 @@ static bool ns_row_fill(PGresult *r, int i, void *row)
 	return store_col_ns(r, i, 0, row);
 }
 
-bool store_ns_list(struct store *s, const struct ns_ident *parent, const struct ns_ident *after,
-		   long limit, struct ns_ident **rows, size_t *count, bool *more,
-		   struct floe_error *err)
+/* store_ns_list, or with roles (a bigint[] parameter) its visible
+ * variant. */
+static bool ns_list(struct store *s, const char *roles, const struct ns_ident *parent,
+		    const struct ns_ident *after, long limit, struct ns_ident **rows, size_t *count,
+		    bool *more, struct floe_error *err)
 {
 	char *after_p = NULL;
 	char limit_p[32];
@@ -221,9 +245,16 @@ bool store_ns_list(struct store *s, const struct ns_ident *parent, const struct 
 	}
 	/* One row more than asked tells whether another page follows. */
 	(void)snprintf(limit_p, sizeof(limit_p), "%ld", limit + 1);
-	const char *params[3] = { after_p, limit < 0 ? NULL : limit_p, parent_id };
-	r = store_exec(s, &statements[parent ? ST_NS_LIST_CHILDREN : ST_NS_LIST_TOP],
-		       parent ? 3 : 2, params, err);
+	const char *plain[3] = { after_p, limit < 0 ? NULL : limit_p, parent_id };
+	const char *visible[4] = { after_p, limit < 0 ? NULL : limit_p, roles, parent_id };
+	if (roles == NULL)
+		r = store_exec(s, &statements[parent ? ST_NS_LIST_CHILDREN : ST_NS_LIST_TOP],
+			       parent ? 3 : 2, plain, err);
+	else
+		r = store_exec(
+			s,
+			&statements[parent ? ST_NS_LIST_CHILDREN_VISIBLE : ST_NS_LIST_TOP_VISIBLE],
+			parent ? 4 : 3, visible, err);
 	free(after_p);
 	if (r == NULL)
 		return false;
@@ -231,6 +262,31 @@ bool store_ns_list(struct store *s, const struct ns_ident *parent, const struct 
 				  ns_row_clear, &out, count, err);
 	PQclear(r);
 	*rows = out;
+	return ok;
+}
+
+bool store_ns_list(struct store *s, const struct ns_ident *parent, const struct ns_ident *after,
+		   long limit, struct ns_ident **rows, size_t *count, bool *more,
+		   struct floe_error *err)
+{
+	return ns_list(s, NULL, parent, after, limit, rows, count, more, err);
+}
+
+bool store_ns_list_visible(struct store *s, const long long *role_ids, size_t nroles,
+			   const struct ns_ident *parent, const struct ns_ident *after, long limit,
+			   struct ns_ident **rows, size_t *count, bool *more,
+			   struct floe_error *err)
+{
+	/* No role: an empty array, which no grant matches. */
+	char *roles = store_ids_param(role_ids, nroles, err);
+
+	*rows = NULL;
+	*count = 0;
+	*more = false;
+	if (roles == NULL)
+		return false;
+	bool ok = ns_list(s, roles, parent, after, limit, rows, count, more, err);
+	free(roles);
 	return ok;
 }
 

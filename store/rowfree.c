@@ -1,5 +1,6 @@
 /*
  * rowfree.c - freeing the rows the store hands out: audit events, hooks,
+ * principals, roles, grants, name lists,
  * hook targets and write-audit-publish runs. Nothing here touches libpq,
  * so the fakes of the store port (tests/unit/fakes/) link this file
  * instead of repeating it.
@@ -91,4 +92,59 @@ void store_run_clear(void *row)
 void store_run_rows_free(struct run_row *rows, size_t count)
 {
 	store_rows_free(rows, count, sizeof(*rows), store_run_clear);
+}
+
+void store_names_free(char **names, size_t count)
+{
+	(void)count; /* one block: the pointers, then the names */
+	free(names);
+}
+
+void store_principal_row_clear(struct principal_row *row)
+{
+	free(row->name);
+	free(row->kind);
+	free(row->client_id);
+	free(row->secret_hash);
+	free(row->source);
+	free(row->created_at);
+	memset(row, 0, sizeof(*row));
+}
+
+void store_principal_clear(void *row)
+{
+	store_principal_row_clear(row);
+}
+
+void store_principal_rows_free(struct principal_row *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), store_principal_clear);
+}
+
+void store_role_clear(void *dst)
+{
+	struct role_row *row = dst;
+
+	free(row->name);
+	memset(row, 0, sizeof(*row));
+}
+
+void store_role_rows_free(struct role_row *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), store_role_clear);
+}
+
+void store_grant_clear(void *dst)
+{
+	struct grant_row *row = dst;
+
+	free(row->privilege);
+	ident_ns_clear(&row->ns);
+	free(row->table);
+	memset(row, 0, sizeof(*row));
+}
+
+void store_grant_rows_free(struct grant_row *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), store_grant_clear);
 }

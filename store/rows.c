@@ -157,3 +157,70 @@ int store_page(PGresult *r, long limit, bool *more)
 	}
 	return rows;
 }
+
+bool store_names_read(PGresult *r, int n, int c, char ***names, size_t *count,
+		      struct floe_error *err)
+{
+	/* A listing is thousands of short names: one allocation, not one a
+	 * name. */
+	size_t bytes = ((size_t)n + 1) * sizeof(char *);
+
+	*names = NULL;
+	*count = 0;
+	for (int i = 0; i < n; i++)
+		bytes += (size_t)PQgetlength(r, i, c) + 1;
+	char **out = malloc(bytes);
+	if (out == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	char *p = (char *)(out + (size_t)n + 1);
+	for (int i = 0; i < n; i++) {
+		size_t len = (size_t)PQgetlength(r, i, c);
+		memcpy(p, PQgetvalue(r, i, c), len + 1);
+		out[i] = p;
+		p += len + 1;
+	}
+	out[n] = NULL;
+	*names = out;
+	*count = (size_t)n;
+	return true;
+}
+
+char *store_ids_param(const long long *ids, size_t n, struct floe_error *err)
+{
+	/* "{" then at most 20 digits, a sign and a comma an id, "}". */
+	size_t cap = 3 + n * 22;
+	char *out = malloc(cap);
+	size_t len = 0;
+
+	if (out == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		return NULL;
+	}
+	out[len++] = '{';
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(out + len, cap - len, "%s%lld", i ? "," : "", ids[i]);
+	(void)snprintf(out + len, cap - len, "}");
+	return out;
+}
+
+bool store_list_after(struct store *s, const struct store_statement *st, const char *after,
+		      long limit, size_t size, bool (*fill)(PGresult *r, int i, void *row),
+		      void (*clear)(void *row), void **rows, size_t *count, bool *more,
+		      struct floe_error *err)
+{
+	char limit_p[32];
+
+	*rows = NULL;
+	*count = 0;
+	*more = false;
+	/* One row more than asked tells whether another page follows. */
+	(void)snprintf(limit_p, sizeof(limit_p), "%ld", limit + 1);
+	const char *params[2] = { after, limit < 0 ? NULL : limit_p };
+	PGresult *r = store_exec(s, st, 2, params, err);
+	if (r == NULL)
+		return false;
+	bool ok = store_rows_read(r, store_page(r, limit, more), size, fill, clear, rows, count,
+				  err);
+	PQclear(r);
+	return ok;
+}

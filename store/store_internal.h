@@ -46,6 +46,9 @@ extern const struct store_statements store_idem_statements;
 extern const struct store_statements store_hook_statements;
 extern const struct store_statements store_run_statements;
 extern const struct store_statements store_event_statements;
+extern const struct store_statements store_principal_statements;
+extern const struct store_statements store_role_statements;
+extern const struct store_statements store_grant_statements;
 
 /* One connection of a pool. */
 struct store {
@@ -140,6 +143,9 @@ void store_event_clear(void *row);
 void store_hook_clear(void *row);
 void store_hook_target_clear(void *row);
 void store_run_clear(void *row);
+void store_principal_clear(void *row);
+void store_role_clear(void *row);
+void store_grant_clear(void *row);
 
 /* Reads rows [0, nrows) of r into *rows, a new array of *count rows of
  * size bytes, each filled by fill (which cleans up after its own
@@ -148,15 +154,53 @@ bool store_rows_read(PGresult *r, int nrows, size_t size,
 		     bool (*fill)(PGresult *r, int i, void *row), void (*clear)(void *row),
 		     void **rows, size_t *count, struct floe_error *err);
 
+/* Rows [0, n) of column c of r as one allocation of names
+ * (store_names_free): *names, *count. */
+bool store_names_read(PGresult *r, int n, int c, char ***names, size_t *count,
+		      struct floe_error *err);
+
+/* Role ids as a bigint[] parameter ("{1,2}"), a new string or NULL (err
+ * set). */
+char *store_ids_param(const long long *ids, size_t n, struct floe_error *err);
+
 /* The rows of a page of at most limit (< 0: all) of r, which was asked
  * for one row more: *more tells whether that one came. */
 int store_page(PGresult *r, long limit, bool *more);
+
+/* Runs st with ($1 after, $2 limit + 1 or NULL for all) and reads the
+ * page as store_rows_read does; *more tells whether more follow. */
+bool store_list_after(struct store *s, const struct store_statement *st, const char *after,
+		      long limit, size_t size, bool (*fill)(PGresult *r, int i, void *row),
+		      void (*clear)(void *row), void **rows, size_t *count, bool *more,
+		      struct floe_error *err);
 
 /* Runs a one-parameter statement and fills row from its first row with
  * fill; *found is false when there is none. */
 bool store_get_row(struct store *s, const struct store_statement *st, const char *key,
 		   bool (*fill)(PGresult *r, int i, void *row), void *row, bool *found,
 		   struct floe_error *err);
+
+/* --- grants (grants.c), used by namespaces.c and tables.c --- */
+
+/* Whether roles (a bigint[] parameter) hold a grant on the catalog, on
+ * the namespace with levels lv (an SQL expression of type text[]) or on a
+ * namespace above it. Each ancestor is found by the unique index. */
+#define GRANT_AT_OR_ABOVE(roles, lv)                                                   \
+	"EXISTS (SELECT 1 FROM grants ga WHERE ga.role_id = ANY(" roles "::bigint[]) " \
+	"AND (ga.object_kind = 'catalog' OR ga.namespace_id IN (SELECT a.id FROM "     \
+	"generate_series(1, cardinality(" lv ")) k JOIN namespaces a "                 \
+	"ON a.levels = (" lv ")[1:k])))"
+
+/* Whether roles hold a grant on a namespace at or below lv, or on a table
+ * in one. */
+#define GRANT_AT_OR_BELOW(roles, lv)                                                    \
+	"(EXISTS (SELECT 1 FROM grants gb JOIN namespaces d ON d.id = gb.namespace_id " \
+	"WHERE gb.role_id = ANY(" roles "::bigint[]) "                                  \
+	"AND d.levels[1:cardinality(" lv ")] = " lv ") "                                \
+	"OR EXISTS (SELECT 1 FROM grants gt JOIN tables t ON t.id = gt.table_id "       \
+	"JOIN namespaces d ON d.id = t.namespace_id "                                   \
+	"WHERE gt.role_id = ANY(" roles "::bigint[]) "                                  \
+	"AND d.levels[1:cardinality(" lv ")] = " lv "))"
 
 /* --- namespaces (namespaces.c), used by tables.c --- */
 

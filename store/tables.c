@@ -31,6 +31,7 @@ enum {
 	ST_TABLE_LIST,
 	ST_TABLE_DROP,
 	ST_TABLE_RENAME,
+	ST_TABLE_LIST_VISIBLE,
 	ST_COUNT
 };
 
@@ -171,6 +172,18 @@ static const struct store_statement statements[ST_COUNT] = {
 		"FROM namespaces n "
 		"WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
 		"AND t.name = $2 RETURNING t.id" },
+	/* ST_TABLE_LIST with $4 (role ids): every table when the roles hold
+	 * a grant on the catalog, the namespace or above, else the tables
+	 * with a grant of their own. */
+	[ST_TABLE_LIST_VISIBLE] = { "table_list_visible",
+		"SELECT t.name FROM namespaces n LEFT JOIN LATERAL ("
+		"  SELECT tb.name FROM tables tb "
+		"  WHERE tb.namespace_id = n.id AND ($2::text IS NULL OR tb.name > $2) "
+		"  AND (" GRANT_AT_OR_ABOVE("$4", "n.levels") " "
+		"    OR EXISTS (SELECT 1 FROM grants g WHERE g.role_id = ANY($4::bigint[]) "
+		"      AND g.table_id = tb.id)) "
+		"  ORDER BY tb.name LIMIT $3::bigint) t ON true "
+		"WHERE n.levels = " LEVELS("$1") },
 };
 /* clang-format on */
 
@@ -494,14 +507,11 @@ bool store_commit_landed(struct store *s, const char *table_uuid, long long vers
 	return true;
 }
 
-void store_names_free(char **names, size_t count)
-{
-	(void)count; /* one block: the pointers, then the names */
-	free(names);
-}
-
-bool store_table_list(struct store *s, const struct ns_ident *ns, const char *after, long limit,
-		      char ***names, size_t *count, bool *more, struct floe_error *err)
+/* store_table_list, or with roles (a bigint[] parameter) its visible
+ * variant. */
+static bool table_list(struct store *s, const char *roles, const struct ns_ident *ns,
+		       const char *after, long limit, char ***names, size_t *count, bool *more,
+		       struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	char limit_p[32];
@@ -513,8 +523,9 @@ bool store_table_list(struct store *s, const struct ns_ident *ns, const char *af
 	if (levels == NULL)
 		return false;
 	(void)snprintf(limit_p, sizeof(limit_p), "%ld", limit + 1);
-	const char *params[3] = { levels, after, limit < 0 ? NULL : limit_p };
-	r = store_exec(s, &statements[ST_TABLE_LIST], 3, params, err);
+	const char *params[4] = { levels, after, limit < 0 ? NULL : limit_p, roles };
+	r = store_exec(s, &statements[roles ? ST_TABLE_LIST_VISIBLE : ST_TABLE_LIST], roles ? 4 : 3,
+		       params, err);
 	free(levels);
 	if (r == NULL)
 		return false;
@@ -523,28 +534,32 @@ bool store_table_list(struct store *s, const struct ns_ident *ns, const char *af
 		return store_ns_missing(err);
 	}
 	int n = PQgetisnull(r, 0, 0) ? 0 : store_page(r, limit, more);
-	/* A listing is thousands of short names: one allocation, not one a
-	 * name. */
-	size_t bytes = ((size_t)n + 1) * sizeof(char *);
-	for (int i = 0; i < n; i++)
-		bytes += (size_t)PQgetlength(r, i, 0) + 1;
-	char **out = malloc(bytes);
-	if (out == NULL) {
-		PQclear(r);
-		return floe_err(err, FE_INTERNAL, "out of memory");
-	}
-	char *p = (char *)(out + (size_t)n + 1);
-	for (int i = 0; i < n; i++) {
-		size_t len = (size_t)PQgetlength(r, i, 0);
-		memcpy(p, PQgetvalue(r, i, 0), len + 1);
-		out[i] = p;
-		p += len + 1;
-	}
-	out[n] = NULL;
+	bool ok = store_names_read(r, n, 0, names, count, err);
 	PQclear(r);
-	*names = out;
-	*count = (size_t)n;
-	return true;
+	return ok;
+}
+
+bool store_table_list(struct store *s, const struct ns_ident *ns, const char *after, long limit,
+		      char ***names, size_t *count, bool *more, struct floe_error *err)
+{
+	return table_list(s, NULL, ns, after, limit, names, count, more, err);
+}
+
+bool store_table_list_visible(struct store *s, const long long *role_ids, size_t nroles,
+			      const struct ns_ident *ns, const char *after, long limit,
+			      char ***names, size_t *count, bool *more, struct floe_error *err)
+{
+	/* No role: an empty array, which no grant matches. */
+	char *roles = store_ids_param(role_ids, nroles, err);
+
+	*names = NULL;
+	*count = 0;
+	*more = false;
+	if (roles == NULL)
+		return false;
+	bool ok = table_list(s, roles, ns, after, limit, names, count, more, err);
+	free(roles);
+	return ok;
 }
 
 bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *name, bool purge,

@@ -50,6 +50,11 @@ void fake_store_reset(void)
 	other_files = 0;
 }
 
+json_t *fake_store_state(void)
+{
+	return state;
+}
+
 struct store *fake_store(void)
 {
 	return &the_store;

@@ -101,6 +101,16 @@ void fake_store_expire_lease(const char *run_id);
 /* How many audit events named event were committed. */
 int fake_store_events(const char *event);
 
+/* The fake store's whole state (borrowed; replaced by a rollback): the
+ * other fakes of store functions keep their part in it. */
+json_t *fake_store_state(void);
+
+/* --- principals, roles, grants (fake_auth.c) --- */
+
+/* Adds a namespace (table NULL) or a table to the objects the visible
+ * listings walk (grants need none: they name objects by levels). */
+void fake_store_add_object(const struct ns_ident *ns, const char *table);
+
 /* --- files: an in-memory map of URL to content --- */
 
 /* The answer the real local backend gives when write or fsync fails. */
