@@ -393,6 +393,8 @@ static struct timespec keys_latest_made(int dirfd)
 			close(fd2);
 		return latest;
 	}
+	/* The duplicate shares the position of dirfd, which may be at its end. */
+	rewinddir(d);
 	for (;;) {
 		const struct dirent *e = readdir(d);
 		struct stat st;

@@ -44,8 +44,9 @@ struct keyring;
  * PEM "PRIVATE KEY" (PKCS#8, unencrypted) holding a P-256 key whose
  * private and public halves agree and whose thumbprint is KID. A .pem
  * file that fails any of these refuses the whole directory; files whose
- * names do not end in ".pem" (a crashed write's ".KID.pem.tmp") are
- * ignored. Makes a first key when there is none. overlap_s: how long an
+ * names start with '.' or do not end in ".pem" (a crashed write's
+ * ".KID.pem.tmp") are ignored. Makes a first key when there is none;
+ * drops none (the first keyring_reload does). overlap_s: how long an
  * older key still verifies after the next newer one was made (the token
  * lifetime, the leeway and the reload period together).
  * Returns a new keyring (keyring_close), or NULL with FE_INTERNAL and a

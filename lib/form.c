@@ -10,35 +10,47 @@
 
 #include "ident.h"
 
-/* What a refused part is called in messages: its decoded text when it
- * is short and printable, else its place. */
-static void form_describe(char *out, size_t outlen, const char *what, const char *text, size_t len,
-			  size_t index)
+/* True when text[0..len) can be quoted in a message as it is. */
+static bool form_quotable(const char *text, size_t len)
 {
-	bool printable = len > 0 && len <= 64;
-
-	for (size_t i = 0; printable && i < len; i++) {
+	if (len == 0 || len > 64)
+		return false;
+	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)text[i];
 		if (c < 0x20 || c >= 0x7F || c == '\'')
-			printable = false;
+			return false;
 	}
-	if (printable)
-		(void)snprintf(out, outlen, "%s '%.*s'", what, (int)len, text);
-	else
-		(void)snprintf(out, outlen, "%s of parameter %zu", what, index + 1);
+	return true;
 }
 
-/* Decodes raw[0..len) into *out; false with the reason in errbuf. */
-static bool form_decode(const char *raw, size_t len, const char *what, size_t index, char **out,
-			char *errbuf, size_t errlen)
+/* What a refused part is called in messages. A name is quoted when it
+ * can be; a value never is (it may be a secret): it is named by its
+ * parameter's name (decoded, NULL before it is), else by its place. */
+static void form_label(char *out, size_t outlen, const char *raw_name, size_t raw_len,
+		       const char *name, size_t index)
+{
+	if (name == NULL && form_quotable(raw_name, raw_len))
+		(void)snprintf(out, outlen, "name '%.*s'", (int)raw_len, raw_name);
+	else if (name == NULL)
+		(void)snprintf(out, outlen, "name of parameter %zu", index + 1);
+	else if (form_quotable(name, strlen(name)))
+		(void)snprintf(out, outlen, "value of '%s'", name);
+	else
+		(void)snprintf(out, outlen, "value of parameter %zu", index + 1);
+}
+
+/* Decodes raw[0..len) (the name when name is NULL, else name's value)
+ * into *out; false with the reason in errbuf. */
+static bool form_decode(const char *raw, size_t len, const char *raw_name, size_t raw_name_len,
+			const char *name, size_t index, char **out, char *errbuf, size_t errlen)
 {
 	struct floe_error err;
 	char label[96];
 	size_t n = 0;
 
 	*out = NULL;
+	form_label(label, sizeof(label), raw_name, raw_name_len, name, index);
 	if (!url_decode(raw, len, true, out, &n, &err)) {
-		form_describe(label, sizeof(label), what, raw, len, index);
 		if (err.kind == FE_BAD_REQUEST)
 			(void)snprintf(
 				errbuf, errlen,
@@ -49,14 +61,12 @@ static bool form_decode(const char *raw, size_t len, const char *what, size_t in
 		return false;
 	}
 	if (n > FORM_MAX_FIELD) {
-		(void)snprintf(
-			errbuf, errlen,
-			"form body: the %s of parameter %zu is %zu bytes long; the limit is %d bytes",
-			what, index + 1, n, FORM_MAX_FIELD);
+		(void)snprintf(errbuf, errlen,
+			       "form body: the %s is %zu bytes long; the limit is %d bytes", label,
+			       n, FORM_MAX_FIELD);
 		goto fail;
 	}
 	if (memchr(*out, '\0', n) != NULL) {
-		form_describe(label, sizeof(label), what, raw, len, index);
 		(void)snprintf(errbuf, errlen, "form body: the %s contains a NUL byte", label);
 		goto fail;
 	}
@@ -91,9 +101,10 @@ bool form_parse(const char *body, size_t len, struct form *form, char *errbuf, s
 		const char *val = eq != NULL ? eq + 1 : seg + seglen;
 		size_t vlen = eq != NULL ? seglen - nlen - 1 : 0;
 		struct form_param *p = &form->params[form->count];
-		if (!form_decode(seg, nlen, "name", form->count, &p->name, errbuf, errlen))
+		if (!form_decode(seg, nlen, seg, nlen, NULL, form->count, &p->name, errbuf, errlen))
 			goto fail;
-		if (!form_decode(val, vlen, "value", form->count, &p->value, errbuf, errlen)) {
+		if (!form_decode(val, vlen, seg, nlen, p->name, form->count, &p->value, errbuf,
+				 errlen)) {
 			free(p->name);
 			p->name = NULL;
 			goto fail;
@@ -107,8 +118,8 @@ bool form_parse(const char *body, size_t len, struct form *form, char *errbuf, s
 		for (size_t i = 0; i + 1 < form->count; i++) {
 			if (strcmp(form->params[i].name, p->name) == 0) {
 				char label[96];
-				form_describe(label, sizeof(label), "name", p->name,
-					      strlen(p->name), form->count - 1);
+				form_label(label, sizeof(label), p->name, strlen(p->name), NULL,
+					   form->count - 1);
 				(void)snprintf(
 					errbuf, errlen,
 					"form body: the %s is given twice (parameters must not be repeated)",

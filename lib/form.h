@@ -32,7 +32,9 @@ struct form {
  * name and value by the first '=' (none: the value is empty), '+' a
  * space and %XX a byte (hex digits of either case). An empty body is
  * zero parameters. Refused, with *form empty and a sentence for the
- * client in errbuf ("parameter 'grant_type' is given twice"): a '%' not
+ * client in errbuf ("form body: the name 'grant_type' is given twice
+ * (parameters must not be repeated)"; a value is never quoted, since it
+ * may be a secret, but named by its parameter): a '%' not
  * followed by two hex digits, a NUL byte (raw or %00), an empty name, a
  * name given twice, more than FORM_MAX_PARAMS parameters, a name or value
  * over FORM_MAX_FIELD bytes once decoded, and running out of memory.

@@ -94,17 +94,20 @@ Test(form, a_bad_escape_is_refused)
 
 	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++)
 		parse_refused(bodies[i], strlen(bodies[i]), "malformed percent-escape");
-	parse_refused("grant_type=%zz", 14, "the value '%zz' has");
-	parse_refused("a=\x01%zz", 7, "the value of parameter 1 has");
+	parse_refused("grant_type=%zz", 14, "the value of 'grant_type' has");
+	parse_refused("\x01=%zz", 5, "the value of parameter 1 has");
+	/* A value is never quoted: it may be a secret. */
+	parse_refused("client_secret=s3cret%", 21, "the value of 'client_secret' has");
+	cr_assert_null(strstr(errbuf, "s3cret"));
 	parse_refused("a%zz=1", 6, "the name 'a%zz' has");
 }
 
 Test(form, a_nul_byte_is_refused)
 {
-	parse_refused("a=x%00y", 7, "the value 'x%00y' contains a NUL byte");
-	parse_refused("a%00b=1", 7, "contains a NUL byte");
-	parse_refused("a=x\0y", 5, "the value of parameter 1 contains a NUL byte");
-	parse_refused("a\0=1", 4, "contains a NUL byte");
+	parse_refused("a=x%00y", 7, "the value of 'a' contains a NUL byte");
+	parse_refused("a%00b=1", 7, "the name 'a%00b' contains a NUL byte");
+	parse_refused("a=x\0y", 5, "the value of 'a' contains a NUL byte");
+	parse_refused("a\0=1", 4, "the name of parameter 1 contains a NUL byte");
 }
 
 Test(form, a_parameter_given_twice_is_refused)
@@ -158,7 +161,7 @@ Test(form, a_name_or_value_over_4_kib_is_refused)
 	body[2 + FORM_MAX_FIELD] = 'x';
 	body[3 + FORM_MAX_FIELD] = '\0';
 	parse_refused(body, strlen(body),
-		      "the value of parameter 1 is 4097 bytes long; the limit is 4096 bytes");
+		      "the value of 'v' is 4097 bytes long; the limit is 4096 bytes");
 	/* The decoded length counts: 4 KiB written as escapes is 4 KiB. */
 	memcpy(body, "v=", 2);
 	for (size_t i = 0; i < FORM_MAX_FIELD; i++)
