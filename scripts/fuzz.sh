@@ -55,7 +55,8 @@ run_target() {
 		return 1
 	fi
 }
-targets=(fuzz_ident fuzz_create_table fuzz_commit fuzz_hook_spec fuzz_router fuzz_location fuzz_jwt)
+targets=(fuzz_ident fuzz_create_table fuzz_commit fuzz_hook_spec fuzz_router fuzz_location fuzz_jwt
+	fuzz_form)
 # Two at a time: the machine has two cores.
 pids=()
 for t in "${targets[@]}"; do

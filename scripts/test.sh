@@ -78,6 +78,8 @@ if compgen -G "$tsan_logs/tsan*" >/dev/null; then
 fi
 echo "ThreadSanitizer: no report"
 rm -rf "$tsan_logs"
+echo "== auth/ under threads, ThreadSanitizer (build-tsan/tests/stress_auth)"
+TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/tsan.supp" build-tsan/tests/stress_auth
 
 run_suite build-asan
 
