@@ -478,9 +478,9 @@ static bool commit_extras_also(struct store *s, void *ctx, const json_t *result,
 	for (size_t i = 0; i < POLICY_NCONTROLS; i++) {
 		if (!x->control[i])
 			continue;
-		json_t *details = json_pack(
-			"{s:b}", "required",
-			policy_sets(json_object_get(result, "metadata"), policy_controls[i].property));
+		json_t *details = json_pack("{s:b}", "required",
+					    policy_sets(json_object_get(result, "metadata"),
+							policy_controls[i].property));
 		bool ok = store_event_insert(s, policy_controls[i].event, &who, x->ns, x->name,
 					     NULL, details, err);
 		json_decref(details);

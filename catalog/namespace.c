@@ -251,7 +251,8 @@ static bool array_has_string(const json_t *arr, const char *key)
 }
 
 json_t *ns_update_properties(struct store *s, const struct ns_ident *ns, const json_t *body,
-			     const struct table_env *env, const char *reason, struct floe_error *err)
+			     const struct table_env *env, const char *reason,
+			     struct floe_error *err)
 {
 	json_t *removals = json_object_get(body, "removals");
 	json_t *updates = json_object_get(body, "updates");

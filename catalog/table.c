@@ -764,7 +764,8 @@ static bool register_new(struct store *s, const struct table_env *env, const str
 			"registering table %s with a snapshot on main would move main outside write-audit-publish: %s; only POST /v1/controls/register with a reason may",
 			name, rule);
 	char *set = table_refs_set(NULL, m);
-	bool created = store_table_create(s, ns, name, uuid, mloc, text, refs, tloc, &who, set, err);
+	bool created = store_table_create(s, ns, name, uuid, mloc, text, refs, tloc, &who, set,
+					  err);
 	free(set);
 	if (!created)
 		return tables_word_error(s, ns, name, uuid, true, err);

@@ -73,7 +73,8 @@ static json_t *run_json(const void *row)
 	if (r->has_published)
 		json_object_set_new(run, "published-snapshot-id",
 				    json_integer(r->published_snapshot_id));
-	json_object_set_new(run, "staged-by", json_string(r->staged_by ? r->staged_by : "anonymous"));
+	json_object_set_new(run, "staged-by",
+			    json_string(r->staged_by ? r->staged_by : "anonymous"));
 	if (r->published_by != NULL)
 		json_object_set_new(run, "published-by", json_string(r->published_by));
 	if (r->abandoned_by != NULL)
@@ -365,8 +366,8 @@ static bool abandon_also(struct store *s, void *ctx, const json_t *result, struc
 				"run %s is being audited and cannot be abandoned now", a->run_id);
 	json_t *details = json_pack("{s:s, s:b}", "branch", a->branch, "branch-dropped",
 				    a->dropped);
-	bool ok = store_event_insert(s, "wap.abandoned", &who, a->ns, a->table, a->run_id,
-				     details, err);
+	bool ok = store_event_insert(s, "wap.abandoned", &who, a->ns, a->table, a->run_id, details,
+				     err);
 	json_decref(details);
 	return ok;
 }
@@ -467,8 +468,7 @@ static void record_lease_lost(struct store *s, const struct table_env *env,
 	struct store_actor who = audit_actor(env);
 	json_t *details = json_pack("{s:I}", "hook-calls", (json_int_t)json_array_size(calls));
 	bool ok = store_begin(s, &err) && record_calls(s, env, ns, table, run_id, calls, &err) &&
-		  store_event_insert(s, "wap.lease-lost", &who, ns, table, run_id, details,
-				     &err) &&
+		  store_event_insert(s, "wap.lease-lost", &who, ns, table, run_id, details, &err) &&
 		  store_commit(s, &err);
 
 	json_decref(details);
@@ -492,9 +492,9 @@ static bool finish_run(struct store *s, const struct table_env *env, const struc
 {
 	bool moved = false;
 	struct store_actor who = audit_actor(env);
-	bool ok = store_begin(s, err) && store_run_transition(s, run_id, "auditing", state, audited,
-							      -1, audits, 0, lease, &who, &moved,
-							      err);
+	bool ok = store_begin(s, err) &&
+		  store_run_transition(s, run_id, "auditing", state, audited, -1, audits, 0, lease,
+				       &who, &moved, err);
 	if (ok && !moved)
 		ok = floe_err(
 			err, FE_RUN_STATE,

@@ -17,7 +17,7 @@ struct job {
 	workq_fn fn;
 	void *arg;
 	struct job *next;
-	char request_id[48]; /* the submitter's, for the log lines of the job */
+	char request_id[48];               /* the submitter's, for the log lines of the job */
 	char principal[LOG_PRINCIPAL_MAX]; /* and its principal; "": none */
 };
 

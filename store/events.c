@@ -59,8 +59,8 @@ bool store_event_insert(struct store *s, const char *event, const struct store_a
 			return floe_err(err, FE_INTERNAL, "out of memory");
 		}
 	}
-	const char *params[8] = { event, who->request_id, levels,	  table,
-				  run_id, det,		   who->principal, who->client_id };
+	const char *params[8] = { event, who->request_id, levels,        table, run_id,
+				  det,   who->principal,  who->client_id };
 	r = store_exec(s, &statements[ST_EVENT_INSERT], 8, params, err);
 	free(levels);
 	free(det);

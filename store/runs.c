@@ -12,18 +12,21 @@
 /* The distinct principals of the commits that set the run's branch after
  * the run's staged_after (commit_log.refs, migration 0009), as a JSON
  * array text. */
-#define WRITTEN_BY                                                                   \
+#define WRITTEN_BY                                                                     \
 	"(SELECT coalesce(json_agg(w.p ORDER BY w.p), '[]')::text FROM ("              \
-	"  SELECT DISTINCT c.principal AS p FROM commit_log c "                       \
+	"  SELECT DISTINCT c.principal AS p FROM commit_log c "                        \
 	"  WHERE c.table_uuid = wap_runs.table_uuid AND c.id > wap_runs.staged_after " \
 	"  AND wap_runs.branch = ANY (c.refs) ORDER BY 1 LIMIT 100) w)"
+
+/* Who staged, published and abandoned the run, and who wrote to it. */
+#define RUN_ACTORS                                                         \
+	"staged_by, staged_client_id, published_by, published_client_id, " \
+	"abandoned_by, abandoned_client_id, " WRITTEN_BY
 
 #define RUN_COLUMNS                                                                     \
 	"SELECT id, table_uuid, array_to_string(namespace, E'\\x1f'), table_name, "     \
 	"branch, state, base_snapshot_id, audited_snapshot_id, published_snapshot_id, " \
-	"audits::text, " TS("created_at") ", " TS("updated_at") ", seq, "                \
-	"staged_by, staged_client_id, published_by, published_client_id, "             \
-	"abandoned_by, abandoned_client_id, " WRITTEN_BY " "
+	"audits::text, " TS("created_at") ", " TS("updated_at") ", seq, " RUN_ACTORS " "
 
 enum { ST_RUN_INSERT, ST_RUN_GET, ST_RUN_LIST, ST_RUN_TRANSITION, ST_RUN_EXPIRE_STALE, ST_COUNT };
 

@@ -412,7 +412,7 @@ struct run_row {
 	char *audits;        /* JSON text of the hooks' verdicts */
 	char created_at[40]; /* RFC 3339 UTC */
 	char updated_at[40];
-	long long seq; /* listing order */
+	long long seq;             /* listing order */
 	char *staged_by;           /* "anonymous" when no principal staged it */
 	char *staged_client_id;    /* NULL when none */
 	char *published_by;        /* NULL until published */

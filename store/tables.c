@@ -394,14 +394,10 @@ static bool table_insert(struct store *s, const struct store_statement *st,
 		return false;
 	struct gz_params gz;
 	gz_params_make(&gz, metadata, refs_metadata);
-	const char *params[8 + GZ_PARAMS + BY_PARAMS] = { levels,
-							  name,
-							  uuid,
-							  location,
-							  metadata,
-							  who->request_id,
-							  refs_metadata,
-							  table_location };
+	const char *params[8 + GZ_PARAMS + BY_PARAMS] = { levels,        name,
+							  uuid,          location,
+							  metadata,      who->request_id,
+							  refs_metadata, table_location };
 	memcpy(params + 8, gz.values, sizeof(gz.values));
 	params[8 + GZ_PARAMS] = who->principal;
 	params[8 + GZ_PARAMS + 1] = who->client_id;
@@ -475,10 +471,14 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
 	(void)snprintf(verp, sizeof(verp), "%lld", expected_version);
 	struct gz_params gz;
 	gz_params_make(&gz, metadata, refs_metadata);
-	const char *params[8 + GZ_PARAMS + BY_PARAMS] = {
-		idp,		 verp,		metadata_location, metadata, previous_location,
-		who->request_id, refs_metadata, table_location
-	};
+	const char *params[8 + GZ_PARAMS + BY_PARAMS] = { idp,
+							  verp,
+							  metadata_location,
+							  metadata,
+							  previous_location,
+							  who->request_id,
+							  refs_metadata,
+							  table_location };
 	memcpy(params + 8, gz.values, sizeof(gz.values));
 	params[8 + GZ_PARAMS] = who->principal;
 	params[8 + GZ_PARAMS + 1] = who->client_id;

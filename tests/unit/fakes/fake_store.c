@@ -531,8 +531,7 @@ void fake_store_set_ns_property(const char *property, const char *value)
 {
 	if (json_object_get(state, "ns-properties") == NULL)
 		json_object_set_new(state, "ns-properties", json_object());
-	json_object_set_new(json_object_get(state, "ns-properties"), property,
-			    json_string(value));
+	json_object_set_new(json_object_get(state, "ns-properties"), property, json_string(value));
 }
 
 bool store_event_insert(struct store *s, const char *event, const struct store_actor *who,
@@ -747,8 +746,8 @@ bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 		return false;
 	json_t *run = json_pack("{s:s, s:s, s:s, s:s, s:s, s:[], s:I}", "id", id, "state", "staged",
 				"branch", branch, "_table-uuid", table_uuid, "staged-by",
-				who->principal ? who->principal : "anonymous", "written-by",
-				"_seq", (json_int_t)json_object_size(json_object_get(state, "runs")) + 1);
+				who->principal ? who->principal : "anonymous", "written-by", "_seq",
+				(json_int_t)json_object_size(json_object_get(state, "runs")) + 1);
 	if (base_snapshot >= 0)
 		json_object_set_new(run, "base-snapshot-id", json_integer(base_snapshot));
 	json_object_set_new(json_object_get(state, "runs"), id, run);
