@@ -17,11 +17,27 @@
 /* The most events one page lists. */
 #define EVENTS_PAGE_MAX 1000
 
+struct store_actor audit_actor(const struct table_env *env)
+{
+	struct store_actor who = {
+		.request_id = env->request_id,
+		.principal = env->principal,
+		.client_id = env->client_id,
+	};
+	return who;
+}
+
+const char *audit_principal(const struct table_env *env)
+{
+	return env->principal != NULL ? env->principal : "anonymous";
+}
+
 bool audit_record(struct store *s, const struct table_env *env, const char *event,
 		  const struct ns_ident *ns, const char *table, const char *run_id, json_t *details,
 		  struct floe_error *err)
 {
-	bool ok = store_event_insert(s, event, env->request_id, ns, table, run_id, details, err);
+	struct store_actor who = audit_actor(env);
+	bool ok = store_event_insert(s, event, &who, ns, table, run_id, details, err);
 
 	if (!ok)
 		log_error("audit", "cannot record %s for run %s: %s rid=%s", event,
@@ -54,8 +70,10 @@ static json_t *event_json(const void *row)
 {
 	const struct event_row *e = row;
 
-	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id", (json_int_t)e->id,
-			 "at", e->at, "event", e->event, "principal", e->principal, "request-id",
+	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "id",
+			 (json_int_t)e->id, "at", e->at, "event", e->event, "principal",
+			 e->principal, "client-id",
+			 e->client_id ? json_string(e->client_id) : json_null(), "request-id",
 			 e->request_id ? json_string(e->request_id) : json_null(), "namespace",
 			 e->ns.nlevels > 0 ? ident_ns_to_json(&e->ns) : json_null(), "table",
 			 e->table ? json_string(e->table) : json_null(), "run-id",

@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "auditlog.h"
 #include "location.h"
 #include "log.h"
 #include "metric.h"
@@ -234,6 +235,36 @@ static void commit_drop_old_files(const struct table_env *env, struct commit_mar
 	m->dropped = NULL;
 }
 
+char *table_refs_set(const json_t *base, const json_t *m)
+{
+	const json_t *before = json_object_get(base, "refs");
+	const char *name;
+	json_t *ref;
+	size_t len = 1;
+	char *out;
+
+	json_object_foreach(json_object_get(m, "refs"), name, ref) {
+		len += strlen(name) + 1;
+	}
+	out = malloc(len);
+	if (out == NULL)
+		return NULL;
+	out[0] = '\0';
+	size_t at = 0;
+	json_object_foreach(json_object_get(m, "refs"), name, ref) {
+		const json_t *was = json_object_get(json_object_get(before, name), "snapshot-id");
+		const json_t *now = json_object_get(ref, "snapshot-id");
+		if (was != NULL && json_equal(was, now))
+			continue;
+		size_t l = strlen(name);
+		if (at > 0)
+			out[at++] = '\x1f';
+		memcpy(out + at, name, l + 1);
+		at += l;
+	}
+	return out;
+}
+
 /* Enforced publish: main may move only through a WAP publish when the
  * table or one of its namespaces sets floe.wap.required (control.c
  * decides; this is the one check every path that moves main makes). */
@@ -285,8 +316,10 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 	json_t *m = NULL;
 	char *text = NULL;
 	char *refs = NULL;
+	char *set = NULL;
 	char *loc = NULL;
 	json_t *dropped = NULL;
+	struct store_actor who = audit_actor(env);
 	json_error_t jerr;
 	bool changed = false;
 	bool won = false;
@@ -333,6 +366,7 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 	if (!fileio_write_metadata(table_loc, row.version, text, len, &loc, err))
 		goto done;
 	refs = table_refs_text(m);
+	set = table_refs_set(base, m);
 	if (moved) {
 		/* The new location is decided with the swap, in one
 		 * transaction (the caller's, or one of its own). */
@@ -349,7 +383,7 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 		}
 	}
 	if (!store_table_cas(s, row.id, row.version, loc, text, refs, key, row.metadata_location,
-			     env->request_id, &won, err)) {
+			     &who, set, &won, err)) {
 		if (!swap_failed(s, env, &row, loc, lost, err))
 			goto done;
 		won = true;
@@ -394,12 +428,13 @@ done:
 	json_decref(dropped);
 	free(text);
 	free(refs);
+	free(set);
 	free(loc);
 	return ok;
 }
 
-/* True when updates set or remove floe.wap.required. */
-static bool touches_control(const json_t *updates)
+/* True when updates set or remove property. */
+static bool touches_control(const json_t *updates, const char *property)
 {
 	size_t i, k;
 	json_t *u, *key;
@@ -409,12 +444,12 @@ static bool touches_control(const json_t *updates)
 		if (action == NULL)
 			continue;
 		if (strcmp(action, "set-properties") == 0 &&
-		    json_object_get(json_object_get(u, "updates"), POLICY_PROPERTY) != NULL)
+		    json_object_get(json_object_get(u, "updates"), property) != NULL)
 			return true;
 		if (strcmp(action, "remove-properties") == 0) {
 			json_array_foreach(json_object_get(u, "removals"), k, key) {
 				if (json_is_string(key) &&
-				    strcmp(json_string_value(key), POLICY_PROPERTY) == 0)
+				    strcmp(json_string_value(key), property) == 0)
 					return true;
 			}
 		}
@@ -428,22 +463,26 @@ struct commit_extras {
 	const struct table_env *env;
 	const struct ns_ident *ns;
 	const char *name;
-	bool control; /* the commit sets floe.wap.required */
+	bool control[POLICY_NCONTROLS]; /* the commit sets policy_controls[i]'s property */
 };
 
-/* A commit that sets floe.wap.required records it (weakening it is
+/* A commit that sets a control property records it (weakening one is
  * refused before: policy_check_table_properties); a keyed commit records
  * its answer. */
 static bool commit_extras_also(struct store *s, void *ctx, const json_t *result,
 			       struct floe_error *err)
 {
 	struct commit_extras *x = ctx;
+	struct store_actor who = audit_actor(x->env);
 
-	if (x->control) {
+	for (size_t i = 0; i < POLICY_NCONTROLS; i++) {
+		if (!x->control[i])
+			continue;
 		json_t *details = json_pack("{s:b}", "required",
-					    policy_table_sets(json_object_get(result, "metadata")));
-		bool ok = store_event_insert(s, "control.wap-required", x->env->request_id, x->ns,
-					     x->name, NULL, details, err);
+					    policy_sets(json_object_get(result, "metadata"),
+							policy_controls[i].property));
+		bool ok = store_event_insert(s, policy_controls[i].event, &who, x->ns, x->name,
+					     NULL, details, err);
 		json_decref(details);
 		if (!ok)
 			return false;
@@ -467,9 +506,13 @@ json_t *table_commit(struct store *s, const struct table_env *env, const struct 
 		return NULL;
 	if (requirements != NULL && has_assert_create(requirements))
 		return commit_create(s, env, ns, name, requirements, updates, err);
-	bool control = touches_control(updates);
+	struct commit_extras x = { .env = env, .ns = ns, .name = name };
+	bool control = false;
+	for (size_t i = 0; i < POLICY_NCONTROLS; i++) {
+		x.control[i] = touches_control(updates, policy_controls[i].property);
+		control |= x.control[i];
+	}
 	if (control || env->idem_key != NULL) {
-		struct commit_extras x = { .env = env, .ns = ns, .name = name, .control = control };
 		return table_commit_with(s, env, ns, name, requirements, updates, 0,
 					 commit_extras_also, &x, err);
 	}

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "auditlog.h"
 #include "log.h"
 #include "namespace.h"
 #include "ports.h"
@@ -111,8 +112,8 @@ bool control_hook_register(struct store *s, const struct table_env *env, const c
 		ok = floe_err(err, FE_INTERNAL, "the new hook could not be read back");
 	if (ok) {
 		json_t *details = hook_details(*hook, NULL);
-		ok = store_event_insert(s, "hook.registered", env->request_id, NULL, NULL, NULL,
-					details, err);
+		struct store_actor who = audit_actor(env);
+		ok = store_event_insert(s, "hook.registered", &who, NULL, NULL, NULL, details, err);
 		json_decref(details);
 	}
 	if (!finish_tx(s, ok, err)) {
@@ -151,8 +152,8 @@ bool control_hook_delete(struct store *s, const struct table_env *env, const cha
 		ok = wording_no_such_hook(id, err);
 	if (ok) {
 		json_t *details = hook_details(hook, reason);
-		ok = store_event_insert(s, "hook.deleted", env->request_id, NULL, NULL, NULL,
-					details, err);
+		struct store_actor who = audit_actor(env);
+		ok = store_event_insert(s, "hook.deleted", &who, NULL, NULL, NULL, details, err);
 		json_decref(details);
 	}
 	free(guarded);
@@ -164,13 +165,14 @@ bool control_hook_delete(struct store *s, const struct table_env *env, const cha
 
 struct control_event {
 	const struct table_env *env;
+	const struct policy_control *control;
 	const struct ns_ident *ns;
 	const char *table;
 	bool required;
 	const char *reason;
 };
 
-/* In the table commit's transaction: the control.wap-required event. */
+/* In the table commit's transaction: the control's event. */
 static bool table_control_also(struct store *s, void *ctx, const json_t *result,
 			       struct floe_error *err)
 {
@@ -178,14 +180,18 @@ static bool table_control_also(struct store *s, void *ctx, const json_t *result,
 
 	(void)result;
 	json_t *details = json_pack("{s:b, s:s}", "required", c->required, "reason", c->reason);
-	bool ok = store_event_insert(s, "control.wap-required", c->env->request_id, c->ns, c->table,
-				     NULL, details, err);
+	struct store_actor who = audit_actor(c->env);
+	bool ok = store_event_insert(s, c->control->event, &who, c->ns, c->table, NULL, details,
+				     err);
 	json_decref(details);
 	return ok;
 }
 
-static json_t *apply_wap_required(struct store *s, const struct table_env *env, const json_t *body,
-				  const char *reason, struct floe_error *err)
+/* Sets or (weakening it) removes control's property on a table or a
+ * namespace. */
+static json_t *apply_property(struct store *s, const struct table_env *env,
+			      const struct policy_control *control, const json_t *body,
+			      const char *reason, struct floe_error *err)
 {
 	struct ns_ident ns = { 0 };
 	const json_t *table = json_object_get(body, "table");
@@ -208,6 +214,7 @@ static json_t *apply_wap_required(struct store *s, const struct table_env *env, 
 	if (json_is_string(table)) {
 		struct control_event c = {
 			.env = env,
+			.control = control,
 			.ns = &ns,
 			.table = json_string_value(table),
 			.required = json_is_true(required),
@@ -215,9 +222,9 @@ static json_t *apply_wap_required(struct store *s, const struct table_env *env, 
 		};
 		change = json_is_true(required)
 				 ? json_pack("[{s:s, s:{s:s}}]", "action", "set-properties",
-					     "updates", POLICY_PROPERTY, "true")
+					     "updates", control->property, "true")
 				 : json_pack("[{s:s, s:[s]}]", "action", "remove-properties",
-					     "removals", POLICY_PROPERTY);
+					     "removals", control->property);
 		json_t *res = table_commit_with(s, env, &ns, c.table, NULL, change,
 						TABLE_COMMIT_CONTROL, table_control_also, &c, err);
 		if (res == NULL)
@@ -225,9 +232,9 @@ static json_t *apply_wap_required(struct store *s, const struct table_env *env, 
 		json_decref(res);
 	} else {
 		change = json_is_true(required)
-				 ? json_pack("{s:{s:s}}", "updates", POLICY_PROPERTY, "true")
-				 : json_pack("{s:[s]}", "removals", POLICY_PROPERTY);
-		json_t *res = ns_update_properties(s, &ns, change, env->request_id, reason, err);
+				 ? json_pack("{s:{s:s}}", "updates", control->property, "true")
+				 : json_pack("{s:[s]}", "removals", control->property);
+		json_t *res = ns_update_properties(s, &ns, change, env, reason, err);
 		if (res == NULL)
 			goto done;
 		json_decref(res);
@@ -238,6 +245,19 @@ done:
 	json_decref(change);
 	ident_ns_clear(&ns);
 	return out;
+}
+
+static json_t *apply_wap_required(struct store *s, const struct table_env *env, const json_t *body,
+				  const char *reason, struct floe_error *err)
+{
+	return apply_property(s, env, policy_control_of(POLICY_PROPERTY), body, reason, err);
+}
+
+static json_t *apply_separation_of_duties(struct store *s, const struct table_env *env,
+					  const json_t *body, const char *reason,
+					  struct floe_error *err)
+{
+	return apply_property(s, env, policy_control_of(POLICY_SOD_PROPERTY), body, reason, err);
 }
 
 static json_t *apply_delete_hook(struct store *s, const struct table_env *env, const json_t *body,
@@ -292,6 +312,7 @@ static const struct {
 	control_action_fn apply;
 } control_actions[] = {
 	{ "wap-required", apply_wap_required },
+	{ "separation-of-duties", apply_separation_of_duties },
 	{ "delete-hook", apply_delete_hook },
 	{ "register", apply_register },
 	{ "rename", apply_rename },
@@ -310,7 +331,7 @@ json_t *control_apply(struct store *s, const struct table_env *env, const char *
 	if (apply == NULL)
 		return floe_err(
 			       err, FE_BAD_REQUEST,
-			       "no control action %s (wap-required, delete-hook, register, rename)",
+			       "no control action %s (wap-required, separation-of-duties, delete-hook, register, rename)",
 			       action),
 		       NULL;
 	if (!json_is_object(body))

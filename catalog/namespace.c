@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "auditlog.h"
 #include "policy.h"
 #include "ports.h"
 #include "rowjson.h"
@@ -250,7 +251,8 @@ static bool array_has_string(const json_t *arr, const char *key)
 }
 
 json_t *ns_update_properties(struct store *s, const struct ns_ident *ns, const json_t *body,
-			     const char *request_id, const char *reason, struct floe_error *err)
+			     const struct table_env *env, const char *reason,
+			     struct floe_error *err)
 {
 	json_t *removals = json_object_get(body, "removals");
 	json_t *updates = json_object_get(body, "updates");
@@ -302,16 +304,19 @@ json_t *ns_update_properties(struct store *s, const struct ns_ident *ns, const j
 		ok = ns_word_error(ns, err);
 	if (ok && reason == NULL)
 		ok = policy_check_ns_properties(ns, old, rem, upd, err);
-	if (ok) {
-		bool before = value_is_true(json_object_get(old, POLICY_PROPERTY));
-		const json_t *set = json_object_get(upd, POLICY_PROPERTY);
+	struct store_actor who = audit_actor(env);
+	for (size_t c = 0; ok && c < POLICY_NCONTROLS; c++) {
+		const char *prop = policy_controls[c].property;
+		bool before = value_is_true(json_object_get(old, prop));
+		const json_t *set = json_object_get(upd, prop);
+		bool touched = set != NULL || array_has_string(rem, prop);
 		bool after = set != NULL ? value_is_true(set)
-					 : before && !array_has_string(rem, POLICY_PROPERTY);
-		if (before != after || reason != NULL) {
+					 : before && !array_has_string(rem, prop);
+		if (before != after || (reason != NULL && touched)) {
 			json_t *details = json_pack("{s:b, s:s*}", "required", after, "reason",
 						    reason);
-			ok = store_event_insert(s, "control.wap-required", request_id, ns, NULL,
-						NULL, details, err);
+			ok = store_event_insert(s, policy_controls[c].event, &who, ns, NULL, NULL,
+						details, err);
 			json_decref(details);
 		}
 	}

@@ -12,6 +12,7 @@
 #include "ident.h"
 
 struct store;
+struct table_env;
 
 #define NS_PAGE_SIZE_DEFAULT 100
 #define NS_PAGE_SIZE_MAX 1000
@@ -65,12 +66,12 @@ json_t *ns_list(struct store *s, const struct ns_ident *parent, const struct pag
 		struct floe_error *err) FLOE_WUR;
 
 /* POST /namespaces/{ns}/properties: {"updated", "removed", "missing"}.
- * A key both set and removed is FE_UNPROCESSABLE. Weakening
- * floe.wap.required is FE_FORBIDDEN unless reason (the control route) is
- * given; a change of it writes control.wap-required in the same
- * transaction. */
+ * A key both set and removed is FE_UNPROCESSABLE. Weakening a control
+ * property (floe.wap.required, floe.wap.separation-of-duties) is
+ * FE_FORBIDDEN unless reason (the control route) is given; a change of one
+ * writes its control event, by env's principal, in the same transaction. */
 json_t *ns_update_properties(struct store *s, const struct ns_ident *ns, const json_t *body,
-			     const char *request_id, const char *reason,
+			     const struct table_env *env, const char *reason,
 			     struct floe_error *err) FLOE_WUR;
 
 #endif

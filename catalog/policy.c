@@ -20,9 +20,28 @@ static bool value_true(const json_t *v)
 	return s != NULL && strcasecmp(s, "true") == 0;
 }
 
+const struct policy_control policy_controls[POLICY_NCONTROLS] = {
+	{ POLICY_PROPERTY, "wap-required", "control.wap-required" },
+	{ POLICY_SOD_PROPERTY, "separation-of-duties", "control.separation-of-duties" },
+};
+
+const struct policy_control *policy_control_of(const char *property)
+{
+	for (size_t i = 0; i < POLICY_NCONTROLS; i++) {
+		if (strcmp(policy_controls[i].property, property) == 0)
+			return &policy_controls[i];
+	}
+	return NULL;
+}
+
+bool policy_sets(const json_t *m, const char *property)
+{
+	return value_true(json_object_get(json_object_get(m, "properties"), property));
+}
+
 bool policy_table_sets(const json_t *m)
 {
-	return value_true(json_object_get(json_object_get(m, "properties"), POLICY_PROPERTY));
+	return policy_sets(m, POLICY_PROPERTY);
 }
 
 bool policy_rule(struct store *s, const struct ns_ident *ns, const json_t *m, char *rule,
@@ -65,39 +84,50 @@ bool policy_check_main_move(struct store *s, const struct ns_ident *ns, const ch
 bool policy_check_table_properties(const char *name, const json_t *base, const json_t *m,
 				   struct floe_error *err)
 {
-	if (!policy_table_sets(base) || policy_table_sets(m))
-		return true;
-	return floe_err(
-		err, FE_FORBIDDEN,
-		"table %s sets " POLICY_PROPERTY
-		"=true: removing or changing it weakens the audited-publish control; only POST /v1/controls/wap-required with a reason may",
-		name);
+	for (size_t i = 0; i < POLICY_NCONTROLS; i++) {
+		const struct policy_control *c = &policy_controls[i];
+		if (!policy_sets(base, c->property) || policy_sets(m, c->property))
+			continue;
+		return floe_err(
+			err, FE_FORBIDDEN,
+			"table %s sets %s=true: removing or changing it weakens the audited-publish control; only POST /v1/controls/%s with a reason may",
+			name, c->property, c->action);
+	}
+	return true;
+}
+
+bool policy_ns_weakens(const json_t *old, const json_t *removals, const json_t *updates,
+		       const char *property)
+{
+	const json_t *set = json_object_get(updates, property);
+	bool removed = false;
+	size_t i;
+	json_t *v;
+
+	if (!value_true(json_object_get(old, property)))
+		return false;
+	json_array_foreach((json_t *)removals, i, v) {
+		if (strcmp(json_string_value(v), property) == 0)
+			removed = true;
+	}
+	return set != NULL ? !value_true(set) : removed;
 }
 
 bool policy_check_ns_properties(const struct ns_ident *ns, const json_t *old,
 				const json_t *removals, const json_t *updates,
 				struct floe_error *err)
 {
-	const json_t *now = json_object_get(old, POLICY_PROPERTY);
-	const json_t *set = json_object_get(updates, POLICY_PROPERTY);
-	bool removed = false;
-	size_t i;
-	json_t *v;
-
-	if (!value_true(now))
-		return true;
-	json_array_foreach((json_t *)removals, i, v) {
-		if (strcmp(json_string_value(v), POLICY_PROPERTY) == 0)
-			removed = true;
+	for (size_t i = 0; i < POLICY_NCONTROLS; i++) {
+		const struct policy_control *c = &policy_controls[i];
+		if (!policy_ns_weakens(old, removals, updates, c->property))
+			continue;
+		char *shown = ident_ns_display(ns);
+		floe_err(
+			err, FE_FORBIDDEN,
+			"namespace %s sets %s=true: removing or changing it weakens the audited-publish control; only POST /v1/controls/%s with a reason may",
+			shown ? shown : "?", c->property, c->action);
+		free(shown);
+		return false;
 	}
-	if (set != NULL ? value_true(set) : !removed)
-		return true;
-	char *shown = ident_ns_display(ns);
-	floe_err(
-		err, FE_FORBIDDEN,
-		"namespace %s sets " POLICY_PROPERTY
-		"=true: removing or changing it weakens the audited-publish control; only POST /v1/controls/wap-required with a reason may",
-		shown ? shown : "?");
-	free(shown);
-	return false;
+	return true;
 }

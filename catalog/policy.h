@@ -17,6 +17,27 @@
 struct store;
 
 #define POLICY_PROPERTY "floe.wap.required"
+#define POLICY_SOD_PROPERTY "floe.wap.separation-of-duties"
+
+/* A control property: set to true on a table or namespace it is in force;
+ * weakening it (removing it, or setting anything but true) is refused
+ * outside the control route POST /v1/controls/<action>, and every change
+ * of it is the audit event `event`. */
+struct policy_control {
+	const char *property;
+	const char *action;
+	const char *event;
+};
+
+/* floe.wap.required and floe.wap.separation-of-duties. */
+#define POLICY_NCONTROLS 2
+extern const struct policy_control policy_controls[POLICY_NCONTROLS];
+
+/* The control of property, or NULL when it is none. */
+const struct policy_control *policy_control_of(const char *property);
+
+/* True when metadata m (may be NULL) sets property=true itself. */
+bool policy_sets(const json_t *m, const char *property);
 
 /* True when metadata m (may be NULL) sets floe.wap.required=true itself. */
 bool policy_table_sets(const json_t *m);
@@ -32,13 +53,19 @@ bool policy_rule(struct store *s, const struct ns_ident *ns, const json_t *m, ch
 bool policy_check_main_move(struct store *s, const struct ns_ident *ns, const char *name,
 			    const json_t *base, const json_t *m, struct floe_error *err) FLOE_WUR;
 
-/* An ordinary commit may not remove floe.wap.required=true from a table
- * (nor set it to anything else): FE_FORBIDDEN naming the control route. */
+/* An ordinary commit may not remove a control property set to true from a
+ * table (nor set it to anything else): FE_FORBIDDEN naming its control
+ * route. */
 bool policy_check_table_properties(const char *name, const json_t *base, const json_t *m,
 				   struct floe_error *err) FLOE_WUR;
 
-/* An ordinary namespace property change from old to new may not weaken
- * floe.wap.required: FE_FORBIDDEN naming the control route. */
+/* True when a namespace change (removals, updates) of properties old
+ * takes property from true to anything else. */
+bool policy_ns_weakens(const json_t *old, const json_t *removals, const json_t *updates,
+		       const char *property);
+
+/* An ordinary namespace property change from old to new may not weaken a
+ * control property: FE_FORBIDDEN naming its control route. */
 bool policy_check_ns_properties(const struct ns_ident *ns, const json_t *old,
 				const json_t *removals, const json_t *updates,
 				struct floe_error *err) FLOE_WUR;

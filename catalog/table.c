@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "gzip.h"
+#include "auditlog.h"
 #include "location.h"
 #include "log.h"
 #include "policy.h"
@@ -408,6 +409,8 @@ bool table_create_row(struct store *s, const struct table_env *env, const struct
 	char *loc = NULL;
 	char *key = NULL;
 	char *refs = NULL;
+	char *set = NULL;
+	struct store_actor who = audit_actor(env);
 	bool in_tx = false;
 	bool keep_file = false;
 	bool ok = false;
@@ -425,12 +428,13 @@ bool table_create_row(struct store *s, const struct table_env *env, const struct
 	if (!fileio_write_metadata(table_loc, 0, text, len, &loc, err))
 		goto done;
 	refs = table_refs_text(m);
+	set = table_refs_set(NULL, m);
 	if (!store_begin(s, err))
 		goto done;
 	in_tx = true;
 	if (!table_location_claim(s, ns, name, table_loc, key, uuid, err))
 		goto done;
-	if (!store_table_create(s, ns, name, uuid, loc, text, refs, key, env->request_id, err)) {
+	if (!store_table_create(s, ns, name, uuid, loc, text, refs, key, &who, set, err)) {
 		tables_word_error(s, ns, name, uuid, true, err);
 		goto done;
 	}
@@ -460,6 +464,7 @@ done:
 	free(key);
 	free(text);
 	free(refs);
+	free(set);
 	return ok;
 }
 
@@ -695,6 +700,8 @@ static bool register_over(struct store *s, const struct table_env *env, const st
 			  const char *refs, const char *tloc, const char *reason,
 			  struct floe_error *err)
 {
+	struct store_actor who = audit_actor(env);
+	char *set = NULL;
 	struct table_row row;
 	json_t *old = NULL;
 	json_error_t jerr;
@@ -716,8 +723,10 @@ static bool register_over(struct store *s, const struct table_env *env, const st
 			name, rule);
 		goto done;
 	}
-	if (!store_table_overwrite(s, ns, name, uuid, mloc, text, refs, tloc, env->request_id,
-				   err)) {
+	json_t *now = json_loads(text, 0, NULL);
+	set = table_refs_set(old, now);
+	json_decref(now);
+	if (!store_table_overwrite(s, ns, name, uuid, mloc, text, refs, tloc, &who, set, err)) {
 		tables_word_error(s, ns, name, uuid, false, err);
 		goto done;
 	}
@@ -726,10 +735,10 @@ static bool register_over(struct store *s, const struct table_env *env, const st
 				    "table-uuid", uuid, "previous-table-uuid", row.uuid,
 				    "protected-by", rule[0] != '\0' ? rule : NULL, "reason",
 				    reason);
-	ok = store_event_insert(s, "table.register-overwrite", env->request_id, ns, name, NULL,
-				details, err);
+	ok = store_event_insert(s, "table.register-overwrite", &who, ns, name, NULL, details, err);
 	json_decref(details);
 done:
+	free(set);
 	json_decref(old);
 	store_table_row_clear(&row);
 	return ok;
@@ -745,6 +754,7 @@ static bool register_new(struct store *s, const struct table_env *env, const str
 			 struct floe_error *err)
 {
 	char rule[256] = "";
+	struct store_actor who = audit_actor(env);
 
 	if (tablemeta_current_snapshot(m) >= 0 && !policy_rule(s, ns, m, rule, sizeof(rule), err))
 		return false;
@@ -753,15 +763,18 @@ static bool register_new(struct store *s, const struct table_env *env, const str
 			err, FE_FORBIDDEN,
 			"registering table %s with a snapshot on main would move main outside write-audit-publish: %s; only POST /v1/controls/register with a reason may",
 			name, rule);
-	if (!store_table_create(s, ns, name, uuid, mloc, text, refs, tloc, env->request_id, err))
+	char *set = table_refs_set(NULL, m);
+	bool created = store_table_create(s, ns, name, uuid, mloc, text, refs, tloc, &who, set,
+					  err);
+	free(set);
+	if (!created)
 		return tables_word_error(s, ns, name, uuid, true, err);
 	if (reason == NULL)
 		return true;
 	json_t *details = json_pack("{s:s, s:s, s:s*, s:s}", "metadata-location", mloc,
 				    "table-uuid", uuid, "protected-by",
 				    rule[0] != '\0' ? rule : NULL, "reason", reason);
-	bool ok = store_event_insert(s, "table.registered", env->request_id, ns, name, NULL,
-				     details, err);
+	bool ok = store_event_insert(s, "table.registered", &who, ns, name, NULL, details, err);
 	json_decref(details);
 	return ok;
 }
@@ -846,6 +859,7 @@ bool table_drop(struct store *s, const struct table_env *env, const struct ns_id
 		const char *name, bool purge, struct floe_error *err)
 {
 	struct table_row row;
+	struct store_actor who = audit_actor(env);
 
 	/* The table and its audit event go together, or neither. With purge
 	 * the files are detached from the name in the same statement (a
@@ -860,8 +874,7 @@ bool table_drop(struct store *s, const struct table_env *env, const struct ns_id
 	}
 	json_t *details = json_pack("{s:s, s:s?, s:b}", "table-uuid", row.uuid, "metadata-location",
 				    row.metadata_location, "purge", purge);
-	bool logged = store_event_insert(s, "table.dropped", env->request_id, ns, name, NULL,
-					 details, err);
+	bool logged = store_event_insert(s, "table.dropped", &who, ns, name, NULL, details, err);
 	json_decref(details);
 	if (!logged || !store_commit(s, err)) {
 		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
@@ -883,6 +896,7 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 	json_t *m = NULL;
 	json_error_t jerr;
 	char from_rule[256], to_rule[256];
+	struct store_actor who = audit_actor(env);
 	bool ok = false;
 
 	memset(&row, 0, sizeof(row));
@@ -924,8 +938,8 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 				    "protected-by", from_rule[0] != '\0' ? from_rule : NULL,
 				    "protected-by-after", to_rule[0] != '\0' ? to_rule : NULL,
 				    "reason", reason);
-	bool logged = store_event_insert(s, "table.renamed", env->request_id, &from.ns, from.name,
-					 NULL, details, err);
+	bool logged = store_event_insert(s, "table.renamed", &who, &from.ns, from.name, NULL,
+					 details, err);
 	json_decref(details);
 	if (!logged)
 		goto fail;

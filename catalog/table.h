@@ -39,6 +39,11 @@ struct table_env {
 	const char *warehouse;      /* file:///... root URL */
 	const char *warehouse_path; /* its local directory */
 	const char *request_id;
+	/* The request's authenticated principal and its token's client id,
+	 * borrowed for the request (and any job it defers); NULL: none,
+	 * recorded as "anonymous" and no client id. */
+	const char *principal;
+	const char *client_id;
 	struct commit_locks *locks;  /* may be NULL: no local serialisation */
 	struct unsettled *unsettled; /* commits left to settle; may be NULL */
 	/* The request's Idempotency-Key and its owner token, or NULL: table

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "duties.h"
 #include "emptysnap.h"
 #include "hookspec.h"
 #include "log.h"
@@ -72,6 +73,14 @@ static json_t *run_json(const void *row)
 	if (r->has_published)
 		json_object_set_new(run, "published-snapshot-id",
 				    json_integer(r->published_snapshot_id));
+	json_object_set_new(run, "staged-by",
+			    json_string(r->staged_by ? r->staged_by : "anonymous"));
+	if (r->published_by != NULL)
+		json_object_set_new(run, "published-by", json_string(r->published_by));
+	if (r->abandoned_by != NULL)
+		json_object_set_new(run, "abandoned-by", json_string(r->abandoned_by));
+	json_object_set_new(run, "written-by",
+			    r->written_by ? rowjson_text(r->written_by) : json_array());
 	return run;
 }
 
@@ -140,16 +149,17 @@ struct stage_record {
 static bool stage_also(struct store *s, void *ctx, const json_t *result, struct floe_error *err)
 {
 	struct stage_record *r = ctx;
+	struct store_actor who = audit_actor(r->env);
 
 	(void)result;
 	if (!store_run_insert(s, r->run_id, r->table_uuid, r->ns, r->table, r->branch, r->base,
-			      err))
+			      r->adopted, &who, err))
 		return false;
 	json_t *details = json_pack("{s:s, s:b, s:o}", "branch", r->branch, "adopted", r->adopted,
 				    "base-snapshot-id",
 				    r->base >= 0 ? json_integer(r->base) : json_null());
-	bool ok = store_event_insert(s, "wap.staged", r->env->request_id, r->ns, r->table,
-				     r->run_id, details, err);
+	bool ok = store_event_insert(s, "wap.staged", &who, r->ns, r->table, r->run_id, details,
+				     err);
 	json_decref(details);
 	return ok;
 }
@@ -344,19 +354,20 @@ struct abandon_record {
 static bool abandon_also(struct store *s, void *ctx, const json_t *result, struct floe_error *err)
 {
 	struct abandon_record *a = ctx;
+	struct store_actor who = audit_actor(a->env);
 	bool moved = false;
 
 	(void)result;
 	if (!store_run_transition(s, a->run_id, RUN_PUBLISHABLE, "abandoned", -1, -1, NULL, 0, NULL,
-				  &moved, err))
+				  &who, &moved, err))
 		return false;
 	if (!moved)
 		return floe_err(err, FE_RUN_STATE,
 				"run %s is being audited and cannot be abandoned now", a->run_id);
 	json_t *details = json_pack("{s:s, s:b}", "branch", a->branch, "branch-dropped",
 				    a->dropped);
-	bool ok = store_event_insert(s, "wap.abandoned", a->env->request_id, a->ns, a->table,
-				     a->run_id, details, err);
+	bool ok = store_event_insert(s, "wap.abandoned", &who, a->ns, a->table, a->run_id, details,
+				     err);
 	json_decref(details);
 	return ok;
 }
@@ -435,12 +446,12 @@ static bool record_calls(struct store *s, const struct table_env *env, const str
 			 const char *table, const char *run_id, const json_t *calls,
 			 struct floe_error *err)
 {
+	struct store_actor who = audit_actor(env);
 	size_t i;
 	json_t *d;
 
 	json_array_foreach((json_t *)calls, i, d) {
-		if (!store_event_insert(s, "wap.hook-called", env->request_id, ns, table, run_id, d,
-					err))
+		if (!store_event_insert(s, "wap.hook-called", &who, ns, table, run_id, d, err))
 			return false;
 	}
 	return true;
@@ -454,10 +465,10 @@ static void record_lease_lost(struct store *s, const struct table_env *env,
 			      const json_t *calls)
 {
 	struct floe_error err;
+	struct store_actor who = audit_actor(env);
 	json_t *details = json_pack("{s:I}", "hook-calls", (json_int_t)json_array_size(calls));
 	bool ok = store_begin(s, &err) && record_calls(s, env, ns, table, run_id, calls, &err) &&
-		  store_event_insert(s, "wap.lease-lost", env->request_id, ns, table, run_id,
-				     details, &err) &&
+		  store_event_insert(s, "wap.lease-lost", &who, ns, table, run_id, details, &err) &&
 		  store_commit(s, &err);
 
 	json_decref(details);
@@ -480,8 +491,10 @@ static bool finish_run(struct store *s, const struct table_env *env, const struc
 		       const char *event, json_t *details, struct floe_error *err)
 {
 	bool moved = false;
-	bool ok = store_begin(s, err) && store_run_transition(s, run_id, "auditing", state, audited,
-							      -1, audits, 0, lease, &moved, err);
+	struct store_actor who = audit_actor(env);
+	bool ok = store_begin(s, err) &&
+		  store_run_transition(s, run_id, "auditing", state, audited, -1, audits, 0, lease,
+				       &who, &moved, err);
 	if (ok && !moved)
 		ok = floe_err(
 			err, FE_RUN_STATE,
@@ -490,7 +503,7 @@ static bool finish_run(struct store *s, const struct table_env *env, const struc
 	if (ok && calls != NULL)
 		ok = record_calls(s, env, ns, table, run_id, calls, err);
 	if (ok && event != NULL)
-		ok = store_event_insert(s, event, env->request_id, ns, table, run_id, details, err);
+		ok = store_event_insert(s, event, &who, ns, table, run_id, details, err);
 	if (ok)
 		ok = store_commit(s, err);
 	else if (err->kind != FE_COMMIT_STATE_UNKNOWN)
@@ -522,11 +535,12 @@ struct publish_record {
 static bool publish_also(struct store *s, void *ctx, const json_t *result, struct floe_error *err)
 {
 	struct publish_record *p = ctx;
+	struct store_actor who = audit_actor(p->env);
 	bool moved = false;
 
 	(void)result;
 	if (!store_run_transition(s, p->run_id, "auditing", "published", p->audited, p->audited,
-				  p->audits, 0, p->lease, &moved, err))
+				  p->audits, 0, p->lease, &who, &moved, err))
 		return false;
 	if (!moved)
 		return floe_err(err, FE_RUN_STATE,
@@ -538,8 +552,8 @@ static bool publish_also(struct store *s, void *ctx, const json_t *result, struc
 				    "branch", p->branch, "branch-dropped", p->drop_branch,
 				    "previous-main-snapshot-id",
 				    p->main_at >= 0 ? json_integer(p->main_at) : json_null());
-	bool ok = store_event_insert(s, "wap.published", p->env->request_id, p->ns, p->table,
-				     p->run_id, details, err);
+	bool ok = store_event_insert(s, "wap.published", &who, p->ns, p->table, p->run_id, details,
+				     err);
 	json_decref(details);
 	return ok;
 }
@@ -637,6 +651,8 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 		floe_err(err, FE_RUN_STATE, "run %s is %s and cannot be published", run_id, state);
 		goto done;
 	}
+	if (!duties_check_publish(s, env, ns, table, m, run, err))
+		goto done;
 	const char *branch = json_string_value(json_object_get(run, "branch"));
 	json_t *bref = json_object_get(json_object_get(m, "refs"), branch);
 	if (bref == NULL) {
@@ -693,8 +709,9 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 	}
 	if (!store_begin(s, err))
 		goto done;
+	struct store_actor who = audit_actor(env);
 	if (!store_run_transition(s, run_id, RUN_PUBLISHABLE, "auditing", audited, -1, NULL,
-				  lease_ms, lease, &moved, err)) {
+				  lease_ms, lease, &who, &moved, err)) {
 		store_rollback(s);
 		goto done;
 	}
@@ -707,8 +724,8 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 				    "branch", branch, "main-snapshot-id",
 				    main_at >= 0 ? json_integer(main_at) : json_null(), "hooks",
 				    (json_int_t)n, "lease-ms", (json_int_t)lease_ms);
-	bool logged = store_event_insert(s, "wap.audit-started", env->request_id, ns, table, run_id,
-					 started, err);
+	bool logged = store_event_insert(s, "wap.audit-started", &who, ns, table, run_id, started,
+					 err);
 	json_decref(started);
 	if (!logged) {
 		store_rollback(s);
@@ -744,7 +761,11 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 			"parent-snapshot-id", json_is_integer(parent) ? parent : json_null(),
 			"main-snapshot-id", main_at >= 0 ? json_integer(main_at) : json_null(),
 			"snapshot", snap, "schema", snapshot_schema(m, snap), "metadata-location",
-			metadata_location, "requested-at", now, "requested-by", "anonymous");
+			metadata_location, "requested-at", now, "requested-by",
+			audit_principal(env));
+		if (payload != NULL && env->client_id != NULL)
+			json_object_set_new(payload, "requested-by-client",
+					    json_string(env->client_id));
 		bodies[i] = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
 		json_decref(payload);
 		if (bodies[i] == NULL)

@@ -16,6 +16,9 @@ static atomic_int current_format = LOG_FORMAT_TEXT;
 /* The request this thread serves; empty: none. Request ids are short
  * (http.c keeps at most 39 characters). */
 static _Thread_local char thread_request[48];
+/* The principal the request acts as; empty: none (anonymous). Longer
+ * names are cut in the log. */
+static _Thread_local char thread_principal[LOG_PRINCIPAL_MAX];
 
 static const char *const level_names[] = {
 	[LOG_LEVEL_ERROR] = "error",
@@ -64,6 +67,21 @@ void log_set_request(const char *request_id)
 	for (; request_id != NULL && request_id[n] != '\0' && n < sizeof(thread_request) - 1; n++)
 		thread_request[n] = request_id[n];
 	thread_request[n] = '\0';
+	thread_principal[0] = '\0';
+}
+
+void log_set_principal(const char *principal)
+{
+	size_t n = 0;
+
+	for (; principal != NULL && principal[n] != '\0' && n < sizeof(thread_principal) - 1; n++)
+		thread_principal[n] = principal[n];
+	thread_principal[n] = '\0';
+}
+
+const char *log_principal(void)
+{
+	return thread_principal[0] != '\0' ? thread_principal : NULL;
 }
 
 const char *log_request(void)
@@ -175,7 +193,9 @@ static size_t json_line(char *out, size_t cap, const char *time, enum log_level 
 			const char *subsystem, const char *message, size_t mlen)
 {
 	const char *rid = log_request();
-	size_t tail = 40 + (rid != NULL ? strlen(rid) * 6 + 64 : 0);
+	const char *who = log_principal();
+	size_t tail = 40 + (rid != NULL ? strlen(rid) * 6 + 64 : 0) +
+		      (rid != NULL && who != NULL ? strlen(who) * 6 : 0);
 	size_t n = 0;
 
 	json_put(out, cap, &n, "{\"time\":\"");
@@ -190,8 +210,12 @@ static size_t json_line(char *out, size_t cap, const char *time, enum log_level 
 	if (rid != NULL) {
 		json_put(out, cap, &n, ",\"request_id\":\"");
 		json_escape(out, cap, &n, rid, strlen(rid), 4);
-		/* Reserved for the authenticated principal. */
-		json_put(out, cap, &n, "\",\"principal\":\"anonymous\"");
+		json_put(out, cap, &n, "\",\"principal\":\"");
+		if (who != NULL)
+			json_escape(out, cap, &n, who, strlen(who), 4);
+		else
+			json_put(out, cap, &n, "anonymous");
+		json_put(out, cap, &n, "\"");
 	}
 	json_put(out, cap, &n, "}\n");
 	return n;

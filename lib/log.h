@@ -31,8 +31,20 @@ void log_set_format(enum log_format format);
 bool log_format_parse(const char *name, enum log_format *out);
 
 /* The request the calling thread serves from now on (its id is copied;
- * NULL: none). A JSON line carries it as "request_id", with "principal". */
+ * NULL: none), as no principal yet. A JSON line carries it as
+ * "request_id", with "principal". */
 void log_set_request(const char *request_id);
+
+/* The longest principal name a log line carries whole. */
+#define LOG_PRINCIPAL_MAX 256
+
+/* The principal the calling thread's request acts as from now on (copied;
+ * NULL: none, logged as "anonymous"), until the next log_set_request. */
+void log_set_principal(const char *principal);
+
+/* The calling thread's principal, or NULL: valid until the thread's next
+ * log_set_request or log_set_principal. */
+const char *log_principal(void);
 
 /* The calling thread's request id, or NULL: valid until the thread's
  * next log_set_request. */

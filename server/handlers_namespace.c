@@ -121,7 +121,7 @@ void handle_ns_update_properties(struct http_request *req)
 	s = handler_acquire(req);
 	if (s != NULL) {
 		struct table_env env = handler_env(req);
-		json_t *body = ns_update_properties(s, &ns, in, env.request_id, NULL, &err);
+		json_t *body = ns_update_properties(s, &ns, in, &env, NULL, &err);
 		handler_release(req, s);
 		handler_answer(req, 200, body, &err);
 	}

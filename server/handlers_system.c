@@ -90,6 +90,8 @@ struct table_env handler_env(struct http_request *req)
 		.warehouse = req->app->cfg->warehouse,
 		.warehouse_path = req->app->cfg->warehouse_path,
 		.request_id = req->request_id,
+		.principal = req->principal,
+		.client_id = req->client_id,
 		.locks = req->app->locks,
 		.unsettled = req->app->unsettled,
 		.hook_policy = req->app->cfg->hook_policy,

@@ -583,6 +583,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return queue(req);
 	}
 	log_set_request(req->request_id);
+	log_set_principal(req->principal);
 	dispatch(req);
 	log_set_request(NULL);
 	if (req->suspended)
@@ -633,12 +634,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 		   1);
 	metric_observe(METRIC_HTTP_DURATION, req->route_slot, us);
 	log_set_request(req->request_id);
+	log_set_principal(req->principal);
+	const char *who = req->principal != NULL ? req->principal : "anonymous";
 	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
-		log_info("access", "%s %s %d %lldus rid=%s", req->method, req->path, req->status,
-			 us, req->request_id);
+		log_info("access", "%s %s %d %lldus principal=%s rid=%s", req->method, req->path,
+			 req->status, us, who, req->request_id);
 	else
-		log_info("access", "%s %s %d %lldus rid=%s aborted(%d)", req->method, req->path,
-			 req->status, us, req->request_id, (int)toe);
+		log_info("access", "%s %s %d %lldus principal=%s rid=%s aborted(%d)", req->method,
+			 req->path, req->status, us, who, req->request_id, (int)toe);
 	log_set_request(NULL);
 	request_free(req);
 	*req_cls = NULL;

@@ -32,6 +32,12 @@ struct http_request {
 	size_t nsegs;
 	bool too_many_segments;
 	char request_id[40];
+	/* The authenticated principal and its token's client id, set by the
+	 * authentication middleware and borrowed for the request (deferred
+	 * jobs included: the request outlives them); NULL: none, recorded
+	 * as "anonymous". */
+	const char *principal;
+	const char *client_id;
 	struct timespec start;
 	size_t route_slot; /* counted under (metric.h); 0 until routed */
 

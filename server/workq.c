@@ -17,13 +17,15 @@ struct job {
 	workq_fn fn;
 	void *arg;
 	struct job *next;
-	char request_id[48]; /* the submitter's, for the log lines of the job */
+	char request_id[48];               /* the submitter's, for the log lines of the job */
+	char principal[LOG_PRINCIPAL_MAX]; /* and its principal; "": none */
 };
 
 /* Runs a job as part of the request that queued it (log.h). */
 static void job_run(struct job *j, const struct floe_error *refused)
 {
 	log_set_request(j->request_id[0] != '\0' ? j->request_id : NULL);
+	log_set_principal(j->principal[0] != '\0' ? j->principal : NULL);
 	j->fn(j->arg, refused);
 	log_set_request(NULL);
 	free(j);
@@ -106,6 +108,8 @@ bool workq_submit(struct workq *q, workq_fn fn, void *arg, struct floe_error *er
 	j->next = NULL;
 	(void)snprintf(j->request_id, sizeof(j->request_id), "%s",
 		       log_request() != NULL ? log_request() : "");
+	(void)snprintf(j->principal, sizeof(j->principal), "%s",
+		       log_principal() != NULL ? log_principal() : "");
 	pthread_mutex_lock(&q->mu);
 	if (q->stopping || q->waiting >= q->capacity) {
 		bool stopping = q->stopping;

@@ -18,13 +18,13 @@ enum { ST_EVENT_INSERT, ST_EVENT_LIST, ST_COUNT };
 static const struct store_statement statements[ST_COUNT] = {
 	[ST_EVENT_INSERT] = { "event_insert",
 		"INSERT INTO audit_events (event, request_id, namespace, table_name, run_id, "
-		"  details) "
+		"  details, principal, client_id) "
 		"VALUES ($1, $2, string_to_array($3::text, E'\\x1f'), $4, $5::uuid, "
-		"  coalesce($6::jsonb, '{}'::jsonb))" },
+		"  coalesce($6::jsonb, '{}'::jsonb), coalesce($7, 'anonymous'), $8)" },
 	[ST_EVENT_LIST] = { "event_list",
 		"SELECT id, " TS("at") ", event, principal, request_id, "
 		"  array_to_string(namespace, E'\\x1f'), table_name, run_id, details::text "
-		"  , xid::text "
+		"  , xid::text, client_id "
 		"FROM audit_events "
 		"WHERE (xid, id) > ($7::xid8, $1::bigint) "
 		"AND xid < pg_snapshot_xmin(pg_current_snapshot()) "
@@ -39,7 +39,7 @@ static const struct store_statement statements[ST_COUNT] = {
 
 const struct store_statements store_event_statements = { statements, ST_COUNT };
 
-bool store_event_insert(struct store *s, const char *event, const char *request_id,
+bool store_event_insert(struct store *s, const char *event, const struct store_actor *who,
 			const struct ns_ident *ns, const char *table, const char *run_id,
 			const json_t *details, struct floe_error *err)
 {
@@ -59,8 +59,9 @@ bool store_event_insert(struct store *s, const char *event, const char *request_
 			return floe_err(err, FE_INTERNAL, "out of memory");
 		}
 	}
-	const char *params[6] = { event, request_id, levels, table, run_id, det };
-	r = store_exec(s, &statements[ST_EVENT_INSERT], 6, params, err);
+	const char *params[8] = { event, who->request_id, levels,        table, run_id,
+				  det,   who->principal,  who->client_id };
+	r = store_exec(s, &statements[ST_EVENT_INSERT], 8, params, err);
 	free(levels);
 	free(det);
 	/* A change whose event cannot be written does not happen: the
@@ -88,7 +89,7 @@ static bool event_fill(PGresult *r, int i, void *dst)
 	if (store_col_copy(r, i, 2, &row->event) && store_col_copy(r, i, 3, &row->principal) &&
 	    store_col_copy(r, i, 4, &row->request_id) && store_col_ns(r, i, 5, &row->ns) &&
 	    store_col_copy(r, i, 6, &row->table) && store_col_copy(r, i, 7, &row->run_id) &&
-	    store_col_copy(r, i, 8, &row->details))
+	    store_col_copy(r, i, 8, &row->details) && store_col_copy(r, i, 10, &row->client_id))
 		return true;
 	store_event_row_clear(row);
 	return false;

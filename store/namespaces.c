@@ -81,7 +81,7 @@ static const struct store_statement statements[ST_COUNT] = {
 		"SELECT array_to_string(n.levels, '.') FROM namespaces n, lv "
 		"WHERE cardinality(n.levels) <= cardinality(lv.l) "
 		"AND n.levels = lv.l[1:cardinality(n.levels)] "
-		"AND lower(n.properties->>'floe.wap.required') = 'true' "
+		"AND lower(n.properties->>$2) = 'true' "
 		"ORDER BY cardinality(n.levels) LIMIT 1" },
 	/* The listings above with $3 (role ids): only the children with a
 	 * grant on the catalog, themselves, above or below them. */
@@ -367,16 +367,22 @@ done:
 
 /* --- enforced publish --- */
 
-bool store_ns_wap_required(struct store *s, const struct ns_ident *ns, char **where,
-			   struct floe_error *err)
+bool store_ns_property_true(struct store *s, const struct ns_ident *ns, const char *property,
+			    char **where, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 
 	*where = NULL;
 	if (levels == NULL)
 		return false;
-	const char *params[1] = { levels };
-	bool ok = store_exec_text(s, &statements[ST_NS_WAP_REQUIRED], 1, params, where, err);
+	const char *params[2] = { levels, property };
+	bool ok = store_exec_text(s, &statements[ST_NS_WAP_REQUIRED], 2, params, where, err);
 	free(levels);
 	return ok;
+}
+
+bool store_ns_wap_required(struct store *s, const struct ns_ident *ns, char **where,
+			   struct floe_error *err)
+{
+	return store_ns_property_true(s, ns, "floe.wap.required", where, err);
 }

@@ -22,6 +22,7 @@ void store_event_row_clear(struct event_row *row)
 {
 	free(row->event);
 	free(row->principal);
+	free(row->client_id);
 	free(row->request_id);
 	ident_ns_clear(&row->ns);
 	free(row->table);
@@ -81,6 +82,13 @@ void store_run_row_clear(struct run_row *row)
 	free(row->branch);
 	free(row->state);
 	free(row->audits);
+	free(row->staged_by);
+	free(row->staged_client_id);
+	free(row->published_by);
+	free(row->published_client_id);
+	free(row->abandoned_by);
+	free(row->abandoned_client_id);
+	free(row->written_by);
 	memset(row, 0, sizeof(*row));
 }
 

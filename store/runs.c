@@ -9,10 +9,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The distinct principals of the commits that set the run's branch after
+ * the run's staged_after (commit_log.refs, migration 0009), as a JSON
+ * array text. */
+#define WRITTEN_BY                                                                     \
+	"(SELECT coalesce(json_agg(w.p ORDER BY w.p), '[]')::text FROM ("              \
+	"  SELECT DISTINCT c.principal AS p FROM commit_log c "                        \
+	"  WHERE c.table_uuid = wap_runs.table_uuid AND c.id > wap_runs.staged_after " \
+	"  AND wap_runs.branch = ANY (c.refs) ORDER BY 1 LIMIT 100) w)"
+
+/* Who staged, published and abandoned the run, and who wrote to it. */
+#define RUN_ACTORS                                                         \
+	"staged_by, staged_client_id, published_by, published_client_id, " \
+	"abandoned_by, abandoned_client_id, " WRITTEN_BY
+
 #define RUN_COLUMNS                                                                     \
 	"SELECT id, table_uuid, array_to_string(namespace, E'\\x1f'), table_name, "     \
 	"branch, state, base_snapshot_id, audited_snapshot_id, published_snapshot_id, " \
-	"audits::text, " TS("created_at") ", " TS("updated_at") ", seq "
+	"audits::text, " TS("created_at") ", " TS("updated_at") ", seq, " RUN_ACTORS " "
 
 enum { ST_RUN_INSERT, ST_RUN_GET, ST_RUN_LIST, ST_RUN_TRANSITION, ST_RUN_EXPIRE_STALE, ST_COUNT };
 
@@ -21,8 +35,10 @@ enum { ST_RUN_INSERT, ST_RUN_GET, ST_RUN_LIST, ST_RUN_TRANSITION, ST_RUN_EXPIRE_
 static const struct store_statement statements[ST_COUNT] = {
 	[ST_RUN_INSERT] = { "run_insert",
 		"INSERT INTO wap_runs (id, table_uuid, namespace, table_name, branch, state, "
-		"  base_snapshot_id) "
-		"VALUES ($1::uuid, $2::uuid, " LEVELS("$3") ", $4, $5, 'staged', $6::bigint)" },
+		"  base_snapshot_id, staged_by, staged_client_id, staged_after) "
+		"VALUES ($1::uuid, $2::uuid, " LEVELS("$3") ", $4, $5, 'staged', $6::bigint, "
+		"  coalesce($8, 'anonymous'), $9, CASE WHEN $7::boolean THEN 0 ELSE "
+		"  coalesce((SELECT max(id) FROM commit_log WHERE table_uuid = $2::uuid), 0) END)" },
 	[ST_RUN_GET] = { "run_get", RUN_COLUMNS "FROM wap_runs WHERE id = $1::uuid" },
 	[ST_RUN_LIST] = { "run_list", RUN_COLUMNS "FROM wap_runs "
 		"WHERE table_uuid = $1::uuid AND ($2::bigint IS NULL OR seq < $2::bigint) "
@@ -34,7 +50,15 @@ static const struct store_statement statements[ST_COUNT] = {
 		"  audits = coalesce($6::jsonb, audits), updated_at = now(), "
 		"  lease_until = CASE WHEN $2 = 'auditing' "
 		"    THEN now() + make_interval(secs => $7::double precision / 1000) END, "
-		"  lease_owner = CASE WHEN $2 = 'auditing' THEN $8::uuid END "
+		"  lease_owner = CASE WHEN $2 = 'auditing' THEN $8::uuid END, "
+		"  published_by = CASE WHEN $2 = 'published' THEN coalesce($9, 'anonymous') "
+		"    ELSE published_by END, "
+		"  published_client_id = CASE WHEN $2 = 'published' THEN $10 "
+		"    ELSE published_client_id END, "
+		"  abandoned_by = CASE WHEN $2 = 'abandoned' THEN coalesce($9, 'anonymous') "
+		"    ELSE abandoned_by END, "
+		"  abandoned_client_id = CASE WHEN $2 = 'abandoned' THEN $10 "
+		"    ELSE abandoned_client_id END "
 		"WHERE id = $1::uuid AND ((state = ANY (string_to_array($3::text, ',')) "
 		"    AND (state <> 'auditing' OR lease_owner = $8::uuid)) "
 		"  OR ('auditing-stale' = ANY (string_to_array($3::text, ',')) "
@@ -78,7 +102,13 @@ static bool run_fill(PGresult *r, int i, void *dst)
 	row->seq = store_col_ll(r, i, 12);
 	if (store_col_ns(r, i, 2, &row->ns) && store_col_copy(r, i, 3, &row->table_name) &&
 	    store_col_copy(r, i, 4, &row->branch) && store_col_copy(r, i, 5, &row->state) &&
-	    store_col_copy(r, i, 9, &row->audits))
+	    store_col_copy(r, i, 9, &row->audits) && store_col_copy(r, i, 13, &row->staged_by) &&
+	    store_col_copy(r, i, 14, &row->staged_client_id) &&
+	    store_col_copy(r, i, 15, &row->published_by) &&
+	    store_col_copy(r, i, 16, &row->published_client_id) &&
+	    store_col_copy(r, i, 17, &row->abandoned_by) &&
+	    store_col_copy(r, i, 18, &row->abandoned_client_id) &&
+	    store_col_copy(r, i, 19, &row->written_by))
 		return true;
 	store_run_row_clear(row);
 	return false;
@@ -86,7 +116,8 @@ static bool run_fill(PGresult *r, int i, void *dst)
 
 bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 		      const struct ns_ident *ns, const char *table, const char *branch,
-		      long long base_snapshot, struct floe_error *err)
+		      long long base_snapshot, bool adopted, const struct store_actor *who,
+		      struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	char base[32];
@@ -95,9 +126,16 @@ bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 	if (levels == NULL)
 		return false;
 	(void)snprintf(base, sizeof(base), "%lld", base_snapshot);
-	const char *params[6] = { id,    table_uuid, levels,
-				  table, branch,     base_snapshot >= 0 ? base : NULL };
-	r = store_exec(s, &statements[ST_RUN_INSERT], 6, params, err);
+	const char *params[9] = { id,
+				  table_uuid,
+				  levels,
+				  table,
+				  branch,
+				  base_snapshot >= 0 ? base : NULL,
+				  adopted ? "true" : "false",
+				  who->principal,
+				  who->client_id };
+	r = store_exec(s, &statements[ST_RUN_INSERT], 9, params, err);
 	free(levels);
 	if (r == NULL)
 		return false;
@@ -137,8 +175,8 @@ bool store_run_list(struct store *s, const char *table_uuid, long long before_se
 
 bool store_run_transition(struct store *s, const char *id, const char *from_states,
 			  const char *to_state, long long audited, long long published,
-			  const json_t *audits, long lease_ms, const char *lease_owner, bool *moved,
-			  struct floe_error *err)
+			  const json_t *audits, long lease_ms, const char *lease_owner,
+			  const struct store_actor *who, bool *moved, struct floe_error *err)
 {
 	char a[32], p[32], l[32];
 	char *audits_text = NULL;
@@ -153,15 +191,17 @@ bool store_run_transition(struct store *s, const char *id, const char *from_stat
 			return floe_err(err, FE_INTERNAL, "out of memory");
 	}
 	(void)snprintf(l, sizeof(l), "%ld", lease_ms > 0 ? lease_ms : 0);
-	const char *params[8] = { id,
-				  to_state,
-				  from_states,
-				  audited >= 0 ? a : NULL,
-				  published >= 0 ? p : NULL,
-				  audits_text,
-				  l,
-				  lease_owner };
-	r = store_exec(s, &statements[ST_RUN_TRANSITION], 8, params, err);
+	const char *params[10] = { id,
+				   to_state,
+				   from_states,
+				   audited >= 0 ? a : NULL,
+				   published >= 0 ? p : NULL,
+				   audits_text,
+				   l,
+				   lease_owner,
+				   who != NULL ? who->principal : NULL,
+				   who != NULL ? who->client_id : NULL };
+	r = store_exec(s, &statements[ST_RUN_TRANSITION], 10, params, err);
 	free(audits_text);
 	if (r == NULL)
 		return false;

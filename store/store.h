@@ -25,6 +25,16 @@ struct gzip_part;
 struct store;
 struct store_pool;
 
+/* Who makes a change, recorded with it in every commit_log row, audit
+ * event and WAP run. Borrowed strings: request_id NULL is none, principal
+ * NULL is recorded as "anonymous" (no authenticated principal), client_id
+ * NULL as none. */
+struct store_actor {
+	const char *request_id;
+	const char *principal;
+	const char *client_id;
+};
+
 /* Borrows a connection, connecting (and preparing statements) when needed.
  * Fails with FE_UNAVAILABLE when the database cannot be reached, or when
  * no connection of the pool is free within the acquire timeout. */
@@ -119,7 +129,8 @@ bool store_table_load_gz(struct store *s, const struct ns_ident *ns, const char 
 bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *name, bool *exists,
 			struct floe_error *err) FLOE_WUR;
 
-/* Inserts a new table at version 1 with its first commit_log row.
+/* Inserts a new table at version 1 with its first commit_log row, by
+ * who; refs: the refs the commit set, 0x1F-joined (NULL: none known).
  * refs_metadata: the snapshots=refs form, NULL when it equals metadata.
  * FE_ALREADY_EXISTS: the name is taken, or (err->sqlstate 23505) the
  * uuid; FE_NO_SUCH_TABLE when nothing was inserted and no such table
@@ -127,7 +138,8 @@ bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *
 bool store_table_create(struct store *s, const struct ns_ident *ns, const char *name,
 			const char *uuid, const char *metadata_location, const char *metadata,
 			const char *refs_metadata, const char *table_location,
-			const char *request_id, struct floe_error *err) FLOE_WUR;
+			const struct store_actor *who, const char *refs,
+			struct floe_error *err) FLOE_WUR;
 
 /* Replaces a registered table's pointer (register with overwrite):
  * version bumped, commit_log row written. FE_NO_SUCH_TABLE;
@@ -135,18 +147,21 @@ bool store_table_create(struct store *s, const struct ns_ident *ns, const char *
 bool store_table_overwrite(struct store *s, const struct ns_ident *ns, const char *name,
 			   const char *uuid, const char *metadata_location, const char *metadata,
 			   const char *refs_metadata, const char *table_location,
-			   const char *request_id, struct floe_error *err) FLOE_WUR;
+			   const struct store_actor *who, const char *refs,
+			   struct floe_error *err) FLOE_WUR;
 
 /*
  * The compare-and-swap of a commit: moves table id from expected_version
  * to expected_version + 1 with the new pointer and metadata, and appends
- * the commit_log row, atomically. *won is false when another writer moved
- * the table first (nothing changed).
+ * the commit_log row (by who, naming refs as store_table_create does),
+ * atomically. *won is false when another writer moved the table first
+ * (nothing changed).
  */
 bool store_table_cas(struct store *s, long long id, long long expected_version,
 		     const char *metadata_location, const char *metadata, const char *refs_metadata,
 		     const char *table_location, const char *previous_location,
-		     const char *request_id, bool *won, struct floe_error *err) FLOE_WUR;
+		     const struct store_actor *who, const char *refs, bool *won,
+		     struct floe_error *err) FLOE_WUR;
 
 /*
  * Drops the connection of s and opens a new one (once, within the connect
@@ -320,6 +335,11 @@ bool store_idem_expire(struct store *s, int older_than_s, int limit, long *delet
 bool store_ns_wap_required(struct store *s, const struct ns_ident *ns, char **where,
 			   struct floe_error *err) FLOE_WUR;
 
+/* Like store_ns_wap_required for any property set to true (floe's control
+ * properties: floe.wap.separation-of-duties). */
+bool store_ns_property_true(struct store *s, const struct ns_ident *ns, const char *property,
+			    char **where, struct floe_error *err) FLOE_WUR;
+
 /* One audit hook as stored; its secret stays in the database. */
 struct hook_row {
 	char id[40];
@@ -392,7 +412,17 @@ struct run_row {
 	char *audits;        /* JSON text of the hooks' verdicts */
 	char created_at[40]; /* RFC 3339 UTC */
 	char updated_at[40];
-	long long seq; /* listing order */
+	long long seq;             /* listing order */
+	char *staged_by;           /* "anonymous" when no principal staged it */
+	char *staged_client_id;    /* NULL when none */
+	char *published_by;        /* NULL until published */
+	char *published_client_id; /* NULL when none */
+	char *abandoned_by;        /* NULL unless abandoned */
+	char *abandoned_client_id; /* NULL when none */
+	/* JSON text: the distinct principals of the commits that set the
+	 * run's branch after it was staged (adopted: all recorded), sorted,
+	 * at most 100. */
+	char *written_by;
 };
 
 /* Frees what row holds and zeroes it. */
@@ -401,10 +431,13 @@ void store_run_row_clear(struct run_row *row);
 /* Clears each of count rows and frees the array (NULL is fine). */
 void store_run_rows_free(struct run_row *rows, size_t count);
 
-/* WAP runs. */
+/* WAP runs: staged by who. A run that made its branch (not adopted) is
+ * inserted in the transaction of the commit that made it, after it: the
+ * commits to the branch after that one are its writes. */
 bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 		      const struct ns_ident *ns, const char *table, const char *branch,
-		      long long base_snapshot, struct floe_error *err) FLOE_WUR;
+		      long long base_snapshot, bool adopted, const struct store_actor *who,
+		      struct floe_error *err) FLOE_WUR;
 /* *found is false when there is no such run; else *row is filled
  * (store_run_row_clear). */
 bool store_run_get(struct store *s, const char *id, struct run_row *row, bool *found,
@@ -422,15 +455,18 @@ bool store_run_list(struct store *s, const char *table_uuid, long long before_se
  * lease of a move to "auditing". A move out of "auditing" happens only
  * while lease_owner still holds the lease (a run taken over by another
  * publish is not this one's to finish). *moved is false when the state
- * or the lease did not match. */
+ * or the lease did not match. A move to "published" or "abandoned"
+ * records who (may be NULL: anonymous) as the one who did it. */
 bool store_run_transition(struct store *s, const char *id, const char *from_states,
 			  const char *to_state, long long audited, long long published,
-			  const json_t *audits, long lease_ms, const char *lease_owner, bool *moved,
+			  const json_t *audits, long lease_ms, const char *lease_owner,
+			  const struct store_actor *who, bool *moved,
 			  struct floe_error *err) FLOE_WUR;
 
-/* The audit log (append-only). An event that cannot be written is
- * FE_UNAVAILABLE: the change it records must be rolled back with it. */
-bool store_event_insert(struct store *s, const char *event, const char *request_id,
+/* The audit log (append-only), an event by who. An event that cannot be
+ * written is FE_UNAVAILABLE: the change it records must be rolled back
+ * with it. */
+bool store_event_insert(struct store *s, const char *event, const struct store_actor *who,
 			const struct ns_ident *ns, const char *table, const char *run_id,
 			const json_t *details, struct floe_error *err) FLOE_WUR;
 /* One event of the audit log. */
@@ -439,6 +475,7 @@ struct event_row {
 	char at[40]; /* RFC 3339 UTC */
 	char *event;
 	char *principal;
+	char *client_id;    /* NULL when none */
 	char *request_id;   /* NULL when none */
 	struct ns_ident ns; /* no levels: none */
 	char *table;        /* NULL when none */

@@ -42,6 +42,12 @@ enum {
 #define GZ_VALUES "$9::bytea, $10::bigint, $11::bigint, $12::bytea, $13::bigint, $14::bigint"
 #define GZ_PARAMS 6
 
+/* Who committed and the refs the commit set (migration 0009), parameters
+ * $15 to $17 of the statements that write a commit_log row. */
+#define BY_COLUMNS "principal, client_id, refs"
+#define BY_VALUES "coalesce($15, 'anonymous'), $16, string_to_array($17::text, E'\\x1f')"
+#define BY_PARAMS 3
+
 /* A load of the deflated form: columns id, uuid, location, the text
  * when no deflated form of this version is kept (else NULL), version,
  * the deflated form, its CRC-32 and the text's length. */
@@ -86,8 +92,9 @@ static const struct store_statement statements[ST_COUNT] = {
 		"  ON CONFLICT (namespace_id, name) DO NOTHING "
 		"  RETURNING id, table_uuid, version) "
 		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
-		"  previous_location, request_id) "
-		"SELECT id, table_uuid, version, $4, NULL, $6 FROM ins RETURNING version" },
+		"  previous_location, request_id, " BY_COLUMNS ") "
+		"SELECT id, table_uuid, version, $4, NULL, $6, " BY_VALUES " FROM ins "
+		"RETURNING version" },
 	[ST_TABLE_OVERWRITE] = { "table_overwrite",
 		"WITH upd AS (UPDATE tables t SET table_uuid = $3::uuid, "
 		"  metadata_location = $4, metadata = $5, refs_metadata = $7, location = $8, "
@@ -99,8 +106,9 @@ static const struct store_statement statements[ST_COUNT] = {
 		"  AND t.name = $2 AND old.id = t.id "
 		"  RETURNING t.id, t.table_uuid, t.version, old.metadata_location AS prev) "
 		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
-		"  previous_location, request_id) "
-		"SELECT id, table_uuid, version, $4, prev, $6 FROM upd RETURNING version" },
+		"  previous_location, request_id, " BY_COLUMNS ") "
+		"SELECT id, table_uuid, version, $4, prev, $6, " BY_VALUES " FROM upd "
+		"RETURNING version" },
 	[ST_TABLE_CAS] = { "table_cas",
 		"WITH upd AS (UPDATE tables SET metadata_location = $3, metadata = $4, "
 		"  refs_metadata = $7, location = $8, version = version + 1, "
@@ -109,8 +117,9 @@ static const struct store_statement statements[ST_COUNT] = {
 		"  WHERE id = $1::bigint AND version = $2::bigint "
 		"  RETURNING id, table_uuid, version) "
 		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
-		"  previous_location, request_id) "
-		"SELECT id, table_uuid, version, $3, $5, $6 FROM upd RETURNING version" },
+		"  previous_location, request_id, " BY_COLUMNS ") "
+		"SELECT id, table_uuid, version, $3, $5, $6, " BY_VALUES " FROM upd "
+		"RETURNING version" },
 	[ST_COMMIT_LANDED] = { "commit_landed",
 		"SELECT metadata_location FROM commit_log "
 		"WHERE table_uuid = $1::uuid AND version = $2::bigint AND metadata_location = $3" },
@@ -387,8 +396,8 @@ static void gz_params_clear(struct gz_params *g)
 static bool table_insert(struct store *s, const struct store_statement *st,
 			 const struct ns_ident *ns, const char *name, const char *uuid,
 			 const char *location, const char *metadata, const char *refs_metadata,
-			 const char *table_location, const char *request_id, bool *done,
-			 struct floe_error *err)
+			 const char *table_location, const struct store_actor *who,
+			 const char *refs, bool *done, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	PGresult *r;
@@ -398,10 +407,15 @@ static bool table_insert(struct store *s, const struct store_statement *st,
 		return false;
 	struct gz_params gz;
 	gz_params_make(&gz, metadata, refs_metadata);
-	const char *params[8 + GZ_PARAMS] = { levels,   name,       uuid,          location,
-					      metadata, request_id, refs_metadata, table_location };
+	const char *params[8 + GZ_PARAMS + BY_PARAMS] = { levels,        name,
+							  uuid,          location,
+							  metadata,      who->request_id,
+							  refs_metadata, table_location };
 	memcpy(params + 8, gz.values, sizeof(gz.values));
-	r = store_exec(s, st, 8 + GZ_PARAMS, params, err);
+	params[8 + GZ_PARAMS] = who->principal;
+	params[8 + GZ_PARAMS + 1] = who->client_id;
+	params[8 + GZ_PARAMS + 2] = refs;
+	r = store_exec(s, st, 8 + GZ_PARAMS + BY_PARAMS, params, err);
 	gz_params_clear(&gz);
 	free(levels);
 	if (r == NULL) {
@@ -424,13 +438,13 @@ static bool table_insert(struct store *s, const struct store_statement *st,
 bool store_table_create(struct store *s, const struct ns_ident *ns, const char *name,
 			const char *uuid, const char *metadata_location, const char *metadata,
 			const char *refs_metadata, const char *table_location,
-			const char *request_id, struct floe_error *err)
+			const struct store_actor *who, const char *refs, struct floe_error *err)
 {
 	bool inserted;
 	bool exists = false;
 
 	if (!table_insert(s, &statements[ST_TABLE_CREATE], ns, name, uuid, metadata_location,
-			  metadata, refs_metadata, table_location, request_id, &inserted, err))
+			  metadata, refs_metadata, table_location, who, refs, &inserted, err))
 		return false;
 	if (inserted)
 		return true;
@@ -444,12 +458,12 @@ bool store_table_create(struct store *s, const struct ns_ident *ns, const char *
 bool store_table_overwrite(struct store *s, const struct ns_ident *ns, const char *name,
 			   const char *uuid, const char *metadata_location, const char *metadata,
 			   const char *refs_metadata, const char *table_location,
-			   const char *request_id, struct floe_error *err)
+			   const struct store_actor *who, const char *refs, struct floe_error *err)
 {
 	bool updated;
 
 	if (!table_insert(s, &statements[ST_TABLE_OVERWRITE], ns, name, uuid, metadata_location,
-			  metadata, refs_metadata, table_location, request_id, &updated, err))
+			  metadata, refs_metadata, table_location, who, refs, &updated, err))
 		return false;
 	if (!updated)
 		return table_missing(err);
@@ -459,7 +473,8 @@ bool store_table_overwrite(struct store *s, const struct ns_ident *ns, const cha
 bool store_table_cas(struct store *s, long long id, long long expected_version,
 		     const char *metadata_location, const char *metadata, const char *refs_metadata,
 		     const char *table_location, const char *previous_location,
-		     const char *request_id, bool *won, struct floe_error *err)
+		     const struct store_actor *who, const char *refs, bool *won,
+		     struct floe_error *err)
 {
 	char idp[32], verp[32];
 	PGresult *r;
@@ -469,12 +484,19 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
 	(void)snprintf(verp, sizeof(verp), "%lld", expected_version);
 	struct gz_params gz;
 	gz_params_make(&gz, metadata, refs_metadata);
-	const char *params[8 + GZ_PARAMS] = {
-		idp,        verp,          metadata_location, metadata, previous_location,
-		request_id, refs_metadata, table_location
-	};
+	const char *params[8 + GZ_PARAMS + BY_PARAMS] = { idp,
+							  verp,
+							  metadata_location,
+							  metadata,
+							  previous_location,
+							  who->request_id,
+							  refs_metadata,
+							  table_location };
 	memcpy(params + 8, gz.values, sizeof(gz.values));
-	r = store_exec(s, &statements[ST_TABLE_CAS], 8 + GZ_PARAMS, params, err);
+	params[8 + GZ_PARAMS] = who->principal;
+	params[8 + GZ_PARAMS + 1] = who->client_id;
+	params[8 + GZ_PARAMS + 2] = refs;
+	r = store_exec(s, &statements[ST_TABLE_CAS], 8 + GZ_PARAMS + BY_PARAMS, params, err);
 	gz_params_clear(&gz);
 	if (r == NULL) {
 		/* Run on its own, the statement may have committed before the

@@ -904,6 +904,17 @@ def register_hook(f: Floe, name: str, url: str, scope=None, secret=None, timeout
     return assert_ok_json(f.post(f"{base}/audit-hooks", json=body), 201)
 
 
+def set_ns_props(f: Floe, levels, updates=None, removals=None) -> requests.Response:
+    """POST .../namespaces/{levels}/properties."""
+    return f.post(f"/v1/namespaces/{ns_path(levels)}/properties",
+                  json={"updates": updates or {}, "removals": removals or []})
+
+
+def control(f: Floe, action: str, **body) -> requests.Response:
+    """POST /v1/controls/{action}: the route that may weaken a control."""
+    return f.post(f"/v1/controls/{action}", json=body)
+
+
 def audit_events(f: Floe, page_size: int | None = None, base: str = "/v1", **params) -> list:
     """Every audit-log event matching the filters, walking all pages.
 

@@ -23,11 +23,12 @@ from conftest import (
     assert_error,
     assert_ok_json,
     audit_events,
+    control,
     database_url,
     describe,
-    ns_path,
     register_hook,
     run_floe,
+    set_ns_props,
 )
 from webhook import PASS, Reply
 
@@ -36,15 +37,6 @@ WAP = "floe.wap.required"
 
 # --------------------------------------------------------------------------
 # helpers
-
-
-def set_ns_props(f, levels, updates=None, removals=None):
-    return f.post(f"/v1/namespaces/{ns_path(levels)}/properties",
-                  json={"updates": updates or {}, "removals": removals or []})
-
-
-def control(f, action, **body):
-    return f.post(f"/v1/controls/{action}", json=body)
 
 
 def kinds(events) -> list:

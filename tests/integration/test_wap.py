@@ -39,10 +39,13 @@ from conftest import (
 from webhook import PASS, Reply, refused_url, signature
 
 RUN_KEYS = {"id", "table", "branch", "state", "base-snapshot-id", "audited-snapshot-id",
-            "published-snapshot-id", "created-at", "updated-at", "audits"}
-RUN_REQUIRED = {"id", "table", "branch", "state", "base-snapshot-id", "created-at", "updated-at", "audits"}
+            "published-snapshot-id", "created-at", "updated-at", "audits", "staged-by",
+            "published-by", "abandoned-by", "written-by"}
+RUN_REQUIRED = {"id", "table", "branch", "state", "base-snapshot-id", "created-at", "updated-at", "audits",
+                "staged-by", "written-by"}
 AUDIT_KEYS = {"hook-id", "hook-name", "http-status", "verdict", "reason", "latency-ms", "at"}
-EVENT_KEYS = {"id", "at", "event", "principal", "request-id", "namespace", "table", "run-id", "details"}
+EVENT_KEYS = {"id", "at", "event", "principal", "client-id", "request-id", "namespace", "table", "run-id",
+              "details"}
 STATES = {"staged", "auditing", "published", "rejected", "audit-failed", "abandoned"}
 PAYLOAD_KEYS = {"event", "run-id", "delivery-id", "table", "table-uuid", "branch", "snapshot-id",
                 "parent-snapshot-id", "main-snapshot-id", "snapshot", "schema", "metadata-location",

@@ -111,7 +111,7 @@ def pytest_runtest_makereport(item, call):
 class AccessLog:
     """floe's access log from a mark on: one line per request, with its status.
 
-    A line reads ``... INFO  [access] POST /v1/namespaces/x/tables/t 403 812us rid=...``.
+    A line reads ``... INFO  [access] POST /v1/namespaces/x/tables/t 403 812us principal=anonymous rid=...``.
     """
 
     LINE = re.compile(r"\[access\] (?P<method>[A-Z]+) (?P<path>\S+) (?P<status>\d{3}) ")

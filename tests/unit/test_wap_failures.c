@@ -23,40 +23,15 @@ static struct table_env env;
 static struct ns_ident ns;
 static char table_uuid[40];
 
-static json_t *snapshot(long long id, long long parent)
-{
-	char list[128];
-
-	snprintf(list, sizeof(list), LOC_T "/metadata/snap-%lld.avro", id);
-	json_t *s = json_pack("{s:I, s:I, s:s, s:{s:s}, s:i, s:I}", "snapshot-id", (json_int_t)id,
-			      "timestamp-ms", (json_int_t)(1700000000000LL + id), "manifest-list",
-			      list, "summary", "operation", "append", "schema-id", 0,
-			      "sequence-number", (json_int_t)id);
-	if (parent > 0)
-		json_object_set_new(s, "parent-snapshot-id", json_integer(parent));
-	return s;
-}
-
 static json_t *add_snapshot(long long id, long long parent, const char *ref)
 {
-	return json_pack("[{s:s, s:o}, {s:s, s:s, s:s, s:I}]", "action", "add-snapshot", "snapshot",
-			 snapshot(id, parent), "action", "set-snapshot-ref", "ref-name", ref,
-			 "type", "branch", "snapshot-id", (json_int_t)id);
+	return fake_snapshot_updates(LOC_T, id, parent, ref);
 }
 
-/* Commits updates to db.t as another writer would. */
+/* Commits updates to db.t as another session would. */
 static void other_writer(json_t *updates /* stolen */)
 {
-	json_t *base = fake_store_metadata("db.t");
-	bool changed = false;
-	json_t *m = tablemeta_apply(base, fake_store_location("db.t"), updates, 1700000001000LL,
-				    &changed, &err);
-
-	cr_assert_not_null(m, "%s", err.message);
-	fake_store_other_commit("db.t", m);
-	json_decref(m);
-	json_decref(base);
-	json_decref(updates);
+	cr_assert(fake_other_writer("db.t", updates, &err), "%s", err.message);
 }
 
 static void setup(void)

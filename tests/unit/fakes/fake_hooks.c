@@ -6,6 +6,7 @@
 #include "fakes.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static enum hook_verdict verdict;
@@ -13,6 +14,7 @@ static long status;
 static char reason[HOOK_REASON_MAX + 1];
 static void (*during)(void *arg);
 static void *during_arg;
+static json_t *last_body; /* the last body sent, parsed */
 
 void fake_hooks_reset(void)
 {
@@ -21,6 +23,13 @@ void fake_hooks_reset(void)
 	reason[0] = '\0';
 	during = NULL;
 	during_arg = NULL;
+	json_decref(last_body);
+	last_body = NULL;
+}
+
+json_t *fake_hooks_last_body(void)
+{
+	return json_incref(last_body);
 }
 
 void fake_hooks_answer(enum hook_verdict v, long http_status, const char *why)
@@ -42,6 +51,10 @@ void hooks_call_all(struct hook_call *calls, size_t n)
 	if (during != NULL)
 		during(during_arg);
 	for (size_t i = 0; i < n; i++) {
+		if (calls[i].body != NULL) {
+			json_decref(last_body);
+			last_body = json_loads(calls[i].body, 0, NULL);
+		}
 		calls[i].verdict = calls[i].body == NULL ? HOOK_ERROR : verdict;
 		calls[i].http_status = status;
 		snprintf(calls[i].reason, sizeof(calls[i].reason), "%s", reason);

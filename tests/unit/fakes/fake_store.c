@@ -25,7 +25,8 @@ static struct store the_store;
 static struct store_pool the_pool;
 
 /* {"tables": {key: {"id", "uuid", "loc", "meta", "version", "tloc"}},
- *  "log": [[uuid, version, loc]], "runs": {id: run}, "events": [name]} */
+ *  "log": [[uuid, version, loc]], "runs": {id: run}, "events": [name],
+ *  "actors": [{"fn", "what", "principal", "client-id", "refs"}]} */
 static json_t *state;
 static json_t *tx; /* the state at BEGIN, NULL outside a transaction */
 static json_t *hooks;
@@ -40,7 +41,8 @@ void fake_store_reset(void)
 	json_decref(state);
 	json_decref(tx);
 	json_decref(hooks);
-	state = json_pack("{s:{}, s:[], s:{}, s:[]}", "tables", "log", "runs", "events");
+	state = json_pack("{s:{}, s:[], s:{}, s:[], s:[]}", "tables", "log", "runs", "events",
+			  "actors");
 	tx = NULL;
 	hooks = json_array();
 	cas_lose_from = cas_lose_to = 0;
@@ -63,6 +65,29 @@ struct store *fake_store(void)
 struct store_pool *fake_store_pool(void)
 {
 	return &the_pool;
+}
+
+/* Notes who a write of fn (about what) was recorded as. */
+static void note_actor(const char *fn, const char *what, const struct store_actor *who,
+		       const char *refs)
+{
+	json_array_append_new(json_object_get(state, "actors"),
+			      json_pack("{s:s, s:s, s:s?, s:s?, s:s?}", "fn", fn, "what", what,
+					"principal", who ? who->principal : NULL, "client-id",
+					who ? who->client_id : NULL, "refs", refs));
+}
+
+json_t *fake_store_actors(const char *fn)
+{
+	json_t *out = json_array();
+	size_t i;
+	json_t *a;
+
+	json_array_foreach(json_object_get(state, "actors"), i, a) {
+		if (strcmp(json_string_value(json_object_get(a, "fn")), fn) == 0)
+			json_array_append(out, a);
+	}
+	return out;
 }
 
 static void key_of(const struct ns_ident *ns, const char *name, char *key, size_t len)
@@ -384,7 +409,7 @@ bool store_ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,
 bool store_table_create(struct store *s, const struct ns_ident *ns, const char *name,
 			const char *uuid, const char *metadata_location, const char *metadata,
 			const char *refs_metadata, const char *table_location,
-			const char *request_id, struct floe_error *err)
+			const struct store_actor *who, const char *refs, struct floe_error *err)
 {
 	char key[512];
 	bool landed = false;
@@ -392,9 +417,9 @@ bool store_table_create(struct store *s, const struct ns_ident *ns, const char *
 
 	(void)s;
 	(void)refs_metadata;
-	(void)request_id;
 	if (failed && !landed)
 		return false;
+	note_actor("store_table_create", name, who, refs);
 	key_of(ns, name, key, sizeof(key));
 	if (!failed && table_in(state, key) != NULL)
 		return floe_err(err, FE_ALREADY_EXISTS, "table already exists: %s", name);
@@ -410,7 +435,8 @@ bool store_table_create(struct store *s, const struct ns_ident *ns, const char *
 bool store_table_cas(struct store *s, long long id, long long expected_version,
 		     const char *metadata_location, const char *metadata, const char *refs_metadata,
 		     const char *table_location, const char *previous_location,
-		     const char *request_id, bool *won, struct floe_error *err)
+		     const struct store_actor *who, const char *refs, bool *won,
+		     struct floe_error *err)
 {
 	bool landed = false;
 	bool failed = fake_fault_due("store_table_cas", err, &landed);
@@ -421,7 +447,6 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
 	(void)refs_metadata;
 	(void)table_location;
 	(void)previous_location;
-	(void)request_id;
 	*won = false;
 	if (failed && !landed)
 		return false;
@@ -433,6 +458,7 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
 	if (t == NULL || json_integer_value(json_object_get(t, "version")) != expected_version)
 		return !failed;
 	move_table(state, t, metadata_location, metadata);
+	note_actor("store_table_cas", key, who, refs);
 	*won = !failed;
 	return !failed;
 }
@@ -491,18 +517,40 @@ bool store_ns_wap_required(struct store *s, const struct ns_ident *ns, char **wh
 	return !fake_fault_due("store_ns_wap_required", err, NULL);
 }
 
-bool store_event_insert(struct store *s, const char *event, const char *request_id,
+bool store_ns_property_true(struct store *s, const struct ns_ident *ns, const char *property,
+			    char **where, struct floe_error *err)
+{
+	(void)s;
+	(void)ns;
+	*where = NULL;
+	if (fake_fault_due("store_ns_property_true", err, NULL))
+		return false;
+	const char *v = json_string_value(
+		json_object_get(json_object_get(state, "ns-properties"), property));
+	if (v != NULL && strcmp(v, "true") == 0)
+		*where = strdup("db");
+	return true;
+}
+
+void fake_store_set_ns_property(const char *property, const char *value)
+{
+	if (json_object_get(state, "ns-properties") == NULL)
+		json_object_set_new(state, "ns-properties", json_object());
+	json_object_set_new(json_object_get(state, "ns-properties"), property, json_string(value));
+}
+
+bool store_event_insert(struct store *s, const char *event, const struct store_actor *who,
 			const struct ns_ident *ns, const char *table, const char *run_id,
 			const json_t *details, struct floe_error *err)
 {
 	(void)s;
-	(void)request_id;
 	(void)ns;
 	(void)table;
 	(void)run_id;
 	(void)details;
 	if (fake_fault_due("store_event_insert", err, NULL))
 		return false;
+	note_actor("store_event_insert", event, who, NULL);
 	json_array_append_new(json_object_get(state, "events"), json_string(event));
 	return true;
 }
@@ -569,6 +617,12 @@ static void run_from_json(const json_t *j, struct run_row *row)
 	snprintf(row->created_at, sizeof(row->created_at), "2026-01-01T00:00:00.000Z");
 	snprintf(row->updated_at, sizeof(row->updated_at), "2026-01-01T00:00:00.000Z");
 	row->seq = json_integer_value(json_object_get(j, "_seq"));
+	v = json_object_get(j, "staged-by");
+	row->staged_by = strdup(json_is_string(v) ? json_string_value(v) : "anonymous");
+	row->published_by = dup_or_null(json_string_value(json_object_get(j, "published-by")));
+	row->abandoned_by = dup_or_null(json_string_value(json_object_get(j, "abandoned-by")));
+	v = json_object_get(j, "written-by");
+	row->written_by = v != NULL ? json_dumps(v, JSON_COMPACT) : strdup("[]");
 }
 
 bool store_run_get(struct store *s, const char *id, struct run_row *row, bool *found,
@@ -616,8 +670,8 @@ static bool state_in(const json_t *run, const char *from_states, bool *stale)
 
 bool store_run_transition(struct store *s, const char *id, const char *from_states,
 			  const char *to_state, long long audited, long long published,
-			  const json_t *audits, long lease_ms, const char *lease_owner, bool *moved,
-			  struct floe_error *err)
+			  const json_t *audits, long lease_ms, const char *lease_owner,
+			  const struct store_actor *who, bool *moved, struct floe_error *err)
 {
 	json_t *run = json_object_get(json_object_get(state, "runs"), id);
 	bool stale = false;
@@ -645,6 +699,12 @@ bool store_run_transition(struct store *s, const char *id, const char *from_stat
 		json_object_set_new(run, "published-snapshot-id", json_integer(published));
 	if (audits != NULL)
 		json_object_set_new(run, "audits", json_deep_copy(audits));
+	const char *by = who != NULL && who->principal != NULL ? who->principal : "anonymous";
+	if (strcmp(to_state, "published") == 0)
+		json_object_set_new(run, "published-by", json_string(by));
+	if (strcmp(to_state, "abandoned") == 0)
+		json_object_set_new(run, "abandoned-by", json_string(by));
+	note_actor("store_run_transition", to_state, who, NULL);
 	*moved = true;
 	return true;
 }
@@ -659,10 +719,10 @@ static bool not_faked(const char *fn, struct floe_error *err)
 bool store_table_overwrite(struct store *s, const struct ns_ident *ns, const char *name,
 			   const char *uuid, const char *metadata_location, const char *metadata,
 			   const char *refs_metadata, const char *table_location,
-			   const char *request_id, struct floe_error *err)
+			   const struct store_actor *who, const char *refs, struct floe_error *err)
 {
 	(void)s, (void)ns, (void)name, (void)uuid, (void)metadata_location;
-	(void)metadata, (void)refs_metadata, (void)table_location, (void)request_id;
+	(void)metadata, (void)refs_metadata, (void)table_location, (void)who, (void)refs;
 	return not_faked(__func__, err);
 }
 
@@ -683,11 +743,21 @@ bool store_table_rename(struct store *s, const struct ns_ident *from_ns, const c
 
 bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 		      const struct ns_ident *ns, const char *table, const char *branch,
-		      long long base_snapshot, struct floe_error *err)
+		      long long base_snapshot, bool adopted, const struct store_actor *who,
+		      struct floe_error *err)
 {
-	(void)s, (void)id, (void)table_uuid, (void)ns, (void)table, (void)branch;
-	(void)base_snapshot;
-	return not_faked(__func__, err);
+	(void)s, (void)ns, (void)table, (void)adopted;
+	if (fake_fault_due("store_run_insert", err, NULL))
+		return false;
+	json_t *run = json_pack("{s:s, s:s, s:s, s:s, s:s, s:[], s:I}", "id", id, "state", "staged",
+				"branch", branch, "_table-uuid", table_uuid, "staged-by",
+				who->principal ? who->principal : "anonymous", "written-by", "_seq",
+				(json_int_t)json_object_size(json_object_get(state, "runs")) + 1);
+	if (base_snapshot >= 0)
+		json_object_set_new(run, "base-snapshot-id", json_integer(base_snapshot));
+	json_object_set_new(json_object_get(state, "runs"), id, run);
+	note_actor("store_run_insert", id, who, NULL);
+	return true;
 }
 
 bool store_run_list(struct store *s, const char *table_uuid, long long before_seq, long limit,

@@ -110,6 +110,15 @@ json_t *fake_store_state(void);
 /* Adds a namespace (table NULL) or a table to the objects the visible
  * listings walk (grants need none: they name objects by levels). */
 void fake_store_add_object(const struct ns_ident *ns, const char *table);
+/* Who the committed writes of port function fn (store_table_cas,
+ * store_table_create, store_event_insert, store_run_insert,
+ * store_run_transition) were recorded as, oldest first: a new array of
+ * {"what" (the table key, event, run id or state), "principal"?,
+ * "client-id"?, "refs"? (0x1F-joined)}. */
+json_t *fake_store_actors(const char *fn);
+
+/* The namespace of every table sets property to value. */
+void fake_store_set_ns_property(const char *property, const char *value);
 
 /* --- files: an in-memory map of URL to content --- */
 
@@ -125,6 +134,8 @@ int fake_fileio_removed(void);
 
 /* Every hook call gets this verdict, HTTP status and reason. */
 void fake_hooks_answer(enum hook_verdict verdict, long http_status, const char *reason);
+/* The last body a hook was sent, parsed (new reference), or NULL. */
+json_t *fake_hooks_last_body(void);
 /* fn(arg) runs while the hooks are being called (after the lease is taken,
  * before the verdicts are recorded). */
 void fake_hooks_during(void (*fn)(void *arg), void *arg);
@@ -142,5 +153,16 @@ bool fake_start(struct table_env *env, struct ns_ident *ns);
  * metadata engine, adds it to the fake store under key with its metadata
  * file in the fake files, and returns its metadata (new reference). */
 json_t *fake_new_table(const char *key, const char *location);
+
+/* The updates (new reference) that add snapshot id (parent: its parent,
+ * 0 for none; a fake manifest list under location) and point branch ref
+ * at it. */
+json_t *fake_snapshot_updates(const char *location, long long id, long long parent,
+			      const char *ref);
+
+/* Applies updates (stolen) to table key with the real metadata engine and
+ * commits the result as another session would (fake_store_other_commit).
+ * False, with err, when the engine refuses them. */
+bool fake_other_writer(const char *key, json_t *updates, struct floe_error *err);
 
 #endif

@@ -57,3 +57,34 @@ bool fake_start(struct table_env *env, struct ns_ident *ns)
 	json_decref(levels);
 	return ok;
 }
+
+json_t *fake_snapshot_updates(const char *location, long long id, long long parent, const char *ref)
+{
+	char list[512];
+
+	snprintf(list, sizeof(list), "%s/metadata/snap-%lld.avro", location, id);
+	json_t *snap = json_pack("{s:I, s:I, s:s, s:{s:s}, s:i, s:I}", "snapshot-id",
+				 (json_int_t)id, "timestamp-ms", (json_int_t)(1700000000000LL + id),
+				 "manifest-list", list, "summary", "operation", "append",
+				 "schema-id", 0, "sequence-number", (json_int_t)id);
+	if (snap != NULL && parent > 0)
+		json_object_set_new(snap, "parent-snapshot-id", json_integer(parent));
+	return json_pack("[{s:s, s:o}, {s:s, s:s, s:s, s:I}]", "action", "add-snapshot", "snapshot",
+			 snap, "action", "set-snapshot-ref", "ref-name", ref, "type", "branch",
+			 "snapshot-id", (json_int_t)id);
+}
+
+bool fake_other_writer(const char *key, json_t *updates, struct floe_error *err)
+{
+	json_t *base = fake_store_metadata(key);
+	bool changed = false;
+	json_t *m = tablemeta_apply(base, fake_store_location(key), updates, 1700000001000LL,
+				    &changed, err);
+
+	if (m != NULL)
+		fake_store_other_commit(key, m);
+	json_decref(m);
+	json_decref(base);
+	json_decref(updates);
+	return m != NULL;
+}
