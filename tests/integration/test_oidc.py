@@ -10,6 +10,9 @@ another provider (an unknown key, or the same key and another issuer), a
 tampered signature or payload, ``alg: none`` and HS256; the issuer
 unreachable when a key must be fetched (fail closed); an http issuer off
 loopback, and one whose discovery document names another issuer, at start.
+What no real provider does (documents over 64 KiB, 33 keys, a redirect, an
+http jwks_uri off loopback, silence) is served by a small HTTP server of
+the test's own on loopback.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import http.server
 import json
 import select
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -404,3 +409,133 @@ def test_usage_errors_and_help():
                            timeout=10, env=clean_env(), stdin=subprocess.DEVNULL)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert r.stderr.strip(), args
+
+
+class MisbehavingIssuer:
+    """An issuer's address answered by a small HTTP server of the test's
+    own, for what no real provider does: oversize, redirected, slow or
+    badly addressed documents. ``routes`` maps a path to a function that
+    writes the answer."""
+
+    def __init__(self):
+        routes = self.routes = {}
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):  # noqa: N802 (the stdlib's name)
+                route = routes.get(self.path)
+                if route is None:
+                    self.send_error(404)
+                    return
+                route(self)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.issuer = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def discovery(self, jwks_uri: str | None = None, **extra) -> dict:
+        return {"issuer": self.issuer, "jwks_uri": jwks_uri or f"{self.issuer}/jwks", **extra}
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def answer(body: bytes, status: int = 200, chunked: bool = False, headers=None, delay=0.0):
+    def write(h):
+        if delay:
+            time.sleep(delay)
+        h.send_response(status)
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.send_header("Content-Type", "application/json")
+        if chunked:
+            h.send_header("Transfer-Encoding", "chunked")
+            h.end_headers()
+            for i in range(0, len(body), 4096):
+                part = body[i:i + 4096]
+                h.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+            h.wfile.write(b"0\r\n\r\n")
+        else:
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+            h.wfile.write(body)
+    return write
+
+
+@pytest.fixture
+def bad_issuer():
+    s = MisbehavingIssuer()
+    yield s
+    s.close()
+
+
+def start_error(issuer: str) -> str:
+    """What verify-token says when it cannot start with this issuer."""
+    rc, answer_, err = verify(issuer, "a.b.c")
+    assert rc == 1 and answer_ is None, (answer_, err)
+    return err
+
+
+def padded(doc: dict, size: int) -> bytes:
+    body = json.dumps(doc).encode()
+    return body + b" " * (size - len(body))
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_oversize_documents_are_refused(bad_issuer, provider, chunked):
+    jwks = requests.get(f"{provider.issuer}/jwks", timeout=10).json()
+    wk = "/.well-known/openid-configuration"
+    # Exactly 64 KiB of each is read.
+    bad_issuer.routes[wk] = answer(padded(bad_issuer.discovery(), 65536), chunked=chunked)
+    bad_issuer.routes["/jwks"] = answer(padded(jwks, 65536), chunked=chunked)
+    rc, answer_, err = verify(bad_issuer.issuer, "a.b.c")
+    assert rc == 1 and answer_ == {"refused": "Token is malformed"}, err
+    # One byte more of either is not: the transfer is cut.
+    bad_issuer.routes[wk] = answer(padded(bad_issuer.discovery(), 65537), chunked=chunked)
+    assert "is larger than 65536 bytes" in start_error(bad_issuer.issuer)
+    bad_issuer.routes[wk] = answer(padded(bad_issuer.discovery(), 65536), chunked=chunked)
+    bad_issuer.routes["/jwks"] = answer(padded(jwks, 1 << 20), chunked=chunked)
+    assert "/jwks is larger than 65536 bytes" in start_error(bad_issuer.issuer)
+
+
+def test_more_than_32_keys_are_refused(bad_issuer, provider):
+    key = next(k for k in requests.get(f"{provider.issuer}/jwks", timeout=10).json()["keys"]
+               if k["kty"] == "EC")
+    bad_issuer.routes["/.well-known/openid-configuration"] = answer(
+        json.dumps(bad_issuer.discovery()).encode())
+    keys = [{**key, "kid": f"k{i}"} for i in range(33)]
+    bad_issuer.routes["/jwks"] = answer(json.dumps({"keys": keys}).encode())
+    assert "has 33 keys, more than 32" in start_error(bad_issuer.issuer)
+    bad_issuer.routes["/jwks"] = answer(json.dumps({"keys": keys[:32]}).encode())
+    rc, answer_, _ = verify(bad_issuer.issuer, "a.b.c")
+    assert answer_ == {"refused": "Token is malformed"}
+
+
+def test_redirects_are_not_followed(bad_issuer, provider):
+    wk = "/.well-known/openid-configuration"
+    bad_issuer.routes[wk] = answer(b"", status=302,
+                                   headers={"Location": f"{provider.issuer}{wk}"})
+    assert "HTTP status 302" in start_error(bad_issuer.issuer)
+
+
+def test_jwks_uri_must_be_https_off_loopback(bad_issuer):
+    bad_issuer.routes["/.well-known/openid-configuration"] = answer(json.dumps(
+        bad_issuer.discovery(jwks_uri="http://idp.example.com/jwks")).encode())
+    assert "jwks_uri must be https" in start_error(bad_issuer.issuer)
+
+
+def test_a_silent_issuer_times_out_in_5_seconds(bad_issuer):
+    bad_issuer.routes["/.well-known/openid-configuration"] = answer(
+        json.dumps(bad_issuer.discovery()).encode(), delay=8)
+    began = time.monotonic()
+    err = start_error(bad_issuer.issuer)
+    took = time.monotonic() - began
+    assert "Timeout was reached" in err or "timed out" in err, err
+    assert 4.5 < took < 7.5, took
