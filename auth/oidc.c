@@ -118,13 +118,16 @@ done:
 	return ok;
 }
 
-bool oidc_url_allowed(const char *url, const char *what, struct floe_error *err)
+bool oidc_url_allowed(const char *url, const char *what, bool https_only, struct floe_error *err)
 {
 	char host[256];
 	bool https = false;
 
 	if (url == NULL || !oidc_url_parts(url, &https, host, sizeof(host)))
 		return floe_err(err, FE_BAD_REQUEST, "The %s is not an http or https URL", what);
+	if (!https && https_only)
+		return floe_err(err, FE_BAD_REQUEST, "The %s must be https, as the issuer is: %s",
+				what, url);
 	if (!https && !oidc_host_is_loopback(host))
 		return floe_err(err, FE_BAD_REQUEST,
 				"The %s must be https (http only on a loopback host): %s", what,
@@ -274,10 +277,12 @@ bool oidc_discovery_parse(const char *body, size_t len, const char *issuer, char
 	const char *iss = NULL;
 	const char *jwks = NULL;
 	const json_t *tok = NULL;
+	bool https = false;
 	bool ok = false;
 
 	*jwks_uri = NULL;
 	*token_endpoint = NULL;
+	https = strncmp(issuer, "https://", 8) == 0;
 	doc = oidc_load_object(body, len, "issuer's discovery document", err);
 	if (doc == NULL)
 		goto fail;
@@ -293,12 +298,12 @@ bool oidc_discovery_parse(const char *body, size_t len, const char *issuer, char
 		floe_err(err, FE_UNAVAILABLE, "The discovery document has no jwks_uri");
 		goto fail;
 	}
-	if (!oidc_url_allowed(jwks, "issuer's jwks_uri", err))
+	if (!oidc_url_allowed(jwks, "issuer's jwks_uri", https, err))
 		goto fail;
 	tok = json_object_get(doc, "token_endpoint");
 	if (tok != NULL &&
 	    (!json_is_string(tok) ||
-	     !oidc_url_allowed(json_string_value(tok), "issuer's token_endpoint", err)))
+	     !oidc_url_allowed(json_string_value(tok), "issuer's token_endpoint", https, err)))
 		goto fail;
 	*jwks_uri = strdup(jwks);
 	if (tok != NULL)
@@ -476,7 +481,7 @@ struct oidc *oidc_new(const struct oidc_config *cfg, struct floe_error *err)
 			 "An external issuer needs an issuer URL and an audience");
 		return NULL;
 	}
-	if (!oidc_url_allowed(cfg->issuer, "issuer", err))
+	if (!oidc_url_allowed(cfg->issuer, "issuer", false, err))
 		return NULL;
 	o = calloc(1, sizeof(*o));
 	if (o == NULL || pthread_mutex_init(&o->lock, NULL) != 0) {

@@ -83,7 +83,7 @@ bool oidc_principal(const struct oidc *o, const json_t *claims, char *name, size
  * principal_claim, 1 to OIDC_NAME_MAX bytes without control characters;
  * the roles (roles_claim NULL: none; the claim absent: none) an array of
  * strings or one space-separated string, each role 1 to OIDC_NAME_MAX
- * bytes without control characters, duplicates dropped, at most
+ * bytes without spaces or control characters, duplicates dropped, at most
  * OIDC_ROLES_MAX. *roles is NULL when there are none. A claim of another
  * shape, or past a bound, refuses the token rather than dropping roles.
  */
@@ -102,17 +102,19 @@ const char *oidc_token_endpoint(const struct oidc *o);
 void oidc_free(struct oidc *o);
 
 /*
- * Whether url may be fetched from: https with a host, or http with a
- * loopback host ("localhost", 127.0.0.0/8, ::1). Fills err
- * (FE_BAD_REQUEST, naming what) when not; what says whose address it is.
+ * Whether url may be fetched from: https with a host, or, unless
+ * https_only, http with a loopback host ("localhost", 127.0.0.0/8, ::1).
+ * Fills err (FE_BAD_REQUEST, naming what) when not; what says whose
+ * address it is.
  */
-bool oidc_url_allowed(const char *url, const char *what, struct floe_error *err) FLOE_WUR;
+bool oidc_url_allowed(const char *url, const char *what, bool https_only,
+		      struct floe_error *err) FLOE_WUR;
 
 /*
  * Reads a fetched discovery document of len bytes (at most OIDC_DOC_MAX):
  * a JSON object whose "issuer" equals issuer, whose "jwks_uri" is
- * allowed (oidc_url_allowed), and whose "token_endpoint", when present,
- * is allowed too. Sets *jwks_uri and *token_endpoint (new strings, free();
+ * allowed (oidc_url_allowed; https when the issuer is), and whose
+ * "token_endpoint", when present, is allowed too. Sets *jwks_uri and *token_endpoint (new strings, free();
  * the latter NULL when absent). False with err filled (FE_UNAVAILABLE).
  */
 bool oidc_discovery_parse(const char *body, size_t len, const char *issuer, char **jwks_uri,

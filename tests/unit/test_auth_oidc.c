@@ -355,6 +355,16 @@ Test(auth_oidc, discovery_document)
 			  err.message);
 	}
 
+	/* An https issuer's key set is https, even on loopback. */
+	static const char *const downgrade = "{\"issuer\":\"https://a\","
+					     "\"jwks_uri\":\"http://127.0.0.1/jwks\"}";
+	cr_assert_not(oidc_discovery_parse(downgrade, strlen(downgrade), "https://a", &jwks, &token,
+					   &err));
+	cr_assert(strstr(err.message, "must be https, as the issuer is") != NULL, "%s",
+		  err.message);
+	cr_assert(oidc_url_allowed("https://a/k", "x", true, &err));
+	cr_assert_not(oidc_url_allowed("http://localhost/k", "x", true, &err));
+
 	/* Without a token endpoint; a loopback issuer over http. */
 	static const char *const local = "{\"issuer\":\"http://127.0.0.1:8080\","
 					 "\"jwks_uri\":\"http://localhost:8080/jwks\"}";
@@ -387,11 +397,12 @@ Test(auth_oidc, only_https_or_loopback_http_is_fetched)
 	struct floe_error err;
 
 	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
-		cr_assert(oidc_url_allowed(allowed[i], "issuer", &err), "%s: %s", allowed[i],
+		cr_assert(oidc_url_allowed(allowed[i], "issuer", false, &err), "%s: %s", allowed[i],
 			  err.message);
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		floe_error_clear(&err);
-		cr_assert_not(oidc_url_allowed(refused[i], "issuer", &err), "%s", refused[i]);
+		cr_assert_not(oidc_url_allowed(refused[i], "issuer", false, &err), "%s",
+			      refused[i]);
 		cr_assert_eq(err.kind, FE_BAD_REQUEST);
 	}
 }
