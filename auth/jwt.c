@@ -37,6 +37,7 @@ static const char *const jwt_messages[JWT_STATUS_COUNT] = {
 	[JWT_NOT_YET_VALID] = "Token is not valid yet (nbf)",
 	[JWT_BAD_ISSUER] = "Token issuer is not accepted",
 	[JWT_BAD_AUDIENCE] = "Token audience is not accepted",
+	[JWT_UNKNOWN_KEY] = "Token is signed by an unknown key",
 	[JWT_NOMEM] = "Token could not be checked",
 };
 

@@ -45,6 +45,7 @@ enum jwt_status {
 	JWT_NOT_YET_VALID,   /* nbf is still ahead, beyond the leeway */
 	JWT_BAD_ISSUER,      /* iss is not the expected issuer */
 	JWT_BAD_AUDIENCE,    /* aud does not name the expected audience */
+	JWT_UNKNOWN_KEY,     /* no key of the issuer's set has the token's kid and algorithm */
 	JWT_NOMEM,           /* out of memory, or the crypto library failed */
 	JWT_STATUS_COUNT
 };

@@ -48,6 +48,11 @@ run_suite() {
 echo "== static analysis (scripts/lint.sh)"
 scripts/lint.sh build
 
+# The OpenID provider the external-issuer tests start (tests/oidc:
+# oidc-provider from the npm registry), cached outside the clone.
+echo "== OpenID provider for the issuer tests (scripts/oidc-deps.sh)"
+scripts/oidc-deps.sh >/dev/null
+
 run_suite build
 
 # Three replicas on one PostgreSQL under mixed load for a bounded time

@@ -189,6 +189,8 @@ void config_print_help(FILE *out, const char *argv0)
 			   "  --version            print the version and exit\n"
 			   "  --print-routes       print every route floe serves and exit\n"
 			   "  --print-man          print the manual page (roff) and exit\n");
+	(void)fputs("\n  auth verify-token    check an external issuer's tokens (auth --help)\n",
+		    out);
 }
 
 /* Writes text for roff: a leading '.' or '\'' would be a request, and

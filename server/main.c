@@ -15,6 +15,7 @@
 #include <microhttpd.h>
 
 #include "app.h"
+#include "authcli.h"
 #include "config.h"
 #include "embedpg.h"
 #include "hooks.h"
@@ -103,6 +104,8 @@ int main(int argc, char **argv)
 	sigset_t waitset;
 	int exit_code = 1;
 
+	if (argc > 1 && strcmp(argv[1], "auth") == 0)
+		return authcli_main(argc - 1, argv + 1);
 	if (!config_load(&cfg, argc, argv, NULL, msg, sizeof(msg))) {
 		(void)fprintf(stderr, "floe: %s\n", msg);
 		config_free(&cfg);

@@ -1,0 +1,541 @@
+"""Tokens of an external OpenID issuer, checked by ``floe auth verify-token``
+against a real OpenID provider: the OpenID-certified ``oidc-provider``
+package (tests/oidc, installed by scripts/oidc-deps.sh) started on loopback,
+its tokens obtained by OAuth2 client credentials over HTTP.
+
+Accepted: RS256 and ES256 access tokens, with the principal and roles they
+carry, and a token signed by a key the provider rotated to after floe read
+its key set. Refused, each with its reason: another audience, expired, of
+another provider (an unknown key, or the same key and another issuer), a
+tampered signature or payload, ``alg: none`` and HS256; the issuer
+unreachable when a key must be fetched (fail closed); an http issuer off
+loopback, and one whose discovery document names another issuer, at start.
+What no real provider does (documents over 64 KiB, 33 keys, a redirect, an
+http jwks_uri off loopback, silence) is served by a small HTTP server of
+the test's own on loopback.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import http.server
+import json
+import select
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import REPO, clean_env, floe_binary, free_port, make_shared_tmpdir
+
+START_TIMEOUT = 30
+ANSWER_TIMEOUT = 15
+
+
+def b64url_decode(seg: str) -> bytes:
+    return base64.urlsafe_b64decode(seg + "=" * (-len(seg) % 4))
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def header_of(token: str) -> dict:
+    return json.loads(b64url_decode(token.split(".")[0]))
+
+
+def claims_of(token: str) -> dict:
+    return json.loads(b64url_decode(token.split(".")[1]))
+
+
+class Provider:
+    """One oidc-provider process on a loopback port, with its key file."""
+
+    def __init__(self, home: Path, workdir: Path, keys: Path | None = None):
+        self.home = home
+        self.port = free_port()
+        self.issuer = f"http://127.0.0.1:{self.port}"
+        self.keys = keys or workdir / f"keys-{self.port}.json"
+        self.log = workdir / f"provider-{self.port}.log"
+        self.proc: subprocess.Popen | None = None
+        self.start_seconds = 0.0
+
+    def start(self, rotate: bool = False):
+        args = ["node", str(self.home / "provider.mjs"), "--port", str(self.port),
+                "--keys", str(self.keys)] + (["--rotate"] if rotate else [])
+        began = time.monotonic()
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log,
+                                         stdin=subprocess.DEVNULL, cwd=self.home)
+        ready, _, _ = select.select([self.proc.stdout], [], [], START_TIMEOUT)
+        line = self.proc.stdout.readline().decode() if ready else ""
+        if not line.startswith("ready "):
+            self.stop()
+            pytest.fail(f"the OpenID provider did not start within {START_TIMEOUT} s: "
+                        f"{self.log.read_text(errors='replace')[-2000:]}")
+        assert line.split()[1] == self.issuer
+        self.start_seconds = time.monotonic() - began
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def rotate(self):
+        """Restarts on the same port with a new key pair in front."""
+        self.stop()
+        self.start(rotate=True)
+
+    def token(self, client: str) -> str:
+        r = requests.post(f"{self.issuer}/token", auth=(client, f"{client}-secret"),
+                          data={"grant_type": "client_credentials"}, timeout=10)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["token_type"].lower() == "bearer"
+        return body["access_token"]
+
+
+@pytest.fixture(scope="session")
+def provider_home() -> Path:
+    """Where scripts/oidc-deps.sh installed the provider (cached)."""
+    r = subprocess.run([str(REPO / "scripts" / "oidc-deps.sh")], capture_output=True,
+                       text=True, timeout=600)
+    if r.returncode != 0:
+        pytest.fail(f"scripts/oidc-deps.sh failed: {r.stderr}")
+    return Path(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def provider_workdir():
+    d = make_shared_tmpdir("floe-it-oidc-")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def provider(provider_home, provider_workdir):
+    p = Provider(provider_home, provider_workdir)
+    p.start()
+    yield p
+    p.stop()
+
+
+@pytest.fixture(scope="session")
+def other_provider(provider_home, provider_workdir):
+    """A second provider with keys of its own."""
+    p = Provider(provider_home, provider_workdir)
+    p.start()
+    yield p
+    p.stop()
+
+
+@pytest.fixture
+def own_provider(provider_home, provider_workdir):
+    """A provider for one test, which may rotate or stop it."""
+    p = Provider(provider_home, provider_workdir)
+    p.start()
+    yield p
+    p.stop()
+
+
+def verify_args(issuer: str, audience: str = "floe", roles_claim: str | None = "roles",
+                extra=()) -> list[str]:
+    args = [str(floe_binary()), "auth", "verify-token", f"--oidc-issuer={issuer}",
+            f"--oidc-audience={audience}"]
+    if roles_claim is not None:
+        args.append(f"--oidc-roles-claim={roles_claim}")
+    return args + list(extra)
+
+
+def verify(issuer: str, token: str, **kw) -> tuple[int, dict | None, str]:
+    """Runs verify-token once; returns its exit code, its JSON line, stderr."""
+    r = subprocess.run(verify_args(issuer, **kw) + [token], capture_output=True, text=True,
+                       timeout=30, env=clean_env(), stdin=subprocess.DEVNULL)
+    line = r.stdout.strip()
+    return r.returncode, (json.loads(line) if line else None), r.stderr
+
+
+class Verifier:
+    """A verify-token reading tokens on stdin: one issuer, its key set kept
+    between tokens, as in the daemon."""
+
+    def __init__(self, issuer: str, **kw):
+        self.proc = subprocess.Popen(verify_args(issuer, **kw) + ["-"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=clean_env(), text=True)
+
+    def check(self, token: str) -> dict:
+        self.proc.stdin.write(token + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], ANSWER_TIMEOUT)
+        assert ready, f"no answer within {ANSWER_TIMEOUT} s"
+        line = self.proc.stdout.readline()
+        assert line, f"verify-token ended: {self.proc.stderr.read()}"
+        return json.loads(line)
+
+    def close(self) -> int:
+        self.proc.stdin.close()
+        rc = self.proc.wait(timeout=30)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return rc
+
+
+def assert_accepted(answer, principal: str, roles: list[str]):
+    assert answer == {"principal": principal, "roles": roles}
+
+
+def test_provider_starts_quickly(provider):
+    """The provider is up in a few seconds, so the suite can afford it."""
+    assert provider.start_seconds < 10, provider.start_seconds
+
+
+def test_rs256_token_is_accepted_with_its_principal_and_roles(provider):
+    token = provider.token("floe-rs256")
+    assert header_of(token)["alg"] == "RS256"
+    assert claims_of(token)["aud"] == "floe"
+    rc, answer, err = verify(provider.issuer, token)
+    assert rc == 0, (answer, err)
+    assert_accepted(answer, "floe-rs256", ["reader", "writer"])
+
+
+def test_es256_token_is_accepted_with_roles_from_a_string(provider):
+    token = provider.token("floe-es256")
+    assert header_of(token)["alg"] == "ES256"
+    assert claims_of(token)["roles"] == "auditor analyst"
+    rc, answer, err = verify(provider.issuer, token)
+    assert rc == 0, (answer, err)
+    assert_accepted(answer, "floe-es256", ["auditor", "analyst"])
+
+
+def test_principal_and_roles_claims_are_configurable(provider):
+    token = provider.token("floe-rs256")
+    rc, answer, _ = verify(provider.issuer, token, roles_claim=None,
+                           extra=["--oidc-principal-claim=client_id"])
+    assert rc == 0
+    assert_accepted(answer, "floe-rs256", [])
+    # A claim the token lacks names no principal: refused, not anonymous.
+    rc, answer, _ = verify(provider.issuer, token, extra=["--oidc-principal-claim=email"])
+    assert rc == 1
+    assert "Token claim 'email'" in answer["refused"]
+
+
+def test_another_audience_is_refused(provider):
+    token = provider.token("floe-other-audience")
+    assert claims_of(token)["aud"] == "not-floe"
+    rc, answer, _ = verify(provider.issuer, token)
+    assert rc == 1
+    assert answer == {"refused": "Token audience is not accepted"}
+    rc, answer, _ = verify(provider.issuer, provider.token("floe-es256"), audience="other")
+    assert rc == 1
+    assert answer == {"refused": "Token audience is not accepted"}
+
+
+def test_expired_token_is_refused(provider):
+    token = provider.token("floe-short-lived")
+    exp = claims_of(token)["exp"]
+    assert exp - claims_of(token)["iat"] == 1
+    while time.time() < exp + 1:
+        time.sleep(0.2)
+    rc, answer, _ = verify(provider.issuer, token, extra=["--auth-leeway=0"])
+    assert rc == 1
+    assert answer == {"refused": "Token has expired"}
+    # Within the default minute of clock skew it is still good.
+    rc, answer, _ = verify(provider.issuer, token)
+    assert rc == 0, answer
+
+
+def test_token_of_another_provider_is_refused(provider, other_provider):
+    token = other_provider.token("floe-es256")
+    rc, answer, _ = verify(provider.issuer, token)
+    assert rc == 1
+    assert answer == {"refused": "Token is signed by an unknown key"}
+
+
+def test_same_key_other_issuer_is_refused(provider, provider_home, provider_workdir):
+    twin = Provider(provider_home, provider_workdir, keys=provider.keys)
+    twin.start()
+    try:
+        token = twin.token("floe-rs256")
+    finally:
+        twin.stop()
+    assert header_of(token)["kid"] == header_of(provider.token("floe-rs256"))["kid"]
+    rc, answer, _ = verify(provider.issuer, token)
+    assert rc == 1
+    assert answer == {"refused": "Token issuer is not accepted"}
+
+
+def test_tampered_tokens_are_refused(provider):
+    for client in ("floe-rs256", "floe-es256"):
+        h, p, s = provider.token(client).split(".")
+        # One signature character changed in the middle (still canonical).
+        mid = len(s) // 2
+        s2 = s[:mid] + ("A" if s[mid] != "A" else "B") + s[mid + 1:]
+        rc, answer, _ = verify(provider.issuer, f"{h}.{p}.{s2}")
+        assert rc == 1
+        assert answer == {"refused": "Token signature is invalid"}, client
+        # Roles raised in the payload under the original signature.
+        claims = json.loads(b64url_decode(p))
+        claims["roles"] = ["admin"]
+        p2 = b64url(json.dumps(claims).encode())
+        rc, answer, _ = verify(provider.issuer, f"{h}.{p2}.{s}")
+        assert rc == 1
+        assert answer == {"refused": "Token signature is invalid"}, client
+
+
+def test_unsigned_and_hmac_tokens_are_refused(provider):
+    h, p, _ = provider.token("floe-rs256").split(".")
+    header = header_of(f"{h}.{p}.")
+    none = b64url(json.dumps({**header, "alg": "none"}).encode())
+    rc, answer, _ = verify(provider.issuer, f"{none}.{p}.")
+    assert rc == 1
+    assert answer == {"refused": "Unsigned tokens (alg none) are not accepted"}
+    # HS256 "signed" with the issuer's public key set as the secret: the
+    # classic confusion, refused for its algorithm before any key is used.
+    jwks = requests.get(f"{provider.issuer}/jwks", timeout=10).content
+    hs = b64url(json.dumps({**header, "alg": "HS256"}).encode())
+    sig = b64url(hmac.new(jwks, f"{hs}.{p}".encode(), hashlib.sha256).digest())
+    rc, answer, _ = verify(provider.issuer, f"{hs}.{p}.{sig}")
+    assert rc == 1
+    assert answer["refused"].startswith("Token signing algorithm is not supported")
+
+
+def test_malformed_and_oversize_tokens_are_refused(provider):
+    v = Verifier(provider.issuer)
+    try:
+        assert v.check("not-a-token") == {"refused": "Token is malformed"}
+        assert v.check("a" * 9000) == {"refused": "Token is too long"}
+        assert_accepted(v.check(provider.token("floe-rs256")), "floe-rs256",
+                        ["reader", "writer"])
+    finally:
+        assert v.close() == 1
+
+
+def test_rotated_key_is_fetched_on_an_unknown_kid(own_provider):
+    old = own_provider.token("floe-es256")
+    v = Verifier(own_provider.issuer)
+    try:
+        assert_accepted(v.check(old), "floe-es256", ["auditor", "analyst"])
+        own_provider.rotate()
+        new = own_provider.token("floe-es256")
+        new_rs = own_provider.token("floe-rs256")
+        assert header_of(new)["kid"] != header_of(old)["kid"]
+        # The key set floe holds lacks the new kid: it fetches it again.
+        assert_accepted(v.check(new), "floe-es256", ["auditor", "analyst"])
+        assert_accepted(v.check(new_rs), "floe-rs256", ["reader", "writer"])
+        # The old key stays in the provider's set, and so in floe's.
+        assert_accepted(v.check(old), "floe-es256", ["auditor", "analyst"])
+    finally:
+        assert v.close() == 0
+
+
+def test_unknown_kids_fetch_at_most_once_in_30_seconds(own_provider, other_provider):
+    began = time.monotonic()
+    v = Verifier(own_provider.issuer)
+    try:
+        # An unknown kid costs one fetch of the key set...
+        stranger = other_provider.token("floe-es256")
+        assert v.check(stranger) == {"refused": "Token is signed by an unknown key"}
+        own_provider.rotate()
+        # ...and the next unknown kid within 30 s none: the rotated key is
+        # not known yet.
+        new = own_provider.token("floe-es256")
+        assert v.check(new) == {"refused": "Token is signed by an unknown key"}
+        assert time.monotonic() - began < 30, "the test was too slow to show the limit"
+    finally:
+        assert v.close() == 1
+    # A new verifier reads the new key set.
+    rc, answer, _ = verify(own_provider.issuer, new)
+    assert rc == 0, answer
+
+
+def test_unreachable_issuer_fails_closed(own_provider, other_provider):
+    known = own_provider.token("floe-rs256")
+    v = Verifier(own_provider.issuer)
+    try:
+        assert_accepted(v.check(known), "floe-rs256", ["reader", "writer"])
+        own_provider.stop()
+        # A key must be fetched and cannot be: refused, never passed.
+        answer = v.check(other_provider.token("floe-es256"))
+        assert answer == {"refused": "The token issuer's keys could not be fetched"}
+        # Keys already held keep verifying.
+        assert_accepted(v.check(known), "floe-rs256", ["reader", "writer"])
+    finally:
+        assert v.close() == 1
+    # At start, an unreachable issuer is an error.
+    rc, answer, err = verify(own_provider.issuer, known)
+    assert rc == 1 and answer is None
+    assert "Cannot fetch" in err and "openid-configuration" in err
+
+
+def test_http_issuer_off_loopback_is_refused_at_start(provider):
+    began = time.monotonic()
+    rc, answer, err = verify("http://idp.example.com", provider.token("floe-rs256"))
+    assert rc == 1 and answer is None
+    assert "The issuer must be https (http only on a loopback host)" in err
+    assert time.monotonic() - began < 5, "refused without any connection"
+
+
+def test_discovery_naming_another_issuer_is_refused_at_start(provider):
+    # The same provider under another spelling of its address: its
+    # discovery document names 127.0.0.1, not localhost.
+    rc, answer, err = verify(f"http://localhost:{provider.port}", provider.token("floe-rs256"))
+    assert rc == 1 and answer is None
+    assert f"names the issuer '{provider.issuer}'" in err
+
+
+def test_usage_errors_and_help():
+    r = subprocess.run([str(floe_binary()), "auth", "verify-token", "--help"],
+                       capture_output=True, text=True, timeout=10, env=clean_env())
+    assert r.returncode == 0
+    assert "--oidc-issuer=URL" in r.stdout and "--oidc-roles-claim" in r.stdout
+    for args in (["auth"], ["auth", "verify-token", "tok"], ["auth", "frobnicate"],
+                 ["auth", "verify-token", "--oidc-issuer=https://a", "--oidc-audience=b",
+                  "--auth-leeway=-1", "tok"],
+                 ["auth", "verify-token", "--oidc-issuer=https://a", "--oidc-audience=b",
+                  "--bogus", "tok"]):
+        r = subprocess.run([str(floe_binary())] + args, capture_output=True, text=True,
+                           timeout=10, env=clean_env(), stdin=subprocess.DEVNULL)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert r.stderr.strip(), args
+
+
+class MisbehavingIssuer:
+    """An issuer's address answered by a small HTTP server of the test's
+    own, for what no real provider does: oversize, redirected, slow or
+    badly addressed documents. ``routes`` maps a path to a function that
+    writes the answer."""
+
+    def __init__(self):
+        routes = self.routes = {}
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):  # noqa: N802 (the stdlib's name)
+                route = routes.get(self.path)
+                if route is None:
+                    self.send_error(404)
+                    return
+                route(self)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.issuer = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def discovery(self, jwks_uri: str | None = None, **extra) -> dict:
+        return {"issuer": self.issuer, "jwks_uri": jwks_uri or f"{self.issuer}/jwks", **extra}
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def answer(body: bytes, status: int = 200, chunked: bool = False, headers=None, delay=0.0):
+    def write(h):
+        if delay:
+            time.sleep(delay)
+        h.send_response(status)
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.send_header("Content-Type", "application/json")
+        if chunked:
+            h.send_header("Transfer-Encoding", "chunked")
+            h.end_headers()
+            for i in range(0, len(body), 4096):
+                part = body[i:i + 4096]
+                h.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+            h.wfile.write(b"0\r\n\r\n")
+        else:
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+            h.wfile.write(body)
+    return write
+
+
+@pytest.fixture
+def bad_issuer():
+    s = MisbehavingIssuer()
+    yield s
+    s.close()
+
+
+def start_error(issuer: str) -> str:
+    """What verify-token says when it cannot start with this issuer."""
+    rc, answer_, err = verify(issuer, "a.b.c")
+    assert rc == 1 and answer_ is None, (answer_, err)
+    return err
+
+
+def padded(doc: dict, size: int) -> bytes:
+    body = json.dumps(doc).encode()
+    return body + b" " * (size - len(body))
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_oversize_documents_are_refused(bad_issuer, provider, chunked):
+    jwks = requests.get(f"{provider.issuer}/jwks", timeout=10).json()
+    wk = "/.well-known/openid-configuration"
+    # Exactly 64 KiB of each is read.
+    bad_issuer.routes[wk] = answer(padded(bad_issuer.discovery(), 65536), chunked=chunked)
+    bad_issuer.routes["/jwks"] = answer(padded(jwks, 65536), chunked=chunked)
+    rc, answer_, err = verify(bad_issuer.issuer, "a.b.c")
+    assert rc == 1 and answer_ == {"refused": "Token is malformed"}, err
+    # One byte more of either is not: the transfer is cut.
+    bad_issuer.routes[wk] = answer(padded(bad_issuer.discovery(), 65537), chunked=chunked)
+    assert "is larger than 65536 bytes" in start_error(bad_issuer.issuer)
+    bad_issuer.routes[wk] = answer(padded(bad_issuer.discovery(), 65536), chunked=chunked)
+    bad_issuer.routes["/jwks"] = answer(padded(jwks, 1 << 20), chunked=chunked)
+    assert "/jwks is larger than 65536 bytes" in start_error(bad_issuer.issuer)
+
+
+def test_more_than_32_keys_are_refused(bad_issuer, provider):
+    key = next(k for k in requests.get(f"{provider.issuer}/jwks", timeout=10).json()["keys"]
+               if k["kty"] == "EC")
+    bad_issuer.routes["/.well-known/openid-configuration"] = answer(
+        json.dumps(bad_issuer.discovery()).encode())
+    keys = [{**key, "kid": f"k{i}"} for i in range(33)]
+    bad_issuer.routes["/jwks"] = answer(json.dumps({"keys": keys}).encode())
+    assert "has 33 keys, more than 32" in start_error(bad_issuer.issuer)
+    bad_issuer.routes["/jwks"] = answer(json.dumps({"keys": keys[:32]}).encode())
+    rc, answer_, _ = verify(bad_issuer.issuer, "a.b.c")
+    assert answer_ == {"refused": "Token is malformed"}
+
+
+def test_redirects_are_not_followed(bad_issuer, provider):
+    wk = "/.well-known/openid-configuration"
+    bad_issuer.routes[wk] = answer(b"", status=302,
+                                   headers={"Location": f"{provider.issuer}{wk}"})
+    assert "HTTP status 302" in start_error(bad_issuer.issuer)
+
+
+def test_jwks_uri_must_be_https_off_loopback(bad_issuer):
+    bad_issuer.routes["/.well-known/openid-configuration"] = answer(json.dumps(
+        bad_issuer.discovery(jwks_uri="http://idp.example.com/jwks")).encode())
+    assert "jwks_uri must be https" in start_error(bad_issuer.issuer)
+
+
+def test_a_silent_issuer_times_out_in_5_seconds(bad_issuer):
+    bad_issuer.routes["/.well-known/openid-configuration"] = answer(
+        json.dumps(bad_issuer.discovery()).encode(), delay=8)
+    began = time.monotonic()
+    err = start_error(bad_issuer.issuer)
+    took = time.monotonic() - began
+    assert "Timeout was reached" in err or "timed out" in err, err
+    assert 4.5 < took < 7.5, took
