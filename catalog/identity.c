@@ -60,6 +60,31 @@ bool identity_external(struct store *s, const char *name, struct principal_row *
 	       (found || floe_err(err, FE_UNAVAILABLE, "principal %s vanished; retry", name));
 }
 
+bool identity_add_roles(struct store *s, const char *const *names, size_t nnames, int64_t *ids,
+			size_t *n, size_t max, struct floe_error *err)
+{
+	struct role_row *rows = NULL;
+	size_t count = 0;
+	bool more = false;
+
+	if (nnames == 0)
+		return true;
+	if (!store_role_list(s, NULL, -1, &rows, &count, &more, err))
+		return false;
+	for (size_t i = 0; i < count; i++) {
+		bool named = false;
+		bool held = false;
+		for (size_t j = 0; j < nnames && !named; j++)
+			named = strcmp(rows[i].name, names[j]) == 0;
+		for (size_t j = 0; j < *n && !held; j++)
+			held = ids[j] == rows[i].id;
+		if (named && !held && *n < max)
+			ids[(*n)++] = rows[i].id;
+	}
+	store_role_rows_free(rows, count);
+	return true;
+}
+
 bool identity_count(struct store *s, long long *n, struct floe_error *err)
 {
 	return store_principal_count(s, n, err);

@@ -9,9 +9,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "error.h"
-#include "store.h"
+#include "ports.h"
 
 /* Fills row (clear it with store_principal_row_clear) with the principal
  * whose client id is client_id; *found false when there is none. */
@@ -35,6 +36,11 @@ void identity_roles_free(long long *ids, char **names, size_t n);
  * issuer cannot speak for a principal floe issues tokens to. */
 bool identity_external(struct store *s, const char *name, struct principal_row *row,
 		       struct floe_error *err) FLOE_WUR;
+
+/* Adds to ids (*n of max used) the ids of the roles named in names that
+ * exist and are not in ids yet; a name of no role is left out. */
+bool identity_add_roles(struct store *s, const char *const *names, size_t nnames, int64_t *ids,
+			size_t *n, size_t max, struct floe_error *err) FLOE_WUR;
 
 /* Sets *n to the number of principals. */
 bool identity_count(struct store *s, long long *n, struct floe_error *err) FLOE_WUR;

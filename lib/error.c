@@ -39,6 +39,7 @@ static const struct {
 	[FE_AUDIT_REJECTED] = { 422, "AuditRejectedException" },
 	[FE_AUDIT_UNAVAILABLE] = { 503, "AuditUnavailableException" },
 	[FE_NO_SUCH_WAREHOUSE] = { 404, "NoSuchWarehouseException" },
+	[FE_TOO_MANY_REQUESTS] = { 429, "TooManyRequestsException" },
 };
 
 /* Messages start with a capital letter, as Iceberg's do ("Namespace does

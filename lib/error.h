@@ -42,6 +42,7 @@ enum floe_errkind {
 	FE_AUDIT_REJECTED,       /* 422 AuditRejectedException */
 	FE_AUDIT_UNAVAILABLE,    /* 503 AuditUnavailableException */
 	FE_NO_SUCH_WAREHOUSE,    /* 404 NoSuchWarehouseException */
+	FE_TOO_MANY_REQUESTS,    /* 429 TooManyRequestsException */
 	FE_KIND_COUNT
 };
 

@@ -12,6 +12,7 @@
 #include "table.h"
 #include "workq.h"
 
+struct auth;
 struct http_request;
 struct store_pool;
 
@@ -22,6 +23,9 @@ struct store_pool;
  * thread. NULL members: the handler runs as it is.
  */
 struct middleware {
+	/* Before run: false when it has answered the request itself (auth.c:
+	 * no valid token). NULL: every request goes on. */
+	bool (*admit)(struct http_request *req, void (*handler)(struct http_request *req));
 	void (*run)(struct http_request *req, void (*handler)(struct http_request *req));
 	void (*finish)(struct http_request *req);
 };
@@ -29,6 +33,7 @@ struct middleware {
 struct app {
 	const struct floe_config *cfg;
 	struct middleware middleware;
+	struct auth *auth; /* authentication (auth.h); never NULL while serving */
 	/* Each kind of thread has connections of its own, so commits and
 	 * publishes cannot starve loadTable or /ready. */
 	struct store_pool *pool;         /* the HTTP worker threads' */

@@ -23,13 +23,16 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
+#include "b64url.h"
 #include "handlers.h"
 #include "identity.h"
 #include "jwt.h"
 #include "log.h"
 #include "principals.h"
 #include "secret.h"
+#include "system.h"
 
 /* How long a verified token is let in without looking at its principal
  * again. */
@@ -63,6 +66,12 @@ struct auth *auth_new(const struct floe_config *cfg, struct floe_error *err)
 	a->cfg = cfg;
 	if (cfg->auth_none)
 		return a;
+	/* The data directory itself is made here when no embedded
+	 * PostgreSQL made it. */
+	if (mkdir(cfg->data_dir, 0700) != 0 && errno != EEXIST) {
+		floe_err(err, FE_INTERNAL, "cannot make %s: %s", cfg->data_dir, log_strerror(errno));
+		goto fail;
+	}
 	(void)snprintf(dir, sizeof(dir), "%s/auth", cfg->data_dir);
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		floe_err(err, FE_INTERNAL, "cannot make %s: %s", dir, log_strerror(errno));
@@ -307,7 +316,7 @@ char *auth_issue(struct auth *a, const struct tokencache_entry *who, const char 
 	json_t *claims = NULL;
 	char *token = NULL;
 
-	if (!secret_random_bytes(jti, sizeof(jti)) ||
+	if (RAND_bytes(jti, sizeof(jti)) != 1 ||
 	    (jti_text = b64url_encode(jti, sizeof(jti))) == NULL) {
 		floe_err(err, FE_UNAVAILABLE, "no randomness for a token; retry");
 		return NULL;
@@ -437,13 +446,12 @@ static enum verdict issuer_token(struct auth *a, struct http_request *req, const
 	} else {
 		/* The roles the issuer names, where floe has a role of that
 		 * name (an issuer names roles; it does not make them). */
-		long long *ids = NULL;
-		char **names = NULL;
-		size_t n = 0;
-		(void)roles;
-		(void)ids;
-		(void)names;
-		(void)n;
+		if (!identity_add_roles(s, (const char *const *)roles, nroles, who->roles,
+					&who->nroles, TOKENCACHE_MAX_ROLES, err)) {
+			system_release(req->pool, s);
+			v = V_UNAVAILABLE;
+			goto done;
+		}
 		json_int_t exp = json_integer_value(json_object_get(claims, "exp"));
 		who->exp = exp < now + AUTH_RECHECK_SECONDS ? (long long)exp : now + AUTH_RECHECK_SECONDS;
 		v = V_OK;

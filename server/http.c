@@ -335,6 +335,23 @@ bool http_query(struct http_request *req, const char *name, char **out, struct f
 	return true;
 }
 
+bool http_client_address(struct http_request *req, char *out, size_t len)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+	out[0] = '\0';
+	if (ci == NULL || ci->client_addr == NULL)
+		return false;
+	socklen_t slen = ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+								: sizeof(struct sockaddr_in);
+	if (getnameinfo(ci->client_addr, slen, out, (socklen_t)len, NULL, 0, NI_NUMERICHOST) != 0) {
+		out[0] = '\0';
+		return false;
+	}
+	return true;
+}
+
 const char *http_header(struct http_request *req, const char *name)
 {
 	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
@@ -437,6 +454,9 @@ static void dispatch(struct http_request *req)
 	switch (router_match(req, &route, allow, sizeof(allow))) {
 	case ROUTE_FOUND:
 		req->route_slot = router_slot(route);
+		if (req->app->middleware.admit != NULL &&
+		    !req->app->middleware.admit(req, route->handler))
+			return;
 		if (req->app->middleware.run != NULL)
 			req->app->middleware.run(req, route->handler);
 		else

@@ -14,6 +14,7 @@
 #include "app.h"
 #include "error.h"
 #include "ident.h"
+#include "tokencache.h"
 
 struct MHD_Connection;
 struct MHD_Response;
@@ -38,6 +39,7 @@ struct http_request {
 	 * as "anonymous". */
 	const char *principal;
 	const char *client_id;
+	struct tokencache_entry who; /* what principal and client_id point into */
 	struct timespec start;
 	size_t route_slot; /* counted under (metric.h); 0 until routed */
 
@@ -102,6 +104,10 @@ bool http_query(struct http_request *req, const char *name, char **out,
 
 /* The raw query argument (not decoded), or NULL. */
 const char *http_query_raw(struct http_request *req, const char *name);
+
+/* The client's address (numeric) into out; false, out empty, when it
+ * cannot be told. */
+bool http_client_address(struct http_request *req, char *out, size_t len);
 
 /* A request header, or NULL. */
 const char *http_header(struct http_request *req, const char *name);

@@ -15,6 +15,7 @@
 #include <microhttpd.h>
 
 #include "app.h"
+#include "auth.h"
 #include "authcli.h"
 #include "config.h"
 #include "embedpg.h"
@@ -68,6 +69,39 @@ static void on_mhd_panic(void *cls, const char *file, unsigned int line, const c
 	if (panic_pg != NULL)
 		embedpg_stop(panic_pg);
 	_exit(70);
+}
+
+/* Authentication: the keys, the first start's admin client, and the
+ * warning that --auth=none is on. */
+static bool start_auth(struct app *app, const struct floe_config *cfg)
+{
+	struct floe_error err;
+	struct store *s;
+	bool ok;
+
+	floe_error_clear(&err);
+	app->auth = auth_new(cfg, &err);
+	if (app->auth == NULL) {
+		log_error("main", "cannot set up authentication: %s", err.message);
+		return false;
+	}
+	if (cfg->auth_none) {
+		log_warn("main",
+			 "authentication is off (--auth=none): anyone who reaches %s:%d may read, "
+			 "change, drop and publish everything; for development on one machine only",
+			 cfg->listen_host, cfg->listen_port);
+		return true;
+	}
+	s = store_pool_acquire(app->pool, &err);
+	if (s == NULL) {
+		log_error("main", "cannot make the first admin client: %s", err.message);
+		return false;
+	}
+	ok = auth_bootstrap(app->auth, s, &err);
+	store_pool_release(app->pool, s);
+	if (!ok)
+		log_error("main", "cannot make the first admin client: %s", err.message);
+	return ok;
 }
 
 static bool migrate_with_retry(const char *conninfo, bool *stopped)
@@ -190,6 +224,7 @@ int main(int argc, char **argv)
 	}
 
 	app.cfg = &cfg;
+	app.middleware.admit = auth_admit;
 	app.middleware.run = idempotent_run;
 	app.middleware.finish = idempotent_finish;
 	atomic_init(&app.inflight, 0);
@@ -212,6 +247,8 @@ int main(int argc, char **argv)
 		log_error("main", "out of memory");
 		goto done;
 	}
+	if (!start_auth(&app, &cfg))
+		goto done;
 	/* Its own connection, outside the pool: upkeep never waits for a
 	 * request's connection, nor a request for upkeep's. */
 	janitor_pool = store_pool_new(conninfo, 1, "janitor");
@@ -240,8 +277,15 @@ int main(int argc, char **argv)
 		int sig = 0;
 		int status = 0;
 
-		if (sigwait(&waitset, &sig) != 0)
+		/* The signing keys are reread every minute too, so a key that
+		 * `floe auth rotate-key` wrote is used without a signal. */
+		struct timespec minute = { 60, 0 };
+		sig = sigtimedwait(&waitset, NULL, &minute);
+		if (sig < 0) {
+			if (errno == EAGAIN)
+				auth_reload_keys(app.auth);
 			continue;
+		}
 		if (sig == SIGCHLD) {
 			if (embedpg_exited(&pg, &status)) {
 				log_error(
@@ -256,7 +300,9 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (sig == SIGHUP) {
-			log_info("main", "SIGHUP ignored: configuration is read at start-up only");
+			log_info("main", "SIGHUP: rereading the signing keys (the rest of the "
+					 "configuration is read at start-up only)");
+			auth_reload_keys(app.auth);
 			continue;
 		}
 		log_info("main", "%s received: finishing in-flight requests",
@@ -282,6 +328,7 @@ done:
 	store_pool_free(&app.commit_pool);
 	store_pool_free(&app.publish_pool);
 	commit_locks_free(&app.locks);
+	auth_free(app.auth);
 	unsettled_free(&app.unsettled);
 	panic_pg = NULL;
 	embedpg_stop(&pg);
