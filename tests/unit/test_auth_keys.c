@@ -287,6 +287,18 @@ Test(auth_keys, each_key_lives_until_its_successor_is_overlap_old)
 	newest(kr, a);
 	cr_assert(keyring_rotate_dir(dir, b, &err), "%s", err.message);
 	cr_assert(keyring_rotate_dir(dir, c, &err), "%s", err.message);
+	/* Each rotation's file is made after the last, to the nanosecond,
+	 * however coarse the file system's clock. */
+	struct stat sa, sb, sc;
+	cr_assert_eq(stat(key_path(a), &sa), 0);
+	cr_assert_eq(stat(key_path(b), &sb), 0);
+	cr_assert_eq(stat(key_path(c), &sc), 0);
+	cr_assert(sa.st_mtim.tv_sec < sb.st_mtim.tv_sec ||
+		  (sa.st_mtim.tv_sec == sb.st_mtim.tv_sec &&
+		   sa.st_mtim.tv_nsec < sb.st_mtim.tv_nsec));
+	cr_assert(sb.st_mtim.tv_sec < sc.st_mtim.tv_sec ||
+		  (sb.st_mtim.tv_sec == sc.st_mtim.tv_sec &&
+		   sb.st_mtim.tv_nsec < sc.st_mtim.tv_nsec));
 	/* Made an hour apart: a, then b, then c. */
 	long long t0 = made(a);
 	times[0].tv_nsec = times[1].tv_nsec = 0;
@@ -553,4 +565,18 @@ Test(auth_keys, a_path_that_is_a_file_is_refused)
 	fclose(f);
 	cr_assert_null(keyring_open(path, OVERLAP, &err));
 	cr_assert_not_null(strstr(err.message, path), "%s", err.message);
+}
+
+Test(auth_keys, more_keys_than_the_bound_are_refused)
+{
+	char kid[JWK_THUMBPRINT_LEN + 1];
+	struct floe_error err = { 0 };
+
+	first_key(kid);
+	for (int i = 1; i < KEYRING_MAX_KEYS; i++)
+		cr_assert(keyring_rotate_dir(dir, kid, &err), "%s", err.message);
+	struct keyring *kr = open_ok();
+	keyring_close(kr);
+	cr_assert(keyring_rotate_dir(dir, kid, &err), "%s", err.message);
+	open_refused("holds more than 64 keys");
 }
