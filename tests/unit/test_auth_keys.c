@@ -126,6 +126,15 @@ static void newest(struct keyring *kr, char kid[JWK_THUMBPRINT_LEN + 1])
 	cr_assert_eq(strlen(kid), JWK_THUMBPRINT_LEN);
 }
 
+/* Opens the directory once (making its first key) and gives its kid. */
+static void first_key(char kid[JWK_THUMBPRINT_LEN + 1])
+{
+	struct keyring *kr = open_ok();
+
+	newest(kr, kid);
+	keyring_close(kr);
+}
+
 TestSuite(auth_keys, .init = make_base, .fini = remove_base);
 
 Test(auth_keys, first_open_makes_one_key_named_by_its_thumbprint)
@@ -278,6 +287,18 @@ Test(auth_keys, each_key_lives_until_its_successor_is_overlap_old)
 	newest(kr, a);
 	cr_assert(keyring_rotate_dir(dir, b, &err), "%s", err.message);
 	cr_assert(keyring_rotate_dir(dir, c, &err), "%s", err.message);
+	/* Each rotation's file is made after the last, to the nanosecond,
+	 * however coarse the file system's clock. */
+	struct stat sa, sb, sc;
+	cr_assert_eq(stat(key_path(a), &sa), 0);
+	cr_assert_eq(stat(key_path(b), &sb), 0);
+	cr_assert_eq(stat(key_path(c), &sc), 0);
+	cr_assert(sa.st_mtim.tv_sec < sb.st_mtim.tv_sec ||
+		  (sa.st_mtim.tv_sec == sb.st_mtim.tv_sec &&
+		   sa.st_mtim.tv_nsec < sb.st_mtim.tv_nsec));
+	cr_assert(sb.st_mtim.tv_sec < sc.st_mtim.tv_sec ||
+		  (sb.st_mtim.tv_sec == sc.st_mtim.tv_sec &&
+		   sb.st_mtim.tv_nsec < sc.st_mtim.tv_nsec));
 	/* Made an hour apart: a, then b, then c. */
 	long long t0 = made(a);
 	times[0].tv_nsec = times[1].tv_nsec = 0;
@@ -372,10 +393,8 @@ static void tamper(const char *kid)
 Test(auth_keys, a_tampered_key_file_is_refused)
 {
 	char kid[JWK_THUMBPRINT_LEN + 1];
-	struct keyring *kr = open_ok();
 
-	newest(kr, kid);
-	keyring_close(kr);
+	first_key(kid);
 	tamper(kid);
 	open_refused(kid);
 	/* Nothing was made in its place. */
@@ -386,10 +405,8 @@ Test(auth_keys, a_file_named_other_than_its_thumbprint_is_refused)
 {
 	char kid[JWK_THUMBPRINT_LEN + 1];
 	char path[PATH_MAX];
-	struct keyring *kr = open_ok();
 
-	newest(kr, kid);
-	keyring_close(kr);
+	first_key(kid);
 	(void)snprintf(path, sizeof(path), "%s", key_path(kid));
 	cr_assert_eq(rename(path, key_path("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")), 0);
 	open_refused("its name is not its key's thumbprint");
@@ -402,16 +419,14 @@ Test(auth_keys, a_file_named_other_than_its_thumbprint_is_refused)
 Test(auth_keys, a_group_or_world_readable_key_file_is_refused)
 {
 	char kid[JWK_THUMBPRINT_LEN + 1];
-	struct keyring *kr = open_ok();
 
-	newest(kr, kid);
-	keyring_close(kr);
+	first_key(kid);
 	cr_assert_eq(chmod(key_path(kid), 0644), 0);
 	open_refused("group- or world-accessible");
 	cr_assert_eq(chmod(key_path(kid), 0640), 0);
 	open_refused("group- or world-accessible");
 	cr_assert_eq(chmod(key_path(kid), 0600), 0);
-	kr = open_ok();
+	struct keyring *kr = open_ok();
 	keyring_close(kr);
 }
 
@@ -435,10 +450,8 @@ Test(auth_keys, a_group_or_world_accessible_directory_is_refused)
 Test(auth_keys, a_file_or_directory_of_another_user_is_refused)
 {
 	char kid[JWK_THUMBPRINT_LEN + 1];
-	struct keyring *kr = open_ok();
 
-	newest(kr, kid);
-	keyring_close(kr);
+	first_key(kid);
 	if (geteuid() != 0)
 		cr_skip_test("changing a file's owner needs root");
 	cr_assert_eq(chown(key_path(kid), 65534, 65534), 0);
@@ -452,10 +465,8 @@ Test(auth_keys, a_symbolic_link_is_refused)
 {
 	char kid[JWK_THUMBPRINT_LEN + 1];
 	char moved[PATH_MAX];
-	struct keyring *kr = open_ok();
 
-	newest(kr, kid);
-	keyring_close(kr);
+	first_key(kid);
 	(void)snprintf(moved, sizeof(moved), "%s/elsewhere.key", base);
 	cr_assert_eq(rename(key_path(kid), moved), 0);
 	cr_assert_eq(symlink(moved, key_path(kid)), 0);
@@ -465,10 +476,8 @@ Test(auth_keys, a_symbolic_link_is_refused)
 Test(auth_keys, a_traditional_or_foreign_pem_is_refused)
 {
 	char kid[JWK_THUMBPRINT_LEN + 1];
-	struct keyring *kr = open_ok();
 
-	newest(kr, kid);
-	keyring_close(kr);
+	first_key(kid);
 	FILE *f = fopen(key_path(kid), "r");
 	cr_assert_not_null(f);
 	EVP_PKEY *key = PEM_read_PrivateKey(f, NULL, NULL, NULL);
@@ -491,10 +500,8 @@ Test(auth_keys, other_files_are_ignored)
 {
 	char kid[JWK_THUMBPRINT_LEN + 1];
 	char path[PATH_MAX];
-	struct keyring *kr = open_ok();
 
-	newest(kr, kid);
-	keyring_close(kr);
+	first_key(kid);
 	(void)snprintf(path, sizeof(path), "%s/.%s.pem.tmp", dir, kid);
 	FILE *f = fopen(path, "w");
 	cr_assert_not_null(f);
@@ -504,7 +511,7 @@ Test(auth_keys, other_files_are_ignored)
 	f = fopen(path, "w");
 	cr_assert_not_null(f);
 	fclose(f);
-	kr = open_ok();
+	struct keyring *kr = open_ok();
 	sign_and_verify(kr, kid);
 	keyring_close(kr);
 }
@@ -558,4 +565,18 @@ Test(auth_keys, a_path_that_is_a_file_is_refused)
 	fclose(f);
 	cr_assert_null(keyring_open(path, OVERLAP, &err));
 	cr_assert_not_null(strstr(err.message, path), "%s", err.message);
+}
+
+Test(auth_keys, more_keys_than_the_bound_are_refused)
+{
+	char kid[JWK_THUMBPRINT_LEN + 1];
+	struct floe_error err = { 0 };
+
+	first_key(kid);
+	for (int i = 1; i < KEYRING_MAX_KEYS; i++)
+		cr_assert(keyring_rotate_dir(dir, kid, &err), "%s", err.message);
+	struct keyring *kr = open_ok();
+	keyring_close(kr);
+	cr_assert(keyring_rotate_dir(dir, kid, &err), "%s", err.message);
+	open_refused("holds more than 64 keys");
 }
