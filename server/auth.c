@@ -78,7 +78,10 @@ struct auth *auth_new(const struct floe_config *cfg, struct floe_error *err)
 		goto fail;
 	}
 	(void)snprintf(dir, sizeof(dir), "%s/auth/signing", cfg->data_dir);
-	a->keys = keyring_open(dir, cfg->token_ttl_seconds + cfg->auth_leeway_seconds, err);
+	/* An older key verifies for as long as a token it signed may live,
+	 * plus the minute a floe may take to reread the directory and stop
+	 * signing with it. */
+	a->keys = keyring_open(dir, cfg->token_ttl_seconds + cfg->auth_leeway_seconds + 60, err);
 	if (a->keys == NULL)
 		goto fail;
 	a->cache = tokencache_new(AUTH_CACHE_ENTRIES);
@@ -391,8 +394,9 @@ static enum verdict floe_token(struct auth *a, struct http_request *req, const s
 	} else if (!auth_principal_roles(s, &row, scope, who, why, whylen, &unavailable, err)) {
 		v = unavailable ? V_UNAVAILABLE : V_REFUSED;
 	} else {
-		json_int_t exp = json_integer_value(json_object_get(jwt->claims, "exp"));
-		who->exp = exp < now + AUTH_RECHECK_SECONDS ? (long long)exp : now + AUTH_RECHECK_SECONDS;
+		long long exp = (long long)json_integer_value(json_object_get(jwt->claims, "exp")) +
+				a->cfg->auth_leeway_seconds;
+		who->exp = exp < now + AUTH_RECHECK_SECONDS ? exp : now + AUTH_RECHECK_SECONDS;
 		v = V_OK;
 	}
 	system_release(req->pool, s);
@@ -452,8 +456,9 @@ static enum verdict issuer_token(struct auth *a, struct http_request *req, const
 			v = V_UNAVAILABLE;
 			goto done;
 		}
-		json_int_t exp = json_integer_value(json_object_get(claims, "exp"));
-		who->exp = exp < now + AUTH_RECHECK_SECONDS ? (long long)exp : now + AUTH_RECHECK_SECONDS;
+		long long exp = (long long)json_integer_value(json_object_get(claims, "exp")) +
+				a->cfg->auth_leeway_seconds;
+		who->exp = exp < now + AUTH_RECHECK_SECONDS ? exp : now + AUTH_RECHECK_SECONDS;
 		v = V_OK;
 	}
 	system_release(req->pool, s);

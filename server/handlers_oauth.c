@@ -300,8 +300,8 @@ void handle_oauth_tokens(struct http_request *req)
 	struct floe_error err;
 
 	if (a == NULL || a->keys == NULL) {
-		floe_err(&err, FE_NOT_FOUND, "floe issues no tokens: authentication is off (--auth=none)");
-		http_reply_error(req, &err);
+		oauth_error(req, 400, "invalid_request",
+			    "floe issues no tokens: authentication is off (--auth=none)");
 		return;
 	}
 	if (ctype == NULL || strncasecmp(ctype, "application/x-www-form-urlencoded", 33) != 0) {
@@ -432,12 +432,9 @@ void handle_oauth_jwks(struct http_request *req)
 	struct auth *a = req->app->auth;
 	struct floe_error err;
 
-	if (a == NULL || a->keys == NULL) {
-		floe_err(&err, FE_NOT_FOUND, "floe issues no tokens: authentication is off (--auth=none)");
-		http_reply_error(req, &err);
-		return;
-	}
-	json_t *jwks = keyring_jwks(a->keys);
+	/* With authentication off floe signs nothing: an empty key set. */
+	json_t *jwks = a == NULL || a->keys == NULL ? json_pack("{s:[]}", "keys")
+						    : keyring_jwks(a->keys);
 	if (jwks == NULL) {
 		floe_err(&err, FE_UNAVAILABLE, "out of memory; retry");
 		http_reply_error(req, &err);

@@ -87,7 +87,10 @@ void idempotent_run(struct http_request *req, void (*handler)(struct http_reques
 		h ^= (unsigned char)req->body[i];
 		h *= 1099511628211ULL;
 	}
-	(void)snprintf(route, sizeof(route), "%s %s #%016llx", req->method, req->path, h);
+	/* A key is one principal's: another's request under it is another
+	 * request, never the first one's answer replayed. */
+	(void)snprintf(route, sizeof(route), "%s %s #%016llx %s", req->method, req->path, h,
+		       req->principal != NULL ? req->principal : "");
 	if (!idem_claim(req->pool, key, route, req->idem_owner, KEEP_SECONDS,
 			req->app->cfg->idempotency_lease_seconds, &claimed, &status, &response,
 			&err)) {

@@ -794,6 +794,42 @@ def database_url(f: Floe) -> str:
     return url
 
 
+def make_client(f: Floe, name: str, roles=("admin",), secret: str | None = None) -> str:
+    """A client principal NAME (client id NAME) holding roles, made in the
+    catalog's database with a secret stored as floe stores one (scrypt, at a
+    small cost so tests stay fast); returns CLIENT_ID:SECRET. Until the
+    management API makes principals, this is how a test gets a second
+    identity."""
+    import base64
+    import hashlib
+    import secrets as _secrets
+    import psycopg
+
+    secret = secret or _secrets.token_urlsafe(24)
+    salt = _secrets.token_bytes(16)
+    digest = hashlib.scrypt(secret.encode(), salt=salt, n=1024, r=8, p=1, dklen=32)
+    b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+    stored = f"scrypt$1024$8$1${b64(salt)}${b64(digest)}"
+    with psycopg.connect(database_url(f), autocommit=True) as conn:
+        pid = conn.execute("INSERT INTO principals (name, kind, client_id, secret_hash, source) "
+                           "VALUES (%s, 'client', %s, %s, 'floe') RETURNING id",
+                           (name, name, stored)).fetchone()[0]
+        for role in roles:
+            conn.execute("INSERT INTO role_members (role_id, principal_id) "
+                         "SELECT id, %s FROM roles WHERE name = %s", (pid, role))
+    return f"{name}:{secret}"
+
+
+def client_token(f: Floe, credential: str, scope: str | None = None) -> str:
+    cid, secret = credential.split(":", 1)
+    data = {"grant_type": "client_credentials", "client_id": cid, "client_secret": secret}
+    if scope:
+        data["scope"] = scope
+    r = requests.post(f.url + "/v1/oauth/tokens", data=data, timeout=30)
+    assert r.status_code == 200, f"token for {cid}: {describe(r)}"
+    return r.json()["access_token"]
+
+
 class TableHandle:
     """One table of a floe, with the raw calls the extension tests need."""
 

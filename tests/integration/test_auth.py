@@ -157,7 +157,9 @@ def test_auth_none_warns_at_start(floe_factory, postgres):
     assert "authentication is off" in f.log()
     assert f.get("/v1/namespaces").status_code == 200
     r = f.post(TOKEN_PATH, data={"grant_type": "client_credentials"})
-    assert_error(r, 404, "NotFoundException")
+    assert r.status_code == 400 and r.json()["error"] == "invalid_request", describe(r)
+    assert "authentication is off" in r.json()["error_description"]
+    assert f.get("/v1/oauth/jwks").json() == {"keys": []}
 
 
 # --- which routes need a token --------------------------------------------

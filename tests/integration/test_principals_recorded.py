@@ -10,9 +10,8 @@ control property: it can be set through the ordinary routes, weakened only
 through ``POST /v1/controls/separation-of-duties``, and while it is in
 force a publish without an authenticated principal fails closed (403).
 
-The tests with real principals (alice stages, bob writes, carol publishes)
-need floe's authentication; they are at the end and run once floe answers
-its token endpoint.
+The test with real principals (alice stages, bob writes, carol publishes)
+runs with floe's authentication on, at the end.
 """
 
 from __future__ import annotations
@@ -23,6 +22,8 @@ import pytest
 
 from conftest import (
     TableHandle,
+    client_token,
+    make_client,
     assert_error,
     assert_ok_json,
     audit_events,
@@ -261,28 +262,60 @@ def test_the_control_route_sets_separation_of_duties_too(floe, ns, table):
 
 
 # --------------------------------------------------------------------------
-# with real principals: these need floe's authentication (the token
-# endpoint and principals); they run once floe answers POST /v1/oauth/tokens
-
-
-def token_endpoint_served(f) -> bool:
-    r = f.post("/v1/oauth/tokens", data={"grant_type": "client_credentials"})
-    return r.status_code not in (404, 405)
+# with real principals: floe's authentication on, three clients
 
 
 @pytest.fixture
-def authenticated(floe):
-    if not token_endpoint_served(floe):
-        pytest.skip("floe serves no token endpoint: authentication is not built yet")
-    return floe
+def authed(floe_factory, postgres):
+    f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database(), "FLOE_AUTH": "floe",
+                          "FLOE_HOOK_ALLOW": "127.0.0.1"})
+    return f.authenticate()
 
 
-def test_principals_are_recorded_and_separation_of_duties_decides(authenticated):
-    # The shape of it, for when principals can be made: alice stages, bob
-    # (client spark-etl) writes to the branch, then under
-    # floe.wap.separation-of-duties=true alice's publish answers
-    # "Separation of duties: alice staged run <id> ...", bob's "... bob
-    # wrote to branch <b> of run <id> ...", and carol's publishes, with
-    # staged-by alice, written-by [bob], published-by carol, the commit
-    # log naming bob and spark-etl, and the hook told requested-by carol.
-    pytest.skip("principals cannot be made through floe's API yet")
+def acting(f, token):
+    """From now on f's requests are made with token (another principal)."""
+    f.session.headers["Authorization"] = f"Bearer {token}"
+
+
+def test_principals_are_recorded_and_separation_of_duties_decides(authed, hooks, webhooks, psql_bin):
+    f = authed
+    admin = f.token
+    tokens = {name: client_token(f, make_client(f, name)) for name in ("alice", "bob", "carol")}
+    f.create_namespace(["sod"])
+    t = TableHandle(f, ["sod"], "orders")
+    t.create()
+    t.s1 = t.add_snapshot("main")
+    rcv = webhooks(PASS)
+    hooks(f, "who", rcv.url, scope=table_scope(t))
+    assert_ok_json(set_ns_props(f, ["sod"], {SOD: "true"}))
+
+    acting(f, tokens["alice"])
+    run = t.stage()
+    assert run["staged-by"] == "alice", run
+    acting(f, tokens["bob"])
+    t.add_snapshot(run["branch"])
+    assert t.run(run["id"])["written-by"] == ["bob"]
+
+    acting(f, tokens["alice"])
+    r = t.publish(run["id"])
+    assert_error(r, 403, "ForbiddenException")
+    assert "alice staged run" in r.json()["error"]["message"], describe(r)
+    acting(f, tokens["bob"])
+    r = t.publish(run["id"])
+    assert_error(r, 403, "ForbiddenException")
+    assert "bob wrote to branch" in r.json()["error"]["message"], describe(r)
+    assert rcv.count() == 0, "no hook is called for a refused publish"
+
+    acting(f, tokens["carol"])
+    out = assert_ok_json(t.publish(run["id"]))
+    assert out["state"] == "published", out
+    assert (out["staged-by"], out["written-by"], out["published-by"]) == ("alice", ["bob"], "carol")
+    sent = rcv.wait_for(1)[0].json()
+    assert sent["requested-by"] == "carol" and sent["requested-by-client"] == "carol", sent
+
+    acting(f, admin)
+    refused = [e for e in audit_events(f, run=run["id"]) if e["event"] == "wap.publish-refused"]
+    assert [e["principal"] for e in refused] == ["alice", "bob"], refused
+    rows = commit_rows(psql_bin, f, t)
+    assert {r[1] for r in rows} >= {"admin", "alice", "bob", "carol"}, rows
+    assert all(r[1] == r[2] for r in rows), "each commit names its token's client id"

@@ -2,7 +2,8 @@
 
 iceberg_error_body: every answer of 400 and above is the Iceberg error
 body {"error": {"message", "type", "code"}} with code equal to the status
-(HEAD answers have no body), and a 5xx is only ever a 503 with Retry-After
+(HEAD answers have no body; a 400 or 401 of the token endpoint is the
+OAuth2 error body {"error", "error_description"}), and a 5xx is only ever a 503 with Retry-After
 for a documented transient state (an audit hook that cannot give a verdict,
 a full queue, the database out of reach): never 500, 502 or 504.
 """
@@ -19,7 +20,14 @@ def iceberg_error_body(ctx, response, case):
     status = response.status_code
     if status < 400:
         return None
-    if case.method.upper() != "HEAD":
+    oauth = case.path.startswith("/v1/oauth/") and status in (400, 401)
+    if oauth:
+        # RFC 6749 section 5.2: the token endpoint's own error body.
+        body = json.loads(response.content)
+        if not (isinstance(body, dict) and isinstance(body.get("error"), str)
+                and isinstance(body.get("error_description", ""), str)):
+            raise AssertionError(f"{status} answer is not an OAuth2 error body: {body!r}")
+    elif case.method.upper() != "HEAD":
         try:
             body = json.loads(response.content)
         except ValueError:
