@@ -2,7 +2,8 @@
  * authcli.c - `floe auth ...` (authcli.h). `verify-token` checks tokens
  * of an external OpenID issuer as the daemon would, and says whom each
  * stands for or why it is refused: for an operator setting the issuer
- * up, and for the tests. It parses its own arguments; the daemon's
+ * up, and for the tests. `rotate-key` writes a new signing key for the
+ * daemon to pick up. Each parses its own arguments; the daemon's
  * configuration is not involved.
  */
 #include "authcli.h"
@@ -16,7 +17,9 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "jwk.h"
 #include "jwt.h"
+#include "keys.h"
 #include "log.h"
 #include "oidc.h"
 
@@ -25,10 +28,17 @@
 static void authcli_usage(FILE *out)
 {
 	(void)fputs(
-		"Usage: floe auth verify-token --oidc-issuer=URL --oidc-audience=AUD [OPTION...] TOKEN\n"
+		"Usage: floe auth rotate-key [--data-dir=DIR]\n"
+		"       floe auth verify-token --oidc-issuer=URL --oidc-audience=AUD [OPTION...] TOKEN\n"
 		"       floe auth verify-token --oidc-issuer=URL --oidc-audience=AUD [OPTION...] -\n"
 		"\n"
-		"Verifies tokens of an external OpenID issuer as floe does: fetches the\n"
+		"rotate-key writes a new signing key into DIR/auth/signing (DIR: --data-dir,\n"
+		"else FLOE_DATA_DIR, else ./floe-data) and prints its key id. A running\n"
+		"floe signs with it within a minute, or at once on SIGHUP; the older key\n"
+		"keeps verifying the tokens it signed until they have expired, and is then\n"
+		"deleted.\n"
+		"\n"
+		"verify-token verifies tokens of an external OpenID issuer as floe does: fetches the\n"
 		"issuer's discovery document and key set, checks each token's signature\n"
 		"(RS256, ES256), iss, aud, exp and nbf, and prints one JSON line per token:\n"
 		"{\"principal\": NAME, \"roles\": [...]} when it is accepted, or\n"
@@ -241,6 +251,35 @@ done:
 	return status;
 }
 
+/* floe auth rotate-key [--data-dir=DIR] */
+static int authcli_rotate_key(int argc, char **argv)
+{
+	const char *data_dir = getenv("FLOE_DATA_DIR");
+	char dir[4096];
+	char kid[JWK_THUMBPRINT_LEN + 1];
+	struct floe_error err;
+
+	for (int i = 1; i < argc; i++) {
+		bool missing = false;
+		const char *v = authcli_option(argc, argv, &i, "--data-dir", &missing);
+		if (v == NULL) {
+			(void)fprintf(stderr, "floe auth rotate-key: %s %s\n", argv[i],
+				      missing ? "needs a value" : "is not an option");
+			return 2;
+		}
+		data_dir = v;
+	}
+	if (data_dir == NULL || data_dir[0] == '\0')
+		data_dir = "./floe-data";
+	(void)snprintf(dir, sizeof(dir), "%s/auth/signing", data_dir);
+	if (!keyring_rotate_dir(dir, kid, &err)) {
+		(void)fprintf(stderr, "floe auth rotate-key: %s\n", err.message);
+		return 1;
+	}
+	printf("%s\n", kid);
+	return 0;
+}
+
 int authcli_main(int argc, char **argv)
 {
 	/* Each failure is printed once, on standard error, by the command. */
@@ -251,7 +290,10 @@ int authcli_main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "verify-token") == 0)
 		return authcli_verify_token(argc - 1, argv + 1);
-	(void)fprintf(stderr, "floe auth: unknown command '%s' (verify-token); see --help\n",
+	if (strcmp(argv[1], "rotate-key") == 0)
+		return authcli_rotate_key(argc - 1, argv + 1);
+	(void)fprintf(stderr,
+		      "floe auth: unknown command '%s' (rotate-key, verify-token); see --help\n",
 		      argv[1]);
 	return 2;
 }

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-from conftest import assert_error, describe, run_floe
+from conftest import assert_error, client_token, describe, make_client, run_floe
 
 TOKEN_PATH = "/v1/oauth/tokens"
 FORM = "application/x-www-form-urlencoded"
@@ -460,3 +460,37 @@ def test_curl_quick_start(authed):
                           authed.url + "/v1/namespaces"], capture_output=True, text=True,
                          timeout=30, check=True).stdout
     assert json.loads(out)["namespaces"] == []
+
+
+def test_key_rotation_without_downtime(authed):
+    import signal
+    old_token = admin_token(authed)
+    _, old_kid = signing_key(authed)
+    r = run_floe(["auth", "rotate-key", f"--data-dir={authed.workdir / 'data'}"])
+    assert r.returncode == 0, r.stderr
+    new_kid = r.stdout.strip()
+    assert new_kid != old_kid and len(new_kid) == 43
+    authed.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        kids = [k["kid"] for k in authed.get("/v1/oauth/jwks").json()["keys"]]
+        header = json.loads(base64.urlsafe_b64decode(admin_token(authed).split(".")[0] + "=="))
+        if header["kid"] == new_kid:
+            break
+        time.sleep(0.2)
+    assert header["kid"] == new_kid, "floe signs with the new key after SIGHUP"
+    assert set(kids) == {old_kid, new_kid}, "both keys verify during the overlap"
+    r = authed.get("/v1/namespaces", headers=bearer(old_token))
+    assert r.status_code == 200, "a token of the old key still works: " + describe(r)
+
+
+def test_an_idempotency_key_is_one_principals(authed):
+    other = client_token(authed, make_client(authed, "other"))
+    key = str(uuid.uuid4())
+    body = {"namespace": ["idem_ns"]}
+    h = {"Idempotency-Key": key}
+    r = authed.post("/v1/namespaces", json=body, headers={**h, **bearer(admin_token(authed))})
+    assert r.status_code == 200, describe(r)
+    r = authed.post("/v1/namespaces", json=body, headers={**h, **bearer(other)})
+    assert_error(r, 422, "UnprocessableEntityException")
+    assert "Idempotency-Replayed" not in r.headers
