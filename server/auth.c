@@ -69,7 +69,8 @@ struct auth *auth_new(const struct floe_config *cfg, struct floe_error *err)
 	/* The data directory itself is made here when no embedded
 	 * PostgreSQL made it. */
 	if (mkdir(cfg->data_dir, 0700) != 0 && errno != EEXIST) {
-		floe_err(err, FE_INTERNAL, "cannot make %s: %s", cfg->data_dir, log_strerror(errno));
+		floe_err(err, FE_INTERNAL, "cannot make %s: %s", cfg->data_dir,
+			 log_strerror(errno));
 		goto fail;
 	}
 	(void)snprintf(dir, sizeof(dir), "%s/auth", cfg->data_dir);
@@ -279,7 +280,8 @@ bool auth_principal_roles(struct store *s, const struct principal_row *row, cons
 	for (size_t i = 0; i < n; i++) {
 		char tok[300];
 		int tl = snprintf(tok, sizeof(tok), "role:%s", names[i]);
-		if (!all && !(tl > 0 && (size_t)tl < sizeof(tok) && scope_has(scope, tok, (size_t)tl)))
+		if (!all &&
+		    !(tl > 0 && (size_t)tl < sizeof(tok) && scope_has(scope, tok, (size_t)tl)))
 			continue;
 		if (who->nroles >= TOKENCACHE_MAX_ROLES) {
 			(void)snprintf(why, whylen, "Principal %s holds more than %d roles",
@@ -296,7 +298,8 @@ bool auth_principal_roles(struct store *s, const struct principal_row *row, cons
 		if (len > 5 && strncmp(p, "role:", 5) == 0) {
 			bool held = false;
 			for (size_t i = 0; i < n && !held; i++)
-				held = strlen(names[i]) == len - 5 && strncmp(names[i], p + 5, len - 5) == 0;
+				held = strlen(names[i]) == len - 5 &&
+				       strncmp(names[i], p + 5, len - 5) == 0;
 			if (!held) {
 				(void)snprintf(why, whylen, "Principal %s does not hold role %.*s",
 					       row->name, (int)(len - 5), p + 5);
@@ -311,8 +314,8 @@ done:
 	return ok;
 }
 
-char *auth_issue(struct auth *a, const struct tokencache_entry *who, const char *scope, long long now,
-		 struct floe_error *err)
+char *auth_issue(struct auth *a, const struct tokencache_entry *who, const char *scope,
+		 long long now, struct floe_error *err)
 {
 	unsigned char jti[16];
 	char *jti_text = NULL;
@@ -325,9 +328,10 @@ char *auth_issue(struct auth *a, const struct tokencache_entry *who, const char 
 		return NULL;
 	}
 	claims = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s}", "iss", a->cfg->auth_issuer,
-			   "sub", who->principal_name, "aud", AUTH_AUDIENCE, "iat", (json_int_t)now, "nbf",
-			   (json_int_t)now, "exp", (json_int_t)(now + a->cfg->token_ttl_seconds),
-			   "jti", jti_text, "scope", scope != NULL && scope[0] != '\0' ? scope : "catalog");
+			   "sub", who->principal_name, "aud", AUTH_AUDIENCE, "iat", (json_int_t)now,
+			   "nbf", (json_int_t)now, "exp",
+			   (json_int_t)(now + a->cfg->token_ttl_seconds), "jti", jti_text, "scope",
+			   scope != NULL && scope[0] != '\0' ? scope : "catalog");
 	if (claims != NULL && who->client_id[0] != '\0' &&
 	    json_object_set_new(claims, "client_id", json_string(who->client_id)) != 0) {
 		json_decref(claims);
@@ -361,8 +365,8 @@ static bool route_is_public(const struct floe_config *cfg, void (*handler)(struc
 
 /* A floe token whose signature verified: its claims and its principal. */
 static enum verdict floe_token(struct auth *a, struct http_request *req, const struct jwt *jwt,
-			       long long now, struct tokencache_entry *who, char *why, size_t whylen,
-			       struct floe_error *err)
+			       long long now, struct tokencache_entry *who, char *why,
+			       size_t whylen, struct floe_error *err)
 {
 	struct jwt_expect want = { .issuer = a->cfg->auth_issuer,
 				   .audience = AUTH_AUDIENCE,
@@ -390,7 +394,8 @@ static enum verdict floe_token(struct auth *a, struct http_request *req, const s
 	if (!identity_by_name(s, sub, &row, &found, err)) {
 		v = V_UNAVAILABLE;
 	} else if (!found || row.disabled) {
-		(void)snprintf(why, whylen, "%s", found ? "Principal is disabled" : "Principal does not exist");
+		(void)snprintf(why, whylen, "%s",
+			       found ? "Principal is disabled" : "Principal does not exist");
 	} else if (!auth_principal_roles(s, &row, scope, who, why, whylen, &unavailable, err)) {
 		v = unavailable ? V_UNAVAILABLE : V_REFUSED;
 	} else {
@@ -472,7 +477,8 @@ done:
 }
 
 static enum verdict verify(struct auth *a, struct http_request *req, const char *token, size_t len,
-			   struct tokencache_entry *who, char *why, size_t whylen, struct floe_error *err)
+			   struct tokencache_entry *who, char *why, size_t whylen,
+			   struct floe_error *err)
 {
 	long long now = auth_now();
 	struct jwt *jwt = NULL;
@@ -521,10 +527,11 @@ static void refuse(struct http_request *req, const char *why, bool token_sent)
 	}
 	/* A quoted-string holds no '"' or '\\'. */
 	for (const char *p = why; *p != '\0' && j + 1 < sizeof(desc); p++)
-		desc[j++] = *p == '"' || *p == '\\' ? '\'' : *p;
+		desc[j++] = (*p == '"' || *p == '\\') ? (char)'\'' : *p;
 	desc[j] = '\0';
 	(void)snprintf(challenge, sizeof(challenge),
-		       "Bearer realm=\"floe\", error=\"invalid_token\", error_description=\"%s\"", desc);
+		       "Bearer realm=\"floe\", error=\"invalid_token\", error_description=\"%s\"",
+		       desc);
 	http_add_header(req, "WWW-Authenticate", challenge);
 }
 

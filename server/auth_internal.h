@@ -20,11 +20,11 @@ struct principal_row;
 
 struct auth {
 	const struct floe_config *cfg;
-	struct keyring *keys;       /* floe's signing keys; NULL with --auth=none */
-	struct tokencache *cache;   /* verified tokens */
-	struct backoff *backoff;    /* failed client authentications */
-	struct oidc *oidc;          /* the external issuer; NULL: none */
-	struct workq *hashes;       /* runs the scrypt checks of the token endpoint */
+	struct keyring *keys;     /* floe's signing keys; NULL with --auth=none */
+	struct tokencache *cache; /* verified tokens */
+	struct backoff *backoff;  /* failed client authentications */
+	struct oidc *oidc;        /* the external issuer; NULL: none */
+	struct workq *hashes;     /* runs the scrypt checks of the token endpoint */
 };
 
 /* The longest scope a token request may ask for. */
@@ -43,8 +43,8 @@ bool auth_principal_roles(struct store *s, const struct principal_row *row, cons
 
 /* A token of floe's for who (its principal and client id) and scope,
  * valid from now for --token-ttl-seconds; a new string, or NULL. */
-char *auth_issue(struct auth *a, const struct tokencache_entry *who, const char *scope, long long now,
-		 struct floe_error *err) FLOE_WUR;
+char *auth_issue(struct auth *a, const struct tokencache_entry *who, const char *scope,
+		 long long now, struct floe_error *err) FLOE_WUR;
 
 /* Reads "Authorization: Basic base64(id:secret)" into id and secret
  * (each at most 255 bytes, percent-decoded as RFC 6749 section 2.3.1

@@ -444,19 +444,20 @@ static bool auth_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 	char **raw = cfg->raw;
 	long long v;
 
-#define BAD(id, why)                                                                              \
-	fail(errbuf, errlen, "invalid value \"%s\" for --%s (%s): %s",                              \
-	     id == OPT_ADMIN_CREDENTIAL ? "(not shown)" : raw[id], options[id].flag,              \
+#define BAD(id, why)                                                                   \
+	fail(errbuf, errlen, "invalid value \"%s\" for --%s (%s): %s",                 \
+	     (id) == OPT_ADMIN_CREDENTIAL ? "(not shown)" : raw[id], options[id].flag, \
 	     options[id].env, why)
 
 	if (strcmp(raw[OPT_AUTH], "none") == 0) {
 		cfg->auth_none = true;
 		if (!config_host_is_loopback(cfg->listen_host))
-			return fail(errbuf, errlen,
-				    "--auth=none (FLOE_AUTH) is refused on %s: without "
-				    "authentication anyone who reaches the port may drop tables and "
-				    "publish; listen on a loopback address or use --auth=floe",
-				    cfg->listen_host);
+			return fail(
+				errbuf, errlen,
+				"--auth=none (FLOE_AUTH) is refused on %s: without "
+				"authentication anyone who reaches the port may drop tables and "
+				"publish; listen on a loopback address or use --auth=floe",
+				cfg->listen_host);
 	} else if (strcmp(raw[OPT_AUTH], "floe") != 0) {
 		return BAD(OPT_AUTH, "expected floe or none");
 	}

@@ -60,16 +60,16 @@ struct floe_config {
 	const char *warehouse_name;      /* /v1/config's warehouse; in raw[] */
 	const char *cors_origins;        /* "*", origins, or "" (CORS off); in raw[] */
 	/* Authentication (docs/auth.md); the strings are in raw[]. */
-	bool auth_none;                 /* --auth=none: no token asked for */
-	const char *auth_issuer;        /* iss of floe's tokens */
+	bool auth_none;          /* --auth=none: no token asked for */
+	const char *auth_issuer; /* iss of floe's tokens */
 	long long token_ttl_seconds;
 	long long auth_leeway_seconds;
-	unsigned auth_public;           /* CONFIG_PUBLIC_* of the routes served without a token */
-	const char *admin_credential;   /* "id:secret" for the first start, or NULL */
-	const char *oidc_issuer;        /* NULL: no external issuer */
+	unsigned auth_public;         /* CONFIG_PUBLIC_* of the routes served without a token */
+	const char *admin_credential; /* "id:secret" for the first start, or NULL */
+	const char *oidc_issuer;      /* NULL: no external issuer */
 	const char *oidc_audience;
 	const char *oidc_principal_claim;
-	const char *oidc_roles_claim;   /* NULL: none */
+	const char *oidc_roles_claim; /* NULL: none */
 	/* Raw option values indexed like the option table; freed by
 	 * config_free. */
 	char *raw[64];

@@ -82,8 +82,7 @@ static bool form_decode_into(const char *in, size_t len, char out[256])
 	return true;
 }
 
-bool auth_basic_credentials(struct http_request *req, char id[256], char secret[256],
-			    bool *present)
+bool auth_basic_credentials(struct http_request *req, char id[256], char secret[256], bool *present)
 {
 	const char *h = http_header(req, "Authorization");
 	unsigned char decoded[800];
@@ -112,9 +111,10 @@ bool auth_basic_credentials(struct http_request *req, char id[256], char secret[
 	decoded[n] = '\0';
 	const char *colon = memchr(decoded, ':', (size_t)n);
 	bool ok = colon != NULL && memchr(decoded, '\0', (size_t)n) == NULL &&
-		  form_decode_into((const char *)decoded, (size_t)(colon - (const char *)decoded), id) &&
-		  form_decode_into(colon + 1, (size_t)n - (size_t)(colon + 1 - (const char *)decoded),
-				   secret);
+		  form_decode_into((const char *)decoded, (size_t)(colon - (const char *)decoded),
+				   id) &&
+		  form_decode_into(colon + 1,
+				   (size_t)n - (size_t)(colon + 1 - (const char *)decoded), secret);
 	OPENSSL_cleanse(decoded, sizeof(decoded));
 	return ok;
 }
@@ -139,8 +139,8 @@ static void token_job_free(struct token_job *job)
 }
 
 /* The 200 answer of RFC 6749 section 5.1 and RFC 8693 section 2.2.1. */
-static void answer_token(struct http_request *req, struct auth *a, const struct tokencache_entry *who,
-			 const char *scope)
+static void answer_token(struct http_request *req, struct auth *a,
+			 const struct tokencache_entry *who, const char *scope)
 {
 	struct floe_error err;
 	char *token = auth_issue(a, who, scope, auth_now(), &err);
@@ -201,22 +201,25 @@ static void token_job_run(void *arg, const struct floe_error *refused)
 			system_release(req->pool, s);
 			backoff_fail(a->backoff, job->client_id, auth_now());
 			backoff_fail(a->backoff, job->addr_key, auth_now());
-			log_info("auth", "client authentication failed for %s rid=%s", job->client_id,
-				 req->request_id);
+			log_info("auth", "client authentication failed for %s rid=%s",
+				 job->client_id, req->request_id);
 			if (match)
 				oauth_error(req, 400, "invalid_grant",
 					    "The subject token is not this client's");
 			else
-				oauth_error(req, 401, "invalid_client", "Client authentication failed");
+				oauth_error(req, 401, "invalid_client",
+					    "Client authentication failed");
 			goto done;
 		}
 		backoff_clear(a->backoff, job->client_id);
 	} else if (!found || row.disabled) {
 		system_release(req->pool, s);
-		oauth_error(req, 400, "invalid_grant", "The subject token's principal cannot be used");
+		oauth_error(req, 400, "invalid_grant",
+			    "The subject token's principal cannot be used");
 		goto done;
 	}
-	if (!auth_principal_roles(s, &row, job->scope, &who, why, sizeof(why), &unavailable, &err)) {
+	if (!auth_principal_roles(s, &row, job->scope, &who, why, sizeof(why), &unavailable,
+				  &err)) {
 		system_release(req->pool, s);
 		if (unavailable)
 			http_reply_error(req, &err);
@@ -386,11 +389,13 @@ void handle_oauth_tokens(struct http_request *req)
 		}
 		if (id != NULL && job->subject_client[0] != '\0' &&
 		    strcmp(id, job->subject_client) != 0) {
-			oauth_error(req, 400, "invalid_grant", "The subject token is not this client's");
+			oauth_error(req, 400, "invalid_grant",
+				    "The subject token is not this client's");
 			goto done;
 		}
 	} else if (id == NULL || secret == NULL) {
-		oauth_error(req, 400, "invalid_request", "client_id and client_secret are required");
+		oauth_error(req, 400, "invalid_request",
+			    "client_id and client_secret are required");
 		goto done;
 	}
 	if (id != NULL && secret != NULL) {

@@ -337,8 +337,8 @@ bool http_query(struct http_request *req, const char *name, char **out, struct f
 
 bool http_client_address(struct http_request *req, char *out, size_t len)
 {
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const union MHD_ConnectionInfo
+		*ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 
 	out[0] = '\0';
 	if (ci == NULL || ci->client_addr == NULL)
