@@ -43,14 +43,18 @@ def dbname(url: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def auth_db(postgres, tmp_path_factory):
+def auth_db(postgres):
     from conftest import Floe
     url = postgres.new_database()
     f = Floe(env={"FLOE_DATABASE_URL": url})
+    conn = None
     try:
         f.wait_ready(30)
-        yield f, url, postgres.connect(dbname(url))
+        conn = postgres.connect(dbname(url))
+        yield f, url, conn
     finally:
+        if conn is not None:
+            conn.close()
         f.cleanup()
 
 
