@@ -154,6 +154,21 @@ bool authz_check(struct store *s, const struct principal *p, enum privilege priv
 	return forbid(p, priv, obj, err);
 }
 
+bool authz_check_listing(struct store *s, const struct principal *p, const struct ns_ident *ns,
+			 struct floe_error *err)
+{
+	bool visible = false;
+
+	if (p == NULL || ns == NULL)
+		return true;
+	if (!store_ns_visible(s, p->roles, p->nroles, ns, &visible, err))
+		return false;
+	if (visible)
+		return true;
+	struct authz_object obj = { AUTHZ_NAMESPACE, ns, NULL };
+	return forbid(p, PRIV_NAMESPACE_READ, &obj, err);
+}
+
 bool authz_privileges(struct store *s, const struct principal *p, const struct authz_object *obj,
 		      json_t **privileges, struct floe_error *err)
 {

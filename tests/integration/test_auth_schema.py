@@ -301,6 +301,10 @@ def test_grants_privileges_and_the_decision_over_the_real_store(auth_db):
     assert probe(url, "ns-visible", rid, "p3") is False
     assert probe(url, "ns-visible", other, "p3") is True
     assert probe(url, "ns-visible", rid, "p9") is False
+    assert probe(url, "check-listing", rid, "alice", "p1.b.c") == {"allowed": True, "message": ""}
+    assert probe(url, "check-listing", rid, "alice", "-")["allowed"] is True
+    assert probe(url, "check-listing", rid, "alice", "p3") == {
+        "allowed": False, "message": "Principal alice lacks NAMESPACE_READ on namespace p3"}
 
     # a grant held only on a table shows the path to it, and only it
     rid2 = probe(url, "role-insert", "one-table")["id"]
