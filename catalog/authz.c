@@ -119,19 +119,20 @@ static bool privileges_of(struct store *s, const struct principal *p,
 static bool forbid(const struct principal *p, enum privilege priv, const struct authz_object *obj,
 		   struct floe_error *err)
 {
+	const char *who = p->name != NULL ? p->name : "(unnamed)";
 	char *ns = NULL;
 
 	if (obj->kind == AUTHZ_CATALOG)
-		return floe_err(err, FE_FORBIDDEN, "Principal %s lacks %s on the catalog", p->name,
+		return floe_err(err, FE_FORBIDDEN, "Principal %s lacks %s on the catalog", who,
 				privilege_name(priv));
 	ns = ident_ns_display(obj->ns);
 	if (ns == NULL)
 		return floe_err(err, FE_INTERNAL, "out of memory");
 	if (obj->kind == AUTHZ_NAMESPACE)
-		floe_err(err, FE_FORBIDDEN, "Principal %s lacks %s on namespace %s", p->name,
+		floe_err(err, FE_FORBIDDEN, "Principal %s lacks %s on namespace %s", who,
 			 privilege_name(priv), ns);
 	else
-		floe_err(err, FE_FORBIDDEN, "Principal %s lacks %s on table %s.%s", p->name,
+		floe_err(err, FE_FORBIDDEN, "Principal %s lacks %s on table %s.%s", who,
 			 privilege_name(priv), ns, obj->table);
 	free(ns);
 	return false;
@@ -151,6 +152,21 @@ bool authz_check(struct store *s, const struct principal *p, enum privilege priv
 	if (set & BIT(priv))
 		return true;
 	return forbid(p, priv, obj, err);
+}
+
+bool authz_check_listing(struct store *s, const struct principal *p, const struct ns_ident *ns,
+			 struct floe_error *err)
+{
+	bool visible = false;
+
+	if (p == NULL || ns == NULL)
+		return true;
+	if (!store_ns_visible(s, p->roles, p->nroles, ns, &visible, err))
+		return false;
+	if (visible)
+		return true;
+	struct authz_object obj = { AUTHZ_NAMESPACE, ns, NULL };
+	return forbid(p, PRIV_NAMESPACE_READ, &obj, err);
 }
 
 bool authz_privileges(struct store *s, const struct principal *p, const struct authz_object *obj,

@@ -93,6 +93,18 @@ bool authz_check(struct store *s, const struct principal *p, enum privilege priv
 		 const struct authz_object *obj, struct floe_error *err) FLOE_WUR;
 
 /*
+ * Whether p may list what ns holds (its child namespaces or its tables):
+ * true when p is NULL, ns is NULL (the catalog's top level, whose listing
+ * shows only what p may see), or p's roles hold a grant on the catalog,
+ * on ns, above or below it (store_ns_visible). Otherwise false with
+ * FE_FORBIDDEN "Principal alice lacks NAMESPACE_READ on namespace a.b",
+ * or the store's failure. The listing itself then pages with
+ * store_ns_list_visible / store_table_list_visible.
+ */
+bool authz_check_listing(struct store *s, const struct principal *p, const struct ns_ident *ns,
+			 struct floe_error *err) FLOE_WUR;
+
+/*
  * "What may principal p do on obj": *privileges (new reference) is the
  * sorted JSON array of the names of its effective privileges (after the
  * implications) that mean something on an object of that kind, those

@@ -287,6 +287,16 @@ static bool run(struct store *s, int argc, char **argv, json_t **out)
 			return false;
 		*out = json_pack("{s:b, s:s, s:o}", "allowed", ok, "message", ok ? "" : err.message,
 				 "effective", effective);
+	} else if (strcmp(cmd, "check-listing") == 0) {
+		/* check-listing ROLE_IDS PRINCIPAL NS */
+		NEED(3);
+		n = ids_arg(argv[3], ids, 16);
+		struct principal p = { 1, argv[4], NULL, ids, n };
+		bool ok = authz_check_listing(s, &p, ns_arg(arg(argv, 5), &ns), &err);
+		ident_ns_clear(&ns);
+		if (!ok && err.kind != FE_FORBIDDEN)
+			return false;
+		*out = json_pack("{s:b, s:s}", "allowed", ok, "message", ok ? "" : err.message);
 	} else if (strcmp(cmd, "bootstrap") == 0) {
 		NEED(3);
 		if (!principals_bootstrap(s, argv[3], argv[4], argv[5], &found, &err))

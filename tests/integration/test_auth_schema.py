@@ -43,14 +43,18 @@ def dbname(url: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def auth_db(postgres, tmp_path_factory):
+def auth_db(postgres):
     from conftest import Floe
     url = postgres.new_database()
     f = Floe(env={"FLOE_DATABASE_URL": url})
+    conn = None
     try:
         f.wait_ready(30)
-        yield f, url, postgres.connect(dbname(url))
+        conn = postgres.connect(dbname(url))
+        yield f, url, conn
     finally:
+        if conn is not None:
+            conn.close()
         f.cleanup()
 
 
@@ -297,6 +301,10 @@ def test_grants_privileges_and_the_decision_over_the_real_store(auth_db):
     assert probe(url, "ns-visible", rid, "p3") is False
     assert probe(url, "ns-visible", other, "p3") is True
     assert probe(url, "ns-visible", rid, "p9") is False
+    assert probe(url, "check-listing", rid, "alice", "p1.b.c") == {"allowed": True, "message": ""}
+    assert probe(url, "check-listing", rid, "alice", "-")["allowed"] is True
+    assert probe(url, "check-listing", rid, "alice", "p3") == {
+        "allowed": False, "message": "Principal alice lacks NAMESPACE_READ on namespace p3"}
 
     # a grant held only on a table shows the path to it, and only it
     rid2 = probe(url, "role-insert", "one-table")["id"]

@@ -297,6 +297,26 @@ Test(authz, a_store_failure_allows_nothing)
 	cr_assert(allowed(PRIV_TABLE_READ, t));
 }
 
+Test(authz, a_listing_needs_a_grant_on_above_or_below_its_namespace)
+{
+	cr_assert(authz_check_listing(fake_store(), NULL, &ns_ab, &err));
+	cr_assert(authz_check_listing(fake_store(), &alice, NULL, &err));
+	cr_assert_not(authz_check_listing(fake_store(), &alice, &ns_ab, &err));
+	cr_assert_eq(err.kind, FE_FORBIDDEN);
+	cr_assert_str_eq(err.message, "Principal alice lacks NAMESPACE_READ on namespace a.b");
+
+	grant("analysts", "TABLE_READ", GRANT_ON_TABLE, &ns_abc, "t");
+	cr_assert(authz_check_listing(fake_store(), &alice, &ns_a, &err));
+	cr_assert(authz_check_listing(fake_store(), &alice, &ns_abc, &err));
+	cr_assert_not(authz_check_listing(fake_store(), &alice, &ns_x, &err));
+	grant("analysts", "NAMESPACE_READ", GRANT_ON_NAMESPACE, &ns_x, NULL);
+	cr_assert(authz_check_listing(fake_store(), &alice, &ns_x, &err));
+
+	fake_fail("store_ns_visible", 1, fake_conn_lost(), false);
+	cr_assert_not(authz_check_listing(fake_store(), &alice, &ns_x, &err));
+	cr_assert_eq(err.kind, FE_UNAVAILABLE);
+}
+
 /* --- the first start's administrator --- */
 
 TestSuite(bootstrap, .init = setup, .fini = teardown, .timeout = 30);

@@ -284,6 +284,10 @@ bool store_principal_roles(struct store *s, long long principal_id, long long **
 		return false;
 	}
 	*ids = calloc(json_array_size(list("members")) + 1, sizeof(**ids));
+	if (*ids == NULL) {
+		json_decref(held);
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	}
 	json_array_foreach(list("members"), i, m) {
 		if (json_integer_value(json_array_get(m, 1)) != principal_id)
 			continue;
