@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "error.h"
+#include "authz.h"
 #include "ident.h"
 
 struct store;
@@ -44,6 +45,9 @@ struct table_env {
 	 * recorded as "anonymous" and no client id. */
 	const char *principal;
 	const char *client_id;
+	/* The same principal with its roles, for authz_check; NULL when
+	 * authentication is off (everything is allowed). */
+	const struct principal *acting;
 	struct commit_locks *locks;  /* may be NULL: no local serialisation */
 	struct unsettled *unsettled; /* commits left to settle; may be NULL */
 	/* The request's Idempotency-Key and its owner token, or NULL: table

@@ -566,6 +566,15 @@ bool auth_admit(struct http_request *req, void (*handler)(struct http_request *r
 	case V_OK:
 		req->principal = req->who.principal_name;
 		req->client_id = req->who.client_id[0] != '\0' ? req->who.client_id : NULL;
+		for (size_t i = 0; i < req->who.nroles; i++)
+			req->acting_roles[i] = (long long)req->who.roles[i];
+		req->acting = (struct principal){
+			.id = (long long)req->who.principal_id,
+			.name = req->principal,
+			.client_id = req->client_id,
+			.roles = req->acting_roles,
+			.nroles = req->who.nroles,
+		};
 		return true;
 	case V_UNAVAILABLE:
 		http_reply_error(req, &err);

@@ -46,6 +46,10 @@ void handler_answer(struct http_request *req, int status, json_t *body,
 /* Answers 204 when ok, else err. */
 void handler_answer_done(struct http_request *req, bool ok, const struct floe_error *err);
 
+/* The request's principal for authz_check (catalog/authz.h), or NULL
+ * when authentication is off or the route is public. */
+const struct principal *handler_principal(struct http_request *req);
+
 /* What table operations need to know about this request's deployment. */
 struct table_env handler_env(struct http_request *req);
 

@@ -84,6 +84,11 @@ void handler_defer(struct http_request *req, workq_fn fn, void *arg)
 	handler_defer_to(req, req->app->commits, req->app->commit_pool, fn, arg);
 }
 
+const struct principal *handler_principal(struct http_request *req)
+{
+	return req->principal != NULL ? &req->acting : NULL;
+}
+
 struct table_env handler_env(struct http_request *req)
 {
 	struct table_env env = {
@@ -92,6 +97,7 @@ struct table_env handler_env(struct http_request *req)
 		.request_id = req->request_id,
 		.principal = req->principal,
 		.client_id = req->client_id,
+		.acting = handler_principal(req),
 		.locks = req->app->locks,
 		.unsettled = req->app->unsettled,
 		.hook_policy = req->app->cfg->hook_policy,

@@ -40,6 +40,9 @@ struct http_request {
 	const char *principal;
 	const char *client_id;
 	struct tokencache_entry who; /* what principal and client_id point into */
+	/* who as catalog/authz.c reads it; set with principal. */
+	struct principal acting;
+	long long acting_roles[TOKENCACHE_MAX_ROLES];
 	struct timespec start;
 	size_t route_slot; /* counted under (metric.h); 0 until routed */
 
