@@ -10,13 +10,16 @@
 #include <string.h>
 
 /* The distinct principals of the commits that set the run's branch after
- * the run's staged_after (commit_log.refs, migration 0009), as a JSON
- * array text. */
+ * the run's staged_after (commit_log.refs, migration 0009) and, once it is
+ * published or abandoned, not after that (a kept branch may be written on),
+ * as a JSON array text. */
 #define WRITTEN_BY                                                                     \
 	"(SELECT coalesce(json_agg(w.p ORDER BY w.p), '[]')::text FROM ("              \
 	"  SELECT DISTINCT c.principal AS p FROM commit_log c "                        \
 	"  WHERE c.table_uuid = wap_runs.table_uuid AND c.id > wap_runs.staged_after " \
-	"  AND wap_runs.branch = ANY (c.refs) ORDER BY 1 LIMIT 100) w)"
+	"  AND wap_runs.branch = ANY (c.refs) AND (wap_runs.state NOT IN "             \
+	"  ('published', 'abandoned') OR c.committed_at <= wap_runs.updated_at) "      \
+	"  ORDER BY 1 LIMIT 100) w)"
 
 /* Who staged, published and abandoned the run, and who wrote to it. */
 #define RUN_ACTORS                                                         \

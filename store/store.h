@@ -420,8 +420,8 @@ struct run_row {
 	char *abandoned_by;        /* NULL unless abandoned */
 	char *abandoned_client_id; /* NULL when none */
 	/* JSON text: the distinct principals of the commits that set the
-	 * run's branch after it was staged (adopted: all recorded), sorted,
-	 * at most 100. */
+	 * run's branch after it was staged (adopted: all recorded) and not
+	 * after it was published or abandoned, sorted, at most 100. */
 	char *written_by;
 };
 

@@ -150,6 +150,16 @@ def test_a_run_shows_and_records_who_staged_wrote_and_published(floe, table, hoo
         assert e["principal"] == "anonymous" and e["client-id"] is None, e
 
 
+def test_writes_after_the_publish_are_not_the_run_s(floe, table, hooks, webhooks):
+    t = table
+    hooks(floe, "kept", webhooks(PASS).url, scope=table_scope(t))
+    run = t.stage()
+    out = assert_ok_json(t.publish(run["id"], **{"keep-branch": True}))
+    assert out["written-by"] == [], out
+    t.add_snapshot(run["branch"])     # the kept branch written on afterwards
+    assert t.run(run["id"])["written-by"] == []
+
+
 def test_an_adopted_branch_counts_its_earlier_writes(floe, table):
     t = table
     t.add_snapshot("audit")

@@ -14,7 +14,7 @@
 #include "tablemeta.h"
 #include "wap.h"
 
-#define LOC_T "file:///wh/db/t"
+#define LOC_T FAKE_WAP_LOCATION
 #define RUN_ID "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
 #define HOOK_ID "0a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d"
 
@@ -38,19 +38,8 @@ static void setup(void)
 {
 	cr_assert(fake_start(&env, &ns));
 	floe_error_clear(&err);
-	json_t *m = fake_new_table("db.t", LOC_T);
-	cr_assert_not_null(m);
-	snprintf(table_uuid, sizeof(table_uuid), "%s",
-		 json_string_value(json_object_get(m, "table-uuid")));
-	json_decref(m);
 	/* main at snapshot 1; the run's branch "audit" one snapshot ahead. */
-	other_writer(add_snapshot(1, 0, "main"));
-	other_writer(add_snapshot(2, 1, "audit"));
-
-	json_t *hooks = json_pack("[{s:s, s:s, s:s, s:n, s:i}]", "id", HOOK_ID, "name", "auditor",
-				  "url", "http://auditor.example/", "secret", "timeout-ms", 1000);
-	fake_store_set_hooks(hooks);
-	json_decref(hooks);
+	cr_assert(fake_wap_table(HOOK_ID, table_uuid, sizeof(table_uuid)));
 	json_t *run = json_pack("{s:s, s:s, s:s, s:s, s:i}", "id", RUN_ID, "state", "staged",
 				"branch", "audit", "_table-uuid", table_uuid, "_seq", 1);
 	fake_store_add_run(run);
@@ -68,11 +57,7 @@ TestSuite(lease, .init = setup, .fini = teardown, .timeout = 30);
 
 static json_t *publish(void)
 {
-	json_t *body = json_object();
-	json_t *out = wap_publish(fake_store_pool(), &env, &ns, "t", RUN_ID, body, &err);
-
-	json_decref(body);
-	return out;
+	return fake_publish(&env, &ns, RUN_ID, &err);
 }
 
 static void assert_answer(enum floe_errkind kind, const char *message, int status, const char *type)

@@ -165,4 +165,15 @@ json_t *fake_snapshot_updates(const char *location, long long id, long long pare
  * False, with err, when the engine refuses them. */
 bool fake_other_writer(const char *key, json_t *updates, struct floe_error *err);
 
+/* The table the publish tests start from: db.t at FAKE_WAP_LOCATION with
+ * main at snapshot 1 and branch audit at snapshot 2 (child of 1), and one
+ * audit hook "auditor" (id hook_id) in scope. Its uuid into uuid (len
+ * bytes). False when it cannot be made. */
+#define FAKE_WAP_LOCATION "file:///wh/db/t"
+bool fake_wap_table(const char *hook_id, char *uuid, size_t len);
+
+/* POST .../wap/{run_id}/publish of db.t with an empty body. */
+json_t *fake_publish(const struct table_env *env, const struct ns_ident *ns, const char *run_id,
+		     struct floe_error *err);
+
 #endif

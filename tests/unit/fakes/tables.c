@@ -11,6 +11,7 @@
 #include "table.h"
 #include "tablemeta.h"
 #include "uuid.h"
+#include "wap.h"
 
 json_t *fake_new_table(const char *key, const char *location)
 {
@@ -87,4 +88,37 @@ bool fake_other_writer(const char *key, json_t *updates, struct floe_error *err)
 	json_decref(base);
 	json_decref(updates);
 	return m != NULL;
+}
+
+bool fake_wap_table(const char *hook_id, char *uuid, size_t len)
+{
+	struct floe_error err;
+	json_t *m = fake_new_table("db.t", FAKE_WAP_LOCATION);
+
+	if (m == NULL)
+		return false;
+	snprintf(uuid, len, "%s", json_string_value(json_object_get(m, "table-uuid")));
+	json_decref(m);
+	if (!fake_other_writer("db.t", fake_snapshot_updates(FAKE_WAP_LOCATION, 1, 0, "main"),
+			       &err) ||
+	    !fake_other_writer("db.t", fake_snapshot_updates(FAKE_WAP_LOCATION, 2, 1, "audit"),
+			       &err))
+		return false;
+	json_t *hooks = json_pack("[{s:s, s:s, s:s, s:n, s:i}]", "id", hook_id, "name", "auditor",
+				  "url", "http://auditor.example/", "secret", "timeout-ms", 1000);
+	if (hooks == NULL)
+		return false;
+	fake_store_set_hooks(hooks);
+	json_decref(hooks);
+	return true;
+}
+
+json_t *fake_publish(const struct table_env *env, const struct ns_ident *ns, const char *run_id,
+		     struct floe_error *err)
+{
+	json_t *body = json_object();
+	json_t *out = wap_publish(fake_store_pool(), env, ns, "t", run_id, body, err);
+
+	json_decref(body);
+	return out;
 }
