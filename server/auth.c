@@ -258,21 +258,21 @@ bool auth_principal_roles(struct store *s, const struct principal_row *row, cons
 	(void)snprintf(who->principal_name, sizeof(who->principal_name), "%s", row->name);
 	if (row->client_id != NULL)
 		(void)snprintf(who->client_id, sizeof(who->client_id), "%s", row->client_id);
-	/* Every word of the scope must be understood. */
+	/* "catalog" asks for every role, as does a scope without any
+	 * "role:NAME"; other words (clients' defaults such as DuckDB's
+	 * PRINCIPAL_ROLE:ALL) are ignored, as RFC 6749 section 3.3 allows:
+	 * they narrow nothing. */
+	bool narrowed = false;
 	for (const char *p = scope != NULL ? scope : ""; *p != '\0';) {
 		while (*p == ' ')
 			p++;
 		size_t len = strcspn(p, " ");
-		if (len == 0)
-			break;
-		if (len == 7 && strncmp(p, "catalog", 7) == 0)
-			all = true;
-		else if (!(len > 5 && strncmp(p, "role:", 5) == 0)) {
-			(void)snprintf(why, whylen, "Scope %.*s is not understood", (int)len, p);
-			return false;
-		}
+		if (len > 5 && strncmp(p, "role:", 5) == 0)
+			narrowed = true;
 		p += len;
 	}
+	if (!narrowed)
+		all = true;
 	if (!identity_roles(s, row->id, &ids, &names, &n, err)) {
 		*unavailable = true;
 		return false;
@@ -575,6 +575,7 @@ bool auth_admit(struct http_request *req, void (*handler)(struct http_request *r
 			.roles = req->acting_roles,
 			.nroles = req->who.nroles,
 		};
+		log_set_principal(req->principal);
 		return true;
 	case V_UNAVAILABLE:
 		http_reply_error(req, &err);
