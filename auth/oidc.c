@@ -50,6 +50,7 @@ struct oidc {
 	long long last_refresh;   /* monotonic seconds of the last unknown-kid fetch */
 	bool refreshed_once;      /* whether last_refresh counts */
 	bool refreshing;          /* a fetch is under way */
+	pthread_cond_t fetched;   /* signalled when refreshing turns false */
 };
 
 /* ---- addresses ---- */
@@ -443,6 +444,7 @@ void oidc_free(struct oidc *o)
 {
 	if (o == NULL)
 		return;
+	pthread_cond_destroy(&o->fetched);
 	pthread_mutex_destroy(&o->lock);
 	oidc_keyset_free(o->keys);
 	free(o->issuer);
@@ -485,6 +487,12 @@ struct oidc *oidc_new(const struct oidc_config *cfg, struct floe_error *err)
 		return NULL;
 	o = calloc(1, sizeof(*o));
 	if (o == NULL || pthread_mutex_init(&o->lock, NULL) != 0) {
+		free(o);
+		floe_err(err, FE_UNAVAILABLE, "Out of memory");
+		return NULL;
+	}
+	if (pthread_cond_init(&o->fetched, NULL) != 0) {
+		pthread_mutex_destroy(&o->lock);
 		free(o);
 		floe_err(err, FE_UNAVAILABLE, "Out of memory");
 		return NULL;
@@ -573,8 +581,17 @@ static EVP_PKEY *oidc_key_for(struct oidc *o, const char *kid, enum jwt_alg alg,
 	*fetch_failed = false;
 	pthread_mutex_lock(&o->lock);
 	key = oidc_keyset_find(o->keys, kid, alg);
-	if (key == NULL && !o->refreshing &&
-	    (!o->refreshed_once || mono - o->last_refresh >= OIDC_REFRESH_SECONDS)) {
+	if (key == NULL && o->refreshing) {
+		/* Another token's unknown kid is being fetched (a rotation
+		 * seen by many requests at once): its answer is this one's. The
+		 * fetch is bounded by its timeout. */
+		while (o->refreshing)
+			pthread_cond_wait(&o->fetched, &o->lock);
+		key = oidc_keyset_find(o->keys, kid, alg);
+		pthread_mutex_unlock(&o->lock);
+		return key;
+	}
+	if (key == NULL && (!o->refreshed_once || mono - o->last_refresh >= OIDC_REFRESH_SECONDS)) {
 		o->refreshing = true;
 		o->refreshed_once = true;
 		o->last_refresh = mono;
@@ -589,6 +606,7 @@ static EVP_PKEY *oidc_key_for(struct oidc *o, const char *kid, enum jwt_alg alg,
 	fresh = oidc_fetch_keys(o, err);
 	pthread_mutex_lock(&o->lock);
 	o->refreshing = false;
+	pthread_cond_broadcast(&o->fetched);
 	if (fresh != NULL) {
 		old = o->keys;
 		o->keys = fresh;

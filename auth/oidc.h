@@ -59,7 +59,9 @@ struct oidc *oidc_new(const struct oidc_config *cfg, struct floe_error *err) FLO
  * iss, aud, exp and nbf (jwt_check_claims). A kid the set lacks fetches
  * the key set again, at most once every OIDC_REFRESH_SECONDS for the
  * whole issuer; meanwhile such a token is JWT_UNKNOWN_KEY. Thread-safe:
- * a fetch holds no lock, so tokens with known keys verify meanwhile.
+ * a fetch holds no lock, so tokens with known keys verify meanwhile, and
+ * a token whose kid is unknown while a fetch is under way waits for that
+ * fetch (at most its timeout) and looks its key up in the new set.
  *
  * On JWT_OK with *claims set, *claims is the token's payload (new
  * reference). JWT_OK with *claims NULL and err filled (FE_NOT_AUTHORIZED)

@@ -7,14 +7,19 @@
  * base64url decoding is canonical (encoding what was decoded gives the
  * input back), an accepted JWK written back out keeps its thumbprint,
  * and a JSON object input signed as claims verifies and reads back equal.
+ * An issuer's documents (oidc.h): a key set read holds 1 to 32 keys, an
+ * https issuer's discovery document read names an https key set, and the
+ * principal and roles read from claims keep their bounds.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "b64url.h"
 #include "jwk.h"
 #include "jwt.h"
+#include "oidc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -102,6 +107,50 @@ static void check_json(const char *in, size_t size)
 	json_decref(doc);
 }
 
+static void check_oidc_claims(const json_t *claims)
+{
+	char name[OIDC_NAME_MAX + 1];
+	char **roles = NULL;
+	size_t n = 0;
+	struct floe_error err;
+
+	if (!oidc_claims_principal(claims, "sub", "roles", name, sizeof(name), &roles, &n, &err))
+		return;
+	if (name[0] == '\0' || strlen(name) > OIDC_NAME_MAX || n > OIDC_ROLES_MAX ||
+	    (n == 0) != (roles == NULL))
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		if (roles[i][0] == '\0' || strchr(roles[i], ' ') != NULL)
+			abort();
+	}
+	oidc_roles_free(roles, n);
+}
+
+static void check_oidc(const char *in, size_t size)
+{
+	struct floe_error err;
+	struct oidc_keyset *ks = oidc_keyset_parse(in, size, &err);
+	char *jwks = NULL;
+	char *token = NULL;
+
+	if (ks != NULL && (size > OIDC_DOC_MAX || oidc_keyset_count(ks) == 0 ||
+			   oidc_keyset_count(ks) > OIDC_KEYS_MAX))
+		abort();
+	oidc_keyset_free(ks);
+	if (oidc_discovery_parse(in, size, "https://issuer.example", &jwks, &token, &err)) {
+		/* curl's URL parser reads the scheme; "https:/host" is https too. */
+		if (jwks == NULL || strncasecmp(jwks, "https:", 6) != 0 ||
+		    (token != NULL && strncasecmp(token, "https:", 6) != 0))
+			abort();
+		free(jwks);
+		free(token);
+	}
+	json_t *doc = json_loadb(in, size, JSON_ALLOW_NUL, NULL);
+	if (json_is_object(doc))
+		check_oidc_claims(doc);
+	json_decref(doc);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *in = (const char *)data;
@@ -114,5 +163,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_token(in, size);
 	check_b64url(in, size);
 	check_json(in, size);
+	check_oidc(in, size);
 	return 0;
 }

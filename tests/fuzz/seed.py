@@ -53,7 +53,14 @@ def main():
                "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0", "kid": "k"},
               {"kty": "RSA", "e": "AQAB", "n": "AQAB"},
               {"keys": [{"kid": "k", "kty": "EC"}]},
-              {"iss": "floe", "aud": ["floe"], "sub": "alice", "exp": 1700000100, "nbf": 1700000000}]:
+              {"iss": "floe", "aud": ["floe"], "sub": "alice", "exp": 1700000100, "nbf": 1700000000},
+              {"keys": [{"kty": "EC", "crv": "P-256", "use": "sig", "alg": "ES256", "kid": "k",
+                         "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+                         "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]},
+              {"issuer": "https://issuer.example", "jwks_uri": "https://issuer.example/jwks",
+               "token_endpoint": "https://issuer.example/token"},
+              {"sub": "bob", "roles": ["reader", "writer"]},
+              {"sub": "carol", "roles": " auditor  analyst "}]:
         write(out, "fuzz_jwt", json.dumps(j).encode())
 
 

@@ -57,8 +57,8 @@ def claims_of(token: str) -> dict:
 class Provider:
     """One oidc-provider process on a loopback port, with its key file."""
 
-    def __init__(self, home: Path, workdir: Path, keys: Path | None = None):
-        self.home = home
+    def __init__(self, script: Path, workdir: Path, keys: Path | None = None):
+        self.script = script
         self.port = free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         self.keys = keys or workdir / f"keys-{self.port}.json"
@@ -67,12 +67,12 @@ class Provider:
         self.start_seconds = 0.0
 
     def start(self, rotate: bool = False):
-        args = ["node", str(self.home / "provider.mjs"), "--port", str(self.port),
+        args = ["node", str(self.script), "--port", str(self.port),
                 "--keys", str(self.keys)] + (["--rotate"] if rotate else [])
         began = time.monotonic()
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log,
-                                         stdin=subprocess.DEVNULL, cwd=self.home)
+                                         stdin=subprocess.DEVNULL, cwd=self.script.parent)
         ready, _, _ = select.select([self.proc.stdout], [], [], START_TIMEOUT)
         line = self.proc.stdout.readline().decode() if ready else ""
         if not line.startswith("ready "):
@@ -107,8 +107,9 @@ class Provider:
 
 
 @pytest.fixture(scope="session")
-def provider_home() -> Path:
-    """Where scripts/oidc-deps.sh installed the provider (cached)."""
+def provider_script() -> Path:
+    """The provider's script, beside the modules scripts/oidc-deps.sh
+    installed (cached)."""
     r = subprocess.run([str(REPO / "scripts" / "oidc-deps.sh")], capture_output=True,
                        text=True, timeout=600)
     if r.returncode != 0:
@@ -124,26 +125,26 @@ def provider_workdir():
 
 
 @pytest.fixture(scope="session")
-def provider(provider_home, provider_workdir):
-    p = Provider(provider_home, provider_workdir)
+def provider(provider_script, provider_workdir):
+    p = Provider(provider_script, provider_workdir)
     p.start()
     yield p
     p.stop()
 
 
 @pytest.fixture(scope="session")
-def other_provider(provider_home, provider_workdir):
+def other_provider(provider_script, provider_workdir):
     """A second provider with keys of its own."""
-    p = Provider(provider_home, provider_workdir)
+    p = Provider(provider_script, provider_workdir)
     p.start()
     yield p
     p.stop()
 
 
 @pytest.fixture
-def own_provider(provider_home, provider_workdir):
+def own_provider(provider_script, provider_workdir):
     """A provider for one test, which may rotate or stop it."""
-    p = Provider(provider_home, provider_workdir)
+    p = Provider(provider_script, provider_workdir)
     p.start()
     yield p
     p.stop()
@@ -263,8 +264,8 @@ def test_token_of_another_provider_is_refused(provider, other_provider):
     assert answer == {"refused": "Token is signed by an unknown key"}
 
 
-def test_same_key_other_issuer_is_refused(provider, provider_home, provider_workdir):
-    twin = Provider(provider_home, provider_workdir, keys=provider.keys)
+def test_same_key_other_issuer_is_refused(provider, provider_script, provider_workdir):
+    twin = Provider(provider_script, provider_workdir, keys=provider.keys)
     twin.start()
     try:
         token = twin.token("floe-rs256")
@@ -433,8 +434,13 @@ class MisbehavingIssuer:
             def log_message(self, *args):
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request, client_address):
+                pass  # floe hanging up on an oversize or slow answer is the point
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.issuer = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()

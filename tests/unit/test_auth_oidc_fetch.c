@@ -35,6 +35,7 @@ static struct {
 	char *jwks;      /* the key set served; guarded by lock */
 	int jwks_status; /* 200, or the failure to answer with */
 	int jwks_fetches;
+	int jwks_delay_ms; /* before the key set is answered */
 } srv;
 
 static void serve_one(int c)
@@ -44,6 +45,7 @@ static void serve_one(int c)
 	char head[256];
 	char *body = NULL;
 	int status = 200;
+	int delay_ms = 0;
 
 	while (got < sizeof(req) - 1) {
 		ssize_t n = read(c, req + got, sizeof(req) - 1 - got);
@@ -64,6 +66,7 @@ static void serve_one(int c)
 	} else if (strncmp(req, "GET /jwks ", 10) == 0) {
 		srv.jwks_fetches++;
 		status = srv.jwks_status;
+		delay_ms = srv.jwks_delay_ms;
 		body = strdup(srv.jwks);
 	} else {
 		status = 404;
@@ -72,6 +75,8 @@ static void serve_one(int c)
 	pthread_mutex_unlock(&srv.lock);
 	if (body == NULL)
 		return;
+	if (delay_ms > 0)
+		usleep((useconds_t)delay_ms * 1000);
 	int hl = snprintf(head, sizeof(head),
 			  "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
 			  "Content-Length: %zu\r\nConnection: close\r\n\r\n",
@@ -150,6 +155,7 @@ static void setup(void)
 	pthread_mutex_init(&srv.lock, NULL);
 	srv.stop = false;
 	srv.jwks_fetches = 0;
+	srv.jwks_delay_ms = 0;
 	key_a = jwt_key_generate();
 	key_b = jwt_key_generate();
 	cr_assert(key_a != NULL && key_b != NULL);
@@ -323,4 +329,28 @@ Test(auth_oidc_fetch, a_token_without_kid_takes_the_only_key_of_its_algorithm)
 	cr_assert_eq(check(o, bare, &err), JWT_UNKNOWN_KEY);
 	oidc_free(o);
 	free(bare);
+}
+
+Test(auth_oidc_fetch, a_token_arriving_during_a_fetch_waits_for_it)
+{
+	struct oidc *o = issuer();
+	char *tb = token(key_b, "b");
+	struct verifier v = { .o = o, .token = tb };
+	pthread_t th;
+	struct floe_error err;
+
+	serve_both();
+	pthread_mutex_lock(&srv.lock);
+	srv.jwks_delay_ms = 400;
+	pthread_mutex_unlock(&srv.lock);
+	/* The thread's first token fetches the set (slowly); this one,
+	 * arriving meanwhile, waits for that fetch instead of failing. */
+	cr_assert_eq(pthread_create(&th, NULL, verify_many, &v), 0);
+	usleep(100 * 1000);
+	cr_assert_eq(check(o, tb, &err), JWT_OK, "%s", err.message);
+	pthread_join(th, NULL);
+	cr_assert_eq(v.failures, 0);
+	cr_assert_eq(jwks_fetches(), 2);
+	free(tb);
+	oidc_free(o);
 }
