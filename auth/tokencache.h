@@ -37,6 +37,7 @@ struct tokencache_entry {
 	int64_t roles[TOKENCACHE_MAX_ROLES];
 	size_t nroles;
 	long long exp; /* the entry answers while now < exp (seconds since the epoch) */
+	bool external; /* verified by an external issuer, not by floe's own keys */
 };
 
 struct tokencache;

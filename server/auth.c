@@ -123,6 +123,15 @@ void auth_free(struct auth *a)
 	free(a);
 }
 
+const char *auth_external_token_endpoint(struct http_request *req)
+{
+	struct auth *a = req->app->auth;
+
+	if (a == NULL || a->oidc == NULL || req->principal == NULL || !req->who.external)
+		return NULL;
+	return oidc_token_endpoint(a->oidc);
+}
+
 void auth_reload_keys(struct auth *a)
 {
 	struct floe_error err;
@@ -455,6 +464,7 @@ static enum verdict issuer_token(struct auth *a, struct http_request *req, const
 	} else {
 		/* The roles the issuer names, where floe has a role of that
 		 * name (an issuer names roles; it does not make them). */
+		who->external = true;
 		if (!identity_add_roles(s, (const char *const *)roles, nroles, who->roles,
 					&who->nroles, TOKENCACHE_MAX_ROLES, err)) {
 			system_release(req->pool, s);

@@ -51,6 +51,10 @@ bool auth_bootstrap(struct auth *a, struct store *s, struct floe_error *err) FLO
  */
 bool auth_admit(struct http_request *req, void (*handler)(struct http_request *req));
 
+/* The external issuer's token endpoint when req was authenticated by
+ * that issuer's token (for /v1/config's oauth2-server-uri), else NULL. */
+const char *auth_external_token_endpoint(struct http_request *req);
+
 /* Rereads the signing keys (SIGHUP, and the janitor's rounds). */
 void auth_reload_keys(struct auth *a);
 

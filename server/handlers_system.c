@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "idempotency.h"
 #include "location.h"
 #include "router.h"
@@ -165,7 +166,14 @@ void handle_config(struct http_request *req)
 		http_reply_json(req, 500, NULL);
 		return;
 	}
+	/* A client that came with the external issuer's token is told where
+	 * that issuer gives tokens, so it refreshes there and not at floe's
+	 * own endpoint; one with floe's token is told nothing new. */
+	const char *issuer = auth_external_token_endpoint(req);
+	json_t *defaults = issuer != NULL ? json_pack("{s:s}", "oauth2-server-uri", issuer)
+					  : json_object();
 	http_reply_json(req, 200,
-			json_pack("{s:{}, s:{}, s:o, s:s}", "defaults", "overrides", "endpoints",
-				  endpoints, "idempotency-key-lifetime", IDEMPOTENCY_LIFETIME));
+			json_pack("{s:o, s:{}, s:o, s:s}", "defaults", defaults, "overrides",
+				  "endpoints", endpoints, "idempotency-key-lifetime",
+				  IDEMPOTENCY_LIFETIME));
 }

@@ -545,3 +545,76 @@ def test_a_silent_issuer_times_out_in_5_seconds(bad_issuer):
     took = time.monotonic() - began
     assert "Timeout was reached" in err or "timed out" in err, err
     assert 4.5 < took < 7.5, took
+
+
+# --------------------------------------------------------------------------
+# the daemon with --oidc-issuer: the provider's tokens on floe's routes
+
+
+def issuer_floe(floe_factory, postgres, issuer):
+    import psycopg
+    db = postgres.new_database()
+    f = floe_factory(env={"FLOE_DATABASE_URL": db, "FLOE_AUTH": "floe",
+                          "FLOE_OIDC_ISSUER": issuer, "FLOE_OIDC_ROLES_CLAIM": "roles"})
+    f.db = db
+    # The roles the provider names exist in floe (an issuer names roles;
+    # it does not make them), reader with read on the catalog.
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("INSERT INTO roles (name) VALUES ('reader'), ('writer')")
+        conn.execute("INSERT INTO grants (role_id, privilege, object_kind) "
+                     "SELECT id, p, 'catalog' FROM roles, "
+                     "unnest(ARRAY['NAMESPACE_READ', 'TABLE_READ']) AS p WHERE name = 'reader'")
+    return f
+
+
+def test_the_daemon_accepts_the_issuers_tokens(provider, other_provider, floe_factory, postgres):
+    import psycopg
+    f = issuer_floe(floe_factory, postgres, provider.issuer)
+    for client in ("floe-rs256", "floe-es256"):
+        token = provider.token(client)
+        r = requests.get(f.url + "/v1/namespaces", timeout=10,
+                         headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 200, r.text
+        # It is told where its issuer gives tokens, to refresh there.
+        r = requests.get(f.url + "/v1/config", timeout=10,
+                         headers={"Authorization": f"Bearer {token}"})
+        assert r.json()["defaults"]["oauth2-server-uri"] == provider.issuer + "/token", r.text
+    with psycopg.connect(f.db, autocommit=True) as conn:
+        rows = conn.execute("SELECT name, kind, source FROM principals WHERE source = 'oidc' "
+                            "ORDER BY name").fetchall()
+        roles = conn.execute("SELECT r.name FROM role_members m JOIN roles r ON r.id = m.role_id "
+                             "JOIN principals p ON p.id = m.principal_id WHERE p.source = 'oidc'").fetchall()
+    assert rows == [("floe-es256", "user", "oidc"), ("floe-rs256", "user", "oidc")], rows
+    assert roles == [], "the issuer's roles are the token's, not memberships floe keeps"
+    # floe's own tokens work beside the issuer's, and are told nothing new.
+    f.authenticate()
+    r = f.get("/v1/config")
+    assert r.status_code == 200 and "oauth2-server-uri" not in r.json()["defaults"], r.text
+    # Another issuer's token, and a wrong audience, are refused.
+    for token, why in [(other_provider.token("floe-rs256"), "unknown key"),
+                       (provider.token("floe-other-audience"), "audience")]:
+        r = requests.get(f.url + "/v1/namespaces", timeout=10,
+                         headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 401, r.text
+        assert r.json()["error"]["type"] == "NotAuthorizedException"
+        assert why in r.json()["error"]["message"].lower(), r.text
+
+
+def test_a_disabled_issuer_principal_is_refused(provider, floe_factory, postgres):
+    import psycopg
+    f = issuer_floe(floe_factory, postgres, provider.issuer)
+    token = provider.token("floe-es256")
+    h = {"Authorization": f"Bearer {token}"}
+    assert requests.get(f.url + "/v1/namespaces", headers=h, timeout=10).status_code == 200
+    with psycopg.connect(f.db, autocommit=True) as conn:
+        conn.execute("UPDATE principals SET disabled = true WHERE name = 'floe-es256'")
+    r = requests.get(f.url + "/v1/namespaces", timeout=10,
+                     headers={"Authorization": f"Bearer {provider.token('floe-es256')}"})
+    assert r.status_code == 401 and "disabled" in r.json()["error"]["message"], r.text
+
+
+def test_the_daemon_does_not_start_without_its_issuer(floe_factory, postgres):
+    f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database(), "FLOE_AUTH": "floe",
+                          "FLOE_OIDC_ISSUER": f"http://127.0.0.1:{free_port()}"}, ready=False)
+    assert f.proc.wait(30) == 1
+    assert "cannot set up authentication" in f.log()
