@@ -51,7 +51,7 @@ def check_landed(spark, t, writers, table, log):
 
 def test_two_catalog_clients_append_concurrently(spark, floe, ns, rest, access_log):
     for name in ("floe_a", "floe_b"):
-        for k, v in catalog_conf(name, floe.url).items():
+        for k, v in catalog_conf(name, floe.url, floe.credential).items():
             spark.conf.set(k, v)
     t = f"{CATALOG}.{ns}.events"
     spark.sql(f"CREATE TABLE {t} (writer string, seq int, k int) USING iceberg")
@@ -122,7 +122,7 @@ def test_two_spark_applications_append_concurrently(spark, floe, ns, rest, acces
     go = tmp_path / "go"
     local = tmp_path / "app2"
     local.mkdir()
-    conf = spark_conf(floe.url, local)
+    conf = spark_conf(floe.url, local, floe.credential)
     conf["spark.app.name"] = "floe-spark-tests-app2"
     conf["spark.driver.memory"] = "1g"
     args = json.dumps([conf, t, f"{t}_warmup", str(go), BATCHES, ROWS_PER_BATCH])

@@ -128,7 +128,7 @@ def test_write_audit_publish_good_then_bad_batch(spark, ns, rest):
 
 def test_write_audit_publish_with_the_exercise_catalog_name(spark, floe, rest):
     """The exercise names its catalog ``local`` (local.db.orders): floe serves it too."""
-    for k, v in catalog_conf("local", floe.url).items():
+    for k, v in catalog_conf("local", floe.url, floe.credential).items():
         spark.conf.set(k, v)
     spark.sql("CREATE NAMESPACE IF NOT EXISTS local.db")
     t = "local.db.orders"
