@@ -496,3 +496,24 @@ def test_an_idempotency_key_is_one_principals(authed):
     r = authed.post("/v1/namespaces", json=body, headers={**h, **bearer(other)})
     assert_error(r, 422, "UnprocessableEntityException")
     assert "Idempotency-Replayed" not in r.headers
+
+
+def test_pyiceberg_gets_a_new_token_when_its_token_expires(authed):
+    """An expired token is answered 401, which PyIceberg (like Iceberg's Java
+    client) takes as the signal to get a new token and retry."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    key, kid = signing_key(authed)
+    now = int(time.time())
+    expired = mint(key, kid, good_claims(iat=now - 7200, nbf=now - 7200, exp=now - 3600,
+                                         client_id="admin"))
+    cid, secret = admin_credential(authed)
+    catalog = RestCatalog("floe", uri=authed.url, credential=f"{cid}:{secret}")
+    catalog._session.headers["Authorization"] = f"Bearer {expired}"
+    catalog.create_namespace("after_expiry")
+    assert ("after_expiry",) in catalog.list_namespaces()
+    log = authed.log()
+    assert "POST /v1/namespaces 401" in log, "the expired token was sent and refused first"
+    assert "POST /v1/namespaces 200" in log
+    r = authed.get("/v1/namespaces", headers=bearer(expired))
+    assert_401(r, "expired")
