@@ -47,8 +47,9 @@ char *auth_issue(struct auth *a, const struct tokencache_entry *who, const char 
 		 long long now, struct floe_error *err) FLOE_WUR;
 
 /* Reads "Authorization: Basic base64(id:secret)" into id and secret
- * (each at most 255 bytes, percent-decoded as RFC 6749 section 2.3.1
- * asks). false when the header is absent (*present false) or malformed. */
+ * (each at most 255 bytes, taken as they are: the clients floe serves do
+ * not form-encode them). false when the header is absent (*present
+ * false) or malformed. */
 bool auth_basic_credentials(struct http_request *req, char id[256], char secret[256],
 			    bool *present);
 

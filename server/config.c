@@ -346,20 +346,6 @@ static unsigned count_cores(void)
 	return n > 256 ? 256 : (unsigned)n;
 }
 
-/* A warehouse name: 1-255 printable ASCII characters, no space. */
-static bool warehouse_name_valid(const char *name)
-{
-	size_t len = strlen(name);
-
-	if (len == 0 || len > 255)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		if (name[i] <= ' ' || name[i] > '~')
-			return false;
-	}
-	return true;
-}
-
 /* A --cors-origins list: "*" alone, or origins scheme://host[:port]
  * (http or https, no path) separated by commas and optional spaces. */
 static bool cors_origins_valid(const char *list)
@@ -386,7 +372,8 @@ static bool cors_origins_valid(const char *list)
 	return true;
 }
 
-/* 1-255 printable ASCII characters, no space. */
+/* 1-255 printable ASCII characters, no space (a warehouse name, an issuer,
+ * a claim name). */
 static bool printable_token(const char *s)
 {
 	size_t len = strlen(s);
@@ -671,7 +658,7 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 	cfg->hook_policy = hook_policy_parse(raw[OPT_HOOK_ALLOW], hook_err, sizeof(hook_err));
 	if (cfg->hook_policy == NULL)
 		return BAD(OPT_HOOK_ALLOW, hook_err);
-	if (!warehouse_name_valid(raw[OPT_WAREHOUSE_NAME]))
+	if (!printable_token(raw[OPT_WAREHOUSE_NAME]))
 		return BAD(OPT_WAREHOUSE_NAME,
 			   "expected 1-255 printable characters without spaces");
 	cfg->warehouse_name = raw[OPT_WAREHOUSE_NAME];

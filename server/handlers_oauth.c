@@ -46,39 +46,16 @@ static void oauth_error(struct http_request *req, int status, const char *code, 
 		http_add_header(req, "WWW-Authenticate", "Basic realm=\"floe\"");
 }
 
-static int hexval(char c)
+/* Copies len bytes of in into out; false when 256 bytes or longer.
+ * RFC 6749 section 2.3.1 has clients form-encode the two parts first,
+ * but Iceberg's Java client, PyIceberg and curl -u send them as they
+ * are, so they are read as they are. */
+static bool credential_part(const char *in, size_t len, char out[256])
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* RFC 6749 section 2.3.1: the Basic credentials are form-encoded first. */
-static bool form_decode_into(const char *in, size_t len, char out[256])
-{
-	size_t j = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)in[i];
-		if (c == '%') {
-			int hi = i + 2 < len ? hexval(in[i + 1]) : -1;
-			int lo = hi >= 0 ? hexval(in[i + 2]) : -1;
-			if (lo < 0)
-				return false;
-			c = (unsigned char)(hi * 16 + lo);
-			i += 2;
-		} else if (c == '+') {
-			c = ' ';
-		}
-		if (c == '\0' || j + 1 >= 256)
-			return false;
-		out[j++] = (char)c;
-	}
-	out[j] = '\0';
+	if (len >= 256)
+		return false;
+	memcpy(out, in, len);
+	out[len] = '\0';
 	return true;
 }
 
@@ -111,9 +88,9 @@ bool auth_basic_credentials(struct http_request *req, char id[256], char secret[
 	decoded[n] = '\0';
 	const char *colon = memchr(decoded, ':', (size_t)n);
 	bool ok = colon != NULL && memchr(decoded, '\0', (size_t)n) == NULL &&
-		  form_decode_into((const char *)decoded, (size_t)(colon - (const char *)decoded),
+		  credential_part((const char *)decoded, (size_t)(colon - (const char *)decoded),
 				   id) &&
-		  form_decode_into(colon + 1,
+		  credential_part(colon + 1,
 				   (size_t)n - (size_t)(colon + 1 - (const char *)decoded), secret);
 	OPENSSL_cleanse(decoded, sizeof(decoded));
 	return ok;

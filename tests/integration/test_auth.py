@@ -475,12 +475,12 @@ def test_key_rotation_without_downtime(authed):
     authed.proc.send_signal(signal.SIGHUP)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        kids = [k["kid"] for k in authed.get("/v1/oauth/jwks").json()["keys"]]
         header = json.loads(base64.urlsafe_b64decode(admin_token(authed).split(".")[0] + "=="))
         if header["kid"] == new_kid:
             break
         time.sleep(0.2)
     assert header["kid"] == new_kid, "floe signs with the new key after SIGHUP"
+    kids = [k["kid"] for k in authed.get("/v1/oauth/jwks").json()["keys"]]
     assert set(kids) == {old_kid, new_kid}, "both keys verify during the overlap"
     r = authed.get("/v1/namespaces", headers=bearer(old_token))
     assert r.status_code == 200, "a token of the old key still works: " + describe(r)
@@ -518,3 +518,12 @@ def test_pyiceberg_gets_a_new_token_when_its_token_expires(authed):
     assert "POST /v1/namespaces 200" in log
     r = authed.get("/v1/namespaces", headers=bearer(expired))
     assert_401(r, "expired")
+
+
+def test_a_secret_with_any_characters_works_both_ways(authed):
+    cred = make_client(authed, "odd", secret="p+ss%20w:rd/=&?")
+    cid, secret = cred.split(":", 1)
+    assert get_token(authed, cid, secret).status_code == 200, "in the form body"
+    r = requests.post(authed.url + TOKEN_PATH, data={"grant_type": "client_credentials"},
+                      auth=(cid, secret), timeout=15)
+    assert r.status_code == 200, "as Basic credentials: " + describe(r)
