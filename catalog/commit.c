@@ -235,36 +235,6 @@ static void commit_drop_old_files(const struct table_env *env, struct commit_mar
 	m->dropped = NULL;
 }
 
-char *table_refs_set(const json_t *base, const json_t *m)
-{
-	const json_t *before = json_object_get(base, "refs");
-	const char *name;
-	json_t *ref;
-	size_t len = 1;
-	char *out;
-
-	json_object_foreach(json_object_get(m, "refs"), name, ref) {
-		len += strlen(name) + 1;
-	}
-	out = malloc(len);
-	if (out == NULL)
-		return NULL;
-	out[0] = '\0';
-	size_t at = 0;
-	json_object_foreach(json_object_get(m, "refs"), name, ref) {
-		const json_t *was = json_object_get(json_object_get(before, name), "snapshot-id");
-		const json_t *now = json_object_get(ref, "snapshot-id");
-		if (was != NULL && json_equal(was, now))
-			continue;
-		size_t l = strlen(name);
-		if (at > 0)
-			out[at++] = '\x1f';
-		memcpy(out + at, name, l + 1);
-		at += l;
-	}
-	return out;
-}
-
 /* Enforced publish: main may move only through a WAP publish when the
  * table or one of its namespaces sets floe.wap.required (control.c
  * decides; this is the one check every path that moves main makes). */
@@ -366,7 +336,7 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 	if (!fileio_write_metadata(table_loc, row.version, text, len, &loc, err))
 		goto done;
 	refs = table_refs_text(m);
-	set = table_refs_set(base, m);
+	set = tablemeta_refs_set(base, m);
 	if (moved) {
 		/* The new location is decided with the swap, in one
 		 * transaction (the caller's, or one of its own). */

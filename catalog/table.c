@@ -428,7 +428,7 @@ bool table_create_row(struct store *s, const struct table_env *env, const struct
 	if (!fileio_write_metadata(table_loc, 0, text, len, &loc, err))
 		goto done;
 	refs = table_refs_text(m);
-	set = table_refs_set(NULL, m);
+	set = tablemeta_refs_set(NULL, m);
 	if (!store_begin(s, err))
 		goto done;
 	in_tx = true;
@@ -724,7 +724,7 @@ static bool register_over(struct store *s, const struct table_env *env, const st
 		goto done;
 	}
 	json_t *now = json_loads(text, 0, NULL);
-	set = table_refs_set(old, now);
+	set = tablemeta_refs_set(old, now);
 	json_decref(now);
 	if (!store_table_overwrite(s, ns, name, uuid, mloc, text, refs, tloc, &who, set, err)) {
 		tables_word_error(s, ns, name, uuid, false, err);
@@ -763,7 +763,7 @@ static bool register_new(struct store *s, const struct table_env *env, const str
 			err, FE_FORBIDDEN,
 			"registering table %s with a snapshot on main would move main outside write-audit-publish: %s; only POST /v1/controls/register with a reason may",
 			name, rule);
-	char *set = table_refs_set(NULL, m);
+	char *set = tablemeta_refs_set(NULL, m);
 	bool created = store_table_create(s, ns, name, uuid, mloc, text, refs, tloc, &who, set,
 					  err);
 	free(set);

@@ -61,11 +61,6 @@ char *table_dump(const json_t *m, size_t *len, struct floe_error *err) FLOE_WUR;
  * would be the same as m. */
 char *table_refs_text(const json_t *m);
 
-/* The refs m sets that base (may be NULL) did not have at the same
- * snapshot, 0x1F-joined ("" when none; caller frees), for the commit log;
- * NULL when out of memory. Defined in commit.c. */
-char *table_refs_set(const json_t *base, const json_t *m);
-
 /* Records answer (borrowed; NULL: no body) with status under the
  * request's Idempotency-Key, inside the commit's transaction. FE_UNAVAILABLE
  * with FO_FAILED when a retry claimed the key meanwhile (the commit must

@@ -7,6 +7,8 @@
  */
 #include "tablemeta.h"
 
+#include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "json.h"
@@ -199,4 +201,34 @@ fail:
 	json_decref(m);
 	json_decref(kept);
 	return NULL;
+}
+
+char *tablemeta_refs_set(const json_t *base, const json_t *m)
+{
+	const json_t *before = json_object_get(base, "refs");
+	const char *name;
+	json_t *ref;
+	size_t len = 1;
+	char *out;
+
+	json_object_foreach(json_object_get(m, "refs"), name, ref) {
+		len += strlen(name) + 1;
+	}
+	out = malloc(len);
+	if (out == NULL)
+		return NULL;
+	out[0] = '\0';
+	size_t at = 0;
+	json_object_foreach(json_object_get(m, "refs"), name, ref) {
+		const json_t *was = json_object_get(json_object_get(before, name), "snapshot-id");
+		const json_t *now = json_object_get(ref, "snapshot-id");
+		if (was != NULL && json_equal(was, now))
+			continue;
+		size_t l = strlen(name);
+		if (at > 0)
+			out[at++] = '\x1f';
+		memcpy(out + at, name, l + 1);
+		at += l;
+	}
+	return out;
 }

@@ -82,6 +82,11 @@ const json_t *tablemeta_snapshot(const json_t *m, long long id);
 /* m's current snapshot id; -1 when it has none (-1, null or absent). */
 long long tablemeta_current_snapshot(const json_t *m);
 
+/* The refs m sets that base (may be NULL) did not have at the same
+ * snapshot, 0x1F-joined ("" when none; caller frees), as the commit log
+ * records them; NULL when out of memory. */
+char *tablemeta_refs_set(const json_t *base, const json_t *m);
+
 /*
  * The loadTable form of metadata with snapshots=refs: only snapshots that
  * some ref points at directly are kept. Returns a new reference.

@@ -89,9 +89,9 @@ bool auth_basic_credentials(struct http_request *req, char id[256], char secret[
 	const char *colon = memchr(decoded, ':', (size_t)n);
 	bool ok = colon != NULL && memchr(decoded, '\0', (size_t)n) == NULL &&
 		  credential_part((const char *)decoded, (size_t)(colon - (const char *)decoded),
-				   id) &&
+				  id) &&
 		  credential_part(colon + 1,
-				   (size_t)n - (size_t)(colon + 1 - (const char *)decoded), secret);
+				  (size_t)n - (size_t)(colon + 1 - (const char *)decoded), secret);
 	OPENSSL_cleanse(decoded, sizeof(decoded));
 	return ok;
 }

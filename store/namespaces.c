@@ -213,9 +213,9 @@ static bool ns_row_fill(PGresult *r, int i, void *row)
 
 /* store_ns_list, or with roles (a bigint[] parameter) its visible
  * variant. */
-static bool ns_list(struct store *s, const char *roles, const struct ns_ident *parent,
-		    const struct ns_ident *after, long limit, struct ns_ident **rows, size_t *count,
-		    bool *more, struct floe_error *err)
+static bool ns_list_page(struct store *s, const char *roles, const struct ns_ident *parent,
+			 const struct ns_ident *after, long limit, struct ns_ident **rows,
+			 size_t *count, bool *more, struct floe_error *err)
 {
 	char *after_p = NULL;
 	char limit_p[32];
@@ -269,7 +269,7 @@ bool store_ns_list(struct store *s, const struct ns_ident *parent, const struct 
 		   long limit, struct ns_ident **rows, size_t *count, bool *more,
 		   struct floe_error *err)
 {
-	return ns_list(s, NULL, parent, after, limit, rows, count, more, err);
+	return ns_list_page(s, NULL, parent, after, limit, rows, count, more, err);
 }
 
 bool store_ns_list_visible(struct store *s, const long long *role_ids, size_t nroles,
@@ -285,7 +285,7 @@ bool store_ns_list_visible(struct store *s, const long long *role_ids, size_t nr
 	*more = false;
 	if (roles == NULL)
 		return false;
-	bool ok = ns_list(s, roles, parent, after, limit, rows, count, more, err);
+	bool ok = ns_list_page(s, roles, parent, after, limit, rows, count, more, err);
 	free(roles);
 	return ok;
 }
