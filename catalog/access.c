@@ -14,8 +14,7 @@ static bool is_control_key(const char *key)
 
 /* The property privileges of the keys set (an object) or removed (an
  * array of strings): ordinary for other keys, CONTROLS_MANAGE for floe.*. */
-static access_set property_needs(const json_t *set, const json_t *removed,
-				 enum privilege ordinary)
+static access_set property_needs(const json_t *set, const json_t *removed, enum privilege ordinary)
 {
 	access_set needs = 0;
 	const char *key;
@@ -23,11 +22,12 @@ static access_set property_needs(const json_t *set, const json_t *removed,
 	size_t i;
 
 	json_object_foreach((json_t *)set, key, v) {
-		needs |= is_control_key(key) ? ACCESS_BIT(PRIV_CONTROLS_MANAGE) : ACCESS_BIT(ordinary);
+		needs |= is_control_key(key) ? ACCESS_BIT(PRIV_CONTROLS_MANAGE)
+					     : ACCESS_BIT(ordinary);
 	}
 	json_array_foreach((json_t *)removed, i, v) {
 		needs |= is_control_key(json_string_value(v)) ? ACCESS_BIT(PRIV_CONTROLS_MANAGE)
-							       : ACCESS_BIT(ordinary);
+							      : ACCESS_BIT(ordinary);
 	}
 	return needs;
 }
@@ -92,8 +92,9 @@ access_set access_ns_properties_needs(const json_t *body)
 /* The order refusals are named in: the privilege a caller most likely
  * lacks for what it asked first. */
 static const enum privilege check_order[] = {
-	PRIV_TABLE_WRITE_MAIN,		  PRIV_TABLE_WRITE,	PRIV_TABLE_UPDATE_PROPERTIES,
-	PRIV_NAMESPACE_UPDATE_PROPERTIES, PRIV_CONTROLS_MANAGE,
+	PRIV_TABLE_WRITE_MAIN,        PRIV_TABLE_WRITE,
+	PRIV_TABLE_UPDATE_PROPERTIES, PRIV_NAMESPACE_UPDATE_PROPERTIES,
+	PRIV_CONTROLS_MANAGE,
 };
 
 bool access_check_all(struct store *s, const struct principal *p, access_set needs,
@@ -108,7 +109,8 @@ bool access_check_all(struct store *s, const struct principal *p, access_set nee
 		needs &= ~ACCESS_BIT(priv);
 	}
 	for (int priv = 0; priv < PRIV_COUNT; priv++) {
-		if ((needs & ACCESS_BIT(priv)) && !authz_check(s, p, (enum privilege)priv, obj, err))
+		if ((needs & ACCESS_BIT(priv)) &&
+		    !authz_check(s, p, (enum privilege)priv, obj, err))
 			return false;
 	}
 	return true;
@@ -134,8 +136,8 @@ bool access_check_commit(struct store *s, const struct principal *p, const struc
 	return access_check_all(s, p, access_commit_needs(updates), &obj, err);
 }
 
-bool access_check_ns_create(struct store *s, const struct principal *p,
-			    const struct ns_ident *ns, struct floe_error *err)
+bool access_check_ns_create(struct store *s, const struct principal *p, const struct ns_ident *ns,
+			    struct floe_error *err)
 {
 	if (p == NULL)
 		return true;

@@ -68,7 +68,7 @@ bool access_check_listing(struct store *s, const struct principal *p, const stru
 
 /* The namespace of a new namespace ns: its parent, or the catalog (NULL)
  * for a top-level one; the check of NAMESPACE_CREATE there. */
-bool access_check_ns_create(struct store *s, const struct principal *p,
-			    const struct ns_ident *ns, struct floe_error *err) FLOE_WUR;
+bool access_check_ns_create(struct store *s, const struct principal *p, const struct ns_ident *ns,
+			    struct floe_error *err) FLOE_WUR;
 
 #endif

@@ -790,7 +790,8 @@ bool table_commit_transaction(struct store *s, const struct table_env *env, cons
 	/* Every table's privileges before any is looked at. */
 	for (i = 0; i < n; i++) {
 		if (!access_check_commit(s, env->acting, &ids[i].ns, ids[i].name,
-					 json_object_get(json_array_get(changes, i), "updates"), err))
+					 json_object_get(json_array_get(changes, i), "updates"),
+					 err))
 			goto done;
 	}
 

@@ -212,9 +212,10 @@ json_t *ns_list(struct store *s, const struct principal *who, const struct ns_id
 
 	if (!access_check_listing(s, who, parent, err))
 		return NULL;
-	bool listed = who == NULL ? store_ns_list(s, parent, after, limit, &rows, &count, &more, err)
-				  : store_ns_list_visible(s, who->roles, who->nroles, parent, after,
-							  limit, &rows, &count, &more, err);
+	bool listed = who == NULL
+			      ? store_ns_list(s, parent, after, limit, &rows, &count, &more, err)
+			      : store_ns_list_visible(s, who->roles, who->nroles, parent, after,
+						      limit, &rows, &count, &more, err);
 	if (!listed) {
 		if (parent != NULL)
 			ns_word_error(parent, err);

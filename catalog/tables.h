@@ -27,8 +27,7 @@ bool tables_exists(struct store *s, const struct ns_ident *ns, const char *name,
  * only the tables who may see, and FE_FORBIDDEN when who may not list ns
  * (authz_check_listing). */
 char *tables_list_text(struct store *s, const struct principal *who, const struct ns_ident *ns,
-		       const char *after, long limit, size_t *len,
-		       struct floe_error *err) FLOE_WUR;
+		       const char *after, long limit, size_t *len, struct floe_error *err) FLOE_WUR;
 
 /* POST .../tables/{table}/metrics: keeps report (a JSON text) for the
  * table. FE_NO_SUCH_TABLE. */

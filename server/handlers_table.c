@@ -63,7 +63,8 @@ void handle_table_list(struct http_request *req)
 	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
-	text = tables_list_text(s, handler_principal(req), &ns, page.after.nlevels ? page.after.levels[0] : NULL,
+	text = tables_list_text(s, handler_principal(req), &ns,
+				page.after.nlevels ? page.after.levels[0] : NULL,
 				page.paginate ? page.page_size : -1, &len, &err);
 	handler_release(req, s);
 	if (text == NULL)

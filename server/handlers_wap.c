@@ -195,9 +195,9 @@ void handle_hooks_create(struct http_request *req)
 	}
 	bool have_id = uuid_v4(id) || floe_err(&err, FE_INTERNAL, "no randomness for a hook id");
 	s = handler_open(req, have_id, &err);
-	if (s != NULL &&
-	    handler_allowed(req, s, PRIV_HOOKS_MANAGE, spec.scope_ns.nlevels > 0 ? &spec.scope_ns : NULL,
-			    spec.scope_ns.nlevels > 0 ? spec.scope_table : NULL)) {
+	if (s != NULL && handler_allowed(req, s, PRIV_HOOKS_MANAGE,
+					 spec.scope_ns.nlevels > 0 ? &spec.scope_ns : NULL,
+					 spec.scope_ns.nlevels > 0 ? spec.scope_table : NULL)) {
 		struct table_env env = handler_env(req);
 		bool ok = control_hook_register(s, &env, id, &spec, &hook, &err);
 		handler_release(req, s);
@@ -371,8 +371,8 @@ static void publish_job_run(void *arg, const struct floe_error *refused)
 		if (s != NULL && handler_allowed(req, s, PRIV_WAP_PUBLISH, &t.ns, t.table)) {
 			handler_release(req, s);
 			struct table_env env = handler_env(req);
-			json_t *out =
-				wap_publish(req->pool, &env, &t.ns, t.table, t.extra, t.body, &err);
+			json_t *out = wap_publish(req->pool, &env, &t.ns, t.table, t.extra, t.body,
+						  &err);
 			handler_answer(req, 200, out, &err);
 		}
 		target_clear(&t);
@@ -457,8 +457,8 @@ void handle_audit_log(struct http_request *req)
 	s = handler_open(req, parsed, &err);
 	/* AUDIT_READ on what the filter names: the table, the namespace, or
 	 * (no filter) the catalog. */
-	if (s != NULL && handler_allowed(req, s, PRIV_AUDIT_READ, raw_ns ? &ns : NULL,
-					 raw_ns ? table : NULL)) {
+	if (s != NULL &&
+	    handler_allowed(req, s, PRIV_AUDIT_READ, raw_ns ? &ns : NULL, raw_ns ? table : NULL)) {
 		json_t *out = audit_log_list(s, raw_ns ? &ns : NULL, table, run, since, token,
 					     page.page_size, &err);
 		handler_release(req, s);

@@ -84,9 +84,9 @@ Test(access, a_commit_needs_what_its_updates_do)
 	/* Schema, spec, sort order, location and what floe does not know:
 	 * what main's readers see changes. */
 	static const char *const main_actions[] = {
-		"add-schema",	  "set-current-schema", "add-spec",	 "set-default-spec",
-		"add-sort-order", "set-location",	"remove-snapshots", "upgrade-format-version",
-		"something-new",
+		"add-schema",       "set-current-schema",     "add-spec",
+		"set-default-spec", "add-sort-order",         "set-location",
+		"remove-snapshots", "upgrade-format-version", "something-new",
 	};
 	for (size_t i = 0; i < sizeof(main_actions) / sizeof(main_actions[0]); i++) {
 		char text[128];
