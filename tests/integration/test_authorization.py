@@ -323,3 +323,41 @@ def test_pyiceberg_as_a_reader_loads_but_cannot_append(authed, uniq):
     assert reader.list_tables(uniq) == [(uniq, "t")]
     with pytest.raises(ForbiddenError, match="lacks TABLE_WRITE_MAIN"):
         table.append(pa.table({"x": pa.array([1], pa.int64())}))
+
+
+def test_a_transaction_is_refused_whole_when_one_table_is_not_allowed(authed, uniq):
+    f = authed
+    f.create_namespace([uniq])
+    mine, theirs = TableHandle(f, [uniq], "mine"), TableHandle(f, [uniq], "theirs")
+    for t in (mine, theirs):
+        t.create()
+    who = f"tx_{uniq}"
+    tok = principal(f, who, [("TABLE_WRITE_MAIN", [uniq], "mine"), ("TABLE_READ", [uniq], "theirs")])
+    changes = []
+    for t in (mine, theirs):
+        _, updates = t.snapshot_updates("main")
+        changes.append({"identifier": {"namespace": [uniq], "name": t.name},
+                        "requirements": [], "updates": updates})
+    with As(f, tok):
+        forbidden(f.post("/v1/transactions/commit", json={"table-changes": changes}),
+                  f"Principal {who} lacks TABLE_WRITE_MAIN on table {uniq}.theirs")
+    assert mine.head() is None and theirs.head() is None
+    grant(f, f"r_{who}", "TABLE_WRITE_MAIN", [uniq], "theirs")
+    with As(f, tok):
+        r = f.post("/v1/transactions/commit", json={"table-changes": changes})
+        assert r.status_code == 204, r.text
+
+
+def test_register_with_overwrite_needs_table_drop_on_the_table_it_replaces(authed, ns, table, uniq):
+    f = authed
+    who = f"reg_{uniq}"
+    tok = principal(f, who, [("TABLE_CREATE", ns)])
+    loc = table.load()["metadata-location"]
+    with As(f, tok):
+        forbidden(f.post(f"{table.ns_url}/register",
+                         json={"name": "orders", "metadata-location": loc, "overwrite": True}),
+                  f"Principal {who} lacks TABLE_DROP on table {ns[0]}.orders")
+        # Without overwrite, a caller who may create gets today's 409.
+        assert_error(f.post(f"{table.ns_url}/register",
+                            json={"name": "orders", "metadata-location": loc}),
+                     409, "AlreadyExistsException")
