@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "access.h"
 #include "auditlog.h"
 #include "location.h"
 #include "log.h"
@@ -474,8 +475,13 @@ json_t *table_commit(struct store *s, const struct table_env *env, const struct 
 		return floe_err(err, FE_BAD_REQUEST, "'updates' must be an array"), NULL;
 	if (!tablemeta_check_actions(updates, err))
 		return NULL;
-	if (requirements != NULL && has_assert_create(requirements))
+	if (requirements != NULL && has_assert_create(requirements)) {
+		if (!access_check(s, env->acting, PRIV_TABLE_CREATE, ns, NULL, err))
+			return NULL;
 		return commit_create(s, env, ns, name, requirements, updates, err);
+	}
+	if (!access_check_commit(s, env->acting, ns, name, updates, err))
+		return NULL;
 	struct commit_extras x = { .env = env, .ns = ns, .name = name };
 	bool control = false;
 	for (size_t i = 0; i < POLICY_NCONTROLS; i++) {
@@ -750,6 +756,13 @@ bool table_commit_transaction(struct store *s, const struct table_env *env, cons
 				 ids[order[i]].name);
 			goto done;
 		}
+	}
+	/* Every table's privileges before any is looked at. */
+	for (i = 0; i < n; i++) {
+		if (!access_check_commit(s, env->acting, &ids[i].ns, ids[i].name,
+					 json_object_get(json_array_get(changes, i), "updates"),
+					 err))
+			goto done;
 	}
 
 	/* Every stripe involved, each once, in ascending order: two

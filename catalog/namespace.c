@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "access.h"
 #include "auditlog.h"
 #include "policy.h"
 #include "ports.h"
@@ -199,8 +200,8 @@ static json_t *ns_levels_json(const void *row)
 	return ident_ns_to_json(row);
 }
 
-json_t *ns_list(struct store *s, const struct ns_ident *parent, const struct page_request *page,
-		struct floe_error *err)
+json_t *ns_list(struct store *s, const struct principal *who, const struct ns_ident *parent,
+		const struct page_request *page, struct floe_error *err)
 {
 	struct ns_ident *rows = NULL;
 	size_t count = 0;
@@ -209,7 +210,13 @@ json_t *ns_list(struct store *s, const struct ns_ident *parent, const struct pag
 	long limit = page->paginate ? page->page_size : -1;
 	const struct ns_ident *after = page->after.nlevels > 0 ? &page->after : NULL;
 
-	if (!store_ns_list(s, parent, after, limit, &rows, &count, &more, err)) {
+	if (!access_check_listing(s, who, parent, err))
+		return NULL;
+	bool listed = who == NULL
+			      ? store_ns_list(s, parent, after, limit, &rows, &count, &more, err)
+			      : store_ns_list_visible(s, who->roles, who->nroles, parent, after,
+						      limit, &rows, &count, &more, err);
+	if (!listed) {
 		if (parent != NULL)
 			ns_word_error(parent, err);
 		return NULL;

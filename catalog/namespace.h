@@ -12,6 +12,7 @@
 #include "ident.h"
 
 struct store;
+struct principal;
 struct table_env;
 
 #define NS_PAGE_SIZE_DEFAULT 100
@@ -61,9 +62,11 @@ bool ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,
 bool ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error *err) FLOE_WUR;
 
 /* GET /namespaces?parent=: {"namespaces", "next-page-token"}. parent may
- * be NULL for the top level. */
-json_t *ns_list(struct store *s, const struct ns_ident *parent, const struct page_request *page,
-		struct floe_error *err) FLOE_WUR;
+ * be NULL for the top level. With who (NULL: authentication off), only the
+ * namespaces who may see, and FE_FORBIDDEN when who may not list parent
+ * (authz_check_listing). */
+json_t *ns_list(struct store *s, const struct principal *who, const struct ns_ident *parent,
+		const struct page_request *page, struct floe_error *err) FLOE_WUR;
 
 /* POST /namespaces/{ns}/properties: {"updated", "removed", "missing"}.
  * A key both set and removed is FE_UNPROCESSABLE. Weakening a control

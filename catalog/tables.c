@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "access.h"
 #include "buf.h"
 #include "json.h"
 #include "ports.h"
@@ -24,8 +25,8 @@ bool tables_exists(struct store *s, const struct ns_ident *ns, const char *name,
 /* The largest listing answer: 1,000,000 tables of the longest names. */
 #define TABLES_LIST_MAX ((size_t)1 << 31)
 
-char *tables_list_text(struct store *s, const struct ns_ident *ns, const char *after, long limit,
-		       size_t *len, struct floe_error *err)
+char *tables_list_text(struct store *s, const struct principal *who, const struct ns_ident *ns,
+		       const char *after, long limit, size_t *len, struct floe_error *err)
 {
 	char **rows = NULL;
 	size_t count = 0;
@@ -37,7 +38,12 @@ char *tables_list_text(struct store *s, const struct ns_ident *ns, const char *a
 
 	*len = 0;
 	buf_init(&b, TABLES_LIST_MAX);
-	if (!store_table_list(s, ns, after, limit, &rows, &count, &more, err))
+	if (!access_check_listing(s, who, ns, err))
+		return NULL;
+	bool listed = who == NULL ? store_table_list(s, ns, after, limit, &rows, &count, &more, err)
+				  : store_table_list_visible(s, who->roles, who->nroles, ns, after,
+							     limit, &rows, &count, &more, err);
+	if (!listed)
 		return ns_word_error(ns, err), NULL;
 	/* Built as text: 1,000 jansson objects cost ten times the query. */
 	json_t *levels = ident_ns_to_json(ns);

@@ -23,9 +23,11 @@ bool tables_exists(struct store *s, const struct ns_ident *ns, const char *name,
 /* GET .../tables: the ListTablesResponse as text (caller frees; its
  * length in *len): the names in ns sorting after `after` (NULL: from the
  * start), at most limit (< 0: all), and the token of the next page when
- * more follow. FE_NO_SUCH_NAMESPACE. */
-char *tables_list_text(struct store *s, const struct ns_ident *ns, const char *after, long limit,
-		       size_t *len, struct floe_error *err) FLOE_WUR;
+ * more follow. FE_NO_SUCH_NAMESPACE. With who (NULL: authentication off),
+ * only the tables who may see, and FE_FORBIDDEN when who may not list ns
+ * (authz_check_listing). */
+char *tables_list_text(struct store *s, const struct principal *who, const struct ns_ident *ns,
+		       const char *after, long limit, size_t *len, struct floe_error *err) FLOE_WUR;
 
 /* POST .../tables/{table}/metrics: keeps report (a JSON text) for the
  * table. FE_NO_SUCH_TABLE. */

@@ -536,8 +536,12 @@ static void refuse(struct http_request *req, const char *why, bool token_sent)
 		return;
 	}
 	/* A quoted-string holds no '"' or '\\'. */
-	for (const char *p = why; *p != '\0' && j + 1 < sizeof(desc); p++)
-		desc[j++] = (*p == '"' || *p == '\\') ? (char)'\'' : *p;
+	for (const char *p = why; *p != '\0' && j + 1 < sizeof(desc); p++) {
+		char c = *p;
+		if (c == '"' || c == '\\')
+			c = '\'';
+		desc[j++] = c;
+	}
 	desc[j] = '\0';
 	(void)snprintf(challenge, sizeof(challenge),
 		       "Bearer realm=\"floe\", error=\"invalid_token\", error_description=\"%s\"",

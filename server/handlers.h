@@ -6,6 +6,7 @@
 #define FLOE_HANDLERS_H
 
 #include "http.h"
+#include "access.h"
 #include "table.h"
 
 struct store;
@@ -49,6 +50,17 @@ void handler_answer_done(struct http_request *req, bool ok, const struct floe_er
 /* The request's principal for authz_check (catalog/authz.h), or NULL
  * when authentication is off or the route is public. */
 const struct principal *handler_principal(struct http_request *req);
+
+/* Whether the request's principal holds priv on the table ns.name, on
+ * the namespace ns (name NULL) or on the catalog (ns NULL); true with
+ * authentication off. When not, gives s back and answers the 403 naming
+ * the privilege and the object (or the store's failure). */
+bool handler_allowed(struct http_request *req, struct store *s, enum privilege priv,
+		     const struct ns_ident *ns, const char *name);
+
+/* The same for a set of privileges (catalog/access.h) on obj. */
+bool handler_allowed_all(struct http_request *req, struct store *s, access_set needs,
+			 const struct authz_object *obj);
 
 /* What table operations need to know about this request's deployment. */
 struct table_env handler_env(struct http_request *req);

@@ -18,7 +18,7 @@ void handle_purges_list(struct http_request *req)
 
 	floe_error_clear(&err);
 	s = handler_acquire(req);
-	if (s == NULL)
+	if (s == NULL || !handler_allowed(req, s, PRIV_ADMIN, NULL, NULL))
 		return;
 	purges = purges_list(s, PURGES_LIST_MAX, &err);
 	handler_release(req, s);

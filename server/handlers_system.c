@@ -90,6 +90,32 @@ const struct principal *handler_principal(struct http_request *req)
 	return req->principal != NULL ? &req->acting : NULL;
 }
 
+bool handler_allowed(struct http_request *req, struct store *s, enum privilege priv,
+		     const struct ns_ident *ns, const char *name)
+{
+	struct floe_error err;
+
+	floe_error_clear(&err);
+	if (access_check(s, handler_principal(req), priv, ns, name, &err))
+		return true;
+	handler_release(req, s);
+	http_reply_error(req, &err);
+	return false;
+}
+
+bool handler_allowed_all(struct http_request *req, struct store *s, access_set needs,
+			 const struct authz_object *obj)
+{
+	struct floe_error err;
+
+	floe_error_clear(&err);
+	if (access_check_all(s, handler_principal(req), needs, obj, &err))
+		return true;
+	handler_release(req, s);
+	http_reply_error(req, &err);
+	return false;
+}
+
 struct table_env handler_env(struct http_request *req)
 {
 	struct table_env env = {

@@ -63,7 +63,8 @@ void handle_table_list(struct http_request *req)
 	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
-	text = tables_list_text(s, &ns, page.after.nlevels ? page.after.levels[0] : NULL,
+	text = tables_list_text(s, handler_principal(req), &ns,
+				page.after.nlevels ? page.after.levels[0] : NULL,
 				page.paginate ? page.page_size : -1, &len, &err);
 	handler_release(req, s);
 	if (text == NULL)
@@ -94,7 +95,8 @@ static void reply_table_result(struct http_request *req, json_t *out)
 static void on_namespace_body(struct http_request *req,
 			      json_t *(*op)(struct store *s, const struct table_env *env,
 					    const struct ns_ident *ns, const json_t *body,
-					    struct floe_error *err))
+					    struct floe_error *err),
+			      access_set needs)
 {
 	struct floe_error err;
 	struct ns_ident ns = { 0 };
@@ -107,7 +109,13 @@ static void on_namespace_body(struct http_request *req,
 		goto done;
 	}
 	s = handler_acquire(req);
-	if (s == NULL)
+	struct authz_object obj = { AUTHZ_NAMESPACE, &ns, NULL };
+	if (s == NULL || !handler_allowed_all(req, s, needs, &obj))
+		goto done;
+	/* A register that overwrites replaces a table: TABLE_DROP on it. */
+	const char *replaced = json_string_value(json_object_get(in, "name"));
+	if (op == table_register && json_is_true(json_object_get(in, "overwrite")) &&
+	    replaced != NULL && !handler_allowed(req, s, PRIV_TABLE_DROP, &ns, replaced))
 		goto done;
 	struct table_env env = handler_env(req);
 	json_t *out = op(s, &env, &ns, in, &err);
@@ -123,12 +131,12 @@ done:
 
 void handle_table_create(struct http_request *req)
 {
-	on_namespace_body(req, table_create);
+	on_namespace_body(req, table_create, ACCESS_BIT(PRIV_TABLE_CREATE));
 }
 
 void handle_table_register(struct http_request *req)
 {
-	on_namespace_body(req, table_register);
+	on_namespace_body(req, table_register, ACCESS_BIT(PRIV_TABLE_CREATE));
 }
 
 /* True when an If-None-Match header lists etag followed by suffix; with
@@ -191,7 +199,7 @@ void handle_table_load(struct http_request *req)
 		}
 	}
 	s = handler_acquire(req);
-	if (s == NULL)
+	if (s == NULL || !handler_allowed(req, s, PRIV_TABLE_READ, &ns, name))
 		goto done;
 	char *text = table_load(s, &ns, name, mode,
 				gzip_accepted(http_header(req, "Accept-Encoding")), etag,
@@ -234,7 +242,7 @@ static bool path_table_exists(struct http_request *req, struct ns_ident *ns, cha
 	struct floe_error err;
 	struct store *s = handler_open(req, table_params(req, ns, name, &err), &err);
 
-	if (s == NULL)
+	if (s == NULL || !handler_allowed(req, s, PRIV_TABLE_READ, ns, *name))
 		return false;
 	bool ok = tables_exists(s, ns, *name, exists, &err);
 	handler_release(req, s);
@@ -384,7 +392,7 @@ void handle_table_drop(struct http_request *req)
 		goto done;
 	}
 	s = handler_acquire(req);
-	if (s == NULL)
+	if (s == NULL || !handler_allowed(req, s, PRIV_TABLE_DROP, &ns, name))
 		goto done;
 	struct table_env env = handler_env(req);
 	bool purging = purge != NULL && strcasecmp(purge, "true") == 0;
@@ -435,7 +443,7 @@ void handle_table_metrics(struct http_request *req)
 		goto done;
 	}
 	s = handler_acquire(req);
-	if (s == NULL)
+	if (s == NULL || !handler_allowed(req, s, PRIV_TABLE_READ, &ns, name))
 		goto done;
 	bool ok = tables_report_metrics(s, &ns, name, req->body, &err);
 	handler_release(req, s);

@@ -80,10 +80,23 @@ fail:
 typedef json_t *(*target_op)(struct store *s, const struct table_env *env, struct target *t,
 			     struct floe_error *err);
 
-/* Parses the path (and the body when asked), runs op on a borrowed
- * connection and answers with status. */
+/* What a route on a table needs there; REF_WRITE: TABLE_WRITE_MAIN when
+ * the ref (the path's, or the body's "name") is main, TABLE_WRITE else. */
+#define REF_WRITE PRIV_COUNT
+
+static enum privilege target_privilege(const struct target *t, enum privilege priv)
+{
+	if (priv != REF_WRITE)
+		return priv;
+	const char *ref = t->extra != NULL ? t->extra
+					   : json_string_value(json_object_get(t->body, "name"));
+	return ref == NULL || strcmp(ref, "main") == 0 ? PRIV_TABLE_WRITE_MAIN : PRIV_TABLE_WRITE;
+}
+
+/* Parses the path (and the body when asked), checks priv on the table,
+ * runs op on a borrowed connection and answers with status. */
 static void on_target(struct http_request *req, const char *extra, bool body, int status,
-		      target_op op)
+		      enum privilege priv, target_op op)
 {
 	struct floe_error err;
 	struct target t;
@@ -94,7 +107,7 @@ static void on_target(struct http_request *req, const char *extra, bool body, in
 		return;
 	}
 	s = handler_acquire(req);
-	if (s != NULL) {
+	if (s != NULL && handler_allowed(req, s, target_privilege(&t, priv), &t.ns, t.table)) {
 		struct table_env env = handler_env(req);
 		json_t *out = op(s, &env, &t, &err);
 		handler_release(req, s);
@@ -139,27 +152,27 @@ static json_t *op_refs_fast_forward(struct store *s, const struct table_env *env
 
 void handle_refs_list(struct http_request *req)
 {
-	on_target(req, NULL, false, 200, op_refs_list);
+	on_target(req, NULL, false, 200, PRIV_TABLE_READ, op_refs_list);
 }
 
 void handle_refs_create(struct http_request *req)
 {
-	on_target(req, NULL, true, 201, op_refs_create);
+	on_target(req, NULL, true, 201, REF_WRITE, op_refs_create);
 }
 
 void handle_refs_get(struct http_request *req)
 {
-	on_target(req, "ref", false, 200, op_refs_get);
+	on_target(req, "ref", false, 200, PRIV_TABLE_READ, op_refs_get);
 }
 
 void handle_refs_drop(struct http_request *req)
 {
-	on_target(req, "ref", false, 204, op_refs_drop);
+	on_target(req, "ref", false, 204, REF_WRITE, op_refs_drop);
 }
 
 void handle_refs_fast_forward(struct http_request *req)
 {
-	on_target(req, "ref", true, 200, op_refs_fast_forward);
+	on_target(req, "ref", true, 200, REF_WRITE, op_refs_fast_forward);
 }
 
 /* --- audit hooks --- */
@@ -182,7 +195,9 @@ void handle_hooks_create(struct http_request *req)
 	}
 	bool have_id = uuid_v4(id) || floe_err(&err, FE_INTERNAL, "no randomness for a hook id");
 	s = handler_open(req, have_id, &err);
-	if (s != NULL) {
+	if (s != NULL && handler_allowed(req, s, PRIV_HOOKS_MANAGE,
+					 spec.scope_ns.nlevels > 0 ? &spec.scope_ns : NULL,
+					 spec.scope_ns.nlevels > 0 ? spec.scope_table : NULL)) {
 		struct table_env env = handler_env(req);
 		bool ok = control_hook_register(s, &env, id, &spec, &hook, &err);
 		handler_release(req, s);
@@ -195,13 +210,55 @@ void handle_hooks_create(struct http_request *req)
 	json_decref(in);
 }
 
+/* The object a hook (its JSON) covers: its scope's table or namespace,
+ * or the catalog. ns is filled (owned) when the scope names one. */
+static bool hook_scope(const json_t *hook, struct ns_ident *ns, const char **table)
+{
+	struct floe_error err;
+	const json_t *scope = json_object_get(hook, "scope");
+	const json_t *levels = json_object_get(scope, "namespace");
+
+	*table = NULL;
+	memset(ns, 0, sizeof(*ns));
+	if (levels == NULL)
+		return false;
+	if (!ident_ns_from_json(levels, "namespace", ns, &err))
+		return false;
+	*table = json_string_value(json_object_get(scope, "table"));
+	return true;
+}
+
+/* Reading hooks: HOOKS_MANAGE or AUDIT_READ on what hook covers (NULL:
+ * the catalog). False when the request has been answered (the 403 names
+ * HOOKS_MANAGE). */
+static bool hooks_readable(struct http_request *req, struct store *s, const json_t *hook)
+{
+	struct floe_error err;
+	struct ns_ident ns;
+	const char *table = NULL;
+	bool scoped = hook != NULL && hook_scope(hook, &ns, &table);
+	const struct ns_ident *on = scoped ? &ns : NULL;
+
+	floe_error_clear(&err);
+	bool ok = access_check(s, handler_principal(req), PRIV_AUDIT_READ, on, table, &err);
+	if (!ok && err.kind == FE_FORBIDDEN) {
+		ok = handler_allowed(req, s, PRIV_HOOKS_MANAGE, on, table);
+	} else if (!ok) {
+		handler_release(req, s);
+		http_reply_error(req, &err);
+	}
+	if (scoped)
+		ident_ns_clear(&ns);
+	return ok;
+}
+
 void handle_hooks_list(struct http_request *req)
 {
 	struct floe_error err;
 	json_t *hooks = NULL;
 	struct store *s = handler_acquire(req);
 
-	if (s == NULL)
+	if (s == NULL || !hooks_readable(req, s, NULL))
 		return;
 	hooks = control_hook_list(s, &err);
 	handler_release(req, s);
@@ -230,11 +287,40 @@ void handle_hooks_get(struct http_request *req)
 	if (s == NULL)
 		return;
 	hook = control_hook_get(s, id, &err);
+	if (hook != NULL && !hooks_readable(req, s, hook)) {
+		json_decref(hook);
+		return;
+	}
 	handler_release(req, s);
 	if (hook != NULL)
 		http_reply_json(req, 200, hook);
 	else
 		http_reply_error(req, &err);
+}
+
+/* HOOKS_MANAGE on what hook id covers; an unknown id is its 404 (a hook
+ * id names no catalog object, and which object to ask about is known
+ * only from the hook). False when the request has been answered. */
+static bool hook_manageable(struct http_request *req, struct store *s, const char *id)
+{
+	struct floe_error err;
+	struct ns_ident ns;
+	const char *table = NULL;
+
+	if (handler_principal(req) == NULL)
+		return true;
+	json_t *hook = control_hook_get(s, id, &err);
+	if (hook == NULL) {
+		handler_release(req, s);
+		http_reply_error(req, &err);
+		return false;
+	}
+	bool scoped = hook_scope(hook, &ns, &table);
+	bool ok = handler_allowed(req, s, PRIV_HOOKS_MANAGE, scoped ? &ns : NULL, table);
+	if (scoped)
+		ident_ns_clear(&ns);
+	json_decref(hook);
+	return ok;
 }
 
 void handle_hooks_delete(struct http_request *req)
@@ -244,7 +330,7 @@ void handle_hooks_delete(struct http_request *req)
 	struct store *s;
 
 	s = handler_open(req, hook_id_param(req, &id, &err), &err);
-	if (s == NULL)
+	if (s == NULL || !hook_manageable(req, s, id))
 		return;
 	struct table_env env = handler_env(req);
 	bool ok = control_hook_delete(s, &env, id, NULL, &err);
@@ -262,7 +348,7 @@ static json_t *op_wap_stage(struct store *s, const struct table_env *env, struct
 
 void handle_wap_stage(struct http_request *req)
 {
-	on_target(req, NULL, true, 201, op_wap_stage);
+	on_target(req, NULL, true, 201, PRIV_WAP_STAGE, op_wap_stage);
 }
 
 /* Publishes run on the publish threads, each borrowing connections of
@@ -281,9 +367,14 @@ static void publish_job_run(void *arg, const struct floe_error *refused)
 	} else if (!target_parse(req, &t, "run", true, &err)) {
 		http_reply_error(req, &err);
 	} else {
-		struct table_env env = handler_env(req);
-		json_t *out = wap_publish(req->pool, &env, &t.ns, t.table, t.extra, t.body, &err);
-		handler_answer(req, 200, out, &err);
+		struct store *s = handler_acquire(req);
+		if (s != NULL && handler_allowed(req, s, PRIV_WAP_PUBLISH, &t.ns, t.table)) {
+			handler_release(req, s);
+			struct table_env env = handler_env(req);
+			json_t *out = wap_publish(req->pool, &env, &t.ns, t.table, t.extra, t.body,
+						  &err);
+			handler_answer(req, 200, out, &err);
+		}
 		target_clear(&t);
 	}
 	http_async_complete(req);
@@ -303,7 +394,7 @@ static json_t *op_wap_get(struct store *s, const struct table_env *env, struct t
 
 void handle_wap_get(struct http_request *req)
 {
-	on_target(req, "run", false, 200, op_wap_get);
+	on_target(req, "run", false, 200, PRIV_TABLE_READ, op_wap_get);
 }
 
 void handle_wap_list(struct http_request *req)
@@ -323,7 +414,7 @@ void handle_wap_list(struct http_request *req)
 		      http_query(req, "pageSize", &size, &err) &&
 		      page_request_parse(NULL, size, &page, &err);
 	s = handler_open(req, parsed, &err);
-	if (s != NULL) {
+	if (s != NULL && handler_allowed(req, s, PRIV_TABLE_READ, &t.ns, t.table)) {
 		json_t *out = wap_list(s, &t.ns, t.table, token, page.page_size, &err);
 		handler_release(req, s);
 		handler_answer(req, 200, out, &err);
@@ -341,7 +432,7 @@ static json_t *op_wap_abandon(struct store *s, const struct table_env *env, stru
 
 void handle_wap_abandon(struct http_request *req)
 {
-	on_target(req, "run", false, 200, op_wap_abandon);
+	on_target(req, "run", false, 200, PRIV_WAP_STAGE, op_wap_abandon);
 }
 
 /* --- audit log --- */
@@ -364,7 +455,10 @@ void handle_audit_log(struct http_request *req)
 		      http_query(req, "pageSize", &size, &err) &&
 		      page_request_parse(NULL, size, &page, &err);
 	s = handler_open(req, parsed, &err);
-	if (s != NULL) {
+	/* AUDIT_READ on what the filter names: the table, the namespace, or
+	 * (no filter) the catalog. */
+	if (s != NULL &&
+	    handler_allowed(req, s, PRIV_AUDIT_READ, raw_ns ? &ns : NULL, raw_ns ? table : NULL)) {
 		json_t *out = audit_log_list(s, raw_ns ? &ns : NULL, table, run, since, token,
 					     page.page_size, &err);
 		handler_release(req, s);
