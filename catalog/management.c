@@ -14,7 +14,6 @@
 #include "namespace.h"
 #include "ports.h"
 #include "rowjson.h"
-#include "tables.h"
 #include "wording.h"
 
 /* Ends a transaction: commit when ok, else roll back (unless the commit's
@@ -73,49 +72,38 @@ bool mgmt_name_check(const char *what, const char *name, struct floe_error *err)
 }
 
 /* A page's start and size from the raw query values: the name after
- * which it starts (*after, NULL: the start; free()). */
+ * which it starts (*after, NULL: the start; free()). A page token is the
+ * last name of the page before (names are URL-safe). */
 static bool mgmt_page(const char *token, const char *size, char **after, long *limit,
 		      struct floe_error *err)
 {
-	struct page_request page;
+	struct floe_error ignored;
 
 	*after = NULL;
-	if (!page_request_parse(token, size, &page, err))
-		return false;
-	*limit = page.page_size;
-	if (page.after.nlevels > 1) {
-		page_request_clear(&page);
+	*limit = NS_PAGE_SIZE_DEFAULT;
+	if (size != NULL) {
+		char *end = NULL;
+		long v = strtol(size, &end, 10);
+		if (*size == '\0' || *end != '\0' || v < 1)
+			return floe_err(err, FE_BAD_REQUEST, "pageSize must be a positive integer");
+		*limit = v > NS_PAGE_SIZE_MAX ? NS_PAGE_SIZE_MAX : v;
+	}
+	if (token == NULL || token[0] == '\0')
+		return true;
+	if (!mgmt_name_check("page token", token, &ignored))
 		return floe_err(err, FE_BAD_REQUEST, "Invalid page token");
-	}
-	if (page.after.nlevels == 1) {
-		*after = page.after.levels[0];
-		page.after.levels[0] = NULL;
-		page.after.nlevels = 0;
-	}
-	page_request_clear(&page);
-	return true;
+	*after = strdup(token);
+	return *after != NULL || floe_err(err, FE_INTERNAL, "out of memory");
 }
 
-/* {key: items (stolen), "next-page-token": the token after last, or
+/* {key: items (stolen), "next-page-token": last when more follow, else
  * null}. */
 static json_t *mgmt_paged(const char *key, json_t *items, bool more, const char *last)
 {
-	json_t *token = json_null();
-
 	if (items == NULL)
 		return NULL;
-	if (more && last != NULL) {
-		char *one = (char *)last;
-		struct ns_ident ns = { .nlevels = 1, .levels = { one } };
-		char *t = page_token_encode(&ns);
-		if (t == NULL) {
-			json_decref(items);
-			return NULL;
-		}
-		token = json_string(t);
-		free(t);
-	}
-	return json_pack("{s:o, s:o}", key, items, "next-page-token", token);
+	return json_pack("{s:o, s:o}", key, items, "next-page-token",
+			 more && last != NULL ? json_string(last) : json_null());
 }
 
 /* --- principals --- */
@@ -673,13 +661,13 @@ json_t *mgmt_privileges(struct store *s, const char *name, const struct ns_ident
 		no_such_principal(name, err);
 		goto done;
 	}
-	if (table != NULL && !tables_exists(s, ns, table, &exists, err))
+	if (table != NULL && !store_table_exists(s, ns, table, &exists, err))
 		goto done;
 	if (table != NULL && !exists) {
 		wording_no_such_table(ns, table, err);
 		goto done;
 	}
-	if (table == NULL && ns != NULL && !ns_exists(s, ns, &exists, err))
+	if (table == NULL && ns != NULL && !store_ns_exists(s, ns, &exists, err))
 		goto done;
 	if (table == NULL && ns != NULL && !exists) {
 		wording_no_such_namespace(ns, err);
