@@ -166,8 +166,7 @@ bool mgmt_principal_spec(const json_t *body, const char **name, const char **kin
 	if (!mgmt_name_check("principal", *name, err))
 		return false;
 	if (*kind == NULL || (strcmp(*kind, "client") != 0 && strcmp(*kind, "user") != 0))
-		return floe_err(err, FE_BAD_REQUEST,
-				"field 'kind' must be \"client\" or \"user\"");
+		return floe_err(err, FE_BAD_REQUEST, "field 'kind' must be \"client\" or \"user\"");
 	return true;
 }
 
@@ -227,9 +226,8 @@ json_t *mgmt_principal_get(struct store *s, const char *name, struct floe_error 
 	return principal_load(s, name, NULL, err);
 }
 
-json_t *mgmt_principal_set_disabled(struct store *s, const struct table_env *env,
-				    const char *name, bool disabled, long long *id,
-				    struct floe_error *err)
+json_t *mgmt_principal_set_disabled(struct store *s, const struct table_env *env, const char *name,
+				    bool disabled, long long *id, struct floe_error *err)
 {
 	bool found = false;
 	json_t *out = NULL;
@@ -336,8 +334,8 @@ json_t *mgmt_role_create(struct store *s, const struct table_env *env, const jso
 	ok = store_role_insert(s, name, &id, err);
 	if (!ok && err->kind == FE_ALREADY_EXISTS)
 		floe_err(err, FE_ALREADY_EXISTS, "Role already exists: %s", name);
-	ok = ok && mgmt_event(s, env, "role.created", NULL, NULL,
-			      json_pack("{s:s}", "role", name), err);
+	ok = ok &&
+	     mgmt_event(s, env, "role.created", NULL, NULL, json_pack("{s:s}", "role", name), err);
 	if (!mgmt_finish(s, ok, err))
 		return NULL;
 	json_t *out = json_pack("{s:s}", "name", name);
@@ -346,8 +344,7 @@ json_t *mgmt_role_create(struct store *s, const struct table_env *env, const jso
 	return out;
 }
 
-json_t *mgmt_role_list(struct store *s, const char *token, const char *size,
-		       struct floe_error *err)
+json_t *mgmt_role_list(struct store *s, const char *token, const char *size, struct floe_error *err)
 {
 	struct role_row *rows = NULL;
 	size_t count = 0;
@@ -380,8 +377,8 @@ bool mgmt_role_delete(struct store *s, const struct table_env *env, const char *
 	ok = store_role_delete(s, role, &found, err);
 	if (ok && !found)
 		ok = no_such_role(role, err);
-	ok = ok && mgmt_event(s, env, "role.deleted", NULL, NULL,
-			      json_pack("{s:s}", "role", role), err);
+	ok = ok &&
+	     mgmt_event(s, env, "role.deleted", NULL, NULL, json_pack("{s:s}", "role", role), err);
 	return mgmt_finish(s, ok, err);
 }
 
@@ -428,10 +425,10 @@ bool mgmt_member_set(struct store *s, const struct table_env *env, const char *r
 			 : store_role_member_remove(s, role, principal, &found, err);
 		if (ok && !found)
 			ok = no_such_role(role, err);
-		ok = ok && mgmt_event(s, env, add ? "role.member-added" : "role.member-removed",
-				      NULL, NULL,
-				      json_pack("{s:s, s:s}", "role", role, "principal", principal),
-				      err);
+		ok = ok &&
+		     mgmt_event(s, env, add ? "role.member-added" : "role.member-removed", NULL,
+				NULL, json_pack("{s:s, s:s}", "role", role, "principal", principal),
+				err);
 		*changed = ok;
 	}
 	store_principal_row_clear(&row);
@@ -468,9 +465,8 @@ static json_t *grant_json(const void *row)
 {
 	const struct grant_row *g = row;
 
-	return json_pack("{s:I, s:s, s:o, s:s}", "id", (json_int_t)g->id, "privilege",
-			 g->privilege, "on", object_json(g->on, &g->ns, g->table), "created-at",
-			 g->created_at);
+	return json_pack("{s:I, s:s, s:o, s:s}", "id", (json_int_t)g->id, "privilege", g->privilege,
+			 "on", object_json(g->on, &g->ns, g->table), "created-at", g->created_at);
 }
 
 /* Reads {"kind", "namespace"?, "table"?} into obj (ident_ns_clear its

@@ -53,9 +53,8 @@ json_t *mgmt_principal_get(struct store *s, const char *name, struct floe_error 
 /* Disables (or enables) principal name with its principal.disabled
  * (principal.enabled) event; *id is its id, for dropping its cached
  * tokens. Answers the principal. */
-json_t *mgmt_principal_set_disabled(struct store *s, const struct table_env *env,
-				    const char *name, bool disabled, long long *id,
-				    struct floe_error *err) FLOE_WUR;
+json_t *mgmt_principal_set_disabled(struct store *s, const struct table_env *env, const char *name,
+				    bool disabled, long long *id, struct floe_error *err) FLOE_WUR;
 
 /* Whether principal name can be given a new secret: floe's own client.
  * FE_NO_SUCH_PRINCIPAL, or FE_BAD_REQUEST for a user or an external issuer's

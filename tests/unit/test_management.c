@@ -191,8 +191,8 @@ Test(management, a_membership_fails_whole_and_a_repeat_records_nothing)
 
 static json_t *grant_body(const char *privilege)
 {
-	return json_pack("{s:s, s:{s:s, s:[s]}}", "privilege", privilege, "on", "kind",
-			 "namespace", "namespace", "db");
+	return json_pack("{s:s, s:{s:s, s:[s]}}", "privilege", privilege, "on", "kind", "namespace",
+			 "namespace", "db");
 }
 
 Test(management, a_grant_and_its_event_are_one)
@@ -239,7 +239,8 @@ Test(management, bad_grants_are_refused_before_the_store)
 		json_decref(body);
 	}
 	cr_assert_eq(fake_calls("store_grant_insert"), 0);
-	json_t *body = json_pack("{s:s, s:{s:s}}", "privilege", "TABLE_READ", "on", "kind", "shelf");
+	json_t *body = json_pack("{s:s, s:{s:s}}", "privilege", "TABLE_READ", "on", "kind",
+				 "shelf");
 	cr_assert_null(mgmt_grant_set(fake_store(), &env, "r", body, true, &changed, &err));
 	cr_assert_eq(err.kind, FE_BAD_REQUEST);
 	json_decref(body);
