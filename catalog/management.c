@@ -233,6 +233,10 @@ json_t *mgmt_principal_set_disabled(struct store *s, const struct table_env *env
 	json_t *out = NULL;
 	bool ok;
 
+	/* An administrator who disables itself may leave none. */
+	if (disabled && env->principal != NULL && strcmp(env->principal, name) == 0)
+		return floe_err(err, FE_BAD_REQUEST, "A principal cannot disable itself: %s", name),
+		       NULL;
 	if (!store_begin(s, err))
 		return NULL;
 	ok = store_principal_set_disabled(s, name, disabled, &found, err);

@@ -52,7 +52,8 @@ json_t *mgmt_principal_get(struct store *s, const char *name, struct floe_error 
 
 /* Disables (or enables) principal name with its principal.disabled
  * (principal.enabled) event; *id is its id, for dropping its cached
- * tokens. Answers the principal. */
+ * tokens. Answers the principal. FE_BAD_REQUEST when env's principal
+ * would disable itself. */
 json_t *mgmt_principal_set_disabled(struct store *s, const struct table_env *env, const char *name,
 				    bool disabled, long long *id, struct floe_error *err) FLOE_WUR;
 

@@ -85,6 +85,12 @@ def test_rotate_secret_refuses_the_old_one(authed):
     assert "credential" not in assert_ok_json(f.get(f"{M}/principals/svc-rot"))
 
 
+def test_an_admin_cannot_disable_itself(authed):
+    assert_error(authed.post(f"{M}/principals/admin/disable"), 400, "BadRequestException",
+                 "cannot disable itself")
+    assert assert_ok_json(authed.get(f"{M}/principals/admin"))["disabled"] is False
+
+
 def test_a_user_has_no_secret(authed):
     f = authed
     body = assert_ok_json(f.post(f"{M}/principals", json={"name": "ann", "kind": "user"}), 201)

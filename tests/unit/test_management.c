@@ -142,6 +142,16 @@ Test(management, a_failed_disable_leaves_it_enabled)
 	cr_assert_eq(fake_store_events("principal.disabled"), 1);
 }
 
+Test(management, no_one_disables_itself)
+{
+	long long id = 0;
+
+	make_user("root");
+	cr_assert_null(mgmt_principal_set_disabled(fake_store(), &env, "root", true, &id, &err));
+	cr_assert_eq(err.kind, FE_BAD_REQUEST);
+	cr_assert_eq(fake_calls("store_principal_set_disabled"), 0);
+}
+
 Test(management, unknown_principal_and_role)
 {
 	long long id = 0;
