@@ -40,6 +40,8 @@ static const struct {
 	[FE_AUDIT_UNAVAILABLE] = { 503, "AuditUnavailableException" },
 	[FE_NO_SUCH_WAREHOUSE] = { 404, "NoSuchWarehouseException" },
 	[FE_TOO_MANY_REQUESTS] = { 429, "TooManyRequestsException" },
+	[FE_NO_SUCH_PRINCIPAL] = { 404, "NoSuchPrincipalException" },
+	[FE_NO_SUCH_ROLE] = { 404, "NoSuchRoleException" },
 };
 
 /* Messages start with a capital letter, as Iceberg's do ("Namespace does

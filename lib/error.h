@@ -43,6 +43,8 @@ enum floe_errkind {
 	FE_AUDIT_UNAVAILABLE,    /* 503 AuditUnavailableException */
 	FE_NO_SUCH_WAREHOUSE,    /* 404 NoSuchWarehouseException */
 	FE_TOO_MANY_REQUESTS,    /* 429 TooManyRequestsException */
+	FE_NO_SUCH_PRINCIPAL,    /* 404 NoSuchPrincipalException */
+	FE_NO_SUCH_ROLE,         /* 404 NoSuchRoleException */
 	FE_KIND_COUNT
 };
 

@@ -9,6 +9,7 @@
 
 #include "auth.h"
 #include "handlers.h"
+#include "handlers_management.h"
 #include "metric.h"
 
 static const struct route routes[] = {
@@ -65,6 +66,26 @@ static const struct route routes[] = {
 	{ "GET", "/v1/{prefix}/audit-log", handle_audit_log, true },
 	{ "GET", "/v1/{prefix}/purges", handle_purges_list, true },
 	{ "POST", "/v1/{prefix}/controls/{action}", handle_control, true },
+	/* the management API (docs/auth.md): not Iceberg catalog endpoints */
+	{ "POST", "/management/v1/principals", handle_mgmt_principal_create, false },
+	{ "GET", "/management/v1/principals", handle_mgmt_principal_list, false },
+	{ "GET", "/management/v1/principals/{name}", handle_mgmt_principal_get, false },
+	{ "POST", "/management/v1/principals/{name}/disable", handle_mgmt_principal_disable,
+	  false },
+	{ "POST", "/management/v1/principals/{name}/enable", handle_mgmt_principal_enable, false },
+	{ "POST", "/management/v1/principals/{name}/rotate-secret", handle_mgmt_principal_rotate,
+	  false },
+	{ "GET", "/management/v1/principals/{name}/privileges", handle_mgmt_principal_privileges,
+	  false },
+	{ "POST", "/management/v1/roles", handle_mgmt_role_create, false },
+	{ "GET", "/management/v1/roles", handle_mgmt_role_list, false },
+	{ "DELETE", "/management/v1/roles/{role}", handle_mgmt_role_delete, false },
+	{ "PUT", "/management/v1/roles/{role}/members/{principal}", handle_mgmt_member_add, false },
+	{ "DELETE", "/management/v1/roles/{role}/members/{principal}", handle_mgmt_member_remove,
+	  false },
+	{ "POST", "/management/v1/roles/{role}/grants", handle_mgmt_grant_add, false },
+	{ "GET", "/management/v1/roles/{role}/grants", handle_mgmt_grant_list, false },
+	{ "POST", "/management/v1/roles/{role}/grants/revoke", handle_mgmt_grant_revoke, false },
 };
 
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
