@@ -212,7 +212,10 @@ done:
 	json_decref(in);
 }
 
-void handle_mgmt_principal_list(struct http_request *req)
+/* A paged list: pageToken and pageSize, then list's answer. */
+static void mgmt_list(struct http_request *req,
+		      json_t *(*list)(struct store *s, const char *token, const char *size,
+				      struct floe_error *err))
 {
 	struct floe_error err;
 	char *token = NULL;
@@ -225,11 +228,16 @@ void handle_mgmt_principal_list(struct http_request *req)
 		return;
 	json_t *out = NULL;
 	if (http_query(req, "pageToken", &token, &err) && http_query(req, "pageSize", &size, &err))
-		out = mgmt_principal_list(s, token, size, &err);
+		out = list(s, token, size, &err);
 	handler_release(req, s);
 	handler_answer(req, 200, out, &err);
 	free(token);
 	free(size);
+}
+
+void handle_mgmt_principal_list(struct http_request *req)
+{
+	mgmt_list(req, mgmt_principal_list);
 }
 
 void handle_mgmt_principal_get(struct http_request *req)
@@ -359,22 +367,7 @@ void handle_mgmt_role_create(struct http_request *req)
 
 void handle_mgmt_role_list(struct http_request *req)
 {
-	struct floe_error err;
-	char *token = NULL;
-	char *size = NULL;
-	struct store *s;
-
-	floe_error_clear(&err);
-	s = mgmt_open(req);
-	if (s == NULL)
-		return;
-	json_t *out = NULL;
-	if (http_query(req, "pageToken", &token, &err) && http_query(req, "pageSize", &size, &err))
-		out = mgmt_role_list(s, token, size, &err);
-	handler_release(req, s);
-	handler_answer(req, 200, out, &err);
-	free(token);
-	free(size);
+	mgmt_list(req, mgmt_role_list);
 }
 
 void handle_mgmt_role_delete(struct http_request *req)
