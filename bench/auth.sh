@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The cost of authentication on loadTable: floe's CPU time per request
-# (user + system, from /proc) for the same wrk load, once with --auth=none
-# and once with a bearer token floe verifies (the verified-token cache
-# answers all but the first request).
+# The cost of authentication: floe's CPU time per request (user + system,
+# from /proc) for the same wrk load, once with --auth=none and once with a
+# bearer token floe verifies (the verified-token cache answers all but the
+# first request). GET /v1/config asks for no privilege, so its difference
+# is the token's cost; loadTable adds the privilege check (TABLE_READ),
+# one query of the grants.
 #   bench/auth.sh [DURATION]      (default 15s per measurement)
 # Needs a built floe (scripts/setup.sh) and wrk (apt-get install wrk).
 set -euo pipefail
@@ -39,19 +41,21 @@ run() { # auth mode
 	curl -sf "${h[@]}" -X POST "$base/namespaces" -d '{"namespace":["bench"]}' >/dev/null
 	curl -sf "${h[@]}" -X POST "$base/namespaces/bench/tables" \
 		-d '{"name":"small","schema":{"type":"struct","fields":[{"id":1,"name":"id","type":"long","required":false}]}}' >/dev/null
-	local before after out reqs
-	before=$(cpu $pid)
-	out=$(wrk -t2 -c8 -d"$dur" "${h[@]}" "$base/namespaces/bench/tables/small")
-	after=$(cpu $pid)
-	reqs=$(echo "$out" | awk '/requests in/ {print $1}')
-	echo "$out" | grep -E "Requests/sec|Non-2xx" | sed "s/^/   $mode: /"
-	python3 -c "print('   $mode: %.1f us of floe CPU per request (%d requests)' % (($after - $before) / $tick * 1e6 / $reqs, $reqs))"
+	local before after out reqs what
+	for what in config namespaces/bench/tables/small; do
+		before=$(cpu $pid)
+		out=$(wrk -t2 -c8 -d"$dur" "${h[@]}" "$base/$what")
+		after=$(cpu $pid)
+		reqs=$(echo "$out" | awk '/requests in/ {print $1}')
+		echo "$out" | grep -E "Requests/sec|Non-2xx" | sed "s|^|   $mode $what: |"
+		python3 -c "print('   $mode $what: %.1f us of floe CPU per request (%d requests)' % (($after - $before) / $tick * 1e6 / $reqs, $reqs))"
+	done
 	kill -TERM $pid
 	wait $pid 2>/dev/null || true
 	rm -rf "$data"
 }
 
-echo "== loadTable small, 8 connections, --auth=none"
+echo "== GET /v1/config and loadTable small, 8 connections, --auth=none"
 run none
-echo "== loadTable small, 8 connections, bearer token (--auth=floe)"
+echo "== the same with a bearer token (--auth=floe, the admin client)"
 run floe
