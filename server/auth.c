@@ -258,7 +258,6 @@ bool auth_principal_roles(struct store *s, const struct principal_row *row, cons
 	long long *ids = NULL;
 	char **names = NULL;
 	size_t n = 0;
-	bool all = scope == NULL || scope[0] == '\0';
 	bool ok = false;
 
 	*unavailable = false;
@@ -280,8 +279,7 @@ bool auth_principal_roles(struct store *s, const struct principal_row *row, cons
 			narrowed = true;
 		p += len;
 	}
-	if (!narrowed)
-		all = true;
+	bool all = !narrowed;
 	if (!identity_roles(s, row->id, &ids, &names, &n, err)) {
 		*unavailable = true;
 		return false;
@@ -433,7 +431,6 @@ static enum verdict issuer_token(struct auth *a, struct http_request *req, const
 	bool unavailable = false;
 	enum verdict v = V_REFUSED;
 	struct floe_error ierr;
-	char scope[AUTH_SCOPE_MAX] = "catalog";
 
 	floe_error_clear(&ierr);
 	memset(&row, 0, sizeof(row));
@@ -459,7 +456,7 @@ static enum verdict issuer_token(struct auth *a, struct http_request *req, const
 			v = V_UNAVAILABLE;
 	} else if (row.disabled) {
 		(void)snprintf(why, whylen, "Principal is disabled");
-	} else if (!auth_principal_roles(s, &row, scope, who, why, whylen, &unavailable, err)) {
+	} else if (!auth_principal_roles(s, &row, "catalog", who, why, whylen, &unavailable, err)) {
 		v = unavailable ? V_UNAVAILABLE : V_REFUSED;
 	} else {
 		/* The roles the issuer names, where floe has a role of that
