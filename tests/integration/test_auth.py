@@ -527,3 +527,20 @@ def test_a_secret_with_any_characters_works_both_ways(authed):
     r = requests.post(authed.url + TOKEN_PATH, data={"grant_type": "client_credentials"},
                       auth=(cid, secret), timeout=15)
     assert r.status_code == 200, "as Basic credentials: " + describe(r)
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--auth=maybe"], "expected floe or none"),
+    (["--token-ttl-seconds=10"], "from 60 to 86400"),
+    (["--auth-leeway-seconds=601"], "from 0 to 600"),
+    (["--auth-public-routes=/health,/v1/config"], "/health, /ready and /metrics"),
+    (["--admin-credential=admin:short"], "a secret of 16-255"),
+    (["--admin-credential=nocolon-but-long-enough"], "CLIENT_ID:SECRET"),
+    (["--oidc-issuer=ftp://issuer.example"], "https:// URL"),
+    (["--auth=none", "--oidc-issuer=https://issuer.example"], "needs --auth=floe"),
+])
+def test_bad_authentication_options_stop_the_start(args, says):
+    r = run_floe(args)
+    assert r.returncode == 2, r
+    assert says in r.stderr, r.stderr
+    assert "short" not in r.stderr or "(not shown)" in r.stderr, "a secret is never echoed"
