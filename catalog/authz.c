@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "authzcache.h"
+#include "metric.h"
 #include "ports.h"
 
 static const char *const names[PRIV_COUNT] = {
@@ -147,10 +149,19 @@ bool authz_check(struct store *s, const struct principal *p, enum privilege priv
 		return true; /* authentication is off */
 	if ((unsigned)priv >= PRIV_COUNT)
 		return floe_err(err, FE_INTERNAL, "unknown privilege %d", (int)priv);
+	/* A kept set answers only when it allows: a refusal asks again. */
+	if (authz_cache_get(p->cache, p->roles, p->nroles, obj, &set) && (set & BIT(priv))) {
+		metric_add(METRIC_AUTHZ_DECISIONS, METRIC_AUTHZ_KEPT, 1);
+		return true;
+	}
+	metric_add(METRIC_AUTHZ_DECISIONS, METRIC_AUTHZ_ASKED, 1);
+	uint64_t ticket = authz_cache_ticket(p->cache);
 	if (!privileges_of(s, p, obj, &set, err))
 		return false;
-	if (set & BIT(priv))
+	if (set & BIT(priv)) {
+		authz_cache_put(p->cache, ticket, p->roles, p->nroles, obj, set);
 		return true;
+	}
 	return forbid(p, priv, obj, err);
 }
 

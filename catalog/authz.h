@@ -24,6 +24,7 @@
 #include "error.h"
 #include "ident.h"
 
+struct authz_cache;
 struct store;
 
 /* In the byte order of their names, so walking the enum lists them
@@ -64,6 +65,9 @@ struct principal {
 	const char *client_id;  /* the token's client_id; NULL if it has none */
 	const long long *roles; /* role ids, resolved when the token was verified */
 	size_t nroles;
+	/* The decisions this floe keeps (authzcache.h); NULL: every decision
+	 * asks the store. */
+	struct authz_cache *cache;
 };
 
 enum authz_kind { AUTHZ_CATALOG, AUTHZ_NAMESPACE, AUTHZ_TABLE };

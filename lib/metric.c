@@ -41,10 +41,12 @@ static const char *const janitor_rows[] = { "idempotency_keys", "metrics_reports
 					    "expired_audits",   "purges_done",
 					    "purges_failed",    "unsettled_commits" };
 static const char *const janitor_files[] = { "purged", "temporary", "unsettled" };
+static const char *const authz_answers[] = { "kept", "asked" };
 _Static_assert(LEN(commit_outcomes) == METRIC_COMMIT_UNKNOWN + 1, "commit outcomes");
 _Static_assert(LEN(wap_outcomes) == METRIC_WAP_ERROR + 1, "WAP outcomes");
 _Static_assert(LEN(janitor_rows) == METRIC_ROWS_UNSETTLED_COMMITS + 1, "janitor rows");
 _Static_assert(LEN(janitor_files) == METRIC_FILES_UNSETTLED + 1, "janitor files");
+_Static_assert(LEN(authz_answers) == METRIC_AUTHZ_ASKED + 1, "authorization answers");
 
 #define ROUTE_DIM                                                   \
 	{                                                           \
@@ -74,6 +76,7 @@ static atomic_llong janitor_rounds[1];
 static atomic_llong janitor_row_counts[LEN(janitor_rows)];
 static atomic_llong janitor_file_counts[LEN(janitor_files)];
 static atomic_llong pg_errors[SQLSTATE_SLOTS];
+static atomic_llong authz_decisions[LEN(authz_answers)];
 
 #define CELLS(a) (a), LEN(a)
 #define HIST_CELLS(a) (a), (LEN(a) / METRIC_HIST_STRIDE)
@@ -139,6 +142,9 @@ static const struct metric_family families[METRIC_COUNT] = {
 		"Failed PostgreSQL statements by SQLSTATE class (08 connection, 40 rollback, 57 operator, 23 integrity, ...)",
 		METRIC_COUNTER, 1, { { "class", METRIC_DIM_SQLSTATE, SQLSTATE_SLOTS, NULL } },
 		CELLS(pg_errors) },
+	[METRIC_AUTHZ_DECISIONS] = { "floe_authz_decisions_total",
+		"Decisions of authorization by where the answer came from: kept (allowed a moment ago, no query) or asked (the database)",
+		METRIC_COUNTER, 1, { LIST_DIM("answer", authz_answers) }, CELLS(authz_decisions) },
 };
 /* clang-format on */
 

@@ -36,6 +36,7 @@ enum metric_id {
 	METRIC_JANITOR_ROWS,     /* counter {kind} */
 	METRIC_JANITOR_FILES,    /* counter {kind} */
 	METRIC_PG_ERRORS,        /* counter {class} */
+	METRIC_AUTHZ_DECISIONS,  /* counter {answer} */
 	METRIC_COUNT
 };
 
@@ -59,6 +60,8 @@ enum metric_janitor_rows {
 	METRIC_ROWS_PURGES_FAILED,
 	METRIC_ROWS_UNSETTLED_COMMITS,
 };
+/* Where a decision of authorization came from (catalog/authzcache.h). */
+enum metric_authz_answer { METRIC_AUTHZ_KEPT, METRIC_AUTHZ_ASKED };
 enum metric_janitor_files { METRIC_FILES_PURGED, METRIC_FILES_TEMPORARY, METRIC_FILES_UNSETTLED };
 
 enum metric_type { METRIC_COUNTER, METRIC_GAUGE, METRIC_HISTOGRAM };

@@ -25,6 +25,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "authzcache.h"
 #include "b64url.h"
 #include "handlers.h"
 #include "identity.h"
@@ -45,6 +46,10 @@
 
 /* Entries of the verified-token cache. */
 #define AUTH_CACHE_ENTRIES 10000
+/* Kept decisions (authzcache.h): about 3 MB; an entry lives at most as
+ * long as a verified token's entry. */
+#define AUTH_DECISION_SLOTS 8192
+#define AUTH_DECISION_TTL_MS 30000
 
 /* Keys of the failure backoff table. */
 #define AUTH_BACKOFF_ENTRIES 4096
@@ -86,9 +91,10 @@ struct auth *auth_new(const struct floe_config *cfg, struct floe_error *err)
 	if (a->keys == NULL)
 		goto fail;
 	a->cache = tokencache_new(AUTH_CACHE_ENTRIES);
+	a->decisions = authz_cache_new(AUTH_DECISION_SLOTS, AUTH_DECISION_TTL_MS);
 	a->backoff = backoff_new(AUTH_BACKOFF_ENTRIES);
 	a->hashes = workq_start("auth", AUTH_HASH_THREADS, AUTH_HASH_QUEUE);
-	if (a->cache == NULL || a->backoff == NULL || a->hashes == NULL) {
+	if (a->cache == NULL || a->decisions == NULL || a->backoff == NULL || a->hashes == NULL) {
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto fail;
 	}
@@ -115,7 +121,9 @@ void auth_free(struct auth *a)
 {
 	if (a == NULL)
 		return;
+	auth_watch_stop(a);
 	workq_stop(&a->hashes);
+	authz_cache_free(a->decisions);
 	oidc_free(a->oidc);
 	backoff_free(a->backoff);
 	tokencache_free(a->cache);
@@ -585,6 +593,7 @@ bool auth_admit(struct http_request *req, void (*handler)(struct http_request *r
 			.client_id = req->client_id,
 			.roles = req->acting_roles,
 			.nroles = req->who.nroles,
+			.cache = a->decisions,
 		};
 		log_set_principal(req->principal);
 		return true;

@@ -30,6 +30,14 @@ struct store;
  */
 struct auth *auth_new(const struct floe_config *cfg, struct floe_error *err) FLOE_WUR;
 
+/*
+ * Starts the thread that hears changes of authorization through a
+ * session of its own to conninfo (authwatch.c). Until it hears, and
+ * whenever it cannot, no decision is kept. Nothing with --auth=none.
+ * False with err set when the thread cannot start.
+ */
+bool auth_watch_start(struct auth *a, const char *conninfo, struct floe_error *err) FLOE_WUR;
+
 /* Stops the hashing queue and frees everything; NULL is fine. */
 void auth_free(struct auth *a);
 

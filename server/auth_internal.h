@@ -16,16 +16,24 @@
 #include "tokencache.h"
 #include "workq.h"
 
+struct authwatch;
+struct authz_cache;
 struct principal_row;
 
 struct auth {
 	const struct floe_config *cfg;
-	struct keyring *keys;     /* floe's signing keys; NULL with --auth=none */
-	struct tokencache *cache; /* verified tokens */
-	struct backoff *backoff;  /* failed client authentications */
-	struct oidc *oidc;        /* the external issuer; NULL: none */
-	struct workq *hashes;     /* runs the scrypt checks of the token endpoint */
+	struct keyring *keys;          /* floe's signing keys; NULL with --auth=none */
+	struct tokencache *cache;      /* verified tokens */
+	struct backoff *backoff;       /* failed client authentications */
+	struct oidc *oidc;             /* the external issuer; NULL: none */
+	struct workq *hashes;          /* runs the scrypt checks of the token endpoint */
+	struct authz_cache *decisions; /* kept decisions of authorization */
+	struct authwatch *watch;       /* hears changes (authwatch.c); NULL: not started */
 };
+
+/* Stops the thread of auth_watch_start and closes its session; nothing
+ * when it was not started. */
+void auth_watch_stop(struct auth *a);
 
 /* The longest scope a token request may ask for. */
 #define AUTH_SCOPE_MAX 1024

@@ -16,6 +16,7 @@
 
 #include "auth_internal.h"
 #include "authz.h"
+#include "authzcache.h"
 #include "handlers.h"
 #include "log.h"
 #include "management.h"
@@ -60,14 +61,17 @@ static bool mgmt_param(struct http_request *req, const char *name, char **out,
 	return true;
 }
 
-/* Forgets every resolved token of this floe (a role, membership or grant
- * changed); nothing is cached with authentication off. */
+/* Forgets every resolved token and kept decision of this floe (a role,
+ * membership or grant changed) at once; the other replicas forget when
+ * the database notifies them. Nothing is kept with authentication off. */
 static void mgmt_cache_clear(struct http_request *req)
 {
 	struct auth *a = req->app->auth;
 
 	if (a != NULL && a->cache != NULL)
 		tokencache_clear(a->cache);
+	if (a != NULL)
+		authz_cache_forget(a->decisions);
 }
 
 /* The answers holding a new secret are shown once: an Idempotency-Key

@@ -73,7 +73,7 @@ static void on_mhd_panic(void *cls, const char *file, unsigned int line, const c
 
 /* Authentication: the keys, the first start's admin client, and the
  * warning that --auth=none is on. */
-static bool start_auth(struct app *app, const struct floe_config *cfg)
+static bool start_auth(struct app *app, const struct floe_config *cfg, const char *conninfo)
 {
 	struct floe_error err;
 	struct store *s;
@@ -99,9 +99,15 @@ static bool start_auth(struct app *app, const struct floe_config *cfg)
 	}
 	ok = auth_bootstrap(app->auth, s, &err);
 	store_pool_release(app->pool, s);
-	if (!ok)
+	if (!ok) {
 		log_error("main", "cannot make the first admin client: %s", err.message);
-	return ok;
+		return false;
+	}
+	if (!auth_watch_start(app->auth, conninfo, &err)) {
+		log_error("main", "cannot set up authentication: %s", err.message);
+		return false;
+	}
+	return true;
 }
 
 static bool migrate_with_retry(const char *conninfo, bool *stopped)
@@ -247,7 +253,7 @@ int main(int argc, char **argv)
 		log_error("main", "out of memory");
 		goto done;
 	}
-	if (!start_auth(&app, &cfg))
+	if (!start_auth(&app, &cfg, conninfo))
 		goto done;
 	/* Its own connection, outside the pool: upkeep never waits for a
 	 * request's connection, nor a request for upkeep's. */

@@ -272,7 +272,7 @@ static bool run(struct store *s, int argc, char **argv, json_t **out)
 		enum privilege priv;
 		NEED(6);
 		n = ids_arg(argv[3], ids, 16);
-		struct principal p = { 1, argv[4], NULL, ids, n };
+		struct principal p = { 1, argv[4], NULL, ids, n, NULL };
 		if (!privilege_from_name(argv[5], &priv))
 			exit(2);
 		struct authz_object obj = { strcmp(argv[6], "table") == 0       ? AUTHZ_TABLE
@@ -291,7 +291,7 @@ static bool run(struct store *s, int argc, char **argv, json_t **out)
 		/* check-listing ROLE_IDS PRINCIPAL NS */
 		NEED(3);
 		n = ids_arg(argv[3], ids, 16);
-		struct principal p = { 1, argv[4], NULL, ids, n };
+		struct principal p = { 1, argv[4], NULL, ids, n, NULL };
 		bool ok = authz_check_listing(s, &p, ns_arg(arg(argv, 5), &ns), &err);
 		ident_ns_clear(&ns);
 		if (!ok && err.kind != FE_FORBIDDEN)

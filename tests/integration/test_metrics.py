@@ -36,6 +36,7 @@ FAMILIES = {
     "floe_janitor_rows": "counter",
     "floe_janitor_files_removed": "counter",
     "floe_postgres_errors": "counter",
+    "floe_authz_decisions": "counter",
 }
 
 NS_ROUTE = {"method": "GET", "route": "/v1/{prefix}/namespaces/{namespace}"}

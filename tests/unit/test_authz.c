@@ -338,7 +338,7 @@ static void assert_admin(const char *name)
 	cr_assert(store_principal_roles(fake_store(), row.id, &ids, &names, &n, &err));
 	cr_assert_eq(n, 1);
 	cr_assert_str_eq(names[0], PRINCIPALS_ADMIN_ROLE);
-	struct principal admin = { row.id, row.name, row.client_id, ids, n };
+	struct principal admin = { row.id, row.name, row.client_id, ids, n, NULL };
 	for (int i = 0; i < PRIV_COUNT; i++)
 		cr_assert(authz_check(fake_store(), &admin, (enum privilege)i, &catalog, &err));
 	free(ids);
