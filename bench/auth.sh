@@ -4,7 +4,7 @@
 # bearer token floe verifies (the verified-token cache answers all but the
 # first request). GET /v1/config asks for no privilege, so its difference
 # is the token's cost; loadTable adds the privilege check (TABLE_READ),
-# one query of the grants.
+# answered from the decisions floe keeps after the first request.
 #   bench/auth.sh [DURATION]      (default 15s per measurement)
 # Needs a built floe (scripts/setup.sh) and wrk (apt-get install wrk).
 set -euo pipefail
