@@ -194,12 +194,15 @@ def test_a_token_creates_a_namespace_and_a_table_and_loads_them_back(driver, aut
 
 def test_a_token_changes_and_drops_what_it_made(driver, authed, uniq):
     f = authed
-    ns = [uniq, "child"]
+    ns = [uniq, "child é"]          # a space and a non-ASCII letter in the path
+    leaf = ns + ["leaf"]
     t = table_id(ns, "events")
     res = run(driver, f, [
         ("createNamespace", ns_id([uniq])),
         ("createNamespace", ns_id(ns)),
+        ("createNamespace", ns_id(leaf)),
         ("listNamespaces", {"parent": ns_id([uniq])}),
+        ("listNamespaces", {"parent": ns_id(ns)}),
         ("updateNamespaceProperties", ns_id(ns), {"updates": {"tier": "gold"}, "removals": ["absent"]}),
         ("createTable", ns_id(ns), create_request("events")),
         ("updateTable", t, {"requirements": [{"type": "assert-current-schema-id", "current-schema-id": 0}],
@@ -208,22 +211,28 @@ def test_a_token_changes_and_drops_what_it_made(driver, authed, uniq):
         ("renameTable", {"source": t, "destination": table_id(ns, "events2")}),
         ("listTables", ns_id(ns)),
         ("dropTable", table_id(ns, "events2")),
+        ("dropNamespace", ns_id(leaf)),
         ("dropNamespace", ns_id(ns)),
         ("namespaceExists", ns_id(ns)),
     ], token=f.token)
-    ok(res[0]), ok(res[1])
-    assert ok(res[2])["namespaces"] == [ns_id(ns)]
-    assert ok(res[3]) == {"updated": ["tier"], "removed": [], "missing": ["absent"]}
-    commit = ok(res[5])
+    for r in res[:3]:
+        ok(r)
+    assert ok(res[3])["namespaces"] == [ns_id(ns)]
+    assert ok(res[4])["namespaces"] == [ns_id(leaf)], "a parent of two levels, joined by 0x1F"
+    assert ok(res[5]) == {"updated": ["tier"], "removed": [], "missing": ["absent"]}
+    assert "owner" not in ok(res[6])["properties"]
+    commit = ok(res[7])
     assert commit["metadata"]["properties"]["owner"] == "ops"
     assert commit["metadata-location"].endswith(".metadata.json")
-    result = ok(res[6])
+    result = ok(res[8])
     assert result["metadata-location"] == commit["metadata-location"]
     assert result["etag"], "floe sends loadTable's ETag"
-    assert ok(res[8])["identifiers"] == [table_id(ns, "events2")]
-    assert ok(res[9]) is None and ok(res[10]) is None
-    assert ok(res[11]) is False
+    assert ok(res[9]) is None
+    assert ok(res[10])["identifiers"] == [table_id(ns, "events2")]
+    assert (ok(res[11]), ok(res[12]), ok(res[13])) == (None, None, None)
+    assert ok(res[14]) is False
     assert f.get(f"/v1/namespaces/{ns_path(ns)}").status_code == 404
+    assert f.get(f"/v1/namespaces/{uniq}").status_code == 200
 
 
 def test_an_unchanged_table_is_not_sent_again(driver, authed, uniq):
