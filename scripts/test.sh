@@ -52,6 +52,10 @@ scripts/lint.sh build
 # oidc-provider from the npm registry), cached outside the clone.
 echo "== OpenID provider for the issuer tests (scripts/oidc-deps.sh)"
 scripts/oidc-deps.sh >/dev/null
+# The iceberg-js client tests/integration/test_icebergjs.py drives
+# (tests/icebergjs: iceberg-js from the npm registry), cached the same way.
+echo "== iceberg-js for the client tests (scripts/node-deps.sh tests/icebergjs)"
+scripts/node-deps.sh tests/icebergjs driver.mjs >/dev/null
 
 run_suite build
 
