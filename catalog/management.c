@@ -37,6 +37,26 @@ static bool no_such_role(const char *name, struct floe_error *err)
 	return floe_err(err, FE_NO_SUCH_ROLE, "Role does not exist: %s", name);
 }
 
+/*
+ * After a change that may have taken an administrator away, inside its
+ * transaction: false with FE_BAD_REQUEST when no principal that is not
+ * disabled holds ADMIN on the catalog any more, so that the catalog is
+ * never left without anyone who can manage it. The lock makes two such
+ * changes at once count one after the other.
+ */
+static bool keeps_an_admin(struct store *s, struct floe_error *err)
+{
+	long long n = 0;
+
+	if (!store_principal_lock(s, err) || !store_admin_count(s, &n, err))
+		return false;
+	if (n == 0)
+		return floe_err(err, FE_BAD_REQUEST,
+				"The change would leave no principal holding ADMIN on the catalog; "
+				"make another administrator first");
+	return true;
+}
+
 /* Appends event with details (stolen) as env's principal. */
 static bool mgmt_event(struct store *s, const struct table_env *env, const char *event,
 		       const struct ns_ident *ns, const char *table, json_t *details,
@@ -242,6 +262,7 @@ json_t *mgmt_principal_set_disabled(struct store *s, const struct table_env *env
 	ok = store_principal_set_disabled(s, name, disabled, &found, err);
 	if (ok && !found)
 		ok = no_such_principal(name, err);
+	ok = ok && (!disabled || keeps_an_admin(s, err));
 	ok = ok && mgmt_event(s, env, disabled ? "principal.disabled" : "principal.enabled", NULL,
 			      NULL, json_pack("{s:s}", "name", name), err);
 	if (ok) {
@@ -381,6 +402,7 @@ bool mgmt_role_delete(struct store *s, const struct table_env *env, const char *
 	ok = store_role_delete(s, role, &found, err);
 	if (ok && !found)
 		ok = no_such_role(role, err);
+	ok = ok && keeps_an_admin(s, err);
 	ok = ok &&
 	     mgmt_event(s, env, "role.deleted", NULL, NULL, json_pack("{s:s}", "role", role), err);
 	return mgmt_finish(s, ok, err);
@@ -429,6 +451,7 @@ bool mgmt_member_set(struct store *s, const struct table_env *env, const char *r
 			 : store_role_member_remove(s, role, principal, &found, err);
 		if (ok && !found)
 			ok = no_such_role(role, err);
+		ok = ok && (add || keeps_an_admin(s, err));
 		ok = ok &&
 		     mgmt_event(s, env, add ? "role.member-added" : "role.member-removed", NULL,
 				NULL, json_pack("{s:s, s:s}", "role", role, "principal", principal),
@@ -585,6 +608,7 @@ json_t *mgmt_grant_set(struct store *s, const struct table_env *env, const char 
 			      obj.table != NULL ? "." : "", obj.table != NULL ? obj.table : "");
 		free(what);
 	}
+	ok = ok && (add || !done || keeps_an_admin(s, err));
 	if (ok) {
 		out = json_pack("{s:s, s:s, s:o}", "role", role, "privilege", privilege, "on",
 				object_json(obj.on, &obj.ns, obj.table));

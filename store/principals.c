@@ -27,6 +27,7 @@ enum {
 	ST_PRINCIPAL_COUNT,
 	ST_PRINCIPAL_ROLES,
 	ST_PRINCIPAL_LOCK,
+	ST_PRINCIPAL_ADMINS,
 	ST_COUNT
 };
 
@@ -57,6 +58,11 @@ static const struct store_statement statements[ST_COUNT] = {
 		"WHERE m.principal_id = $1::bigint ORDER BY r.name" },
 	[ST_PRINCIPAL_LOCK] = { "principal_lock",
 		"SELECT pg_advisory_xact_lock(" PRINCIPAL_LOCK ")" },
+	[ST_PRINCIPAL_ADMINS] = { "principal_admins",
+		"SELECT count(DISTINCT p.id) FROM principals p "
+		"JOIN role_members m ON m.principal_id = p.id "
+		"JOIN grants g ON g.role_id = m.role_id "
+		"WHERE NOT p.disabled AND g.privilege = 'ADMIN' AND g.object_kind = 'catalog'" },
 };
 /* clang-format on */
 
@@ -161,17 +167,28 @@ bool store_principal_set_secret(struct store *s, const char *name, const char *s
 	return principal_update(s, ST_PRINCIPAL_SET_SECRET, name, secret_hash, found, err);
 }
 
-bool store_principal_count(struct store *s, long long *n, struct floe_error *err)
+/* The count(*) statement st answers, into *n. */
+static bool count_of(struct store *s, int st, long long *n, struct floe_error *err)
 {
 	char *text = NULL;
 
 	*n = 0;
-	if (!store_exec_text(s, &statements[ST_PRINCIPAL_COUNT], 0, NULL, &text, err))
+	if (!store_exec_text(s, &statements[st], 0, NULL, &text, err))
 		return false;
 	if (text != NULL)
 		*n = strtoll(text, NULL, 10);
 	free(text);
 	return true;
+}
+
+bool store_principal_count(struct store *s, long long *n, struct floe_error *err)
+{
+	return count_of(s, ST_PRINCIPAL_COUNT, n, err);
+}
+
+bool store_admin_count(struct store *s, long long *n, struct floe_error *err)
+{
+	return count_of(s, ST_PRINCIPAL_ADMINS, n, err);
 }
 
 bool store_principal_roles(struct store *s, long long principal_id, long long **ids, char ***names,

@@ -563,9 +563,15 @@ bool store_principal_roles(struct store *s, long long principal_id, long long **
 			   size_t *n, struct floe_error *err) FLOE_WUR;
 
 /* Takes the transaction-scoped lock that serialises the first start's
- * bootstrap of the admin principal across floes on one database. Only
- * inside store_begin ... store_commit. */
+ * bootstrap of the admin principal, and every change that could leave no
+ * administrator, across floes on one database. Only inside store_begin
+ * ... store_commit. */
 bool store_principal_lock(struct store *s, struct floe_error *err) FLOE_WUR;
+
+/* How many principals that are not disabled hold a role with ADMIN on the
+ * catalog, as the transaction sees them now (under store_principal_lock,
+ * so that two changes cannot each count the other's administrator). */
+bool store_admin_count(struct store *s, long long *n, struct floe_error *err) FLOE_WUR;
 
 /* One role. */
 struct role_row {

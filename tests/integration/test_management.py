@@ -91,6 +91,35 @@ def test_an_admin_cannot_disable_itself(authed):
     assert assert_ok_json(authed.get(f"{M}/principals/admin"))["disabled"] is False
 
 
+def test_the_last_administrator_cannot_be_taken_away(postgres):
+    from conftest import Floe
+    f = Floe(env={"FLOE_DATABASE_URL": postgres.new_database(), "FLOE_AUTH": "floe"})
+    try:
+        f.wait_ready(30)
+        f.authenticate()
+        says = "would leave no principal holding ADMIN on the catalog"
+        admin_grant = {"privilege": "ADMIN", "on": {"kind": "catalog"}}
+        for method, path, body in [
+                ("DELETE", f"{M}/roles/admin/members/admin", None),
+                ("POST", f"{M}/roles/admin/grants/revoke", admin_grant),
+                ("DELETE", f"{M}/roles/admin", None)]:
+            assert_error(f.request(method, path, json=body), 400, "BadRequestException", says)
+        assert assert_ok_json(f.get(f"{M}/principals/admin"))["roles"] == ["admin"]
+        events = [e["event-type"] for e in audit_events(f)]
+        assert not {"role.member-removed", "grant.revoked", "role.deleted"} & set(events), events
+        # A second administrator lets the first one go; then the second is
+        # the last, and a disable of it by anyone is refused the same way.
+        second = new_client(f, "second-admin")
+        assert f.request("PUT", f"{M}/roles/admin/members/second-admin").status_code == 204
+        token = client_token(f, second["credential"])
+        r = as_token(f, token, "DELETE", f"{M}/roles/admin/members/admin")
+        assert r.status_code == 204, describe(r)
+        r = as_token(f, token, "POST", f"{M}/principals/second-admin/disable")
+        assert_error(r, 400, "BadRequestException", "cannot disable itself")
+    finally:
+        f.cleanup()
+
+
 def test_a_user_has_no_secret(authed):
     f = authed
     body = assert_ok_json(f.post(f"{M}/principals", json={"name": "ann", "kind": "user"}), 201)

@@ -16,6 +16,23 @@ static struct floe_error err;
 static struct table_env env;
 static struct ns_ident ns;
 
+/* The administrator every catalog has after its first start, made in the
+ * store directly (no audit event, no call counted by the tests that count
+ * them): "keeper", member of "keepers", which holds ADMIN on the catalog.
+ * A change that takes a principal or role away needs one to remain. */
+static void make_keeper(void)
+{
+	long long pid = 0, rid = 0;
+	bool done = false;
+
+	cr_assert(store_principal_insert(fake_store(), "keeper", "client", "keeper", NULL, "floe",
+					 &pid, &err));
+	cr_assert(store_role_insert(fake_store(), "keepers", &rid, &err));
+	cr_assert(store_grant_insert(fake_store(), "keepers", "ADMIN", GRANT_ON_CATALOG, NULL, NULL,
+				     &done, &err));
+	cr_assert(store_role_member_add(fake_store(), "keepers", "keeper", &done, &err));
+}
+
 static void setup(void)
 {
 	cr_assert(fake_start(&env, &ns));
@@ -125,6 +142,7 @@ Test(management, a_failed_disable_leaves_it_enabled)
 {
 	long long id = 0;
 
+	make_keeper();
 	make_user("ann");
 	fake_fail("store_event_insert", 1, unavailable(), false);
 	cr_assert_null(mgmt_principal_set_disabled(fake_store(), &env, "ann", true, &id, &err));
@@ -176,6 +194,7 @@ Test(management, a_membership_fails_whole_and_a_repeat_records_nothing)
 {
 	bool changed = false;
 
+	make_keeper();
 	make_user("ann");
 	make_role("r");
 	fake_fail("store_event_insert", 1, unavailable(), false);
@@ -197,6 +216,45 @@ Test(management, a_membership_fails_whole_and_a_repeat_records_nothing)
 	cr_assert(!mgmt_member_set(fake_store(), &env, "r", "ann", false, &changed, &err));
 	cr_assert_eq(err.kind, FE_NOT_FOUND);
 	cr_assert_eq(fake_store_events("role.member-removed"), 1);
+}
+
+Test(management, the_last_administrator_stays)
+{
+	long long id = 0;
+	bool changed = false;
+	json_t *admin = json_pack("{s:s, s:{s:s}}", "privilege", "ADMIN", "on", "kind", "catalog");
+
+	make_keeper();
+	/* Each way of taking the last one away is refused whole, with
+	 * nothing recorded. */
+	cr_assert_null(mgmt_principal_set_disabled(fake_store(), &env, "keeper", true, &id, &err));
+	cr_assert_eq(err.kind, FE_BAD_REQUEST);
+	cr_assert(strstr(err.message, "no principal holding ADMIN on the catalog") != NULL, "%s",
+		  err.message);
+	cr_assert(!mgmt_member_set(fake_store(), &env, "keepers", "keeper", false, &changed, &err));
+	cr_assert_eq(err.kind, FE_BAD_REQUEST);
+	cr_assert_null(mgmt_grant_set(fake_store(), &env, "keepers", admin, false, &changed, &err));
+	cr_assert_eq(err.kind, FE_BAD_REQUEST);
+	cr_assert(!mgmt_role_delete(fake_store(), &env, "keepers", &err));
+	cr_assert_eq(err.kind, FE_BAD_REQUEST);
+	cr_assert_eq(fake_store_events("principal.disabled") +
+			     fake_store_events("role.member-removed") +
+			     fake_store_events("grant.revoked") + fake_store_events("role.deleted"),
+		     0);
+	json_t *p = mgmt_principal_get(fake_store(), "keeper", &err);
+	cr_assert(json_is_false(json_object_get(p, "disabled")));
+	cr_assert_eq(json_array_size(json_object_get(p, "roles")), 1);
+	json_decref(p);
+
+	/* With a second administrator, the first may go. */
+	make_user("ann");
+	cr_assert(mgmt_member_set(fake_store(), &env, "keepers", "ann", true, &changed, &err));
+	p = mgmt_principal_set_disabled(fake_store(), &env, "keeper", true, &id, &err);
+	cr_assert_not_null(p, "%s", err.message);
+	json_decref(p);
+	cr_assert(!mgmt_member_set(fake_store(), &env, "keepers", "ann", false, &changed, &err),
+		  "a disabled administrator does not count");
+	json_decref(admin);
 }
 
 static json_t *grant_body(const char *privilege)

@@ -315,6 +315,44 @@ bool store_principal_lock(struct store *s, struct floe_error *err)
 	return !fake_fault_due(__func__, err, NULL);
 }
 
+/* Whether role (id) holds ADMIN on the catalog. */
+static bool role_is_admin(long long role)
+{
+	size_t i;
+	json_t *g;
+
+	json_array_foreach(list("grants"), i, g) {
+		if (json_integer_value(json_object_get(g, "role")) == role &&
+		    same(str(g, "privilege"), "ADMIN") && same(str(g, "on"), "catalog"))
+			return true;
+	}
+	return false;
+}
+
+bool store_admin_count(struct store *s, long long *n, struct floe_error *err)
+{
+	size_t i, j;
+	json_t *p, *m;
+
+	(void)s;
+	*n = 0;
+	if (fake_fault_due(__func__, err, NULL))
+		return false;
+	json_array_foreach(list("principals"), i, p) {
+		if (json_is_true(json_object_get(p, "disabled")))
+			continue;
+		long long id = json_integer_value(json_object_get(p, "id"));
+		json_array_foreach(list("members"), j, m) {
+			if (json_integer_value(json_array_get(m, 1)) == id &&
+			    role_is_admin(json_integer_value(json_array_get(m, 0)))) {
+				(*n)++;
+				break;
+			}
+		}
+	}
+	return true;
+}
+
 /* --- roles --- */
 
 bool store_role_insert(struct store *s, const char *name, long long *id, struct floe_error *err)
