@@ -54,6 +54,13 @@
 /* Keys of the failure backoff table. */
 #define AUTH_BACKOFF_ENTRIES 4096
 
+long long auth_token_epoch(const json_t *claims)
+{
+	const json_t *epoch = json_object_get(claims, "epoch");
+
+	return json_is_integer(epoch) ? (long long)json_integer_value(epoch) : 0;
+}
+
 long long auth_now(void)
 {
 	return (long long)time(NULL);
@@ -329,8 +336,8 @@ done:
 	return ok;
 }
 
-char *auth_issue(struct auth *a, const struct tokencache_entry *who, const char *scope,
-		 long long now, struct floe_error *err)
+char *auth_issue(struct auth *a, const struct tokencache_entry *who, long long epoch,
+		 const char *scope, long long now, struct floe_error *err)
 {
 	unsigned char jti[16];
 	char *jti_text = NULL;
@@ -347,6 +354,12 @@ char *auth_issue(struct auth *a, const struct tokencache_entry *who, const char 
 			   "nbf", (json_int_t)now, "exp",
 			   (json_int_t)(now + a->cfg->token_ttl_seconds), "jti", jti_text, "scope",
 			   scope != NULL && scope[0] != '\0' ? scope : "catalog");
+	/* Epoch 0 is no claim: the tokens before migration 0012 had none. */
+	if (claims != NULL && epoch != 0 &&
+	    json_object_set_new(claims, "epoch", json_integer((json_int_t)epoch)) != 0) {
+		json_decref(claims);
+		claims = NULL;
+	}
 	if (claims != NULL && who->client_id[0] != '\0' &&
 	    json_object_set_new(claims, "client_id", json_string(who->client_id)) != 0) {
 		json_decref(claims);
@@ -411,6 +424,10 @@ static enum verdict floe_token(struct auth *a, struct http_request *req, const s
 	} else if (!found || row.disabled) {
 		(void)snprintf(why, whylen, "%s",
 			       found ? "Principal is disabled" : "Principal does not exist");
+	} else if (auth_token_epoch(jwt->claims) != row.token_epoch) {
+		(void)snprintf(why, whylen,
+			       "Token was issued before the principal's secret was rotated or the "
+			       "principal was disabled");
 	} else if (!auth_principal_roles(s, &row, scope, who, why, whylen, &unavailable, err)) {
 		v = unavailable ? V_UNAVAILABLE : V_REFUSED;
 	} else {

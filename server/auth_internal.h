@@ -49,10 +49,11 @@ bool auth_principal_roles(struct store *s, const struct principal_row *row, cons
 			  struct tokencache_entry *who, char *why, size_t whylen, bool *unavailable,
 			  struct floe_error *err) FLOE_WUR;
 
-/* A token of floe's for who (its principal and client id) and scope,
- * valid from now for --token-ttl-seconds; a new string, or NULL. */
-char *auth_issue(struct auth *a, const struct tokencache_entry *who, const char *scope,
-		 long long now, struct floe_error *err) FLOE_WUR;
+/* A token of floe's for who (its principal and client id) and scope, of
+ * the principal's token epoch, valid from now for --token-ttl-seconds; a
+ * new string, or NULL. */
+char *auth_issue(struct auth *a, const struct tokencache_entry *who, long long epoch,
+		 const char *scope, long long now, struct floe_error *err) FLOE_WUR;
 
 /* Reads "Authorization: Basic base64(id:secret)" into id and secret
  * (each at most 255 bytes, taken as they are: the clients floe serves do
@@ -60,6 +61,11 @@ char *auth_issue(struct auth *a, const struct tokencache_entry *who, const char 
  * false) or malformed. */
 bool auth_basic_credentials(struct http_request *req, char id[256], char secret[256],
 			    bool *present);
+
+/* The principal's token epoch a token of floe's carries (its "epoch"
+ * claim; 0 when it has none). A token whose epoch is not its principal's
+ * token_epoch was issued before a secret rotation or a disable. */
+long long auth_token_epoch(const json_t *claims);
 
 /* The time now, in seconds since the epoch. */
 long long auth_now(void);

@@ -149,6 +149,10 @@ static void secret_job_run(void *arg, const struct floe_error *refused)
 	}
 	OPENSSL_cleanse(credential, len);
 	free(credential);
+	/* The tokens of the old secret end at once here (the other floes
+	 * hear the change from the database). */
+	if (job->rotate)
+		mgmt_cache_clear(req);
 	http_reply_json(req, job->rotate ? 200 : 201, out);
 	http_add_header(req, "Cache-Control", "no-store");
 	log_info("auth", "%s the secret of %s rid=%s", job->rotate ? "rotated" : "made", job->name,

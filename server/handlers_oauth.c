@@ -106,7 +106,8 @@ struct token_job {
 	char scope[AUTH_SCOPE_MAX + 1];
 	char subject_sub[256]; /* the exchanged token's principal */
 	char subject_client[256];
-	char addr_key[80]; /* "ip:ADDR" of the backoff table */
+	long long subject_epoch; /* the exchanged token's epoch */
+	char addr_key[80];       /* "ip:ADDR" of the backoff table */
 };
 
 static void token_job_free(struct token_job *job)
@@ -117,10 +118,10 @@ static void token_job_free(struct token_job *job)
 
 /* The 200 answer of RFC 6749 section 5.1 and RFC 8693 section 2.2.1. */
 static void answer_token(struct http_request *req, struct auth *a,
-			 const struct tokencache_entry *who, const char *scope)
+			 const struct tokencache_entry *who, long long epoch, const char *scope)
 {
 	struct floe_error err;
-	char *token = auth_issue(a, who, scope, auth_now(), &err);
+	char *token = auth_issue(a, who, epoch, scope, auth_now(), &err);
 
 	if (token == NULL) {
 		http_reply_error(req, &err);
@@ -194,6 +195,14 @@ static void token_job_run(void *arg, const struct floe_error *refused)
 		oauth_error(req, 400, "invalid_grant",
 			    "The subject token's principal cannot be used");
 		goto done;
+	} else if (job->subject_epoch != row.token_epoch) {
+		/* Without the new secret, a token from before a rotation
+		 * buys no newer one. */
+		system_release(req->pool, s);
+		oauth_error(req, 400, "invalid_grant",
+			    "The subject token was issued before the principal's secret was "
+			    "rotated: exchange it with the client's credentials");
+		goto done;
 	}
 	if (!auth_principal_roles(s, &row, job->scope, &who, why, sizeof(why), &unavailable,
 				  &err)) {
@@ -205,7 +214,7 @@ static void token_job_run(void *arg, const struct floe_error *refused)
 		goto done;
 	}
 	system_release(req->pool, s);
-	answer_token(req, a, &who, job->scope);
+	answer_token(req, a, &who, row.token_epoch, job->scope);
 	log_info("auth", "issued a token to %s rid=%s", row.name, req->request_id);
 done:
 	store_principal_row_clear(&row);
@@ -257,6 +266,7 @@ static bool subject_token(struct auth *a, const char *token, struct token_job *j
 		goto done;
 	}
 	(void)snprintf(job->subject_sub, sizeof(job->subject_sub), "%s", sub);
+	job->subject_epoch = auth_token_epoch(jwt->claims);
 	(void)snprintf(job->subject_client, sizeof(job->subject_client), "%s",
 		       client != NULL ? client : "");
 	if (job->scope[0] == '\0' && scope != NULL)

@@ -15,7 +15,8 @@
 
 #define PRINCIPAL_COLUMNS                                                       \
 	"SELECT id, name, kind, client_id, secret_hash, source, disabled, " TS( \
-		"created_at") " FROM principals "
+		"created_at") ", token_epoch "                                  \
+			      "FROM principals "
 
 enum {
 	ST_PRINCIPAL_BY_CLIENT,
@@ -47,10 +48,11 @@ static const struct store_statement statements[ST_COUNT] = {
 		PRINCIPAL_COLUMNS "WHERE $1::text IS NULL OR name > $1 "
 		"ORDER BY name LIMIT $2::bigint" },
 	[ST_PRINCIPAL_SET_DISABLED] = { "principal_set_disabled",
-		"UPDATE principals SET disabled = $2::boolean, updated_at = now() "
+		"UPDATE principals SET disabled = $2::boolean, updated_at = now(), "
+		"  token_epoch = token_epoch + CASE WHEN $2::boolean THEN 1 ELSE 0 END "
 		"WHERE name = $1 RETURNING id" },
 	[ST_PRINCIPAL_SET_SECRET] = { "principal_set_secret",
-		"UPDATE principals SET secret_hash = $2, updated_at = now() "
+		"UPDATE principals SET secret_hash = $2, updated_at = now(), token_epoch = token_epoch + 1 "
 		"WHERE name = $1 RETURNING id" },
 	[ST_PRINCIPAL_COUNT] = { "principal_count", "SELECT count(*) FROM principals" },
 	[ST_PRINCIPAL_ROLES] = { "principal_roles",
@@ -76,6 +78,7 @@ static bool principal_fill(PGresult *r, int i, void *dst)
 	memset(row, 0, sizeof(*row));
 	row->id = store_col_ll(r, i, 0);
 	row->disabled = strcmp(PQgetvalue(r, i, 6), "t") == 0;
+	row->token_epoch = store_col_ll(r, i, 8);
 	if (store_col_copy(r, i, 1, &row->name) && store_col_copy(r, i, 2, &row->kind) &&
 	    store_col_copy(r, i, 3, &row->client_id) &&
 	    store_col_copy(r, i, 4, &row->secret_hash) && store_col_copy(r, i, 5, &row->source) &&

@@ -513,6 +513,9 @@ struct principal_row {
 	char *source;      /* "floe" or "oidc" */
 	bool disabled;
 	char *created_at; /* RFC 3339 UTC */
+	/* The epoch a token of this principal must carry: one more at each
+	 * secret rotation and each disable (migration 0012). */
+	long long token_epoch;
 };
 
 /* Frees what row holds and zeroes it. */
@@ -544,12 +547,14 @@ bool store_principal_list(struct store *s, const char *after_name, long limit,
 			  struct principal_row **rows, size_t *count, bool *more,
 			  struct floe_error *err) FLOE_WUR;
 
-/* Disables or enables principal name; *found false when there is none. */
+/* Disables or enables principal name; *found false when there is none.
+ * Disabling also ends the tokens issued until now (token_epoch). */
 bool store_principal_set_disabled(struct store *s, const char *name, bool disabled, bool *found,
 				  struct floe_error *err) FLOE_WUR;
 
-/* Replaces the secret hash of principal name (NULL: none); *found false
- * when there is none. */
+/* Replaces the secret hash of principal name (NULL: none) and ends the
+ * tokens issued until now (token_epoch); *found false when there is
+ * none. */
 bool store_principal_set_secret(struct store *s, const char *name, const char *secret_hash,
 				bool *found, struct floe_error *err) FLOE_WUR;
 

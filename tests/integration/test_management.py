@@ -66,8 +66,11 @@ def test_client_credential_is_shown_once_and_disable_stops_its_token(authed):
     assert_error(r, 401, "NotAuthorizedException", "Principal is disabled")
     assert assert_ok_json(f.get(f"{M}/principals/svc-one"))["disabled"] is True
 
+    # Enabling again does not bring the tokens of before back.
     assert_ok_json(f.post(f"{M}/principals/svc-one/enable"))
-    assert as_token(f, token, "GET", "/v1/namespaces").status_code == 200
+    r = as_token(f, token, "GET", "/v1/namespaces")
+    assert_error(r, 401, "NotAuthorizedException", "issued before")
+    assert as_token(f, client_token(f, cred), "GET", "/v1/namespaces").status_code == 200
 
 
 def test_rotate_secret_refuses_the_old_one(authed):
@@ -83,6 +86,33 @@ def test_rotate_secret_refuses_the_old_one(authed):
     assert r.status_code == 401 and r.json()["error"] == "invalid_client", describe(r)
     assert client_token(f, new)
     assert "credential" not in assert_ok_json(f.get(f"{M}/principals/svc-rot"))
+
+
+def test_rotate_secret_ends_the_tokens_of_the_old_one(authed):
+    f = authed
+    old = new_client(f, "svc-leak")["credential"]
+    leaked = client_token(f, old)
+    assert as_token(f, leaked, "GET", "/v1/namespaces").status_code == 200
+    new = assert_ok_json(f.post(f"{M}/principals/svc-leak/rotate-secret", timeout=30))["credential"]
+    r = as_token(f, leaked, "GET", "/v1/namespaces")
+    assert_error(r, 401, "NotAuthorizedException",
+                 "Token was issued before the principal's secret was rotated")
+    # Nor does it buy a newer token without the new secret.
+    exchange = {"grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                "subject_token": leaked,
+                "subject_token_type": "urn:ietf:params:oauth:token-type:access_token"}
+    r = requests.post(f.url + "/v1/oauth/tokens", data=exchange, timeout=30)
+    assert r.status_code == 400 and r.json()["error"] == "invalid_grant", describe(r)
+    assert "before the principal's secret was rotated" in r.json()["error_description"], r.text
+    # With the new secret, the old token is exchanged for one that works,
+    # and a token of the new secret refreshes without it.
+    cid, secret = new.split(":", 1)
+    r = requests.post(f.url + "/v1/oauth/tokens", data=exchange, auth=(cid, secret), timeout=30)
+    fresh = assert_ok_json(r)["access_token"]
+    assert as_token(f, fresh, "GET", "/v1/namespaces").status_code == 200
+    r = requests.post(f.url + "/v1/oauth/tokens", timeout=30,
+                      data={**exchange, "subject_token": fresh})
+    assert as_token(f, assert_ok_json(r)["access_token"], "GET", "/v1/namespaces").status_code == 200
 
 
 def test_an_admin_cannot_disable_itself(authed):

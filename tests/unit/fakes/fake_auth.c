@@ -118,6 +118,7 @@ static void principal_fill(const json_t *e, struct principal_row *row)
 	row->secret_hash = dup_or_null(str(e, "secret_hash"));
 	row->source = dup_or_null(str(e, "source"));
 	row->disabled = json_is_true(json_object_get(e, "disabled"));
+	row->token_epoch = json_integer_value(json_object_get(e, "token_epoch"));
 	row->created_at = strdup("2026-01-01T00:00:00.000000Z");
 }
 

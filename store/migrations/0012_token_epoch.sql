@@ -1,0 +1,11 @@
+-- 0012: a principal's tokens can be ended all at once.
+--
+-- A token floe issues carries its principal's token_epoch (the claim
+-- "epoch"; none counts as 0). Rotating a client's secret, and disabling a
+-- principal, add one to it: every token issued before is refused from
+-- then on and cannot be exchanged for a new one without the new secret.
+-- So a leaked secret rotated away takes the tokens minted with it along,
+-- and enabling a principal again does not bring its old tokens back. A
+-- counter, not a time: no clock of a floe or of the database is compared
+-- with another's.
+ALTER TABLE principals ADD COLUMN token_epoch bigint NOT NULL DEFAULT 0;
