@@ -54,8 +54,8 @@ def _load(name: str, path: Path):
 
 it = _load("floe_integration", INTEGRATION / "conftest.py")
 
-from oidc_issuer import (READER, WRITER, credential, grant_issuer_roles,  # noqa: E402
-                         issuer_env, provider, provider_script, provider_workdir)  # noqa: F401
+from oidc_issuer import (READER, WRITER, credential, provider, provider_script,  # noqa: E402,F401
+                         provider_workdir, serve_issuer_floe)
 
 
 def cache_dir() -> Path:
@@ -95,9 +95,7 @@ _running_issuer_floe = []
 def issuer_floe(postgres, provider):
     """A floe daemon that also accepts the OpenID provider's tokens; the
     floe roles its claims name exist, with their grants."""
-    for f in it.suite_floe(postgres, _running_issuer_floe, env=issuer_env(provider)):
-        grant_issuer_roles(f)
-        yield f
+    yield from serve_issuer_floe(it.suite_floe, postgres, provider, _running_issuer_floe)
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,9 @@ rows of tests/oidc/provider.mjs, each with the secret ``<id>-secret``.
 * ``grant_issuer_roles(f)``: makes, through the management API of an
   authenticated floe, the floe roles the engine clients' claims name:
   ``reader`` (read the catalog) and ``writer`` (read, create, write, drop).
+* ``serve_issuer_floe(suite_floe, postgres, provider, running)``: a
+  fixture's generator of a floe that accepts the provider's tokens, its
+  roles granted.
 * ``commit_principals(f, namespace, table)``: who made each of a table's
   commits, from floe's commit_log.
 """
@@ -169,6 +172,14 @@ def grant_issuer_roles(f) -> None:
             r = f.post(f"/management/v1/roles/{role}/grants",
                        json={"privilege": p, "on": {"kind": "catalog"}})
             assert r.status_code == 201, r.text
+
+
+def serve_issuer_floe(suite_floe, postgres, p: Provider, running: list):
+    """Yields one floe (tests/integration/conftest.py's suite_floe) that
+    accepts p's tokens beside its own, with grant_issuer_roles done."""
+    for f in suite_floe(postgres, running, env=issuer_env(p)):
+        grant_issuer_roles(f)
+        yield f
 
 
 def commit_principals(f, namespace: str, table: str) -> list[str]:

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pytest
 
 from conftest import suite_floe
-from oidc_issuer import (READER, WRITER, commit_principals, credential, grant_issuer_roles,
-                         issuer_env, provider, provider_script, provider_workdir)  # noqa: F401
+from oidc_issuer import (READER, WRITER, commit_principals, credential, provider,  # noqa: F401
+                         provider_script, provider_workdir, serve_issuer_floe)
 
 ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "city": ["Oslo", "Lima", "Pune"]})
 
@@ -26,9 +26,7 @@ ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "city": ["Oslo", "Lima",
 @pytest.fixture(scope="module")
 def issuer_floe(postgres, provider):
     """floe with its own tokens and the provider's, its roles granted."""
-    for f in suite_floe(postgres, [], env=issuer_env(provider)):
-        grant_issuer_roles(f)
-        yield f
+    yield from serve_issuer_floe(suite_floe, postgres, provider, [])
 
 
 def catalog(f, **props):
