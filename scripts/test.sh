@@ -101,9 +101,9 @@ FLOE_BIN="$PWD/build-asan/server/floe" .venv/bin/python -m pytest tests/spark -q
 echo "== engine test downloads (scripts/engine-deps.sh: Trino, the REST Compatibility Kit)"
 scripts/engine-deps.sh
 echo "== DuckDB engine tests (build)"
-FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/engines/test_duckdb.py -q -p no:cacheprovider
+FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/engines/test_duckdb.py tests/engines/test_duckdb_oidc.py -q -p no:cacheprovider
 echo "== Trino engine tests (build)"
-FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/engines/test_trino.py -q -p no:cacheprovider
+FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/engines/test_trino.py tests/engines/test_trino_oidc.py -q -p no:cacheprovider
 echo "== Apache Iceberg REST Compatibility Kit (build)"
 FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/engines/test_rck.py -q -p no:cacheprovider -rA
 

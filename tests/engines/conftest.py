@@ -9,6 +9,11 @@ Compatibility Kit, each a real client of the real floe daemon.
 * ``ns`` (function): a fresh namespace name for one test (not created).
 * ``trino`` (session, tests/engines/trino_server.py): one Trino server for the suite.
 * ``spark`` (session): Spark with the Iceberg runtime, as in tests/spark.
+* ``provider`` (session, tests/integration/oidc_issuer.py): a real OpenID
+  provider on loopback; ``issuer_floe`` (session): a second floe daemon
+  that accepts its tokens beside its own, with the floe roles its claims
+  name (``reader``, ``writer``). Trino's catalogs ``oidc``,
+  ``oidc_reader`` and ``oidc_credential`` are on it.
 
 The PostgreSQL and floe helpers are those of tests/integration, imported
 here under the name ``floe_integration``.
@@ -32,8 +37,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 INTEGRATION = REPO / "tests" / "integration"
 
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
+for p in (HERE, INTEGRATION):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
 
 
 def _load(name: str, path: Path):
@@ -47,6 +53,9 @@ def _load(name: str, path: Path):
 
 
 it = _load("floe_integration", INTEGRATION / "conftest.py")
+
+from oidc_issuer import (READER, WRITER, credential, provider, provider_script,  # noqa: E402,F401
+                         provider_workdir, serve_issuer_floe)
 
 
 def cache_dir() -> Path:
@@ -77,6 +86,16 @@ def floe(postgres):
     """One floe daemon for the whole suite, configured as a user would: its
     defaults, a database, and a file:// warehouse under its data directory."""
     yield from it.suite_floe(postgres, _running_floe)
+
+
+_running_issuer_floe = []
+
+
+@pytest.fixture(scope="session")
+def issuer_floe(postgres, provider):
+    """A floe daemon that also accepts the OpenID provider's tokens; the
+    floe roles its claims name exist, with their grants."""
+    yield from serve_issuer_floe(it.suite_floe, postgres, provider, _running_issuer_floe)
 
 
 @pytest.fixture(autouse=True)
@@ -136,12 +155,23 @@ def spark(floe, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def trino(floe, tmp_path_factory):
-    """One Trino server for the suite, its catalog ``floe`` on this floe."""
+def trino(floe, issuer_floe, provider, tmp_path_factory):
+    """One Trino server for the suite, its catalog ``floe`` on this floe
+    (floe's own token endpoint), and on issuer_floe ``oidc`` and
+    ``oidc_reader`` with tokens of the OpenID provider's writer and reader
+    clients, and ``oidc_credential`` with the writer's credential at the
+    provider's token endpoint (see tests/engines/test_trino_oidc.py)."""
     from trino_server import TrinoServer
 
     server = TrinoServer(cache_dir(), tmp_path_factory.mktemp("trino"), floe.url, it.free_port(),
-                         credential=floe.credential)
+                         credential=floe.credential,
+                         catalogs={
+                             "oidc": (issuer_floe.url, {"token": provider.token(WRITER, post=True)}),
+                             "oidc_reader": (issuer_floe.url, {"token": provider.token(READER, post=True)}),
+                             "oidc_credential": (issuer_floe.url, {
+                                 "credential": credential(WRITER),
+                                 "server-uri": provider.token_endpoint}),
+                         })
     try:
         server.wait_ready()
     except BaseException:

@@ -29,14 +29,21 @@ def extension_file(name: str) -> Path:
     return files[0]
 
 
-def connect(floe, options: str = ""):
-    """A DuckDB connection with floe attached as the catalog ``floe``: the
-    Iceberg REST catalog at floe's URL, with the admin client's credential
-    (DuckDB gets its token from floe's POST /v1/oauth/tokens)."""
+def new_connection():
+    """A DuckDB connection with the iceberg extension (and those it needs)
+    loaded from the packages' files."""
     c = duckdb.connect(config={"autoinstall_known_extensions": "false",
                                "autoload_known_extensions": "false"})
     for name in ("avro", "httpfs", "iceberg"):
         c.execute(f"LOAD '{extension_file(name)}'")
+    return c
+
+
+def connect(floe, options: str = ""):
+    """A DuckDB connection with floe attached as the catalog ``floe``: the
+    Iceberg REST catalog at floe's URL, with the admin client's credential
+    (DuckDB gets its token from floe's POST /v1/oauth/tokens)."""
+    c = new_connection()
     cid, secret = floe.credential.split(":", 1)
     c.execute(f"ATTACH 'warehouse' AS floe (TYPE iceberg, ENDPOINT '{floe.url}', "
               f"AUTHORIZATION_TYPE 'oauth2', CLIENT_ID '{cid}', CLIENT_SECRET '{secret}', "

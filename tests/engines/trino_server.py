@@ -3,8 +3,9 @@ Trino's HTTP protocol (POST /v1/statement, then follow nextUri).
 
 The server is the trino-server tarball of Maven Central that
 scripts/engine-deps.sh unpacks into the cache (only its Iceberg plugin is
-kept), run on a JDK 24 or newer with a 2 GiB heap. Its one catalog,
-``floe``, is Trino's Iceberg connector on floe's REST endpoint; table files
+kept), run on a JDK 24 or newer with a 2 GiB heap. Its catalog
+``floe`` (and any others it is given) is Trino's Iceberg connector on
+floe's REST endpoint; table files
 are read and written through Trino's local file system (``file://``).
 """
 
@@ -26,12 +27,19 @@ HEAP = os.environ.get("TRINO_HEAP", "2G")
 
 
 class TrinoError(Exception):
-    """A statement Trino answered with an error: ``.message``, ``.name``."""
+    """A statement Trino answered with an error: ``.message``, ``.name``,
+    and ``.causes``, the messages of the exceptions under it."""
 
     def __init__(self, error: dict, sql: str):
         self.message = error.get("message", "")
         self.name = error.get("errorName", "")
-        super().__init__(f"{self.name}: {self.message}\n  in: {sql}")
+        self.causes = []
+        info = (error.get("failureInfo") or {}).get("cause")
+        while info and len(self.causes) < 10:
+            self.causes.append(f"{info.get('type', '')}: {info.get('message', '')}")
+            info = info.get("cause")
+        caused = "".join(f"\n  caused by {c}" for c in self.causes)
+        super().__init__(f"{self.name}: {self.message}{caused}\n  in: {sql}")
 
 
 def _java_major(java_home: Path) -> int:
@@ -70,7 +78,11 @@ class TrinoServer:
     """One Trino coordinator (which also runs the work) on 127.0.0.1."""
 
     def __init__(self, cache: Path, workdir: Path, floe_url: str, port: int,
-                 credential: str | None = None):
+                 credential: str | None = None,
+                 catalogs: dict[str, tuple[str, dict]] | None = None):
+        """The catalog ``floe`` is at floe_url, with credential (CLIENT_ID:SECRET)
+        at floe's token endpoint; each of ``catalogs`` maps a catalog name to
+        (REST URI, its iceberg.rest-catalog.oauth2.* properties)."""
         self.home = install_dir(cache)
         if not (self.home / "lib").is_dir() or not (self.home / "plugin" / "iceberg").is_dir():
             raise FileNotFoundError(f"{self.home} is not unpacked: run scripts/engine-deps.sh trino")
@@ -96,23 +108,10 @@ class TrinoServer:
             "task.max-worker-threads=4",
             "",
         ]))
-        (etc / "catalog" / "floe.properties").write_text("\n".join([
-            "connector.name=iceberg",
-            "iceberg.catalog.type=rest",
-            f"iceberg.rest-catalog.uri={floe_url}",
-            # floe asks for a token: Trino gets one by client credentials
-            # from floe's token endpoint.
-            *([] if credential is None else [
-                "iceberg.rest-catalog.security=OAUTH2",
-                f"iceberg.rest-catalog.oauth2.credential={credential}",
-                f"iceberg.rest-catalog.oauth2.server-uri={floe_url}/v1/oauth/tokens",
-            ]),
-            # floe's warehouse is a local directory: Trino reads and writes
-            # the table files through its local file system.
-            "fs.native-local.enabled=true",
-            "local.location=/",
-            "",
-        ]))
+        self._write_catalog("floe", floe_url, {} if credential is None else {
+            "credential": credential, "server-uri": f"{floe_url}/v1/oauth/tokens"})
+        for name, (uri, oauth2) in (catalogs or {}).items():
+            self._write_catalog(name, uri, oauth2)
         (etc / "log.properties").write_text("io.trino=WARN\norg.apache.iceberg=WARN\n")
         self.log_path = workdir / "trino.log"
         self._log = open(self.log_path, "wb")
@@ -130,6 +129,23 @@ class TrinoServer:
             [str(self.java)] + jvm + ["-cp", str(self.home / "lib" / "*"), "io.trino.server.TrinoServer"],
             cwd=workdir, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.session = requests.Session()
+
+    def _write_catalog(self, name: str, uri: str, oauth2: dict):
+        (self.workdir / "etc" / "catalog" / f"{name}.properties").write_text("\n".join([
+            "connector.name=iceberg",
+            "iceberg.catalog.type=rest",
+            f"iceberg.rest-catalog.uri={uri}",
+            # floe asks for a token: Trino sends a token it is given, or
+            # gets one by client credentials from the token endpoint
+            # (floe's, or an external issuer's).
+            *(["iceberg.rest-catalog.security=OAUTH2"] if oauth2 else []),
+            *(f"iceberg.rest-catalog.oauth2.{k}={v}" for k, v in oauth2.items()),
+            # floe's warehouse is a local directory: Trino reads and writes
+            # the table files through its local file system.
+            "fs.native-local.enabled=true",
+            "local.location=/",
+            "",
+        ]))
 
     def log(self, n: int = 6000) -> str:
         """The end of Trino's output and of its server log."""

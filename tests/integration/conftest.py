@@ -719,14 +719,14 @@ def _stop_and_check(f: Floe):
         f.cleanup()
 
 
-def suite_floe(postgres, running: list):
+def suite_floe(postgres, running: list, env: dict | None = None):
     """One floe daemon for a whole engine suite (tests/spark, tests/engines),
     as a generator for their session fixture: on a fresh database, with
     authentication on as deployed (the engines get the admin client's
     credential, f.credential; f.session sends its token), in ``running``
     while it serves (for attach_floe_log), stopped and checked at the end.
-    FLOE_LOG_LEVEL is passed on."""
-    env = {"FLOE_AUTH": "floe", "FLOE_TOKEN_TTL_SECONDS": "86400"}
+    FLOE_LOG_LEVEL is passed on; ``env`` adds settings (an external issuer's)."""
+    env = {"FLOE_AUTH": "floe", "FLOE_TOKEN_TTL_SECONDS": "86400", **(env or {})}
     if os.environ.get("FLOE_LOG_LEVEL"):
         env["FLOE_LOG_LEVEL"] = os.environ["FLOE_LOG_LEVEL"]
     f = _start_floe_on_fresh_db(postgres, env=env)

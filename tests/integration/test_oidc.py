@@ -23,7 +23,6 @@ import hmac
 import http.server
 import json
 import select
-import shutil
 import subprocess
 import threading
 import time
@@ -32,9 +31,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import REPO, clean_env, floe_binary, free_port, make_shared_tmpdir
+from conftest import clean_env, floe_binary, free_port
+from oidc_issuer import Provider, provider, provider_script, provider_workdir  # noqa: F401 (fixtures)
 
-START_TIMEOUT = 30
 ANSWER_TIMEOUT = 15
 
 
@@ -54,89 +53,10 @@ def claims_of(token: str) -> dict:
     return json.loads(b64url_decode(token.split(".")[1]))
 
 
-class Provider:
-    """One oidc-provider process on a loopback port, with its key file."""
-
-    def __init__(self, script: Path, workdir: Path, keys: Path | None = None):
-        self.script = script
-        self.port = free_port()
-        self.issuer = f"http://127.0.0.1:{self.port}"
-        self.keys = keys or workdir / f"keys-{self.port}.json"
-        self.log = workdir / f"provider-{self.port}.log"
-        self.proc: subprocess.Popen | None = None
-        self.start_seconds = 0.0
-
-    def start(self, rotate: bool = False):
-        args = ["node", str(self.script), "--port", str(self.port),
-                "--keys", str(self.keys)] + (["--rotate"] if rotate else [])
-        began = time.monotonic()
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log,
-                                         stdin=subprocess.DEVNULL, cwd=self.script.parent)
-        ready, _, _ = select.select([self.proc.stdout], [], [], START_TIMEOUT)
-        line = self.proc.stdout.readline().decode() if ready else ""
-        if not line.startswith("ready "):
-            self.stop()
-            pytest.fail(f"the OpenID provider did not start within {START_TIMEOUT} s: "
-                        f"{self.log.read_text(errors='replace')[-2000:]}")
-        assert line.split()[1] == self.issuer
-        self.start_seconds = time.monotonic() - began
-
-    def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-    def rotate(self):
-        """Restarts on the same port with a new key pair in front."""
-        self.stop()
-        self.start(rotate=True)
-
-    def token(self, client: str) -> str:
-        r = requests.post(f"{self.issuer}/token", auth=(client, f"{client}-secret"),
-                          data={"grant_type": "client_credentials"}, timeout=10)
-        assert r.status_code == 200, r.text
-        body = r.json()
-        assert body["token_type"].lower() == "bearer"
-        return body["access_token"]
-
-
-@pytest.fixture(scope="session")
-def provider_script() -> Path:
-    """The provider's script, beside the modules scripts/oidc-deps.sh
-    installed (cached)."""
-    r = subprocess.run([str(REPO / "scripts" / "oidc-deps.sh")], capture_output=True,
-                       text=True, timeout=600)
-    if r.returncode != 0:
-        pytest.fail(f"scripts/oidc-deps.sh failed: {r.stderr}")
-    return Path(r.stdout.strip().splitlines()[-1])
-
-
-@pytest.fixture(scope="session")
-def provider_workdir():
-    d = make_shared_tmpdir("floe-it-oidc-")
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def provider(provider_script, provider_workdir):
-    p = Provider(provider_script, provider_workdir)
-    p.start()
-    yield p
-    p.stop()
-
-
 @pytest.fixture(scope="session")
 def other_provider(provider_script, provider_workdir):
     """A second provider with keys of its own."""
-    p = Provider(provider_script, provider_workdir)
-    p.start()
+    p = Provider(provider_script, provider_workdir, free_port()).start()
     yield p
     p.stop()
 
@@ -144,8 +64,7 @@ def other_provider(provider_script, provider_workdir):
 @pytest.fixture
 def own_provider(provider_script, provider_workdir):
     """A provider for one test, which may rotate or stop it."""
-    p = Provider(provider_script, provider_workdir)
-    p.start()
+    p = Provider(provider_script, provider_workdir, free_port()).start()
     yield p
     p.stop()
 
@@ -265,7 +184,7 @@ def test_token_of_another_provider_is_refused(provider, other_provider):
 
 
 def test_same_key_other_issuer_is_refused(provider, provider_script, provider_workdir):
-    twin = Provider(provider_script, provider_workdir, keys=provider.keys)
+    twin = Provider(provider_script, provider_workdir, free_port(), keys=provider.keys)
     twin.start()
     try:
         token = twin.token("floe-rs256")

@@ -10,9 +10,15 @@
 // The issuer is http://127.0.0.1:PORT; "ready ISSUER" on stdout says it
 // listens.
 //
-// Clients (client_credentials, client_secret_basic, secret "<id>-secret"):
-// each gets a JWT access token for the resource server "urn:floe" with
-// the audience, algorithm, lifetime and roles claim of its row below.
+// Clients (client_credentials, secret "<id>-secret"): each gets a JWT
+// access token for the resource server "urn:floe" with the audience,
+// algorithm, lifetime and roles claim of its row below. They authenticate
+// with client_secret_basic, except those marked post: client_secret_post,
+// the client id and secret in the form body, as Iceberg's Java client
+// (Spark, Trino), PyIceberg and DuckDB send them. The resource server's
+// scope is "catalog", the scope Iceberg's clients ask for by default; a
+// scope it does not know (DuckDB's PRINCIPAL_ROLE:ALL) is left out of the
+// token, not refused.
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -27,6 +33,9 @@ const CLIENTS = {
   'floe-es256': { alg: 'ES256', audience: 'floe', ttl: 300, roles: 'auditor analyst' },
   'floe-other-audience': { alg: 'ES256', audience: 'not-floe', ttl: 300, roles: ['reader'] },
   'floe-short-lived': { alg: 'ES256', audience: 'floe', ttl: 1, roles: ['reader'] },
+  // The engines' clients: one that may write, one that may only read.
+  'floe-engine-writer': { alg: 'RS256', audience: 'floe', ttl: 3600, roles: ['writer'], post: true },
+  'floe-engine-reader': { alg: 'ES256', audience: 'floe', ttl: 3600, roles: ['reader'], post: true },
 };
 
 const { values: args } = parseArgs({
@@ -60,13 +69,13 @@ if (keys.length === 0 || args.rotate) {
 
 const issuer = `http://127.0.0.1:${args.port}`;
 const provider = new Provider(issuer, {
-  clients: Object.keys(CLIENTS).map((id) => ({
+  clients: Object.entries(CLIENTS).map(([id, c]) => ({
     client_id: id,
     client_secret: `${id}-secret`,
     grant_types: ['client_credentials'],
     response_types: [],
     redirect_uris: [],
-    token_endpoint_auth_method: 'client_secret_basic',
+    token_endpoint_auth_method: c.post ? 'client_secret_post' : 'client_secret_basic',
   })),
   jwks: { keys },
   cookies: { keys: [randomBytes(32).toString('base64url')] },

@@ -11,6 +11,9 @@ directly.
 * ``spark`` (session): one SparkSession shared by every test, with the
   catalog ``floe`` (``spark.sql.catalog.floe.*``) pointing at that daemon.
 * ``ns`` (function): a fresh namespace, ``floe.<ns>``, for one test.
+* ``provider`` (session, tests/integration/oidc_issuer.py): a real OpenID
+  provider on loopback; ``issuer_floe`` (session): a second floe daemon
+  that accepts its tokens, with the floe roles its claims name.
 
 The PostgreSQL and floe helpers are those of the integration tests
 (tests/integration/conftest.py), imported here under the name
@@ -70,6 +73,8 @@ it = _load_integration_helpers()
 webhooks = it.webhooks
 hooks = it.hooks
 
+from oidc_issuer import provider, provider_script, provider_workdir, serve_issuer_floe  # noqa: E402,F401
+
 
 # --------------------------------------------------------------------------
 # PostgreSQL and floe
@@ -89,6 +94,15 @@ _running_floe = []
 def floe(postgres):
     """One floe daemon for the whole Spark suite (Spark's catalog points at it)."""
     yield from it.suite_floe(postgres, _running_floe)
+
+
+_running_issuer_floe = []
+
+
+@pytest.fixture(scope="session")
+def issuer_floe(postgres, provider):
+    """A floe daemon that also accepts the OpenID provider's tokens."""
+    yield from serve_issuer_floe(it.suite_floe, postgres, provider, _running_issuer_floe)
 
 
 @pytest.fixture(autouse=True)
@@ -161,10 +175,12 @@ def iceberg_jar() -> Path:
     return jar
 
 
-def catalog_conf(name: str, uri: str, credential: str | None = None) -> dict:
+def catalog_conf(name: str, uri: str, credential: str | None = None,
+                 server_uri: str | None = None) -> dict:
     """The Spark settings of an Iceberg REST catalog called ``name`` at ``uri``;
     with ``credential`` (CLIENT_ID:SECRET) Iceberg's client gets its token
-    from floe's POST /v1/oauth/tokens, as a deployment's Spark does."""
+    from floe's POST /v1/oauth/tokens, as a deployment's Spark does, or
+    from ``server_uri`` (an external issuer's token endpoint)."""
     conf = {
         f"spark.sql.catalog.{name}": "org.apache.iceberg.spark.SparkCatalog",
         f"spark.sql.catalog.{name}.type": "rest",
@@ -172,7 +188,7 @@ def catalog_conf(name: str, uri: str, credential: str | None = None) -> dict:
     }
     if credential is not None:
         conf[f"spark.sql.catalog.{name}.credential"] = credential
-        conf[f"spark.sql.catalog.{name}.oauth2-server-uri"] = uri + "/v1/oauth/tokens"
+        conf[f"spark.sql.catalog.{name}.oauth2-server-uri"] = server_uri or uri + "/v1/oauth/tokens"
     return conf
 
 
