@@ -51,6 +51,10 @@ void hooks_call_all(struct hook_call *calls, size_t n)
 	if (during != NULL)
 		during(during_arg);
 	for (size_t i = 0; i < n; i++) {
+		if (calls[i].refused) {
+			calls[i].verdict = HOOK_ERROR;
+			continue;
+		}
 		if (calls[i].body != NULL) {
 			json_decref(last_body);
 			last_body = json_loads(calls[i].body, 0, NULL);

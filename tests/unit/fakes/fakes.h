@@ -89,6 +89,8 @@ void fake_store_idem_taken(int n);
 
 /* Hooks in scope of every table (borrowed array, copied) and WAP runs. */
 void fake_store_set_hooks(const json_t *hooks);
+/* The hooks as the fake holds them now (borrowed). */
+json_t *fake_store_hooks(void);
 /* Adds a run {"id", "state", "branch", "_table-uuid", "_seq"}; copied. */
 void fake_store_add_run(const json_t *run);
 /* The run as store_run_get gives it (new reference), or NULL. */
