@@ -61,10 +61,10 @@ static char *sealing_open_secret(void *ctx, const char *hook_id, const char *sea
 	return NULL;
 }
 
-/* Makes dir mode 0700 unless it exists. */
-static bool sealing_mkdir(const char *dir, struct floe_error *err)
+/* Makes dir with mode unless it exists. */
+static bool sealing_mkdir(const char *dir, mode_t mode, struct floe_error *err)
 {
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+	if (mkdir(dir, mode) != 0 && errno != EEXIST)
 		return floe_err(err, FE_INTERNAL, "cannot make %s: %s", dir, log_strerror(errno));
 	return true;
 }
@@ -79,9 +79,13 @@ struct sealing *sealing_open(const struct floe_config *cfg, struct floe_error *e
 		floe_err(err, FE_INTERNAL, "out of memory");
 		return NULL;
 	}
+	/* The data directory as embedpg.c (0755: an embedded PostgreSQL run
+	 * as another user passes through it) or auth.c (0700) makes it; its
+	 * auth/ is floe's alone. */
 	(void)snprintf(dir, sizeof(dir), "%s/auth", cfg->data_dir);
 	if (cfg->hook_secrets_key_default &&
-	    (!sealing_mkdir(cfg->data_dir, err) || !sealing_mkdir(dir, err)))
+	    (!sealing_mkdir(cfg->data_dir, cfg->database_url == NULL ? 0755 : 0700, err) ||
+	     !sealing_mkdir(dir, 0700, err)))
 		goto fail;
 	if (!sealkey_load(cfg->hook_secrets_key, cfg->hook_secrets_key_default, &sg->key, &created,
 			  err))

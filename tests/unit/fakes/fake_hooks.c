@@ -15,6 +15,7 @@ static char reason[HOOK_REASON_MAX + 1];
 static void (*during)(void *arg);
 static void *during_arg;
 static json_t *last_body; /* the last body sent, parsed */
+static char last_secret[256]; /* the secret the last sent call was signed with */
 
 void fake_hooks_reset(void)
 {
@@ -25,6 +26,12 @@ void fake_hooks_reset(void)
 	during_arg = NULL;
 	json_decref(last_body);
 	last_body = NULL;
+	last_secret[0] = '\0';
+}
+
+const char *fake_hooks_last_secret(void)
+{
+	return last_secret;
 }
 
 json_t *fake_hooks_last_body(void)
@@ -55,6 +62,8 @@ void hooks_call_all(struct hook_call *calls, size_t n)
 			calls[i].verdict = HOOK_ERROR;
 			continue;
 		}
+		(void)snprintf(last_secret, sizeof(last_secret), "%s",
+			       calls[i].secret != NULL ? calls[i].secret : "");
 		if (calls[i].body != NULL) {
 			json_decref(last_body);
 			last_body = json_loads(calls[i].body, 0, NULL);

@@ -136,6 +136,8 @@ int fake_fileio_removed(void);
 
 /* Every hook call gets this verdict, HTTP status and reason. */
 void fake_hooks_answer(enum hook_verdict verdict, long http_status, const char *reason);
+/* The secret the last call sent was signed with ("" for none). */
+const char *fake_hooks_last_secret(void);
 /* The last body a hook was sent, parsed (new reference), or NULL. */
 json_t *fake_hooks_last_body(void);
 /* fn(arg) runs while the hooks are being called (after the lease is taken,
