@@ -26,8 +26,8 @@ bool seal_key_init(struct seal_key *k, const unsigned char *raw, size_t len)
 	unsigned int dlen = 0;
 	static const char hex[] = "0123456789abcdef";
 
-	if (len != SEAL_KEY_LEN ||
-	    EVP_Digest(raw, len, digest, &dlen, EVP_sha256(), NULL) != 1 || dlen != 32)
+	if (len != SEAL_KEY_LEN || EVP_Digest(raw, len, digest, &dlen, EVP_sha256(), NULL) != 1 ||
+	    dlen != 32)
 		return false;
 	memcpy(k->key, raw, SEAL_KEY_LEN);
 	for (size_t i = 0; i < SEAL_KEY_ID_LEN / 2; i++) {
@@ -174,8 +174,8 @@ enum seal_result seal_open(const struct seal_key *k, const void *aad, size_t aad
 		res = SEAL_NOMEM;
 		goto done;
 	}
-	if (!seal_gcm(false, k->key, raw, aad, aadlen, raw + SEAL_NONCE_LEN, n, (unsigned char *)out,
-		      raw + SEAL_NONCE_LEN + n)) {
+	if (!seal_gcm(false, k->key, raw, aad, aadlen, raw + SEAL_NONCE_LEN, n,
+		      (unsigned char *)out, raw + SEAL_NONCE_LEN + n)) {
 		OPENSSL_cleanse(out, n + 2);
 		free(out);
 		out = NULL;

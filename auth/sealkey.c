@@ -104,7 +104,7 @@ bool sealkey_load(const char *path, bool create, struct seal_key *k, bool *creat
 		fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	}
 	if (fd < 0) {
-		why = errno == ELOOP	? "it is a symbolic link"
+		why = errno == ELOOP    ? "it is a symbolic link"
 		      : errno == ENOENT ? "it does not exist"
 					: "it cannot be opened";
 		goto fail;

@@ -60,8 +60,9 @@ bool hooksecrets_prepare(const struct hook_sealer *sealer, const struct hook_tar
 		}
 		if (sealer == NULL) {
 			c->refused = true;
-			(void)snprintf(c->reason, sizeof(c->reason),
-				       "the hook's secret is sealed and this floe has no key to open it");
+			(void)snprintf(
+				c->reason, sizeof(c->reason),
+				"the hook's secret is sealed and this floe has no key to open it");
 		} else {
 			out[i] = sealer->open(sealer->ctx, h->id, h->secret, c->reason,
 					      sizeof(c->reason));
@@ -69,7 +70,8 @@ bool hooksecrets_prepare(const struct hook_sealer *sealer, const struct hook_tar
 			c->refused = out[i] == NULL;
 		}
 		if (c->refused)
-			log_error("hooks", "hook %s (%s): %s; its call fails closed, nothing is sent",
+			log_error("hooks",
+				  "hook %s (%s): %s; its call fails closed, nothing is sent",
 				  h->name, h->id, c->reason);
 	}
 	*opened = out;

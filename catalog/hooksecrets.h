@@ -23,8 +23,7 @@ struct hook_sealer {
 	/* The plain secret of sealed for hook hook_id: a new string (free
 	 * with hooksecrets_free), or NULL with why (a sentence for the
 	 * call's error verdict, naming the key when it is another one). */
-	char *(*open)(void *ctx, const char *hook_id, const char *sealed, char *why,
-		      size_t whylen);
+	char *(*open)(void *ctx, const char *hook_id, const char *sealed, char *why, size_t whylen);
 };
 
 /* Seals a new hook's secret: a new string (free()), or NULL with

@@ -666,7 +666,8 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		cfg->hook_secrets_key = malloc(len);
 		if (cfg->hook_secrets_key == NULL)
 			return fail(errbuf, errlen, "out of memory");
-		(void)snprintf(cfg->hook_secrets_key, len, "%s/auth/hook-secrets.key", cfg->data_dir);
+		(void)snprintf(cfg->hook_secrets_key, len, "%s/auth/hook-secrets.key",
+			       cfg->data_dir);
 		cfg->hook_secrets_key_default = true;
 	} else {
 		cfg->hook_secrets_key = absolute_path(raw[OPT_HOOK_SECRETS_KEY]);

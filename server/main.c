@@ -123,7 +123,8 @@ static bool seal_plain_secrets(struct app *app)
 		log_error("main", "cannot seal the hook secrets stored in plain text: %s",
 			  err.message);
 	else if (sealed > 0)
-		log_info("main", "sealed %zu audit hook secrets stored in plain text by an older floe",
+		log_info("main",
+			 "sealed %zu audit hook secrets stored in plain text by an older floe",
 			 sealed);
 	return ok;
 }

@@ -20,8 +20,7 @@ struct sealing {
 	struct hook_sealer port;
 };
 
-static char *sealing_seal(void *ctx, const char *hook_id, const char *plain,
-			  struct floe_error *err)
+static char *sealing_seal(void *ctx, const char *hook_id, const char *plain, struct floe_error *err)
 {
 	const struct sealing *sg = ctx;
 

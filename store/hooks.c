@@ -240,8 +240,8 @@ bool store_hook_plain_secrets(struct store *s, struct hook_target **rows, size_t
 	return targets_read(s, ST_HOOK_PLAIN_SECRETS, 0, NULL, rows, count, err);
 }
 
-bool store_hook_seal_secret(struct store *s, const char *id, const char *plain,
-			    const char *sealed, bool *done, struct floe_error *err)
+bool store_hook_seal_secret(struct store *s, const char *id, const char *plain, const char *sealed,
+			    bool *done, struct floe_error *err)
 {
 	const char *params[3] = { id, sealed, plain };
 	PGresult *r = store_exec(s, &statements[ST_HOOK_SEAL_SECRET], 3, params, err);

@@ -410,8 +410,8 @@ bool store_hook_plain_secrets(struct store *s, struct hook_target **rows, size_t
 /* Replaces hook id's plain secret plain by sealed, unless the row no
  * longer holds plain text or that text (another floe sealed it first):
  * *done says whether this call changed it. */
-bool store_hook_seal_secret(struct store *s, const char *id, const char *plain,
-			    const char *sealed, bool *done, struct floe_error *err) FLOE_WUR;
+bool store_hook_seal_secret(struct store *s, const char *id, const char *plain, const char *sealed,
+			    bool *done, struct floe_error *err) FLOE_WUR;
 
 /* One write-audit-publish run. */
 struct run_row {
