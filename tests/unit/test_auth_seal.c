@@ -173,8 +173,12 @@ Test(auth_seal, a_changed_nonce_ciphertext_tag_or_aad_is_refused)
 	size_t len = 0;
 	char other[SEAL_KEY_ID_LEN + 1];
 	/* nonce, ciphertext, tag */
-	size_t offsets[] = { 0, SEAL_NONCE_LEN - 1, SEAL_NONCE_LEN, SEAL_NONCE_LEN + 9,
-			     SEAL_NONCE_LEN + 10, SEAL_NONCE_LEN + 10 + SEAL_TAG_LEN - 1 };
+	size_t offsets[] = { 0,
+			     SEAL_NONCE_LEN - 1,
+			     SEAL_NONCE_LEN,
+			     SEAL_NONCE_LEN + 9,
+			     SEAL_NONCE_LEN + 10,
+			     SEAL_NONCE_LEN + 10 + SEAL_TAG_LEN - 1 };
 
 	for (size_t i = 0; i < sizeof(offsets) / sizeof(offsets[0]); i++) {
 		char *bad = flip(s, offsets[i]);

@@ -15,7 +15,9 @@ static char reason[HOOK_REASON_MAX + 1];
 static void (*during)(void *arg);
 static void *during_arg;
 static json_t *last_body; /* the last body sent, parsed */
-static char last_secret[256]; /* the secret the last sent call was signed with */
+
+/* The secret the last call sent was signed with. */
+static char last_secret[256];
 
 void fake_hooks_reset(void)
 {

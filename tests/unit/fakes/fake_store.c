@@ -618,8 +618,8 @@ bool store_hook_plain_secrets(struct store *s, struct hook_target **rows, size_t
 	return true;
 }
 
-bool store_hook_seal_secret(struct store *s, const char *id, const char *plain,
-			    const char *sealed, bool *done, struct floe_error *err)
+bool store_hook_seal_secret(struct store *s, const char *id, const char *plain, const char *sealed,
+			    bool *done, struct floe_error *err)
 {
 	size_t i;
 	json_t *h;
