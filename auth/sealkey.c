@@ -35,18 +35,23 @@ static void sealkey_dirname(const char *path, char *dir, size_t len)
 static bool sealkey_make(const char *path, bool *created, struct floe_error *err)
 {
 	unsigned char raw[SEAL_KEY_LEN];
+	unsigned char tag[8];
 	char tmp[PATH_MAX];
 	char dir[PATH_MAX];
 	const char *why = NULL;
 	int fd = -1;
 	int dfd = -1;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof(tmp))
-		return floe_err(err, FE_INTERNAL, "hook secrets key '%s': path too long", path);
-	if (RAND_bytes(raw, sizeof(raw)) != 1)
+	/* A random temporary name: floes in separate containers sharing a
+	 * volume may well have the same process id. */
+	if (RAND_bytes(raw, sizeof(raw)) != 1 || RAND_bytes(tag, sizeof(tag)) != 1)
 		return floe_err(err, FE_INTERNAL, "hook secrets key '%s': no randomness to make it",
 				path);
-	(void)unlink(tmp);
+	if (snprintf(tmp, sizeof(tmp), "%s.%02x%02x%02x%02x%02x%02x%02x%02x.tmp", path, tag[0],
+		     tag[1], tag[2], tag[3], tag[4], tag[5], tag[6], tag[7]) >= (int)sizeof(tmp)) {
+		OPENSSL_cleanse(raw, sizeof(raw));
+		return floe_err(err, FE_INTERNAL, "hook secrets key '%s': path too long", path);
+	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 || fchmod(fd, 0600) != 0) {
 		why = "cannot create it";
