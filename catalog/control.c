@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "auditlog.h"
+#include "hooksecrets.h"
 #include "log.h"
 #include "namespace.h"
 #include "ports.h"
@@ -100,14 +101,24 @@ static json_t *hook_details(const json_t *hook, const char *reason)
 bool control_hook_register(struct store *s, const struct table_env *env, const char *id,
 			   const struct hook_spec *spec, json_t **hook, struct floe_error *err)
 {
+	char *sealed = NULL;
 	bool ok;
 
 	*hook = NULL;
-	if (!store_begin(s, err))
+	/* Only the sealed secret ever reaches the database. */
+	if (spec->secret != NULL) {
+		sealed = hooksecrets_seal(env->hook_sealer, id, spec->secret, err);
+		if (sealed == NULL)
+			return false;
+	}
+	if (!store_begin(s, err)) {
+		free(sealed);
 		return false;
-	ok = store_hook_insert(s, id, spec->name, spec->url, spec->secret, &spec->scope_ns,
+	}
+	ok = store_hook_insert(s, id, spec->name, spec->url, sealed, &spec->scope_ns,
 			       spec->scope_table, spec->timeout_ms, err) &&
 	     load_hook(s, id, hook, err);
+	free(sealed);
 	if (ok && *hook == NULL)
 		ok = floe_err(err, FE_INTERNAL, "the new hook could not be read back");
 	if (ok) {

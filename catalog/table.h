@@ -18,6 +18,7 @@
 struct store;
 struct unsettled;
 struct hook_policy;
+struct hook_sealer;
 
 /*
  * Striped locks that serialise the commits of one replica to one table:
@@ -56,6 +57,9 @@ struct table_env {
 	const char *idem_key;
 	const char *idem_owner;
 	const struct hook_policy *hook_policy; /* NULL: no hook allowlist */
+	/* Seals and opens hook secrets (hooksecrets.h); NULL: no key, so a
+	 * secret can be neither registered nor used. */
+	const struct hook_sealer *hook_sealer;
 };
 
 /* A table's identity inside one request. */

@@ -15,6 +15,7 @@
 
 #include "duties.h"
 #include "emptysnap.h"
+#include "hooksecrets.h"
 #include "hookspec.h"
 #include "log.h"
 #include "metric.h"
@@ -623,6 +624,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 	json_t *out = NULL;
 	char *metadata_location = NULL;
 	struct hook_call *calls = NULL;
+	char **opened = NULL; /* the secrets opened for the calls */
 	char **bodies = NULL;
 	char(*deliveries)[UUID_STR_LEN] = NULL;
 	char lease[UUID_STR_LEN];
@@ -748,6 +750,11 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 				 NULL, NULL, &ferr);
 		goto done;
 	}
+	/* Each secret opened for these calls only; one that does not open
+	 * refuses its call (never sent unsigned). */
+	if (!hooksecrets_prepare(env->hook_sealer, hooks, n, calls, &opened))
+		log_error("wap", "run %s: out of memory opening the hooks' secrets rid=%s", run_id,
+			  env->request_id);
 	json_t *parent = json_object_get(snap, "parent-snapshot-id");
 	for (size_t i = 0; i < n; i++) {
 		const struct hook_target *h = &hooks[i];
@@ -775,7 +782,6 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 				run_id, h->name, audited, metadata_location ? "known" : "missing",
 				env->request_id);
 		calls[i].url = h->url;
-		calls[i].secret = h->secret;
 		calls[i].delivery_id = deliveries[i];
 		/* NULL: the call is an error verdict and nothing is sent. */
 		calls[i].body = bodies[i];
@@ -913,6 +919,7 @@ done:
 	for (size_t i = 0; bodies != NULL && i < n; i++)
 		free(bodies[i]);
 	free(bodies);
+	hooksecrets_release(opened, n);
 	free(calls);
 	free(deliveries);
 	free(metadata_location);

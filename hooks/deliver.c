@@ -438,6 +438,8 @@ void hooks_call_all(struct hook_call *calls, size_t n)
 		d->started_ms = start;
 		d->deadline_ms = start + calls[i].timeout_ms;
 		d->done = true;
+		if (calls[i].refused)
+			continue; /* fail closed: never an unsigned call */
 		if (calls[i].body == NULL) {
 			/* Fail closed: an audit of nothing is no audit. */
 			(void)snprintf(calls[i].reason, sizeof(calls[i].reason),

@@ -73,6 +73,9 @@ struct hook_call {
 				   * without being sent */
 	long timeout_ms;
 	const struct hook_policy *policy; /* NULL: no allowlist */
+	/* The call cannot be made as it must be (its secret did not open):
+	 * an error verdict with the reason already in reason, nothing sent. */
+	bool refused;
 	/* out */
 	enum hook_verdict verdict;
 	long http_status; /* 0: no answer */

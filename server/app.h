@@ -34,6 +34,7 @@ struct app {
 	const struct floe_config *cfg;
 	struct middleware middleware;
 	struct auth *auth; /* authentication (auth.h); never NULL while serving */
+	const struct hook_sealer *hook_sealer; /* seals hook secrets (sealing.h) */
 	/* Each kind of thread has connections of its own, so commits and
 	 * publishes cannot starve loadTable or /ready. */
 	struct store_pool *pool;         /* the HTTP worker threads' */

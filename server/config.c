@@ -45,6 +45,7 @@ enum opt_id {
 	OPT_MAX_PENDING_BODY,
 	OPT_SHUTDOWN_GRACE,
 	OPT_HOOK_ALLOW,
+	OPT_HOOK_SECRETS_KEY,
 	OPT_WAREHOUSE_NAME,
 	OPT_CORS_ORIGINS,
 	OPT_AUTH,
@@ -123,6 +124,8 @@ static const struct option_def options[OPT_COUNT] = {
 		"Seconds in-flight requests get to finish on SIGTERM, 1-3600; commits and publishes still queued then get 503" },
 	[OPT_HOOK_ALLOW] = { "hook-allow", "FLOE_HOOK_ALLOW", "",
 		"Comma-separated hosts and networks (address or address/prefix) audit hooks may reach although they are loopback, private, link-local, CGNAT, unique-local or otherwise internal; empty: none" },
+	[OPT_HOOK_SECRETS_KEY] = { "hook-secrets-key", "FLOE_HOOK_SECRETS_KEY", "",
+		"File holding the 32-byte key that seals audit hook secrets at rest (AES-256-GCM), mode 0600, owned by floe's user; it must exist. Replicas with separate data directories must share one key. Empty: <data dir>/auth/hook-secrets.key, made on the first start" },
 	[OPT_WAREHOUSE_NAME] = { "warehouse-name", "FLOE_WAREHOUSE_NAME", "warehouse",
 		"Name of the warehouse for a client's /v1/config?warehouse=NAME (the warehouse URL is accepted too); any other name gets 404 NoSuchWarehouseException" },
 	[OPT_CORS_ORIGINS] = { "cors-origins", "FLOE_CORS_ORIGINS", "",
@@ -658,6 +661,19 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 	cfg->hook_policy = hook_policy_parse(raw[OPT_HOOK_ALLOW], hook_err, sizeof(hook_err));
 	if (cfg->hook_policy == NULL)
 		return BAD(OPT_HOOK_ALLOW, hook_err);
+	if (raw[OPT_HOOK_SECRETS_KEY][0] == '\0') {
+		size_t len = strlen(cfg->data_dir) + sizeof("/auth/hook-secrets.key");
+		cfg->hook_secrets_key = malloc(len);
+		if (cfg->hook_secrets_key == NULL)
+			return fail(errbuf, errlen, "out of memory");
+		(void)snprintf(cfg->hook_secrets_key, len, "%s/auth/hook-secrets.key",
+			       cfg->data_dir);
+		cfg->hook_secrets_key_default = true;
+	} else {
+		cfg->hook_secrets_key = absolute_path(raw[OPT_HOOK_SECRETS_KEY]);
+		if (cfg->hook_secrets_key == NULL)
+			return BAD(OPT_HOOK_SECRETS_KEY, "cannot make it an absolute path");
+	}
 	if (!printable_token(raw[OPT_WAREHOUSE_NAME]))
 		return BAD(OPT_WAREHOUSE_NAME,
 			   "expected 1-255 printable characters without spaces");
@@ -774,6 +790,7 @@ void config_free(struct floe_config *cfg)
 	free(cfg->warehouse_path);
 	free(cfg->pg_bin_dir);
 	free(cfg->pg_user);
+	free(cfg->hook_secrets_key);
 	hook_policy_free(cfg->hook_policy);
 	for (size_t i = 0; i < sizeof(cfg->raw) / sizeof(cfg->raw[0]); i++)
 		free(cfg->raw[i]);

@@ -57,6 +57,8 @@ struct floe_config {
 	int shutdown_grace_seconds;
 	struct hook_policy *hook_policy; /* the hook allowlist, never NULL
 					  * after a successful load */
+	char *hook_secrets_key;          /* absolute path of the sealing key */
+	bool hook_secrets_key_default;   /* it is <data dir>/auth/hook-secrets.key */
 	const char *warehouse_name;      /* /v1/config's warehouse; in raw[] */
 	const char *cors_origins;        /* "*", origins, or "" (CORS off); in raw[] */
 	/* Authentication (docs/auth.md); the strings are in raw[]. */

@@ -128,6 +128,7 @@ struct table_env handler_env(struct http_request *req)
 		.locks = req->app->locks,
 		.unsettled = req->app->unsettled,
 		.hook_policy = req->app->cfg->hook_policy,
+		.hook_sealer = req->app->hook_sealer,
 	};
 	if (req->idem_claimed) {
 		env.idem_key = http_header(req, "Idempotency-Key");

@@ -20,11 +20,13 @@
 #include "config.h"
 #include "embedpg.h"
 #include "hooks.h"
+#include "hooksecrets.h"
 #include "http.h"
 #include "idempotency.h"
 #include "janitor.h"
 #include "log.h"
 #include "router.h"
+#include "sealing.h"
 #include "store.h"
 #include "store_admin.h"
 #include "unsettled.h"
@@ -110,6 +112,29 @@ static bool start_auth(struct app *app, const struct floe_config *cfg, const cha
 	return true;
 }
 
+/* Seals the hook secrets an older floe stored in plain text. */
+static bool seal_plain_secrets(struct app *app)
+{
+	struct floe_error err;
+	struct store *s;
+	size_t sealed = 0;
+	bool ok;
+
+	floe_error_clear(&err);
+	s = store_pool_acquire(app->pool, &err);
+	ok = s != NULL && hooksecrets_seal_legacy(s, app->hook_sealer, &sealed, &err);
+	if (s != NULL)
+		store_pool_release(app->pool, s);
+	if (!ok)
+		log_error("main", "cannot seal the hook secrets stored in plain text: %s",
+			  err.message);
+	else if (sealed > 0)
+		log_info("main",
+			 "sealed %zu audit hook secrets stored in plain text by an older floe",
+			 sealed);
+	return ok;
+}
+
 static bool migrate_with_retry(const char *conninfo, bool *stopped)
 {
 	struct floe_error err;
@@ -178,6 +203,17 @@ int main(int argc, char **argv)
 		config_free(&cfg);
 		return 1;
 	}
+	/* Before anything starts: a key file that is refused is a setup
+	 * mistake (exit status 2), whatever --auth is. */
+	struct floe_error kerr;
+	struct sealing *sealing = sealing_open(&cfg, &kerr);
+	if (sealing == NULL) {
+		log_error("main", "%s", kerr.message);
+		(void)fprintf(stderr, "floe: %s\n", kerr.message);
+		config_free(&cfg);
+		return 2;
+	}
+	app.hook_sealer = sealing_sealer(sealing);
 
 	/* Every thread inherits this mask; the signals are taken only by the
 	 * sigwait loop below. */
@@ -253,7 +289,7 @@ int main(int argc, char **argv)
 		log_error("main", "out of memory");
 		goto done;
 	}
-	if (!start_auth(&app, &cfg, conninfo))
+	if (!start_auth(&app, &cfg, conninfo) || !seal_plain_secrets(&app))
 		goto done;
 	/* Its own connection, outside the pool: upkeep never waits for a
 	 * request's connection, nor a request for upkeep's. */
@@ -335,6 +371,7 @@ done:
 	store_pool_free(&app.publish_pool);
 	commit_locks_free(&app.locks);
 	auth_free(app.auth);
+	sealing_close(sealing);
 	unsettled_free(&app.unsettled);
 	panic_pg = NULL;
 	embedpg_stop(&pg);

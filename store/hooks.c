@@ -30,6 +30,8 @@ enum {
 	ST_HOOK_LOCK,
 	ST_HOOK_SOLE_GUARD,
 	ST_HOOKS_IN_SCOPE,
+	ST_HOOK_PLAIN_SECRETS,
+	ST_HOOK_SEAL_SECRET,
 	ST_COUNT
 };
 
@@ -38,8 +40,9 @@ enum {
 static const struct store_statement statements[ST_COUNT] = {
 	[ST_HOOK_INSERT] = { "hook_insert",
 		"INSERT INTO audit_hooks (id, name, url, secret, scope_namespace, "
-		"  scope_table, timeout_ms) "
-		"VALUES ($1::uuid, $2, $3, $4, string_to_array($5::text, E'\\x1f'), $6, $7::int)" },
+		"  scope_table, timeout_ms, secret_sealed) "
+		"VALUES ($1::uuid, $2, $3, $4::text, string_to_array($5::text, E'\\x1f'), $6, $7::int, "
+		"  $4::text IS NOT NULL)" },
 	[ST_HOOK_LIST] = { "hook_list", HOOK_COLUMNS "ORDER BY created_at, id" },
 	[ST_HOOK_GET] = { "hook_get", HOOK_COLUMNS "WHERE id = $1::uuid" },
 	[ST_HOOK_DELETE] = { "hook_delete",
@@ -70,12 +73,21 @@ static const struct store_statement statements[ST_COUNT] = {
 		HOOK_COVERS("o") ") ORDER BY x.shown LIMIT 1" },
 	[ST_HOOKS_IN_SCOPE] = { "hooks_in_scope",
 		"WITH lv AS (SELECT " LEVELS("$1") " AS l) "
-		"SELECT h.id, h.name, h.url, h.secret, h.timeout_ms FROM audit_hooks h, lv "
+		"SELECT h.id, h.name, h.url, h.secret, h.timeout_ms, h.secret_sealed "
+		"FROM audit_hooks h, lv "
 		"WHERE h.scope_namespace IS NULL "
 		"OR (h.scope_table IS NULL AND cardinality(h.scope_namespace) <= cardinality(lv.l) "
 		"    AND h.scope_namespace = lv.l[1:cardinality(h.scope_namespace)]) "
 		"OR (h.scope_table = $2 AND h.scope_namespace = lv.l) "
 		"ORDER BY h.created_at, h.id" },
+	/* The secrets a floe from before migration 0010 stored in plain text. */
+	[ST_HOOK_PLAIN_SECRETS] = { "hook_plain_secrets",
+		"SELECT id, NULL, NULL, secret, timeout_ms, secret_sealed FROM audit_hooks "
+		"WHERE NOT secret_sealed AND secret IS NOT NULL ORDER BY id" },
+	/* Compare and set: a row another floe sealed meanwhile is left alone. */
+	[ST_HOOK_SEAL_SECRET] = { "hook_seal_secret",
+		"UPDATE audit_hooks SET secret = $2, secret_sealed = true "
+		"WHERE id = $1::uuid AND NOT secret_sealed AND secret = $3 RETURNING id" },
 };
 /* clang-format on */
 
@@ -181,6 +193,7 @@ static bool target_fill(PGresult *r, int i, void *dst)
 	memset(row, 0, sizeof(*row));
 	store_col_text(r, i, 0, row->id, sizeof(row->id));
 	row->timeout_ms = store_col_ll(r, i, 4);
+	row->secret_sealed = strcmp(PQgetvalue(r, i, 5), "t") == 0;
 	if (store_col_copy(r, i, 1, &row->name) && store_col_copy(r, i, 2, &row->url) &&
 	    store_col_copy(r, i, 3, &row->secret))
 		return true;
@@ -188,20 +201,13 @@ static bool target_fill(PGresult *r, int i, void *dst)
 	return false;
 }
 
-bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns, const char *table,
-			  struct hook_target **rows, size_t *count, struct floe_error *err)
+/* The targets statement st answers into *rows and *count. */
+static bool targets_read(struct store *s, int st, int nparams, const char *const *params,
+			 struct hook_target **rows, size_t *count, struct floe_error *err)
 {
-	char *levels = store_levels_param(ns, err);
+	PGresult *r = store_exec(s, &statements[st], nparams, params, err);
 	void *out = NULL;
-	PGresult *r;
 
-	*rows = NULL;
-	*count = 0;
-	if (levels == NULL)
-		return false;
-	const char *params[2] = { levels, table };
-	r = store_exec(s, &statements[ST_HOOKS_IN_SCOPE], 2, params, err);
-	free(levels);
 	if (r == NULL)
 		return false;
 	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), target_fill,
@@ -209,4 +215,41 @@ bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns, const char
 	PQclear(r);
 	*rows = out;
 	return ok;
+}
+
+bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns, const char *table,
+			  struct hook_target **rows, size_t *count, struct floe_error *err)
+{
+	char *levels = store_levels_param(ns, err);
+
+	*rows = NULL;
+	*count = 0;
+	if (levels == NULL)
+		return false;
+	const char *params[2] = { levels, table };
+	bool ok = targets_read(s, ST_HOOKS_IN_SCOPE, 2, params, rows, count, err);
+	free(levels);
+	return ok;
+}
+
+bool store_hook_plain_secrets(struct store *s, struct hook_target **rows, size_t *count,
+			      struct floe_error *err)
+{
+	*rows = NULL;
+	*count = 0;
+	return targets_read(s, ST_HOOK_PLAIN_SECRETS, 0, NULL, rows, count, err);
+}
+
+bool store_hook_seal_secret(struct store *s, const char *id, const char *plain, const char *sealed,
+			    bool *done, struct floe_error *err)
+{
+	const char *params[3] = { id, sealed, plain };
+	PGresult *r = store_exec(s, &statements[ST_HOOK_SEAL_SECRET], 3, params, err);
+
+	*done = false;
+	if (r == NULL)
+		return false;
+	*done = PQntuples(r) == 1;
+	PQclear(r);
+	return true;
 }

@@ -358,7 +358,9 @@ void store_hook_row_clear(struct hook_row *row);
 /* Clears each of count rows and frees the array (NULL is fine). */
 void store_hook_rows_free(struct hook_row *rows, size_t count);
 
-/* Audit hooks. scope_ns NULL or without levels: every table. */
+/* Audit hooks. scope_ns NULL or without levels: every table. secret is
+ * the sealed secret (catalog/hooksecrets.h), never the plain one; NULL:
+ * the hook has none. */
 bool store_hook_insert(struct store *s, const char *id, const char *name, const char *url,
 		       const char *secret, const struct ns_ident *scope_ns, const char *scope_table,
 		       long timeout_ms, struct floe_error *err) FLOE_WUR;
@@ -386,6 +388,9 @@ struct hook_target {
 	char *url;
 	char *secret; /* NULL: the calls are not signed */
 	long long timeout_ms;
+	/* secret is sealed; false: the plain text a floe from before
+	 * migration 0010 stored, until a start seals it */
+	bool secret_sealed;
 };
 
 /* Clears each of count targets and frees the array (NULL is fine). */
@@ -396,6 +401,17 @@ void store_hook_targets_free(struct hook_target *rows, size_t count);
 bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns, const char *table,
 			  struct hook_target **rows, size_t *count,
 			  struct floe_error *err) FLOE_WUR;
+
+/* The hooks whose secret is stored in plain text (secret_sealed false),
+ * by id: only id and secret are filled (store_hook_targets_free). */
+bool store_hook_plain_secrets(struct store *s, struct hook_target **rows, size_t *count,
+			      struct floe_error *err) FLOE_WUR;
+
+/* Replaces hook id's plain secret plain by sealed, unless the row no
+ * longer holds plain text or that text (another floe sealed it first):
+ * *done says whether this call changed it. */
+bool store_hook_seal_secret(struct store *s, const char *id, const char *plain, const char *sealed,
+			    bool *done, struct floe_error *err) FLOE_WUR;
 
 /* One write-audit-publish run. */
 struct run_row {

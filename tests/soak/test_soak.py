@@ -180,7 +180,14 @@ def psql(psql_bin, url, sql):
 def test_soak_three_replicas(postgres, floe_factory, webhooks, psql_bin):
     url = postgres.new_database()
     warehouse = make_shared_tmpdir("floe-soak-warehouse-")
-    env = {"FLOE_DATABASE_URL": url, "FLOE_WAREHOUSE": f"file://{warehouse}"}
+    # Replicas with data directories of their own share one hook secrets
+    # key, as a deployment's do (README, "Write-audit-publish").
+    key = Path(make_shared_tmpdir("floe-soak-key-")) / "hook-secrets.key"
+    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, os.urandom(32))
+    os.close(fd)
+    env = {"FLOE_DATABASE_URL": url, "FLOE_WAREHOUSE": f"file://{warehouse}",
+           "FLOE_HOOK_SECRETS_KEY": str(key)}
     replicas = [floe_factory(env=env) for _ in range(3)]
 
     f = replicas[0]
@@ -190,9 +197,10 @@ def test_soak_three_replicas(postgres, floe_factory, webhooks, psql_bin):
     # Staging needs a snapshot on main to branch from.
     sid, reqs, ups = snapshot_change(load(f, "wap"))
     TableHandle(f, NS, "wap").commit_ok(ups, reqs)
-    receiver = webhooks(PASS)
+    receiver = webhooks(PASS, secret="soak-secret")
     r = f.post("/v1/audit-hooks", json={"name": "soak-pass", "url": receiver.url,
-                                        "scope": {"namespace": NS, "table": "wap"}})
+                                        "scope": {"namespace": NS, "table": "wap"},
+                                        "secret": "soak-secret"})
     assert r.status_code == 201, r.text
 
     tally, stop = Tally(), threading.Event()
@@ -260,6 +268,8 @@ def test_soak_three_replicas(postgres, floe_factory, webhooks, psql_bin):
     assert not unlogged, f"acknowledged metadata files missing from commit_log: {unlogged}"
     assert not absent, f"metadata files in commit_log but not on disk: {absent[:10]}"
     assert counts["commit 200"] > 0 and counts["wap-publish 200"] > 0
+    unsigned = [r for r in receiver.requests if r.signature_valid is not True]
+    assert not unsigned, f"{len(unsigned)} of {receiver.count()} hook calls not signed with the secret"
     assert counts["transaction 200"] + counts["transaction 204"] > 0
     assert not tally.bad, (f"{len(tally.bad)} answers that must not happen, e.g. "
                            f"{tally.bad[:3]}; counts {summary}")

@@ -8,9 +8,11 @@
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fakes.h"
+#include "hooksecrets.h"
 #include "tablemeta.h"
 #include "wap.h"
 
@@ -279,4 +281,101 @@ Test(lease, run_out_lets_a_new_publish_take_over)
 	auditing_under("a floe that stopped");
 	fake_store_expire_lease(RUN_ID);
 	assert_published(publish());
+}
+
+/* --- sealed hook secrets (catalog/hooksecrets.c) --- */
+
+/* A sealer that "seals" as "sealed:<id>:<plain>" and opens only that. */
+static char *fake_seal(void *ctx, const char *hook_id, const char *plain, struct floe_error *e)
+{
+	char buf[512];
+
+	(void)ctx;
+	(void)e;
+	(void)snprintf(buf, sizeof(buf), "sealed:%s:%s", hook_id, plain);
+	return strdup(buf);
+}
+
+static char *fake_open(void *ctx, const char *hook_id, const char *sealed, char *why, size_t len)
+{
+	char head[128];
+
+	(void)ctx;
+	(void)snprintf(head, sizeof(head), "sealed:%s:", hook_id);
+	if (strncmp(sealed, head, strlen(head)) != 0) {
+		(void)snprintf(why, len, "sealed with key A; this floe has key B");
+		return NULL;
+	}
+	return strdup(sealed + strlen(head));
+}
+
+static const struct hook_sealer fake_sealer = { NULL, fake_seal, fake_open };
+
+static void set_hook_secret(const char *secret, bool sealed)
+{
+	json_t *h = json_array_get(fake_store_hooks(), 0);
+
+	json_object_set_new(h, "secret", json_string(secret));
+	json_object_set_new(h, "secret-sealed", json_boolean(sealed));
+}
+
+Test(publish, a_sealed_secret_is_opened_for_the_call)
+{
+	env.hook_sealer = &fake_sealer;
+	set_hook_secret("sealed:" HOOK_ID ":the-secret", true);
+	assert_published(publish());
+	cr_assert_str_eq(fake_hooks_last_secret(), "the-secret");
+}
+
+Test(publish, a_secret_that_does_not_open_fails_closed_and_sends_nothing)
+{
+	env.hook_sealer = &fake_sealer;
+	set_hook_secret("sealed:another-hook:the-secret", true);
+	cr_assert_null(publish());
+	assert_answer(
+		FE_AUDIT_UNAVAILABLE,
+		"Audit hook auditor could not give a verdict (sealed with key A; this floe has key B); nothing was published, publish again later",
+		503, "AuditUnavailableException");
+	assert_run_state("audit-failed");
+	cr_assert_eq(main_snapshot(), 1);
+	json_t *sent = fake_hooks_last_body();
+	cr_assert_null(sent, "nothing was sent");
+	cr_assert_eq(fake_store_events("wap.hook-called"), 1);
+}
+
+Test(publish, a_sealed_secret_without_a_key_fails_closed)
+{
+	env.hook_sealer = NULL;
+	set_hook_secret("sealed:" HOOK_ID ":the-secret", true);
+	cr_assert_null(publish());
+	cr_assert_eq(err.kind, FE_AUDIT_UNAVAILABLE, "%s", err.message);
+	cr_assert(strstr(err.message, "no key to open it") != NULL, "%s", err.message);
+	cr_assert_null(fake_hooks_last_body());
+}
+
+Test(publish, a_plain_secret_of_an_older_floe_still_signs)
+{
+	set_hook_secret("old-plain", false);
+	assert_published(publish());
+	cr_assert_str_eq(fake_hooks_last_secret(), "old-plain");
+}
+
+Test(publish, plain_secrets_are_sealed_once)
+{
+	size_t sealed = 0;
+
+	set_hook_secret("old-plain", false);
+	cr_assert(hooksecrets_seal_legacy(NULL, &fake_sealer, &sealed, &err), "%s", err.message);
+	cr_assert_eq(sealed, 1);
+	json_t *h = json_array_get(fake_store_hooks(), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(h, "secret")),
+			 "sealed:" HOOK_ID ":old-plain");
+	cr_assert(hooksecrets_seal_legacy(NULL, &fake_sealer, &sealed, &err), "%s", err.message);
+	cr_assert_eq(sealed, 0, "a sealed row is left alone");
+
+	set_hook_secret("again-plain", false);
+	cr_assert_null(hooksecrets_seal(NULL, HOOK_ID, "x", &err), "no key, no secret");
+	cr_assert_not(hooksecrets_seal_legacy(NULL, NULL, &sealed, &err));
+	cr_assert_str_eq(json_string_value(json_object_get(h, "secret")), "again-plain",
+			 "nothing changed when it cannot be sealed");
 }

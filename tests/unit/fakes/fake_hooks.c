@@ -16,6 +16,9 @@ static void (*during)(void *arg);
 static void *during_arg;
 static json_t *last_body; /* the last body sent, parsed */
 
+/* The secret the last call sent was signed with. */
+static char last_secret[256];
+
 void fake_hooks_reset(void)
 {
 	verdict = HOOK_PASS;
@@ -25,6 +28,12 @@ void fake_hooks_reset(void)
 	during_arg = NULL;
 	json_decref(last_body);
 	last_body = NULL;
+	last_secret[0] = '\0';
+}
+
+const char *fake_hooks_last_secret(void)
+{
+	return last_secret;
 }
 
 json_t *fake_hooks_last_body(void)
@@ -51,6 +60,12 @@ void hooks_call_all(struct hook_call *calls, size_t n)
 	if (during != NULL)
 		during(during_arg);
 	for (size_t i = 0; i < n; i++) {
+		if (calls[i].refused) {
+			calls[i].verdict = HOOK_ERROR;
+			continue;
+		}
+		(void)snprintf(last_secret, sizeof(last_secret), "%s",
+			       calls[i].secret != NULL ? calls[i].secret : "");
 		if (calls[i].body != NULL) {
 			json_decref(last_body);
 			last_body = json_loads(calls[i].body, 0, NULL);

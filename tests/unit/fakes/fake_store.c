@@ -585,9 +585,65 @@ bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns, const char
 		t->url = dup_or_null(json_string_value(json_object_get(h, "url")));
 		t->secret = dup_or_null(json_string_value(json_object_get(h, "secret")));
 		t->timeout_ms = json_integer_value(json_object_get(h, "timeout-ms"));
+		t->secret_sealed = json_is_true(json_object_get(h, "secret-sealed"));
 	}
 	*count = json_array_size(hooks);
 	return true;
+}
+
+/* The hooks set up (fake_store_set_hooks) with a secret and
+ * "secret-sealed" not true. */
+bool store_hook_plain_secrets(struct store *s, struct hook_target **rows, size_t *count,
+			      struct floe_error *err)
+{
+	size_t i;
+	json_t *h;
+
+	(void)s;
+	*rows = NULL;
+	*count = 0;
+	if (fake_fault_due("store_hook_plain_secrets", err, NULL))
+		return false;
+	*rows = calloc(json_array_size(hooks) + 1, sizeof(**rows));
+	if (*rows == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	json_array_foreach(hooks, i, h) {
+		const char *secret = json_string_value(json_object_get(h, "secret"));
+		if (secret == NULL || json_is_true(json_object_get(h, "secret-sealed")))
+			continue;
+		struct hook_target *t = &(*rows)[(*count)++];
+		snprintf(t->id, sizeof(t->id), "%s", json_string_value(json_object_get(h, "id")));
+		t->secret = dup_or_null(secret);
+	}
+	return true;
+}
+
+bool store_hook_seal_secret(struct store *s, const char *id, const char *plain, const char *sealed,
+			    bool *done, struct floe_error *err)
+{
+	size_t i;
+	json_t *h;
+
+	(void)s;
+	*done = false;
+	if (fake_fault_due("store_hook_seal_secret", err, NULL))
+		return false;
+	json_array_foreach(hooks, i, h) {
+		const char *secret = json_string_value(json_object_get(h, "secret"));
+		if (strcmp(json_string_value(json_object_get(h, "id")), id) != 0 ||
+		    json_is_true(json_object_get(h, "secret-sealed")) || secret == NULL ||
+		    strcmp(secret, plain) != 0)
+			continue;
+		json_object_set_new(h, "secret", json_string(sealed));
+		json_object_set_new(h, "secret-sealed", json_true());
+		*done = true;
+	}
+	return true;
+}
+
+json_t *fake_store_hooks(void)
+{
+	return hooks;
 }
 
 /* The run as the store's row: the fake keeps runs as JSON objects with

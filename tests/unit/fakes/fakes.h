@@ -89,6 +89,8 @@ void fake_store_idem_taken(int n);
 
 /* Hooks in scope of every table (borrowed array, copied) and WAP runs. */
 void fake_store_set_hooks(const json_t *hooks);
+/* The hooks as the fake holds them now (borrowed). */
+json_t *fake_store_hooks(void);
 /* Adds a run {"id", "state", "branch", "_table-uuid", "_seq"}; copied. */
 void fake_store_add_run(const json_t *run);
 /* The run as store_run_get gives it (new reference), or NULL. */
@@ -134,6 +136,8 @@ int fake_fileio_removed(void);
 
 /* Every hook call gets this verdict, HTTP status and reason. */
 void fake_hooks_answer(enum hook_verdict verdict, long http_status, const char *reason);
+/* The secret the last call sent was signed with ("" for none). */
+const char *fake_hooks_last_secret(void);
 /* The last body a hook was sent, parsed (new reference), or NULL. */
 json_t *fake_hooks_last_body(void);
 /* fn(arg) runs while the hooks are being called (after the lease is taken,

@@ -1,0 +1,11 @@
+-- 0010: audit hook secrets sealed at rest.
+--
+-- audit_hooks.secret now holds the secret sealed with AES-256-GCM under a
+-- key that is not in the database (docs/auth.md, "Sealed hook secrets"):
+-- "v1:<key id>:<base64url of nonce, ciphertext and tag>", the hook's id
+-- as associated data. SQL holds no key, so this migration cannot seal the
+-- secrets floe stored before it: they keep secret_sealed false, and every
+-- start of floe seals each such row (a compare-and-set per row, so floes
+-- starting at once seal it once). A row an older floe still writes is
+-- sealed at the next start.
+ALTER TABLE audit_hooks ADD COLUMN secret_sealed boolean NOT NULL DEFAULT false;
