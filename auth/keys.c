@@ -22,6 +22,7 @@
 #include <openssl/pem.h>
 
 #include "jwt.h"
+#include "keyfile.h"
 #include "log.h"
 
 #define KEYS_SUFFIX ".pem"
@@ -278,18 +279,9 @@ static bool keys_read_file(int dirfd, const char *dir, const char *name, struct 
 		why = errno == ELOOP ? "it is a symbolic link" : "it cannot be opened";
 		goto fail;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		why = "it is not a regular file";
+	why = keyfile_refusal(fd, &st);
+	if (why != NULL)
 		goto fail;
-	}
-	if (st.st_uid != geteuid()) {
-		why = "it is not owned by floe's user";
-		goto fail;
-	}
-	if ((st.st_mode & 077) != 0) {
-		why = "it is group- or world-accessible (chmod 0600)";
-		goto fail;
-	}
 	if (st.st_size > KEYRING_MAX_FILE) {
 		why = "it is larger than a key file can be";
 		goto fail;

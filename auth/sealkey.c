@@ -16,6 +16,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include "keyfile.h"
 #include "log.h"
 
 /* The directory part of path ("." when it has none) into dir. */
@@ -114,18 +115,9 @@ bool sealkey_load(const char *path, bool create, struct seal_key *k, bool *creat
 					: "it cannot be opened";
 		goto fail;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		why = "it is not a regular file";
+	why = keyfile_refusal(fd, &st);
+	if (why != NULL)
 		goto fail;
-	}
-	if (st.st_uid != geteuid()) {
-		why = "it is not owned by floe's user";
-		goto fail;
-	}
-	if ((st.st_mode & 077) != 0) {
-		why = "it is group- or world-accessible (chmod 0600)";
-		goto fail;
-	}
 	while (len < sizeof(raw)) {
 		ssize_t n = read(fd, raw + len, sizeof(raw) - len);
 		if (n < 0 && errno == EINTR)
