@@ -27,21 +27,10 @@ import psycopg
 import pytest
 
 from conftest import TableHandle, assert_error, assert_ok_json, run_floe
+from test_hook_delivery import new_table, scope
 from webhook import PASS, signature
 
 SEALED = re.compile(r"^v1:([0-9a-f]{16}):([A-Za-z0-9_-]+)$")
-
-
-def new_table(f, ns: str) -> TableHandle:
-    f.create_namespace([ns])
-    t = TableHandle(f, [ns], "orders")
-    t.create()
-    t.s1 = t.add_snapshot("main")
-    return t
-
-
-def scope(t: TableHandle) -> dict:
-    return {"namespace": t.namespace, "table": t.name}
 
 
 def staged(t: TableHandle) -> dict:
