@@ -98,9 +98,9 @@ long fileio_remove_stale_tmp(const char *table_location, const char *warehouse_p
 /* How floe reaches its S3-compatible object storage. Strings are
  * borrowed for the call only; the secrets are copied and never logged. */
 struct fileio_s3_options {
-	const char *endpoint; /* scheme://host[:port]; NULL or "": AWS's endpoint of region */
-	const char *region;   /* signs every request (aws:amz:REGION:s3) */
-	bool path_style;      /* endpoint/bucket/key rather than bucket.endpoint/key */
+	const char *endpoint;      /* scheme://host[:port]; NULL or "": AWS's endpoint of region */
+	const char *region;        /* signs every request (aws:amz:REGION:s3) */
+	bool path_style;           /* endpoint/bucket/key rather than bucket.endpoint/key */
 	const char *access_key_id; /* NULL or "": from credentials_file */
 	const char *secret_access_key;
 	const char *session_token;    /* NULL or "": none */

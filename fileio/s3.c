@@ -32,8 +32,8 @@
 #define S3_ATTEMPTS 4
 #define S3_BACKOFF_BASE_MS 100L
 #define S3_BACKOFF_MAX_MS 2000L
-#define S3_ERROR_BODY_MAX (64 * 1024)
-#define S3_LIST_BODY_MAX (8 * 1024 * 1024)
+#define S3_ERROR_BODY_MAX ((size_t)64 * 1024)
+#define S3_LIST_BODY_MAX ((size_t)8 * 1024 * 1024)
 #define S3_DELETE_BATCH 1000
 
 /* The configuration fileio_s3_start took; read-only afterwards. */
@@ -120,8 +120,7 @@ static bool payload_hash(const void *body, size_t len, char out[65])
 	unsigned char d[EVP_MAX_MD_SIZE];
 	unsigned int dl = 0;
 
-	if (EVP_Digest(body != NULL ? body : "", len, d, &dl, EVP_sha256(), NULL) != 1 ||
-	    dl != 32)
+	if (EVP_Digest(body != NULL ? body : "", len, d, &dl, EVP_sha256(), NULL) != 1 || dl != 32)
 		return false;
 	hex_of(d, dl, out);
 	return true;
@@ -301,8 +300,8 @@ static bool answer_ok(const struct s3_answer *a)
  * otherwise the last attempt's answer is in *a (the caller frees its
  * body) and the caller judges it.
  */
-static bool s3_request(const struct s3_call *c, bool idempotent, struct s3_answer *a,
-		       bool *retried, struct floe_error *err)
+static bool s3_request(const struct s3_call *c, bool idempotent, struct s3_answer *a, bool *retried,
+		       struct floe_error *err)
 {
 	*retried = false;
 	for (int attempt = 1;; attempt++) {
@@ -347,8 +346,8 @@ static bool answer_error(const struct s3_call *c, const struct s3_answer *a, con
 	if (a->status == 403)
 		return floe_err(err, FE_INTERNAL,
 				"%s: object storage refused floe's credentials (%s)", what, code);
-	return floe_err(err, FE_INTERNAL, "%s: object storage answered %ld (%s)", what,
-			a->status, code);
+	return floe_err(err, FE_INTERNAL, "%s: object storage answered %ld (%s)", what, a->status,
+			code);
 }
 
 /* The bucket and key of a location (canonicalised). */
@@ -363,9 +362,9 @@ static bool split_location(const char *url, char **bucket, char **key, struct fl
 	if (ok && !s3.started) {
 		free(*bucket);
 		free(*key);
-		return floe_err(err, FE_BAD_REQUEST,
-				"location %.200s is in object storage, which floe is not set up for",
-				url);
+		return floe_err(
+			err, FE_BAD_REQUEST,
+			"location %.200s is in object storage, which floe is not set up for", url);
 	}
 	return ok;
 }
@@ -417,17 +416,22 @@ static bool put_new(const char *bucket, const char *key, const void *data, size_
 		ok = true;
 	} else if (a.status == 412 && retried) {
 		struct s3_answer got;
-		if (get_object(bucket, key, len, &got, err)) {
-			ok = answer_ok(&got) && got.body.len == len &&
-			     (len == 0 || memcmp(got.body.data, data, len) == 0);
-			buf_free(&got.body);
-		}
+		struct s3_call g = { .method = "GET", .bucket = bucket, .key = key, .max = len };
+		bool looked = get_object(bucket, key, len, &got, err);
+		bool read = looked && (answer_ok(&got) || got.too_large);
+		ok = read && answer_ok(&got) && got.body.len == len &&
+		     (len == 0 || memcmp(got.body.data, data, len) == 0);
 		if (ok)
 			log_info("fileio", "s3://%s/%.200s: a retried write found its own object",
 				 bucket, key);
-		else
-			floe_err(err, FE_INTERNAL, "another object already exists at s3://%s/%.200s",
-				 bucket, key);
+		else if (read)
+			floe_err(err, FE_INTERNAL,
+				 "another object already exists at s3://%s/%.200s", bucket, key);
+		else if (looked)
+			answer_error(&g, &got, "cannot check the object a retried write found",
+				     err);
+		if (looked)
+			buf_free(&got.body);
 	} else if (a.status == 412) {
 		log_error("fileio", "s3://%s/%.200s exists already; not overwritten", bucket, key);
 		floe_err(err, FE_INTERNAL, "an object already exists at s3://%s/%.200s", bucket,
@@ -439,8 +443,8 @@ static bool put_new(const char *bucket, const char *key, const void *data, size_
 	return ok;
 }
 
-static bool s3_write_new(const char *table_location, const char *name, const void *data,
-			 size_t len, char **location, struct floe_error *err)
+static bool s3_write_new(const char *table_location, const char *name, const void *data, size_t len,
+			 char **location, struct floe_error *err)
 {
 	char *bucket = NULL;
 	char *key = NULL;
@@ -617,7 +621,10 @@ static bool list_leaf(void *ctx, const char *path, const char *text, size_t len)
 static void xml_escape_into(struct buf *b, const char *s)
 {
 	for (; *s != '\0'; s++) {
-		const char *e = *s == '&' ? "&amp;" : *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : NULL;
+		const char *e = *s == '&'   ? "&amp;"
+				: *s == '<' ? "&lt;"
+				: *s == '>' ? "&gt;"
+					    : NULL;
 		if (e != NULL)
 			(void)buf_append(b, e, strlen(e));
 		else
@@ -713,7 +720,8 @@ static bool list_page(const char *bucket, const char *prefix, const char *token,
 	bool retried;
 	bool ok = false;
 
-	if ((token[0] != '\0' && !s3_query_add(query, sizeof(query), "continuation-token", token)) ||
+	if ((token[0] != '\0' &&
+	     !s3_query_add(query, sizeof(query), "continuation-token", token)) ||
 	    !s3_query_add(query, sizeof(query), "list-type", "2") ||
 	    !s3_query_add(query, sizeof(query), "prefix", prefix))
 		return floe_err(err, FE_INTERNAL, "the listing's query is too long");
@@ -836,7 +844,7 @@ static bool read_small_file(const char *path, char **text, size_t *len, struct f
 	if (f == NULL)
 		return floe_err(err, FE_BAD_REQUEST, "cannot read the shared credentials file %s",
 				path);
-	buf_init(&b, 256 * 1024);
+	buf_init(&b, (size_t)256 * 1024);
 	for (;;) {
 		if (buf_reserve(&b, 4096) != BUF_OK)
 			break;
@@ -865,8 +873,9 @@ static bool set_credentials(const struct fileio_s3_options *o, struct floe_error
 
 	if (o->access_key_id != NULL && o->access_key_id[0] != '\0') {
 		if (o->secret_access_key == NULL || o->secret_access_key[0] == '\0')
-			return floe_err(err, FE_BAD_REQUEST,
-					"AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
+			return floe_err(
+				err, FE_BAD_REQUEST,
+				"AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
 		if (strlen(o->access_key_id) >= sizeof(cr->access_key_id) ||
 		    strlen(o->secret_access_key) >= sizeof(cr->secret_access_key) ||
 		    (o->session_token != NULL &&
@@ -907,8 +916,8 @@ bool fileio_s3_start(const struct fileio_s3_options *o, const char *warehouse,
 	if (!set_credentials(o, err))
 		return false;
 	if (s3.cred.session_token[0] != '\0')
-		(void)snprintf(s3.token_header, sizeof(s3.token_header),
-			       "x-amz-security-token: %s", s3.cred.session_token);
+		(void)snprintf(s3.token_header, sizeof(s3.token_header), "x-amz-security-token: %s",
+			       s3.cred.session_token);
 	(void)snprintf(s3.sigv4, sizeof(s3.sigv4), "aws:amz:%s:s3", o->region);
 	s3.path_style = o->path_style;
 	if (o->endpoint != NULL && o->endpoint[0] != '\0') {

@@ -66,7 +66,7 @@ char *s3_request_url(const struct s3_endpoint *ep, const char *bucket, const cha
 	struct buf b;
 	size_t len;
 
-	buf_init(&b, 16 * 1024);
+	buf_init(&b, (size_t)16 * 1024);
 	(void)buf_append(&b, ep->scheme, strlen(ep->scheme));
 	(void)buf_append(&b, "://", 3);
 	if (!ep->path_style) {
@@ -117,9 +117,9 @@ bool s3_retryable(int curl_code, long status, const char *code)
 		return true;
 	if (status >= 500 || status == 429)
 		return true;
-	return code != NULL && (strcmp(code, "SlowDown") == 0 ||
-				strcmp(code, "RequestTimeout") == 0 ||
-				strcmp(code, "InternalError") == 0);
+	return code != NULL &&
+	       (strcmp(code, "SlowDown") == 0 || strcmp(code, "RequestTimeout") == 0 ||
+		strcmp(code, "InternalError") == 0);
 }
 
 long s3_backoff_ms(int attempt, long base_ms, long max_ms, unsigned rnd)
@@ -177,8 +177,9 @@ bool s3_credentials_parse(const char *text, size_t len, const char *profile,
 			continue;
 		if (line[0] == '[') {
 			if (line[n - 1] != ']')
-				return floe_err(err, FE_BAD_REQUEST,
-						"the shared credentials file has a malformed section");
+				return floe_err(
+					err, FE_BAD_REQUEST,
+					"the shared credentials file has a malformed section");
 			const char *s = line + 1;
 			size_t sl = n - 2;
 			while (sl > 0 && (*s == ' ' || *s == '\t')) {
@@ -214,9 +215,10 @@ bool s3_credentials_parse(const char *text, size_t len, const char *profile,
 		else if (kl == 17 && strncasecmp(line, "aws_session_token", kl) == 0)
 			ok = set_field(out->session_token, sizeof(out->session_token), v, vl);
 		if (!ok)
-			return floe_err(err, FE_BAD_REQUEST,
-					"profile %.100s of the shared credentials file has an overlong value",
-					profile);
+			return floe_err(
+				err, FE_BAD_REQUEST,
+				"profile %.100s of the shared credentials file has an overlong value",
+				profile);
 	}
 	if (!found)
 		return floe_err(err, FE_BAD_REQUEST,

@@ -92,8 +92,11 @@ static bool entity(struct walk *w)
 	static const struct {
 		const char *name;
 		char c;
-	} named[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' },
-		      { "&quot;", '"' }, { "&apos;", '\'' } };
+	} named[] = { { "&amp;", '&' },
+		      { "&lt;", '<' },
+		      { "&gt;", '>' },
+		      { "&quot;", '"' },
+		      { "&apos;", '\'' } };
 
 	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
 		if (starts(w, named[i].name)) {

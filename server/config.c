@@ -523,8 +523,9 @@ static bool endpoint_valid(const char *e)
 		return false;
 	for (size_t i = scheme; i < len; i++) {
 		char c = e[i];
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			  c == '.' || c == '-' || c == ':' || c == '[' || c == ']';
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '.' || c == '-' || c == ':' || c == '[' ||
+			  c == ']';
 		if (!ok)
 			return false;
 	}
@@ -555,7 +556,8 @@ static bool s3_finish(struct floe_config *cfg, config_getenv_fn env, char *errbu
 		return BAD(OPT_S3_ENDPOINT, "expected https://host[:port] or http://host[:port]");
 	cfg->s3_endpoint = raw[OPT_S3_ENDPOINT];
 	const char *region = raw[OPT_S3_REGION];
-	if (region[0] == '\0' || strlen(region) > 64 || strspn(region, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(region))
+	if (region[0] == '\0' || strlen(region) > 64 ||
+	    strspn(region, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(region))
 		return BAD(OPT_S3_REGION, "expected a region name such as us-east-1");
 	cfg->s3_region = region;
 	if (strcmp(raw[OPT_S3_PATH_STYLE], "true") == 0)
@@ -630,7 +632,8 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 		/* file:/p (as Java and Hadoop write it) is file:///p; what
 		 * else is no absolute local path location_canonical refuses. */
 		if (strncasecmp(w, "file:", 5) != 0 && strncasecmp(w, "s3://", 5) != 0)
-			return BAD(OPT_WAREHOUSE, "only file:// and s3:// warehouses are supported");
+			return BAD(OPT_WAREHOUSE,
+				   "only file:// and s3:// warehouses are supported");
 		cfg->warehouse = strdup(w);
 		if (cfg->warehouse == NULL)
 			return fail(errbuf, errlen, "out of memory");

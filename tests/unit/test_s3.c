@@ -63,8 +63,8 @@ Test(s3, canonical_query)
 
 Test(s3, retry_decision_and_backoff)
 {
-	cr_assert(s3_retryable(7, 0, NULL));    /* could not connect */
-	cr_assert(s3_retryable(28, 0, NULL));   /* timed out */
+	cr_assert(s3_retryable(7, 0, NULL));  /* could not connect */
+	cr_assert(s3_retryable(28, 0, NULL)); /* timed out */
 	cr_assert(s3_retryable(0, 500, ""));
 	cr_assert(s3_retryable(0, 503, "SlowDown"));
 	cr_assert(s3_retryable(0, 429, ""));
@@ -103,8 +103,7 @@ Test(s3, credentials_file)
 	struct s3_credentials c;
 	struct floe_error err = { 0 };
 
-	cr_assert(s3_credentials_parse(text, strlen(text), "default", &c, &err), "%s",
-		  err.message);
+	cr_assert(s3_credentials_parse(text, strlen(text), "default", &c, &err), "%s", err.message);
 	cr_assert_str_eq(c.access_key_id, "AKIDDEFAULT");
 	cr_assert_str_eq(c.secret_access_key, "secret/default");
 	cr_assert_str_eq(c.session_token, "");
@@ -173,9 +172,10 @@ Test(s3, xml_list_answer)
 
 Test(s3, xml_error_answer)
 {
-	static const char xml[] = "<?xml version=\"1.0\"?>\n<Error>\n    <Code>SlowDown</Code>\n"
-				  "    <Message><![CDATA[Please reduce your request rate.]]></Message>\n"
-				  "    <RequestID>abc</RequestID>\n</Error>";
+	static const char xml[] =
+		"<?xml version=\"1.0\"?>\n<Error>\n    <Code>SlowDown</Code>\n"
+		"    <Message><![CDATA[Please reduce your request rate.]]></Message>\n"
+		"    <RequestID>abc</RequestID>\n</Error>";
 	char code[16];
 	char message[128];
 
@@ -232,6 +232,7 @@ Test(s3, xml_delete_answer)
 			       "<Error><Key>b</Key><Code>AccessDenied</Code>"
 			       "<Message>no</Message></Error></DeleteResult>");
 	cr_assert_not_null(got);
-	cr_assert_str_eq(got, "DeleteResult/Deleted/Key=a;DeleteResult/Error/Key=b;"
-			      "DeleteResult/Error/Code=AccessDenied;DeleteResult/Error/Message=no;");
+	cr_assert_str_eq(got,
+			 "DeleteResult/Deleted/Key=a;DeleteResult/Error/Key=b;"
+			 "DeleteResult/Error/Code=AccessDenied;DeleteResult/Error/Message=no;");
 }
