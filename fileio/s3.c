@@ -362,6 +362,8 @@ static bool split_location(const char *url, char **bucket, char **key, struct fl
 	if (ok && !s3.started) {
 		free(*bucket);
 		free(*key);
+		*bucket = NULL;
+		*key = NULL;
 		return floe_err(
 			err, FE_BAD_REQUEST,
 			"location %.200s is in object storage, which floe is not set up for", url);

@@ -27,6 +27,7 @@ from pyiceberg.catalog import load_catalog
 from conftest import (
     Floe,
     _start_floe_on_fresh_db,
+    _stop_and_check,
     assert_error,
     assert_ok_json,
     free_port,
@@ -200,7 +201,7 @@ def floe_s3(postgres, s3):
     f = _start_floe_on_fresh_db(postgres, env=s3_env(s3.url, f"s3://{bucket}/warehouse"))
     f.bucket = bucket
     yield f
-    f.cleanup()
+    _stop_and_check(f)
 
 
 def catalog(f: Floe, endpoint: str):
@@ -321,7 +322,7 @@ def test_many_objects_are_deleted_in_batches(floe_s3, s3):
     cli = s3.client()
     f.create_namespace(["big"])
     assert create_table(f, "big", "t").status_code == 200
-    for i in range(1050):
+    for i in range(1001):  # two pages: 1,000 and 1
         cli.put_object(Bucket=f.bucket, Key=f"warehouse/big/t/data/{i:05d}.parquet", Body=b"")
     r = f.delete("/v1/namespaces/big/tables/t", params={"purgeRequested": "true"})
     assert r.status_code == 204, r.text
@@ -397,7 +398,7 @@ def test_credentials_from_a_profile(postgres, s3, tmp_path):
         assert create_table(f, "n", "t").status_code == 200
         assert any(k.startswith("wh/n/t/metadata/") for k in keys(s3, bucket))
     finally:
-        f.cleanup()
+        _stop_and_check(f)
 
 
 @pytest.fixture(scope="module")
@@ -456,7 +457,7 @@ def test_signed_requests_are_accepted_by_a_checking_server(postgres, s3_with_aut
             assert m.startswith("s3://signed/wh/sig/t/metadata/")
             s3cli.head_object(Bucket="signed", Key=m.removeprefix("s3://signed/"))
     finally:
-        f.cleanup()
+        _stop_and_check(f)
 
 
 def commit_property(f: Floe, ns: str, name: str, value: str):
@@ -501,7 +502,7 @@ def test_storage_failing_during_a_commit_is_a_known_failure(postgres, s3, fault)
         assert after["metadata-location"] != before
         assert after["metadata"]["properties"]["k"] == "after"
     finally:
-        f.cleanup()
+        _stop_and_check(f)
         proxy.down()
 
 
@@ -542,5 +543,5 @@ def test_a_lost_answer_to_a_put_is_settled_by_reading_the_object_back(postgres, 
         metas = {k for k in keys(s3, bucket) if k.endswith(".metadata.json")}
         assert len(metas) == 2
     finally:
-        f.cleanup()
+        _stop_and_check(f)
         proxy.down()
