@@ -286,7 +286,10 @@ bool s3xml_walk(const char *text, size_t len, s3xml_leaf_fn leaf, void *ctx)
 			w.p = from;
 			if (!skip_past(&w, "]]>"))
 				return false;
-			if (w.text_ok && !text_add(&w, from, (size_t)(w.p - 3 - from)))
+			size_t n = (size_t)(w.p - 3 - from);
+			if (memchr(from, '\0', n) != NULL)
+				return false; /* no NUL in text, raw or not */
+			if (w.text_ok && !text_add(&w, from, n))
 				return false;
 		} else if (starts(&w, "<!")) {
 			return false; /* a DTD: never */

@@ -212,6 +212,10 @@ Test(s3, xml_refused)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_assert_null(walk(bad[i]), "case %zu accepted: %s", i, bad[i]);
 
+	/* No NUL in text, in CDATA either. */
+	static const char nul[] = "<a><![CDATA[x\0y]]></a>";
+	struct collected c = { 0 };
+	cr_assert_not(s3xml_walk(nul, sizeof(nul) - 1, collect, &c));
 	/* Text past the cap is refused, not cut. */
 	size_t n = S3XML_TEXT_MAX + 16;
 	char *big = malloc(n + 16);
