@@ -487,6 +487,7 @@ def test_storage_failing_during_a_commit_is_a_known_failure(postgres, s3, fault)
         # never the "state unknown" answers (500, 502, 504).
         assert_error(r, 503, "ServiceUnavailableException")
         assert "object storage" in r.json()["error"]["message"]
+        assert r.headers.get("Retry-After") == "1"
         if fault == "503":
             assert len(proxy.seen) - seen == 4  # the PUT, tried four times
         assert load(f, "k", "t")["metadata-location"] == before
