@@ -33,4 +33,8 @@ struct fileio_backend {
 /* Local files: file:// URLs and bare absolute paths (local.c). */
 extern const struct fileio_backend fileio_local;
 
+/* S3-compatible object storage: s3:// URLs (s3.c), once
+ * fileio_s3_start has set it up. */
+extern const struct fileio_backend fileio_s3;
+
 #endif

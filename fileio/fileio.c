@@ -1,7 +1,7 @@
 /*
  * fileio.c - the table files floe writes, reads and removes, routed to the
- * backend of the location's scheme (backend.h). Local files are the only
- * backend today; an object store joins by adding its table to `backends`.
+ * backend of the location's scheme (backend.h): local files (local.c) and
+ * S3-compatible object storage (s3.c).
  */
 #include "fileio.h"
 
@@ -13,6 +13,7 @@
 
 static const struct fileio_backend *const backends[] = {
 	&fileio_local,
+	&fileio_s3,
 };
 
 /*

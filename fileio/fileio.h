@@ -1,8 +1,9 @@
 /*
  * fileio.h - the table files floe itself writes and removes: metadata
  * files, written durably, and a table's directory on a purge. Each call
- * goes to the storage backend of the location's scheme (backend.h); local
- * storage (file:// URLs and bare paths, local.c) is the only one today.
+ * goes to the storage backend of the location's scheme (backend.h): local
+ * storage (file:// URLs and bare paths, local.c) or S3-compatible object
+ * storage (s3://bucket/key, s3.c; docs/storage.md has its contract).
  * fileio_local_path and fileio_location_fits are about local paths.
  */
 #ifndef FLOE_FILEIO_H
@@ -93,5 +94,32 @@ enum fileio_purge_result fileio_purge(const char *table_location, const char *wa
  * min_age_s (left by a writer that died between write and rename),
  * following no symbolic link. Returns how many were removed. */
 long fileio_remove_stale_tmp(const char *table_location, const char *warehouse_path, int min_age_s);
+
+/* How floe reaches its S3-compatible object storage. Strings are
+ * borrowed for the call only; the secrets are copied and never logged. */
+struct fileio_s3_options {
+	const char *endpoint;      /* scheme://host[:port]; NULL or "": AWS's endpoint of region */
+	const char *region;        /* signs every request (aws:amz:REGION:s3) */
+	bool path_style;           /* endpoint/bucket/key rather than bucket.endpoint/key */
+	const char *access_key_id; /* NULL or "": from credentials_file */
+	const char *secret_access_key;
+	const char *session_token;    /* NULL or "": none */
+	const char *credentials_file; /* a shared credentials file (INI), or NULL */
+	const char *profile;          /* its section */
+};
+
+/*
+ * Sets up the s3:// backend for the process (before any thread uses it)
+ * and checks with HeadBucket that the bucket of warehouse (a canonical
+ * s3:// location) exists and the credentials reach it. FE_BAD_REQUEST
+ * when the configuration is wrong (no or unreadable credentials, no such
+ * bucket, credentials refused, another region), FE_UNAVAILABLE when the
+ * storage cannot be reached or keeps failing; the message says which.
+ */
+bool fileio_s3_start(const struct fileio_s3_options *o, const char *warehouse,
+		     struct floe_error *err) FLOE_WUR;
+
+/* Forgets the configuration (and the calling thread's connection). */
+void fileio_s3_stop(void);
 
 #endif

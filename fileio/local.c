@@ -29,6 +29,11 @@ char *fileio_local_path(const char *url, struct floe_error *err)
 
 	if (canon == NULL)
 		return NULL;
+	if (location_is_s3(canon)) {
+		free(canon);
+		floe_err(err, FE_BAD_REQUEST, "location %.200s is not on local storage", url);
+		return NULL;
+	}
 	char *copy = strdup(location_path(canon));
 	free(canon);
 	if (copy == NULL)

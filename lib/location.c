@@ -17,7 +17,7 @@ static const char *local_part(const char *loc, struct floe_error *err)
 	if (strncasecmp(loc, "file:", 5) != 0) {
 		floe_err(
 			err, FE_BAD_REQUEST,
-			"location %.200s is not supported: floe stores tables on local storage (file://)",
+			"location %.200s is not supported: floe stores tables on local storage (file://) or in S3-compatible object storage (s3://)",
 			loc);
 		return NULL;
 	}
@@ -43,6 +43,43 @@ static const char *local_part(const char *loc, struct floe_error *err)
 	return p;
 }
 
+bool location_bucket_valid(const char *name, size_t len)
+{
+	if (len < 3 || len > 63)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = name[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+		if (!alnum && !((c == '-' || c == '.') && i > 0 && i + 1 < len))
+			return false;
+		if (c == '.' && (name[i - 1] == '.' || name[i - 1] == '-' || name[i + 1] == '-'))
+			return false;
+	}
+	return true;
+}
+
+/* An s3 location (scheme case-insensitive): *head is the length of its
+ * "s3://bucket" head and *rest the path after the bucket. False with err
+ * when its bucket is not a valid S3 bucket name; *head is 0 for a
+ * location that is not an s3 one. */
+static bool s3_part(const char *loc, size_t *head, const char **rest, struct floe_error *err)
+{
+	*head = 0;
+	*rest = NULL;
+	if (strncasecmp(loc, "s3://", 5) != 0)
+		return true;
+	const char *bucket = loc + 5;
+	size_t bl = strcspn(bucket, "/");
+	if (!location_bucket_valid(bucket, bl))
+		return floe_err(
+			err, FE_BAD_REQUEST,
+			"location %.200s does not name a valid S3 bucket (3-63 lowercase letters, digits, '.' and '-')",
+			loc);
+	*head = 5 + bl;
+	*rest = bucket + bl;
+	return true;
+}
+
 char *location_canonical(const char *location, struct floe_error *err)
 {
 	const char *p;
@@ -53,7 +90,14 @@ char *location_canonical(const char *location, struct floe_error *err)
 		floe_err(err, FE_BAD_REQUEST, "no location");
 		return NULL;
 	}
-	p = local_part(location, err);
+	/* s3://bucket/key: the bucket is the root, the key a path below it
+	 * (treated as local paths are: S3 has no directories, but floe's
+	 * rules about what lies within what are the same). */
+	size_t head = 0;
+	if (!s3_part(location, &head, &p, err))
+		return NULL;
+	if (head == 0)
+		p = local_part(location, err);
 	if (p == NULL)
 		return NULL;
 	size_t plen = strlen(p);
@@ -61,14 +105,20 @@ char *location_canonical(const char *location, struct floe_error *err)
 		floe_err(err, FE_BAD_REQUEST, "location is longer than %d bytes", LOCATION_MAX);
 		return NULL;
 	}
-	/* "file://" + the path, which only shrinks. */
-	out = malloc(plen + sizeof("file://") + 1);
+	/* "file://" or "s3://bucket" + the path, which only shrinks. */
+	size_t hl = head > 0 ? head : 7;
+	out = malloc(plen + hl + 2);
 	if (out == NULL) {
 		floe_err(err, FE_INTERNAL, "out of memory");
 		return NULL;
 	}
-	memcpy(out, "file://", 7);
-	char *path = out + 7;
+	if (head > 0) {
+		memcpy(out, "s3://", 5);
+		memcpy(out + 5, location + 5, head - 5);
+	} else {
+		memcpy(out, "file://", 7);
+	}
+	char *path = out + hl;
 	while (*p != '\0') {
 		while (*p == '/')
 			p++;
@@ -95,12 +145,12 @@ char *location_canonical(const char *location, struct floe_error *err)
 		}
 		p += len;
 	}
-	if (n == 0)
+	if (n == 0 && head == 0)
 		path[n++] = '/';
 	path[n] = '\0';
 	/* The stored form is the bound: a bare path just under it grows by
 	 * "file://". */
-	if (7 + n > LOCATION_MAX) {
+	if (hl + n > LOCATION_MAX) {
 		free(out);
 		floe_err(err, FE_BAD_REQUEST, "location is longer than %d bytes", LOCATION_MAX);
 		return NULL;
@@ -113,6 +163,11 @@ const char *location_path(const char *canonical)
 	return strncmp(canonical, "file://", 7) == 0 ? canonical + 7 : canonical;
 }
 
+bool location_is_s3(const char *canonical)
+{
+	return strncmp(canonical, "s3://", 5) == 0;
+}
+
 bool location_within(const char *inner, const char *outer)
 {
 	const char *i = location_path(inner);
@@ -120,7 +175,7 @@ bool location_within(const char *inner, const char *outer)
 	size_t ol = strlen(o);
 
 	if (strcmp(o, "/") == 0)
-		return true;
+		return i[0] == '/';
 	return strncmp(i, o, ol) == 0 && (i[ol] == '\0' || i[ol] == '/');
 }
 

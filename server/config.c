@@ -58,6 +58,10 @@ enum opt_id {
 	OPT_OIDC_AUDIENCE,
 	OPT_OIDC_PRINCIPAL_CLAIM,
 	OPT_OIDC_ROLES_CLAIM,
+	OPT_S3_ENDPOINT,
+	OPT_S3_REGION,
+	OPT_S3_PATH_STYLE,
+	OPT_S3_PROFILE,
 	OPT_COUNT
 };
 
@@ -79,7 +83,7 @@ static const struct option_def options[OPT_COUNT] = {
 	[OPT_DATA_DIR] = { "data-dir", "FLOE_DATA_DIR", "./floe-data",
 		"Directory for the embedded PostgreSQL and the default warehouse" },
 	[OPT_WAREHOUSE] = { "warehouse", "FLOE_WAREHOUSE", NULL,
-		"Warehouse root URL where table files are written, file:///path or file:/path (default: file://<data dir>/warehouse)" },
+		"Warehouse root URL where table files are written: file:///path or file:/path, or s3://bucket/prefix for S3-compatible object storage (see the --s3-* options; the bucket must exist) (default: file://<data dir>/warehouse)" },
 	[OPT_THREADS] = { "threads", "FLOE_THREADS", NULL,
 		"Worker threads, each with one PostgreSQL connection, 1-256 (default: number of cores)" },
 	[OPT_LOG_LEVEL] = { "log-level", "FLOE_LOG_LEVEL", "info",
@@ -150,6 +154,14 @@ static const struct option_def options[OPT_COUNT] = {
 		"The claim of an external issuer's token that names the principal" },
 	[OPT_OIDC_ROLES_CLAIM] = { "oidc-roles-claim", "FLOE_OIDC_ROLES_CLAIM", "",
 		"The claim of an external issuer's token that lists floe role names (an array of strings or a space-separated string); empty: roles come from floe's grants only" },
+	[OPT_S3_ENDPOINT] = { "s3-endpoint", "FLOE_S3_ENDPOINT", "",
+		"With an s3:// warehouse: the S3-compatible server, https://host[:port] (or http://, unencrypted: for a server on loopback or a private network); empty: AWS's endpoint of --s3-region. Credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, else from the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, default ~/.aws/credentials)" },
+	[OPT_S3_REGION] = { "s3-region", "FLOE_S3_REGION", "us-east-1",
+		"With an s3:// warehouse: the region requests are signed for" },
+	[OPT_S3_PATH_STYLE] = { "s3-path-style", "FLOE_S3_PATH_STYLE", "false",
+		"With an s3:// warehouse: true to address the bucket in the path (endpoint/bucket/key, which most self-hosted S3 servers need), false for virtual-hosted addressing (bucket.endpoint/key)" },
+	[OPT_S3_PROFILE] = { "s3-profile", "FLOE_S3_PROFILE", "",
+		"With an s3:// warehouse: the profile of the shared credentials file to use, which then wins over AWS_ACCESS_KEY_ID; empty: AWS_PROFILE, else default (used when AWS_ACCESS_KEY_ID is not set)" },
 };
 /* clang-format on */
 
@@ -504,8 +516,83 @@ static bool auth_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 	return true;
 }
 
+/* An --s3-endpoint: http(s)://host[:port], nothing more. */
+static bool endpoint_valid(const char *e)
+{
+	size_t scheme = strncmp(e, "https://", 8) == 0 ? 8 : strncmp(e, "http://", 7) == 0 ? 7 : 0;
+	size_t len = strlen(e);
+
+	if (scheme == 0 || len == scheme || len > 255)
+		return false;
+	for (size_t i = scheme; i < len; i++) {
+		char c = e[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '.' || c == '-' || c == ':' || c == '[' ||
+			  c == ']';
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+static char *env_copy(config_getenv_fn env, const char *name)
+{
+	const char *v = env(name);
+
+	return v != NULL && v[0] != '\0' ? strdup(v) : NULL;
+}
+
+/* The options of an s3:// warehouse, and floe's credentials for it from
+ * the environment (never from a flag: a flag shows in ps). */
+static bool s3_finish(struct floe_config *cfg, config_getenv_fn env, char *errbuf, size_t errlen)
+{
+	char **raw = cfg->raw;
+
+#define BAD(id, why)                                                                              \
+	fail(errbuf, errlen, "invalid value \"%s\" for --%s (%s): %s", raw[id], options[id].flag, \
+	     options[id].env, why)
+
+	if (strncmp(cfg->warehouse, "s3://", 5) != 0)
+		return true;
+	cfg->s3 = true;
+	if (raw[OPT_S3_ENDPOINT][0] != '\0' && !endpoint_valid(raw[OPT_S3_ENDPOINT]))
+		return BAD(OPT_S3_ENDPOINT, "expected https://host[:port] or http://host[:port]");
+	cfg->s3_endpoint = raw[OPT_S3_ENDPOINT];
+	const char *region = raw[OPT_S3_REGION];
+	if (region[0] == '\0' || strlen(region) > 64 ||
+	    strspn(region, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(region))
+		return BAD(OPT_S3_REGION, "expected a region name such as us-east-1");
+	cfg->s3_region = region;
+	if (strcmp(raw[OPT_S3_PATH_STYLE], "true") == 0)
+		cfg->s3_path_style = true;
+	else if (strcmp(raw[OPT_S3_PATH_STYLE], "false") != 0)
+		return BAD(OPT_S3_PATH_STYLE, "expected true or false");
+	bool profile_given = raw[OPT_S3_PROFILE][0] != '\0';
+	const char *profile = profile_given ? raw[OPT_S3_PROFILE] : env("AWS_PROFILE");
+	cfg->s3_profile = strdup(profile != NULL && profile[0] != '\0' ? profile : "default");
+	if (cfg->s3_profile == NULL)
+		return fail(errbuf, errlen, "out of memory");
+	if (!profile_given) {
+		cfg->s3_access_key_id = env_copy(env, "AWS_ACCESS_KEY_ID");
+		cfg->s3_secret_access_key = env_copy(env, "AWS_SECRET_ACCESS_KEY");
+		cfg->s3_session_token = env_copy(env, "AWS_SESSION_TOKEN");
+	}
+	cfg->s3_credentials_file = env_copy(env, "AWS_SHARED_CREDENTIALS_FILE");
+	const char *home = env("HOME");
+	if (cfg->s3_credentials_file == NULL && home != NULL && home[0] == '/') {
+		size_t len = strlen(home) + sizeof("/.aws/credentials");
+		cfg->s3_credentials_file = malloc(len);
+		if (cfg->s3_credentials_file == NULL)
+			return fail(errbuf, errlen, "out of memory");
+		(void)snprintf(cfg->s3_credentials_file, len, "%s/.aws/credentials", home);
+	}
+#undef BAD
+	return true;
+}
+
 /* Converts and checks each raw value; messages name flag and variable. */
-static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
+static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *errbuf,
+			  size_t errlen)
 {
 	char **raw = cfg->raw;
 	long long v;
@@ -547,8 +634,9 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		const char *w = raw[OPT_WAREHOUSE];
 		/* file:/p (as Java and Hadoop write it) is file:///p; what
 		 * else is no absolute local path location_canonical refuses. */
-		if (strncasecmp(w, "file:", 5) != 0)
-			return BAD(OPT_WAREHOUSE, "only file:// warehouses are supported");
+		if (strncasecmp(w, "file:", 5) != 0 && strncasecmp(w, "s3://", 5) != 0)
+			return BAD(OPT_WAREHOUSE,
+				   "only file:// and s3:// warehouses are supported");
 		cfg->warehouse = strdup(w);
 		if (cfg->warehouse == NULL)
 			return fail(errbuf, errlen, "out of memory");
@@ -571,6 +659,8 @@ static bool config_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 	cfg->warehouse_path = strdup(location_path(cfg->warehouse));
 	if (cfg->warehouse_path == NULL)
 		return fail(errbuf, errlen, "out of memory");
+	if (!s3_finish(cfg, env, errbuf, errlen))
+		return false;
 
 	if (raw[OPT_THREADS][0] == '\0') {
 		cfg->threads = (int)count_cores();
@@ -777,7 +867,16 @@ bool config_load(struct floe_config *cfg, int argc, char **argv, config_getenv_f
 		if (!set_raw(cfg, id, value, errbuf, errlen))
 			return false;
 	}
-	return config_finish(cfg, errbuf, errlen);
+	return config_finish(cfg, env, errbuf, errlen);
+}
+
+/* Frees a secret, overwritten first. */
+static void config_forget(char *secret)
+{
+	if (secret != NULL) {
+		explicit_bzero(secret, strlen(secret));
+		free(secret);
+	}
 }
 
 void config_free(struct floe_config *cfg)
@@ -791,6 +890,11 @@ void config_free(struct floe_config *cfg)
 	free(cfg->pg_bin_dir);
 	free(cfg->pg_user);
 	free(cfg->hook_secrets_key);
+	free(cfg->s3_profile);
+	free(cfg->s3_credentials_file);
+	config_forget(cfg->s3_access_key_id);
+	config_forget(cfg->s3_secret_access_key);
+	config_forget(cfg->s3_session_token);
 	hook_policy_free(cfg->hook_policy);
 	for (size_t i = 0; i < sizeof(cfg->raw) / sizeof(cfg->raw[0]); i++)
 		free(cfg->raw[i]);

@@ -31,8 +31,8 @@ struct floe_config {
 	char *database_url;       /* NULL: embedded PostgreSQL */
 	char *owner_database_url; /* migrations' role; NULL: database_url's */
 	char *data_dir;           /* absolute */
-	char *warehouse;          /* file:///absolute/path, no trailing '/' */
-	char *warehouse_path;     /* the warehouse's local directory */
+	char *warehouse;          /* file:///absolute/path or s3://bucket/prefix, canonical */
+	char *warehouse_path;     /* the warehouse's local directory (s3: the URL) */
 	int threads;
 	int commit_threads;
 	int idempotency_lease_seconds;
@@ -72,6 +72,17 @@ struct floe_config {
 	const char *oidc_audience;
 	const char *oidc_principal_claim;
 	const char *oidc_roles_claim; /* NULL: none */
+	/* An s3:// warehouse (its strings in raw[] but the copies); the
+	 * secrets come from the environment only and are never logged. */
+	bool s3;
+	const char *s3_endpoint; /* "": AWS's */
+	const char *s3_region;
+	bool s3_path_style;
+	char *s3_profile;
+	char *s3_credentials_file; /* NULL: none known */
+	char *s3_access_key_id;    /* NULL: from the credentials file */
+	char *s3_secret_access_key;
+	char *s3_session_token;
 	/* Raw option values indexed like the option table; freed by
 	 * config_free. */
 	char *raw[64];

@@ -19,6 +19,7 @@
 #include "authcli.h"
 #include "config.h"
 #include "embedpg.h"
+#include "fileio.h"
 #include "hooks.h"
 #include "hooksecrets.h"
 #include "http.h"
@@ -157,6 +158,31 @@ static bool migrate_with_retry(const char *conninfo, bool *stopped)
 	}
 }
 
+/* An s3:// warehouse's storage: set up, and its bucket reached. Returns
+ * 0, 2 when the configuration is wrong (no such bucket, credentials
+ * refused or missing) or 1 when the storage cannot be reached. */
+static int start_storage(const struct floe_config *cfg)
+{
+	struct floe_error err;
+
+	if (!cfg->s3)
+		return 0;
+	struct fileio_s3_options o = {
+		.endpoint = cfg->s3_endpoint,
+		.region = cfg->s3_region,
+		.path_style = cfg->s3_path_style,
+		.access_key_id = cfg->s3_access_key_id,
+		.secret_access_key = cfg->s3_secret_access_key,
+		.session_token = cfg->s3_session_token,
+		.credentials_file = cfg->s3_credentials_file,
+		.profile = cfg->s3_profile,
+	};
+	if (fileio_s3_start(&o, cfg->warehouse, &err))
+		return 0;
+	log_error("main", "cannot use the warehouse %s: %s", cfg->warehouse, err.message);
+	return err.kind == FE_BAD_REQUEST ? 2 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct floe_config cfg;
@@ -229,6 +255,11 @@ int main(int argc, char **argv)
 		"main",
 		"floe %s starting: %d HTTP threads, %d commit threads, %d publish threads, warehouse %s",
 		FLOE_VERSION, cfg.threads, cfg.commit_threads, cfg.publish_threads, cfg.warehouse);
+	int storage = start_storage(&cfg);
+	if (storage != 0) {
+		exit_code = storage;
+		goto done;
+	}
 	struct store_limits limits = {
 		.statement_timeout_ms = cfg.db_statement_timeout_ms,
 		.lock_timeout_ms = cfg.db_lock_timeout_ms,
@@ -375,6 +406,7 @@ done:
 	unsettled_free(&app.unsettled);
 	panic_pg = NULL;
 	embedpg_stop(&pg);
+	fileio_s3_stop();
 	log_info("main", "floe stopped");
 	config_free(&cfg);
 	return exit_code;

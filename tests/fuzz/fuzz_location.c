@@ -3,8 +3,9 @@
  * locations (lib/location.h) and audit-hook URLs (how delivery reads them,
  * the address policy on literals, the registration check). The input is
  * split at its first newline into two strings.
- * Canonical locations are fixed points, lie within themselves and overlap
- * symmetrically; a hook URL is accepted or refused with 400.
+ * Canonical locations (file:// and s3://) are fixed points, lie within
+ * themselves and overlap symmetrically; a hook URL is accepted or refused
+ * with 400.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,9 +23,18 @@ static void check_location(const char *c)
 {
 	struct floe_error err;
 
-	if (strncmp(c, "file://", 7) != 0 || strlen(c) > LOCATION_MAX)
+	bool s3 = strncmp(c, "s3://", 5) == 0;
+	if ((!s3 && strncmp(c, "file://", 7) != 0) || strlen(c) > LOCATION_MAX)
 		abort();
-	const char *path = location_path(c);
+	if (s3 != location_is_s3(c))
+		abort();
+	/* An s3 location's path is the part after its bucket; "" for the
+	 * bucket's root, else like a local one. */
+	const char *path = s3 ? c + 5 + strcspn(c + 5, "/") : location_path(c);
+	if (s3 && !location_bucket_valid(c + 5, (size_t)(path - c - 5)))
+		abort();
+	if (s3 && path[0] == '\0')
+		path = "/";
 	if (path == NULL || path[0] != '/')
 		abort();
 	/* Every segment is a name: none empty, none "." or "..", no trailing

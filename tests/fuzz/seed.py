@@ -62,6 +62,18 @@ def main():
               {"sub": "bob", "roles": ["reader", "writer"]},
               {"sub": "carol", "roles": " auditor  analyst "}]:
         write(out, "fuzz_jwt", json.dumps(j).encode())
+    for x in ['<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="http://s3.amazon'
+              'aws.com/doc/2006-03-01/"><Name>b</Name><Contents><Key>wh/t/a&amp;b&#233;</Key>'
+              '<ETag>&#34;d41d&#34;</ETag></Contents><IsTruncated>true</IsTruncated>'
+              '<NextContinuationToken>1ue/x=</NextContinuationToken></ListBucketResult>',
+              '<DeleteResult><Deleted><Key>a</Key></Deleted><Error><Key>b</Key>'
+              '<Code>AccessDenied</Code></Error></DeleteResult>',
+              '<Error><Code>SlowDown</Code><Message><![CDATA[Reduce]]></Message></Error>',
+              '[default]\naws_access_key_id = A\naws_secret_access_key = s\n[p]\nx=y\n']:
+        write(out, "fuzz_s3xml", x.encode())
+    for loc in ["s3://bucket/wh/ns/t\ns3://bucket/wh", "S3://b.k-t/wh//./x/..\nfile:///wh",
+                "s3://bkt/..\ns3://bkt"]:
+        write(out, "fuzz_location", loc.encode())
 
 
 if __name__ == "__main__":

@@ -68,6 +68,10 @@ FLOE_OPTIONS = {
     "--hook-allow": "FLOE_HOOK_ALLOW",
     "--warehouse-name": "FLOE_WAREHOUSE_NAME",
     "--cors-origins": "FLOE_CORS_ORIGINS",
+    "--s3-endpoint": "FLOE_S3_ENDPOINT",
+    "--s3-region": "FLOE_S3_REGION",
+    "--s3-path-style": "FLOE_S3_PATH_STYLE",
+    "--s3-profile": "FLOE_S3_PROFILE",
 }
 
 ERROR_KEYS = {"message", "type", "code", "stack"}

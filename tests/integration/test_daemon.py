@@ -41,14 +41,14 @@ from conftest import (
 
 EMBEDDED_READY_TIMEOUT = 120
 
-
-# ---------------------------------------------------------------- command line
-
 # What a crash or a misuse of libmicrohttpd leaves in the log. The access
 # log's "aborted(3)" is not one: an answer whose connection was still open
 # when the daemon stopped (the client had it already; each test asserts the
 # answers it got).
 CRASH_SIGNS = re.compile(r"abort(?!ed\(\d+\))|panic|libmicrohttpd failed", re.I)
+
+
+# ---------------------------------------------------------------- command line
 
 
 def test_help_lists_every_option(tmp_path):

@@ -141,7 +141,9 @@ Test(config, bad_values_name_the_option)
 		{ NULL, "--log-level=loud", "FLOE_LOG_LEVEL" },
 		{ NULL, "--max-body-bytes=10", "FLOE_MAX_BODY_BYTES" },
 		{ "FLOE_MAX_BODY_BYTES=12k", NULL, "FLOE_MAX_BODY_BYTES" },
-		{ NULL, "--warehouse=s3://bucket/wh", "FLOE_WAREHOUSE" },
+		{ NULL, "--warehouse=gs://bucket/wh", "FLOE_WAREHOUSE" },
+		{ NULL, "--warehouse=s3://B_ucket/wh", "FLOE_WAREHOUSE" },
+		{ NULL, "--warehouse=s3://bucket/../..", "FLOE_WAREHOUSE" },
 		{ NULL, "--warehouse=file://relative", "FLOE_WAREHOUSE" },
 		{ NULL, "--data-dir=", "FLOE_DATA_DIR" },
 		{ NULL, "--no-such-option=1", "--no-such-option" },
@@ -172,6 +174,58 @@ Test(config, bad_values_name_the_option)
 		cr_assert_not(ok, "case %zu accepted", i);
 		cr_assert(strstr(msg, cases[i].names) != NULL, "case %zu: \"%s\" does not name %s",
 			  i, msg, cases[i].names);
+		config_free(&cfg);
+	}
+}
+
+Test(config, s3_warehouse_and_its_credentials)
+{
+	struct floe_config cfg;
+	char msg[256] = "";
+	const char *env[] = { "AWS_ACCESS_KEY_ID=AKID", "AWS_SECRET_ACCESS_KEY=sekrit",
+			      "HOME=/home/someone", NULL };
+	const char *argv[] = { "floe", "--warehouse=S3://lake-1/wh//x/../", "--s3-path-style=true",
+			       "--s3-endpoint=http://127.0.0.1:9000", "--s3-region=eu-west-3" };
+
+	cr_assert(load(&cfg, env, 5, argv, msg, sizeof(msg)), "%s", msg);
+	cr_assert(cfg.s3);
+	cr_assert_str_eq(cfg.warehouse, "s3://lake-1/wh");
+	cr_assert_str_eq(cfg.warehouse_path, "s3://lake-1/wh");
+	cr_assert(cfg.s3_path_style);
+	cr_assert_str_eq(cfg.s3_endpoint, "http://127.0.0.1:9000");
+	cr_assert_str_eq(cfg.s3_region, "eu-west-3");
+	cr_assert_str_eq(cfg.s3_access_key_id, "AKID");
+	cr_assert_str_eq(cfg.s3_secret_access_key, "sekrit");
+	cr_assert_null(cfg.s3_session_token);
+	cr_assert_str_eq(cfg.s3_profile, "default");
+	cr_assert_str_eq(cfg.s3_credentials_file, "/home/someone/.aws/credentials");
+	config_free(&cfg);
+
+	/* A profile named on the command line wins over the keys. */
+	const char *env2[] = { "AWS_ACCESS_KEY_ID=AKID", "AWS_SECRET_ACCESS_KEY=sekrit",
+			       "AWS_SHARED_CREDENTIALS_FILE=/etc/floe/creds", NULL };
+	const char *argv2[] = { "floe", "--warehouse=s3://lake-1", "--s3-profile=floe" };
+	cr_assert(load(&cfg, env2, 3, argv2, msg, sizeof(msg)), "%s", msg);
+	cr_assert_str_eq(cfg.warehouse, "s3://lake-1");
+	cr_assert_null(cfg.s3_access_key_id);
+	cr_assert_str_eq(cfg.s3_profile, "floe");
+	cr_assert_str_eq(cfg.s3_credentials_file, "/etc/floe/creds");
+	cr_assert_not(cfg.s3_path_style);
+	cr_assert_str_eq(cfg.s3_region, "us-east-1");
+	config_free(&cfg);
+
+	static const char *const bad[][2] = {
+		{ "--s3-path-style=yes", "--s3-path-style" },
+		{ "--s3-endpoint=ftp://h", "--s3-endpoint" },
+		{ "--s3-endpoint=http://h/p", "--s3-endpoint" },
+		{ "--s3-endpoint=https://", "--s3-endpoint" },
+		{ "--s3-region=", "--s3-region" },
+		{ "--s3-region=EU West", "--s3-region" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *a[] = { "floe", "--warehouse=s3://lake-1/wh", bad[i][0] };
+		cr_assert_not(load(&cfg, env, 3, a, msg, sizeof(msg)), "%s accepted", bad[i][0]);
+		cr_assert(strstr(msg, bad[i][1]) != NULL, "%s: %s", bad[i][0], msg);
 		config_free(&cfg);
 	}
 }

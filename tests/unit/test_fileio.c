@@ -259,10 +259,19 @@ Test(fileio, write_new_a_scheme_no_backend_serves_is_refused_as_before)
 	char *url = NULL;
 	struct floe_error err;
 
-	cr_assert_not(fileio_write_new("s3://bucket/t", "snap-1.avro", "x", 1, &url, &err));
+	cr_assert_not(fileio_write_new("gs://bucket/t", "snap-1.avro", "x", 1, &url, &err));
 	cr_assert_eq(err.kind, FE_BAD_REQUEST);
 	cr_assert_null(url);
-	char *path = fileio_local_path("s3://bucket/t", &err);
+	char *path = fileio_local_path("gs://bucket/t", &err);
+	cr_assert_null(path);
+	cr_assert_eq(err.kind, FE_BAD_REQUEST);
+	/* s3:// has a backend, which refuses while it is not set up, and is
+	 * no local path. */
+	cr_assert_not(fileio_write_new("s3://bucket/t", "snap-1.avro", "x", 1, &url, &err));
+	cr_assert_eq(err.kind, FE_BAD_REQUEST);
+	cr_assert(strstr(err.message, "not set up") != NULL, "%s", err.message);
+	cr_assert_null(url);
+	path = fileio_local_path("s3://bucket/t", &err);
 	cr_assert_null(path);
 	cr_assert_eq(err.kind, FE_BAD_REQUEST);
 }

@@ -63,7 +63,7 @@ Test(location, refused)
 	assert_refused("relative/path");
 	assert_refused("file:relative");
 	assert_refused("file://otherhost/a");
-	assert_refused("s3://bucket/a");
+	assert_refused("gs://bucket/a");
 	assert_refused("");
 	assert_refused(NULL);
 }
@@ -118,6 +118,39 @@ Test(location, same_place)
 	cr_assert(location_same("file://localhost/wh/a", "FILE:/wh/./a"));
 	cr_assert_not(location_same("file:/wh/a", "file:///wh/a/b"));
 	cr_assert_not(location_same("file:/wh/a", "file:/wh/b"));
-	cr_assert_not(location_same("s3://b/wh/a", "s3://b/wh/a"));
+	cr_assert(location_same("s3://bkt/wh/a", "S3://bkt/wh//a/"));
+	cr_assert_not(location_same("s3://bkt/wh/a", "file:///bkt/wh/a"));
 	cr_assert_not(location_same("file:relative", "file:relative"));
+}
+
+Test(location, object_storage)
+{
+	assert_canonical("s3://bkt/wh/ns/t", "s3://bkt/wh/ns/t");
+	assert_canonical("S3://bkt/wh//ns/./t/", "s3://bkt/wh/ns/t");
+	assert_canonical("s3://bkt/wh/x/../t", "s3://bkt/wh/t");
+	assert_canonical("s3://bkt", "s3://bkt");
+	assert_canonical("s3://bkt/", "s3://bkt");
+	assert_canonical("s3://my.bucket-1/a", "s3://my.bucket-1/a");
+	assert_refused("s3://bkt/..");
+	assert_refused("s3://bkt/a/../../b");
+	assert_refused("s3://Bkt/a");
+	assert_refused("s3://b/a");
+	assert_refused("s3:///a");
+	assert_refused("s3://bk_t/a");
+	assert_refused("s3://-bkt/a");
+	assert_refused("s3://bkt-/a");
+	assert_refused("s3://b..kt/a");
+	assert_refused("s3:/bkt/a");
+	assert_refused("s3a://bkt/a");
+	/* The bucket is a root of its own: nothing crosses buckets or
+	 * schemes. */
+	cr_assert(location_within("s3://bkt/wh/a", "s3://bkt/wh"));
+	cr_assert(location_within("s3://bkt/wh", "s3://bkt"));
+	cr_assert_not(location_within("s3://bkt/wh-x", "s3://bkt/wh"));
+	cr_assert_not(location_within("s3://bktx/wh", "s3://bkt"));
+	cr_assert_not(location_within("s3://bkt/wh", "file:///"));
+	cr_assert_not(location_within("file:///bkt/wh", "s3://bkt"));
+	cr_assert(location_is_s3("s3://bkt/wh"));
+	cr_assert_not(location_is_s3("file:///s3"));
+	cr_assert_str_eq(location_path("s3://bkt/wh"), "s3://bkt/wh");
 }
