@@ -286,6 +286,9 @@ void finish_format_fields(json_t *m, const json_t *schema, const json_t *spec);
  */
 bool view_version_check(const json_t *v, struct floe_error *err) FLOE_WUR;
 
+/* True when id fits the Java int that view, version and schema ids are. */
+bool view_id_in_range(int64_t id);
+
 /* What makes two view versions the same for Java's sameViewVersion
  * (summary, representations, default catalog and namespace, schema id),
  * as a string (new; caller frees), or NULL when out of memory. */

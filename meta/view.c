@@ -66,6 +66,10 @@ bool view_version_check(const json_t *v, struct floe_error *err)
 	for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
 		if (!fjson_get_int(v, ints[i], "view-version", NULL, &n, err))
 			return false;
+		/* Ids are Java ints. */
+		if (i < 2 && !view_id_in_range(n))
+			return meta_bad(err, "view-version: %s %" PRId64 " is out of range", ints[i],
+					n);
 	}
 	if (!fjson_check_string_map(json_object_get(v, "summary"), "view-version summary", err))
 		return false;
@@ -87,6 +91,11 @@ bool view_version_check(const json_t *v, struct floe_error *err)
 	}
 	json_decref(dialects);
 	return true;
+}
+
+bool view_id_in_range(int64_t id)
+{
+	return id >= INT32_MIN && id <= INT32_MAX;
 }
 
 char *view_version_key(const json_t *v)
@@ -196,6 +205,10 @@ json_t *viewmeta_create(const json_t *request, const char *location, const char 
 	/* As Java: the schema keeps its id (0 when it has none) and its
 	 * field ids; a view assigns no fresh ones. */
 	sid = fjson_int_or(rschema, "schema-id", 0);
+	if (!view_id_in_range(sid)) {
+		meta_bad(err, "schema: schema-id %" PRId64 " is out of range", sid);
+		goto done;
+	}
 	schema = json_deep_copy(rschema);
 	if (schema == NULL || !fjson_set_int(schema, "schema-id", sid)) {
 		meta_oom(err);
@@ -214,6 +227,10 @@ json_t *viewmeta_create(const json_t *request, const char *location, const char 
 		      props != NULL ? props : json_object());
 	if (m == NULL)
 		meta_oom(err);
+	else if (!viewmeta_validate(m, err)) {
+		json_decref(m);
+		m = NULL;
+	}
 done:
 	json_decref(schema);
 	json_decref(version);
@@ -241,6 +258,10 @@ static bool validate_schemas(const json_t *m, struct idmap *ids, struct floe_err
 		if (!schema_check(s, TABLEMETA_MAX_FORMAT_VERSION, &highest, NULL, err) ||
 		    !fjson_get_int(s, "schema-id", "schema", NULL, &id, err))
 			return false;
+		if (!view_id_in_range(id))
+			return meta_bad(err,
+					"invalid view metadata: schema id %" PRId64 " is out of range",
+					id);
 		if (idmap_has(ids, id))
 			return meta_bad(err, "invalid view metadata: schema id %" PRId64 " is used twice",
 					id);

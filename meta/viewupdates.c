@@ -85,6 +85,10 @@ static bool view_add_schema(struct apply *a, const json_t *u, const struct actio
 	id = fjson_int_or(schema, "schema-id", 0);
 	if (id < next)
 		id = next;
+	if (!view_id_in_range(id)) {
+		json_decref(copy);
+		return meta_bad(err, "add-schema: schema id %" PRId64 " is out of range", id);
+	}
 	fjson_set_int(copy, "schema-id", id);
 	return apply_list_add(a, LIST_SCHEMAS, id, copy, err);
 }

@@ -394,6 +394,11 @@ Test(viewmeta, add_schema_assigns_ids_and_reuses_identical_ones)
 	json_t *r7 = apply_ok(m, ut, true);
 	cr_assert_eq(iv(json_array_get(json_object_get(r7, "schemas"), 1), "schema-id"), 7);
 	apply_refused(m, "[{'action':'add-schema'}]", FE_BAD_REQUEST, "'schema'");
+	/* Ids are Java ints. */
+	apply_refused(m,
+		      "[{'action':'add-schema','schema':{'schema-id':2147483648,'type':'struct',"
+		      "'fields':[]}}]",
+		      FE_BAD_REQUEST, "out of range");
 	apply_refused(m, "[{'action':'add-schema','schema':{'type':'struct','fields':[3]}}]",
 		      FE_BAD_REQUEST, "schema");
 	free(ut);
@@ -521,6 +526,11 @@ Test(viewmeta, add_view_version_refusals)
 		      "'schema-id':0,'summary':{},'default-namespace':[],'representations':[]}}]",
 		      FE_BAD_REQUEST, "timestamp-ms");
 	apply_refused(m, "[{'action':'add-view-version'}]", FE_BAD_REQUEST, "'view-version'");
+	apply_refused(m,
+		      "[{'action':'add-view-version','view-version':{'version-id':2147483648,"
+		      "'timestamp-ms':1,'schema-id':0,'summary':{},'default-namespace':[],"
+		      "'representations':[]}}]",
+		      FE_BAD_REQUEST, "out of range");
 	apply_refused(m, "[" NEWVER("0", "[{'type':'sql','dialect':'x'}]") "]", FE_BAD_REQUEST,
 		      "'sql'");
 	/* A representation of another type is kept as it is. */
