@@ -36,7 +36,8 @@ static bool representation_check(const json_t *r, json_t *dialects, struct floe_
 	if (!json_is_string(json_object_get(r, "sql")))
 		return meta_bad(err, "view-version: an sql representation needs a string 'sql'");
 	if (dialect == NULL)
-		return meta_bad(err, "view-version: an sql representation needs a string 'dialect'");
+		return meta_bad(err,
+				"view-version: an sql representation needs a string 'dialect'");
 	for (i = 0; dialect[i] != '\0' && i < sizeof(lower) - 1; i++)
 		lower[i] = (char)tolower((unsigned char)dialect[i]);
 	lower[i] = '\0';
@@ -68,8 +69,8 @@ bool view_version_check(const json_t *v, struct floe_error *err)
 			return false;
 		/* Ids are Java ints. */
 		if (i < 2 && !view_id_in_range(n))
-			return meta_bad(err, "view-version: %s %" PRId64 " is out of range", ints[i],
-					n);
+			return meta_bad(err, "view-version: %s %" PRId64 " is out of range",
+					ints[i], n);
 	}
 	if (!fjson_check_string_map(json_object_get(v, "summary"), "view-version summary", err))
 		return false;
@@ -137,8 +138,7 @@ bool view_history_size(const json_t *props, int64_t *size, struct floe_error *er
 }
 
 /* The request's properties, checked (NULL when it has none). */
-static bool create_properties(const json_t *request, const json_t **props,
-			      struct floe_error *err)
+static bool create_properties(const json_t *request, const json_t **props, struct floe_error *err)
 {
 	int64_t size;
 
@@ -164,8 +164,8 @@ static json_t *create_version(const json_t *request, int64_t sid, int64_t now_ms
 		return NULL;
 	}
 	v = json_deep_copy(rv);
-	if (v == NULL || !fjson_set_int(v, "version-id", 1) || !fjson_set_int(v, "schema-id", sid) ||
-	    !fjson_set_int(v, "timestamp-ms", now_ms) ||
+	if (v == NULL || !fjson_set_int(v, "version-id", 1) ||
+	    !fjson_set_int(v, "schema-id", sid) || !fjson_set_int(v, "timestamp-ms", now_ms) ||
 	    (json_object_get(v, "summary") == NULL &&
 	     json_object_set_new(v, "summary", json_object()) != 0)) {
 		json_decref(v);
@@ -220,11 +220,11 @@ json_t *viewmeta_create(const json_t *request, const char *location, const char 
 	loc = create_location(request, location, err);
 	if (loc == NULL)
 		goto done;
-	m = json_pack("{s:s, s:i, s:s, s:[O], s:i, s:[O], s:[{s:I, s:i}], s:O}", "view-uuid", uuid,
-		      "format-version", 1, "location", loc, "schemas", schema,
-		      "current-version-id", 1, "versions", version, "version-log", "timestamp-ms",
-		      (json_int_t)now_ms, "version-id", 1, "properties",
-		      props != NULL ? props : json_object());
+	m = json_pack("{s:s, s:i, s:s, s:[O], s:i, s:[O], s:[{s:I, s:i}], s:o}", "view-uuid", uuid,
+		      "format-version", 1, "location", loc, "schemas", schema, "current-version-id",
+		      1, "versions", version, "version-log", "timestamp-ms", (json_int_t)now_ms,
+		      "version-id", 1, "properties",
+		      props != NULL ? json_incref((json_t *)props) : json_object());
 	if (m == NULL)
 		meta_oom(err);
 	else if (!viewmeta_validate(m, err)) {
@@ -260,10 +260,13 @@ static bool validate_schemas(const json_t *m, struct idmap *ids, struct floe_err
 			return false;
 		if (!view_id_in_range(id))
 			return meta_bad(err,
-					"invalid view metadata: schema id %" PRId64 " is out of range",
+					"invalid view metadata: schema id %" PRId64
+					" is out of range",
 					id);
 		if (idmap_has(ids, id))
-			return meta_bad(err, "invalid view metadata: schema id %" PRId64 " is used twice",
+			return meta_bad(err,
+					"invalid view metadata: schema id %" PRId64
+					" is used twice",
 					id);
 		if (!idmap_put(ids, id, 1))
 			return meta_oom(err);
@@ -291,7 +294,8 @@ static bool validate_versions(const json_t *m, const struct idmap *schema_ids,
 		int64_t sid = fjson_int_or(v, "schema-id", -1);
 		ok = view_version_check(v, err);
 		if (ok && idmap_has(ids, id))
-			ok = meta_bad(err, "invalid view metadata: version id %" PRId64 " is used twice",
+			ok = meta_bad(err,
+				      "invalid view metadata: version id %" PRId64 " is used twice",
 				      id);
 		if (ok && !idmap_has(schema_ids, sid))
 			ok = meta_bad(err,
@@ -353,8 +357,9 @@ bool viewmeta_validate(const json_t *m, struct floe_error *err)
 	    !validate_log(m, err))
 		goto done;
 	if (viewmeta_current_version(m) == NULL) {
-		meta_bad(err, "invalid view metadata: Cannot find current version %" PRId64
-			      " in view versions",
+		meta_bad(err,
+			 "invalid view metadata: Cannot find current version %" PRId64
+			 " in view versions",
 			 fjson_int_or(m, "current-version-id", -1));
 		goto done;
 	}
@@ -388,9 +393,9 @@ json_t *viewmeta_parse(const char *text, size_t len, struct floe_error *err)
 
 char *viewmeta_serialise(const json_t *m, size_t *len, struct floe_error *err)
 {
-	static const char *const order[] = { "view-uuid",          "format-version", "location",
-					     "schemas",            "current-version-id",
-					     "versions",           "version-log",    "properties" };
+	static const char *const order[] = { "view-uuid",   "format-version",     "location",
+					     "schemas",     "current-version-id", "versions",
+					     "version-log", "properties" };
 	json_t *doc = json_object();
 	char *text = NULL;
 	const char *k;

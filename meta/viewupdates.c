@@ -21,7 +21,7 @@
 /* A view commit: the working copy (a.m) with the table commit's schema
  * index, and the versions indexed by id and by content. */
 struct view_commit {
-	struct apply a; /* first: an action gets &a and finds the rest */
+	struct apply a;            /* first: an action gets &a and finds the rest */
 	struct idmap *version_pos; /* version id -> position in versions */
 	json_t *version_keys;      /* view_version_key -> version id (first wins) */
 	struct idmap *added;       /* version ids added in this commit */
@@ -356,13 +356,13 @@ static bool commit_finish(struct view_commit *c, struct floe_error *err)
 		json_t *e = json_pack("{s:I, s:I}", "timestamp-ms", (json_int_t)c->history_ms,
 				      "version-id",
 				      (json_int_t)fjson_int_or(c->a.m, "current-version-id", -1));
-		if (e == NULL || json_array_append_new(fjson_array_field(c->a.m, "version-log"), e) != 0)
+		if (e == NULL ||
+		    json_array_append_new(fjson_array_field(c->a.m, "version-log"), e) != 0)
 			return meta_oom(err);
 	}
 	/* Versions added in this commit all stay, as in Java. */
 	int64_t added = (int64_t)idmap_count(c->added);
-	return trim_versions(c, added > size ? added : size, err) &&
-	       viewmeta_validate(c->a.m, err);
+	return trim_versions(c, added > size ? added : size, err) && viewmeta_validate(c->a.m, err);
 }
 
 json_t *viewmeta_apply(const json_t *base, const json_t *updates, int64_t now_ms, bool *changed,

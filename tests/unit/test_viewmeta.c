@@ -78,8 +78,7 @@ static void apply_refused(const json_t *base, const char *updates, enum floe_err
 
 	cr_assert_null(m, "accepted: %s", updates);
 	cr_assert_eq(err.kind, kind, "kind %d: %s", err.kind, err.message);
-	cr_assert_not_null(strstr(err.message, want), "message '%s' lacks '%s'", err.message,
-			   want);
+	cr_assert_not_null(strstr(err.message, want), "message '%s' lacks '%s'", err.message, want);
 	cr_assert_not(changed);
 	cr_assert(json_equal(base, copy), "base was modified");
 	json_decref(copy);
@@ -126,8 +125,8 @@ Test(viewmeta, create_builds_version_1_bound_to_the_schema)
 	json_t *log = J("[{'timestamp-ms':1767225600000,'version-id':1}]");
 	cr_assert(json_equal(json_object_get(m, "version-log"), log));
 	json_decref(log);
-	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "properties"),
-							   "comment")),
+	cr_assert_str_eq(json_string_value(
+				 json_object_get(json_object_get(m, "properties"), "comment")),
 			 "c");
 	json_decref(m);
 }
@@ -148,6 +147,20 @@ Test(viewmeta, create_uses_the_request_location_and_schema_id)
 	json_decref(req);
 }
 
+Test(viewmeta, create_without_properties_has_empty_ones)
+{
+	struct floe_error err;
+	json_t *req = J(request_text);
+	json_object_del(req, "properties");
+	json_t *m = viewmeta_create(req, "s3://w/ns/v", UUID, NOW, &err);
+
+	cr_assert_not_null(m, "%s", err.message);
+	cr_assert_eq(json_object_size(json_object_get(m, "properties")), 0);
+	cr_assert(json_is_object(json_object_get(m, "properties")));
+	json_decref(m);
+	json_decref(req);
+}
+
 static void create_refused(const char *request, const char *want)
 {
 	struct floe_error err;
@@ -156,12 +169,11 @@ static void create_refused(const char *request, const char *want)
 
 	cr_assert_null(m, "accepted: %s", request);
 	cr_assert_eq(err.kind, FE_BAD_REQUEST, "%s", err.message);
-	cr_assert_not_null(strstr(err.message, want), "message '%s' lacks '%s'", err.message,
-			   want);
+	cr_assert_not_null(strstr(err.message, want), "message '%s' lacks '%s'", err.message, want);
 	json_decref(req);
 }
 
-#define VV(reps, ns)                                                                         \
+#define VV(reps, ns)                                                                  \
 	"'view-version':{'version-id':1,'timestamp-ms':5,'schema-id':0,'summary':{}," \
 	"'default-namespace':" ns ",'representations':" reps "}"
 #define REP(d) "{'type':'sql','sql':'select 1','dialect':'" d "'}"
@@ -173,15 +185,16 @@ Test(viewmeta, create_refusals)
 	create_refused("{'name':'v','schema':" SCHEMA "}", "'view-version'");
 	create_refused("{'name':'v','schema':{'type':'list'}," VV("[]", "[]") "}",
 		       "not a struct type");
-	create_refused("{'name':'v','schema':" SCHEMA "," VV("[" REP("spark") "," REP("SPARK") "]",
-							     "[]") "}",
+	create_refused("{'name':'v','schema':" SCHEMA
+		       "," VV("[" REP("spark") "," REP("SPARK") "]", "[]") "}",
 		       "Invalid view version: Cannot add multiple queries for dialect spark");
 	create_refused("{'name':'v','schema':" SCHEMA "," VV("[]", "null") "}",
 		       "default-namespace");
-	create_refused("{'name':'v','schema':" SCHEMA "," VV("[{'type':'sql','sql':'x'}]", "[]") "}",
+	create_refused("{'name':'v','schema':" SCHEMA
+		       "," VV("[{'type':'sql','sql':'x'}]", "[]") "}",
 		       "'dialect'");
-	create_refused("{'name':'v','schema':" SCHEMA "," VV("[]", "[]")
-		       ",'properties':{'version.history.num-entries':'0'}}",
+	create_refused("{'name':'v','schema':" SCHEMA
+		       "," VV("[]", "[]") ",'properties':{'version.history.num-entries':'0'}}",
 		       "version.history.num-entries must be positive but was 0");
 	create_refused("{'name':'v','schema':" SCHEMA "," VV("[]", "[]") ",'properties':{'a':1}}",
 		       "properties");
@@ -200,9 +213,9 @@ Test(viewmeta, serialise_then_parse_is_the_same_metadata)
 	cr_assert_not_null(text);
 	cr_assert_eq(len, strlen(text));
 	/* The spec's fields come first, in the spec's order. */
-	const char *order[] = { "\"view-uuid\"", "\"format-version\"", "\"location\"",
-				"\"schemas\"",   "\"current-version-id\"", "\"versions\"",
-				"\"version-log\"", "\"properties\"", "\"x-extra\"" };
+	const char *order[] = { "\"view-uuid\"",   "\"format-version\"",     "\"location\"",
+				"\"schemas\"",     "\"current-version-id\"", "\"versions\"",
+				"\"version-log\"", "\"properties\"",         "\"x-extra\"" };
 	const char *at = text;
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
 		const char *p = strstr(at, order[i]);
@@ -224,8 +237,7 @@ static void parse_refused(const char *text, const char *want)
 
 	cr_assert_null(m, "accepted: %s", text);
 	cr_assert_eq(err.kind, FE_BAD_REQUEST, "%s", err.message);
-	cr_assert_not_null(strstr(err.message, want), "message '%s' lacks '%s'", err.message,
-			   want);
+	cr_assert_not_null(strstr(err.message, want), "message '%s' lacks '%s'", err.message, want);
 }
 
 /* A valid document with one field replaced (value: JSON text, or NULL to
@@ -301,8 +313,10 @@ Test(viewmeta, assert_view_uuid)
 	struct floe_error err;
 	json_t *m = created();
 	json_t *ok = J("[{'type':'assert-view-uuid','uuid':'" UUID "'}]");
-	json_t *upper = J("[{'type':'assert-view-uuid','uuid':'0B2A3F3E-6F1C-4A52-9A57-3C5D0E8F1A20'}]");
-	json_t *other = J("[{'type':'assert-view-uuid','uuid':'11111111-2222-3333-4444-555555555555'}]");
+	json_t *upper = J(
+		"[{'type':'assert-view-uuid','uuid':'0B2A3F3E-6F1C-4A52-9A57-3C5D0E8F1A20'}]");
+	json_t *other = J(
+		"[{'type':'assert-view-uuid','uuid':'11111111-2222-3333-4444-555555555555'}]");
 	json_t *bad = J("[{'type':'assert-view-uuid'}]");
 	json_t *table = J("[{'type':'assert-table-uuid','uuid':'" UUID "'}]");
 
@@ -311,9 +325,8 @@ Test(viewmeta, assert_view_uuid)
 	cr_assert(viewmeta_check_requirements(m, NULL, &err));
 	cr_assert_not(viewmeta_check_requirements(m, other, &err));
 	cr_assert_eq(err.kind, FE_COMMIT_FAILED);
-	cr_assert_str_eq(err.message,
-			 "Requirement failed: view UUID does not match: expected " UUID
-			 " != 11111111-2222-3333-4444-555555555555");
+	cr_assert_str_eq(err.message, "Requirement failed: view UUID does not match: expected " UUID
+				      " != 11111111-2222-3333-4444-555555555555");
 	cr_assert_not(viewmeta_check_requirements(m, bad, &err));
 	cr_assert_eq(err.kind, FE_BAD_REQUEST);
 	cr_assert_not(viewmeta_check_requirements(m, table, &err));
@@ -365,12 +378,11 @@ Test(viewmeta, upgrade_format_version)
 	json_t *r = apply_ok(m, "[{'action':'upgrade-format-version','format-version':1}]", false);
 
 	json_decref(r);
-	apply_refused(m, "[{'action':'upgrade-format-version','format-version':2}]",
-		      FE_BAD_REQUEST, "Cannot upgrade view to unsupported format version: v2");
-	apply_refused(m, "[{'action':'upgrade-format-version','format-version':0}]",
-		      FE_BAD_REQUEST, "Cannot downgrade v1 view to v0");
-	apply_refused(m, "[{'action':'upgrade-format-version'}]", FE_BAD_REQUEST,
-		      "format-version");
+	apply_refused(m, "[{'action':'upgrade-format-version','format-version':2}]", FE_BAD_REQUEST,
+		      "Cannot upgrade view to unsupported format version: v2");
+	apply_refused(m, "[{'action':'upgrade-format-version','format-version':0}]", FE_BAD_REQUEST,
+		      "Cannot downgrade v1 view to v0");
+	apply_refused(m, "[{'action':'upgrade-format-version'}]", FE_BAD_REQUEST, "format-version");
 	json_decref(m);
 }
 
@@ -378,7 +390,8 @@ Test(viewmeta, add_schema_assigns_ids_and_reuses_identical_ones)
 {
 	json_t *m = created();
 	/* Identical fields: the schema of id 0 is it; nothing changes. */
-	json_t *same = apply_ok(m, "[{'action':'add-schema','schema':" SCHEMA ",'last-column-id':1}]",
+	json_t *same = apply_ok(m,
+				"[{'action':'add-schema','schema':" SCHEMA ",'last-column-id':1}]",
 				false);
 	json_t *r = apply_ok(m, "[{'action':'add-schema','schema':" SCHEMA2 "}]", true);
 	const json_t *schemas = json_object_get(r, "schemas");
@@ -440,8 +453,8 @@ Test(viewmeta, location_and_properties)
 }
 
 #define NEWVER(sid, reps)                                                                   \
-	"{'action':'add-view-version','view-version':{'version-id':1,'timestamp-ms':4242," \
-	"'schema-id':" sid ",'summary':{'engine-name':'trino'},'default-namespace':['ns'],"  \
+	"{'action':'add-view-version','view-version':{'version-id':1,'timestamp-ms':4242,"  \
+	"'schema-id':" sid ",'summary':{'engine-name':'trino'},'default-namespace':['ns']," \
 	"'representations':" reps "}}"
 #define SETCUR(id) "{'action':'set-current-view-version','view-version-id':" id "}"
 
@@ -449,8 +462,9 @@ Test(viewmeta, replace_with_last_added_schema_and_version)
 {
 	json_t *m = created();
 	json_t *r = apply_ok(m,
-			     "[{'action':'add-schema','schema':" SCHEMA2 "}," NEWVER(
-				     "-1", "[" REP("trino") "," REP("spark") "]") "," SETCUR("-1") "]",
+			     "[{'action':'add-schema','schema':" SCHEMA2
+			     "}," NEWVER("-1", "[" REP("trino") "," REP("spark") "]") "," SETCUR(
+				     "-1") "]",
 			     true);
 	const json_t *v = viewmeta_current_version(r);
 
@@ -488,11 +502,12 @@ Test(viewmeta, an_identical_version_is_reused)
 	json_t *same = apply_ok(m,
 				"[{'action':'add-view-version','view-version':{'version-id':9,"
 				"'timestamp-ms':1,'schema-id':0,'summary':{'engine-name':'spark'},"
-				"'default-namespace':['ns'],'representations':[" REP("spark") "]}},"
-				SETCUR("1") "]",
+				"'default-namespace':['ns'],'representations':[" REP(
+					"spark") "]}}," SETCUR("1") "]",
 				false);
 	/* Added twice in one commit: one version, and -1 is it. */
-	json_t *twice = apply_ok(m, "[" NEWVER("0", "[]") "," NEWVER("0", "[]") "," SETCUR("-1") "]",
+	json_t *twice = apply_ok(m,
+				 "[" NEWVER("0", "[]") "," NEWVER("0", "[]") "," SETCUR("-1") "]",
 				 true);
 	cr_assert_eq(json_array_size(json_object_get(twice, "versions")), 2);
 	cr_assert_eq(iv(twice, "current-version-id"), 2);
@@ -500,8 +515,8 @@ Test(viewmeta, an_identical_version_is_reused)
 	apply_refused(m,
 		      "[{'action':'add-view-version','view-version':{'version-id':9,"
 		      "'timestamp-ms':1,'schema-id':0,'summary':{'engine-name':'spark'},"
-		      "'default-namespace':['ns'],'representations':[" REP("spark") "]}},"
-		      SETCUR("-1") "]",
+		      "'default-namespace':['ns'],'representations':[" REP("spark") "]}}," SETCUR(
+			      "-1") "]",
 		      FE_BAD_REQUEST, "Cannot set last version id");
 	json_decref(twice);
 	json_decref(same);
@@ -512,8 +527,7 @@ Test(viewmeta, add_view_version_refusals)
 {
 	json_t *m = created();
 
-	apply_refused(m, "[" NEWVER("0", "[" REP("Spark") "," REP("spark") "]") "]",
-		      FE_BAD_REQUEST,
+	apply_refused(m, "[" NEWVER("0", "[" REP("Spark") "," REP("spark") "]") "]", FE_BAD_REQUEST,
 		      "Invalid view version: Cannot add multiple queries for dialect spark");
 	apply_refused(m, "[" NEWVER("5", "[]") "]", FE_BAD_REQUEST,
 		      "Cannot add version with unknown schema: 5");
@@ -577,7 +591,8 @@ Test(viewmeta, versions_are_trimmed_keeping_the_current_one)
 		(void)snprintf(upd, sizeof(upd),
 			       "[{'action':'add-view-version','view-version':{'version-id':1,"
 			       "'timestamp-ms':%d,'schema-id':0,'summary':{},"
-			       "'default-namespace':['n%d'],'representations':[]}}," SETCUR("-1") "]",
+			       "'default-namespace':['n%d'],'representations':[]}}," SETCUR(
+				       "-1") "]",
 			       i, i);
 		json_t *next = apply_ok(cur, upd, true);
 		json_decref(cur);
@@ -607,8 +622,10 @@ Test(viewmeta, versions_are_trimmed_keeping_the_current_one)
 
 	/* A commit adding more than the limit keeps as many as it added, as
 	 * Java does: the current one and the newest. */
-	json_t *many = apply_ok(c, "[" NEWVER("0", "[" REP("a") "]") "," NEWVER("0", "[" REP("b") "]")
-				   "," NEWVER("0", "[" REP("c") "]") "]",
+	json_t *many = apply_ok(c,
+				"[" NEWVER("0", "[" REP("a") "]") "," NEWVER(
+					"0", "[" REP("b") "]") "," NEWVER("0",
+									  "[" REP("c") "]") "]",
 				true);
 	cr_assert_eq(json_array_size(json_object_get(many, "versions")), 3);
 	cr_assert_not_null(version(many, 3));
