@@ -38,7 +38,7 @@ static bool representation_check(const json_t *r, json_t *dialects, struct floe_
 	if (dialect == NULL)
 		return meta_bad(err,
 				"view-version: an sql representation needs a string 'dialect'");
-	for (i = 0; dialect[i] != '\0' && i < sizeof(lower) - 1; i++)
+	for (i = 0; i < sizeof(lower) - 1 && dialect[i] != '\0'; i++)
 		lower[i] = (char)tolower((unsigned char)dialect[i]);
 	lower[i] = '\0';
 	if (dialect[i] != '\0')
@@ -375,7 +375,7 @@ json_t *viewmeta_parse(const char *text, size_t len, struct floe_error *err)
 	json_t *m;
 
 	if (len > VIEWMETA_MAX_DOCUMENT_BYTES) {
-		meta_bad(err, "invalid view metadata: the document is larger than %d bytes",
+		meta_bad(err, "invalid view metadata: the document is larger than %zu bytes",
 			 VIEWMETA_MAX_DOCUMENT_BYTES);
 		return NULL;
 	}

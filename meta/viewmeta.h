@@ -27,7 +27,7 @@
 #define VIEWMETA_HISTORY_DEFAULT 10
 
 /* The largest metadata document viewmeta_parse reads. */
-#define VIEWMETA_MAX_DOCUMENT_BYTES (16 * 1024 * 1024)
+#define VIEWMETA_MAX_DOCUMENT_BYTES ((size_t)16 * 1024 * 1024)
 
 /*
  * Builds the metadata of a new view from a createView request body
