@@ -35,3 +35,17 @@ int meta_format_of(const json_t *m)
 {
 	return (int)fjson_int_or(m, "format-version", 2);
 }
+
+json_t *meta_commit_result(const json_t *base, json_t *m, bool ok, bool *changed)
+{
+	if (!ok) {
+		json_decref(m);
+		*changed = false;
+		return NULL;
+	}
+	if (!*changed) {
+		json_decref(m);
+		return json_deep_copy(base);
+	}
+	return m;
+}

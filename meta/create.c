@@ -273,9 +273,7 @@ static bool create_properties(struct create *c, const json_t *rprops, struct flo
 	return true;
 }
 
-/* The table location: the request's, else the catalog's; no trailing '/'.
- * Returns a new string, or NULL with err set. */
-static char *create_location(const json_t *request, const char *location, struct floe_error *err)
+char *create_location(const json_t *request, const char *location, struct floe_error *err)
 {
 	const json_t *rloc = json_object_get(request, "location");
 	char *loc;

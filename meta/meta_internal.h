@@ -10,6 +10,8 @@
  *   snapshots.c     the actions on snapshots, refs and statistics
  *   finish.c        post-processing: logs, limits, format fields
  *   tablemeta.c     the public entry points of a commit, and readers
+ *   view.c          views: create, parse, validate, serialise (viewmeta.h)
+ *   viewupdates.c   views: the update actions of a commit and its end
  */
 #ifndef FLOE_META_INTERNAL_H
 #define FLOE_META_INTERNAL_H
@@ -35,6 +37,10 @@ bool meta_oom(struct floe_error *err);
 /* A new ref {snapshot-id: id, type: branch}: main as metadata written
  * before refs existed implies it. NULL when out of memory. */
 json_t *meta_main_ref(int64_t id);
+
+/* The answer of a commit on base whose working copy is m (stolen): NULL
+ * when !ok (*changed false), a copy of base when nothing changed, else m. */
+json_t *meta_commit_result(const json_t *base, json_t *m, bool ok, bool *changed);
 
 /* m's format version (2 when it has none). */
 int meta_format_of(const json_t *m);
@@ -72,6 +78,11 @@ json_t *create_empty_metadata(int format, int64_t now_ms);
 /* A copy of s without trailing '/' (new; caller frees), or NULL when out
  * of memory. A lone "/" stays. */
 char *create_strip_trailing_slash(const char *s);
+
+/* The location of a new table or view: the request's "location", else
+ * location (the catalog's); no trailing '/'. A new string, or NULL with
+ * FE_BAD_REQUEST (not a non-empty string) or FE_INTERNAL. */
+char *create_location(const json_t *request, const char *location, struct floe_error *err);
 
 /* --- apply.c: the working copy of one commit --- */
 
@@ -231,6 +242,14 @@ struct action {
 /* Applies every update of updates (an array, or NULL) in order. */
 bool updates_apply(struct apply *a, const json_t *updates, struct floe_error *err) FLOE_WUR;
 
+/* Actions tables and views share: assign-uuid (act->field is the
+ * metadata's uuid key, "table-uuid" or "view-uuid"), set-location,
+ * set-properties, remove-properties. */
+action_fn updates_assign_uuid;
+action_fn updates_set_location;
+action_fn updates_set_properties;
+action_fn updates_remove_properties;
+
 /* The format version of a staged create: that of the first
  * upgrade-format-version update, else 2 (FE_BAD_REQUEST on a bad one). */
 bool updates_staged_format(const json_t *updates, int *format, struct floe_error *err) FLOE_WUR;
@@ -256,5 +275,27 @@ bool finish_commit(struct apply *a, const json_t *base, const char *base_locatio
  * partition-spec copies (of schema and spec, borrowed; NULL: none), the
  * form of "no current snapshot", next-row-id, last-sequence-number. */
 void finish_format_fields(json_t *m, const json_t *schema, const json_t *spec);
+
+/* --- view.c: what viewupdates.c shares with it --- */
+
+/*
+ * Checks a view version's shape (version-id, schema-id, timestamp-ms,
+ * summary, representations with at most one SQL query per dialect, the
+ * dialects compared case-insensitively, default-namespace,
+ * default-catalog); not whether its schema exists. FE_BAD_REQUEST.
+ */
+bool view_version_check(const json_t *v, struct floe_error *err) FLOE_WUR;
+
+/* True when id fits the Java int that view, version and schema ids are. */
+bool view_id_in_range(int64_t id);
+
+/* What makes two view versions the same for Java's sameViewVersion
+ * (summary, representations, default catalog and namespace, schema id),
+ * as a string (new; caller frees), or NULL when out of memory. */
+char *view_version_key(const json_t *v);
+
+/* The history size of view properties props ("version.history.num-entries",
+ * default 10): FE_BAD_REQUEST unless a positive integer. */
+bool view_history_size(const json_t *props, int64_t *size, struct floe_error *err) FLOE_WUR;
 
 #endif

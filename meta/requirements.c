@@ -8,6 +8,7 @@
 
 #include "json.h"
 #include "tablemeta.h"
+#include "viewmeta.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -50,14 +51,12 @@ static bool check_uuid(const json_t *base, const json_t *r, const struct require
 		       struct floe_error *err)
 {
 	const char *want = fjson_get_str(r, "uuid");
-	const char *have = fjson_get_str(base, "table-uuid");
-
-	(void)q; /* every check has the same signature */
+	const char *have = fjson_get_str(base, q->meta_key);
 
 	if (want == NULL)
-		return meta_bad(err, "assert-table-uuid: missing required field 'uuid'");
+		return meta_bad(err, "%s: missing required field 'uuid'", q->type);
 	if (have == NULL || strcasecmp(want, have) != 0)
-		return req_failed(err, "UUID does not match: expected %s != %s",
+		return req_failed(err, "%s does not match: expected %s != %s", q->what,
 				  have ? have : "(none)", want);
 	return true;
 }
@@ -120,7 +119,7 @@ static bool check_id(const json_t *base, const json_t *r, const struct requireme
 }
 
 static const struct requirement requirement_types[] = {
-	{ "assert-table-uuid", check_uuid, NULL, NULL, NULL },
+	{ "assert-table-uuid", check_uuid, NULL, "table-uuid", "UUID" },
 	{ "assert-ref-snapshot-id", check_ref, NULL, NULL, NULL },
 	{ "assert-last-assigned-field-id", check_id, "last-assigned-field-id", "last-column-id",
 	  "last assigned field id" },
@@ -134,17 +133,37 @@ static const struct requirement requirement_types[] = {
 	  "default-sort-order-id", "default sort order" },
 };
 
-static const struct requirement *requirement_find(const char *type)
+/* The one requirement of a view commit, in the words of Java's
+ * UpdateRequirement.AssertViewUUID. */
+static const struct requirement view_requirement_types[] = {
+	{ "assert-view-uuid", check_uuid, NULL, "view-uuid", "view UUID" },
+};
+
+static const struct requirement *requirement_find(const struct requirement *types, size_t n,
+						  const char *type)
 {
-	for (size_t i = 0; i < sizeof(requirement_types) / sizeof(requirement_types[0]); i++) {
-		if (strcmp(requirement_types[i].type, type) == 0)
-			return &requirement_types[i];
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(types[i].type, type) == 0)
+			return &types[i];
 	}
 	return NULL;
 }
 
-bool tablemeta_check_requirements(const json_t *base, const json_t *requirements,
-				  struct floe_error *err)
+/* The type of requirement r, or NULL with FE_BAD_REQUEST (i: its place). */
+static const char *requirement_type(const json_t *r, size_t i, struct floe_error *err)
+{
+	const char *type = fjson_get_str(r, "type");
+
+	if (!json_is_object(r) || type == NULL)
+		meta_bad(err, "requirement %zu needs a string 'type'", i);
+	return type;
+}
+
+/* Checks every requirement against types (n of them); with creates,
+ * assert-create is the one for a base that does not exist (NULL). */
+static bool check_all(const json_t *base, const json_t *requirements,
+		      const struct requirement *types, size_t n, bool creates,
+		      struct floe_error *err)
 {
 	size_t i;
 	json_t *r;
@@ -154,11 +173,11 @@ bool tablemeta_check_requirements(const json_t *base, const json_t *requirements
 	if (!json_is_array(requirements))
 		return meta_bad(err, "'requirements' must be an array");
 	json_array_foreach(requirements, i, r) {
-		const char *type = fjson_get_str(r, "type");
-		if (!json_is_object(r) || type == NULL)
-			return meta_bad(err, "requirement %zu needs a string 'type'", i);
+		const char *type = requirement_type(r, i, err);
+		if (type == NULL)
+			return false;
 		/* The one requirement of a table that does not exist yet. */
-		if (strcmp(type, "assert-create") == 0) {
+		if (creates && strcmp(type, "assert-create") == 0) {
 			if (base != NULL)
 				return req_failed(err, "table already exists");
 			continue;
@@ -168,11 +187,26 @@ bool tablemeta_check_requirements(const json_t *base, const json_t *requirements
 				err,
 				"requirement %s needs an existing table; only assert-create applies to a new one",
 				type);
-		const struct requirement *q = requirement_find(type);
+		const struct requirement *q = requirement_find(types, n, type);
 		if (q == NULL)
 			return meta_bad(err, "unknown requirement type '%s'", type);
 		if (!q->check(base, r, q, err))
 			return false;
 	}
 	return true;
+}
+
+bool tablemeta_check_requirements(const json_t *base, const json_t *requirements,
+				  struct floe_error *err)
+{
+	return check_all(base, requirements, requirement_types,
+			 sizeof(requirement_types) / sizeof(requirement_types[0]), true, err);
+}
+
+bool viewmeta_check_requirements(const json_t *base, const json_t *requirements,
+				 struct floe_error *err)
+{
+	return check_all(base, requirements, view_requirement_types,
+			 sizeof(view_requirement_types) / sizeof(view_requirement_types[0]), false,
+			 err);
 }

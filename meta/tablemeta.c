@@ -37,16 +37,7 @@ json_t *tablemeta_apply(const json_t *base, const char *base_location, const jso
 		  (!a.changed || finish_commit(&a, base, base_location, err));
 	*changed = a.changed;
 	apply_free(&a);
-	if (!ok) {
-		json_decref(m);
-		*changed = false;
-		return NULL;
-	}
-	if (!*changed) {
-		json_decref(m);
-		return json_deep_copy(base);
-	}
-	return m;
+	return meta_commit_result(base, m, ok, changed);
 }
 
 /* Checks what a staged create must have set, and gives it the unsorted

@@ -18,26 +18,25 @@
 #include <string.h>
 #include <strings.h>
 
-static bool up_assign_uuid(struct apply *a, const json_t *u, const struct action *act,
-			   struct floe_error *err)
+bool updates_assign_uuid(struct apply *a, const json_t *u, const struct action *act,
+			 struct floe_error *err)
 {
 	const char *uuid = fjson_get_str(u, "uuid");
 
-	(void)act;
 	if (uuid == NULL)
 		return meta_bad(err, "assign-uuid: missing required field 'uuid'");
 	if (!uuid_is_canonical(uuid))
 		return meta_bad(err, "assign-uuid: '%.64s' is not a UUID (8-4-4-4-12 hex digits)",
 				uuid);
-	/* As in Java's TableMetadata.Builder: the same uuid is a no-op, a
-	 * table that has one keeps it. */
-	const char *cur = fjson_get_str(a->m, "table-uuid");
+	/* As in Java's TableMetadata.Builder and ViewMetadata.Builder: the
+	 * same uuid is a no-op, a table or view that has one keeps it. */
+	const char *cur = fjson_get_str(a->m, act->field);
 	if (cur != NULL && strcasecmp(cur, uuid) == 0)
 		return true;
 	if (cur != NULL)
-		return meta_bad(err, "Cannot reassign uuid: the table's uuid is %s, not %s", cur,
+		return meta_bad(err, "Cannot reassign uuid: the %s is %s, not %s", act->field, cur,
 				uuid);
-	json_object_set_new(a->m, "table-uuid", json_string(uuid));
+	json_object_set_new(a->m, act->field, json_string(uuid));
 	a->changed = true;
 	return true;
 }
@@ -324,8 +323,8 @@ static bool up_remove_ids(struct apply *a, const json_t *u, const struct action 
 	return true;
 }
 
-static bool up_set_location(struct apply *a, const json_t *u, const struct action *act,
-			    struct floe_error *err)
+bool updates_set_location(struct apply *a, const json_t *u, const struct action *act,
+			  struct floe_error *err)
 {
 	const char *loc = fjson_get_str(u, "location");
 
@@ -344,8 +343,8 @@ static bool up_set_location(struct apply *a, const json_t *u, const struct actio
 	return true;
 }
 
-static bool up_set_properties(struct apply *a, const json_t *u, const struct action *act,
-			      struct floe_error *err)
+bool updates_set_properties(struct apply *a, const json_t *u, const struct action *act,
+			    struct floe_error *err)
 {
 	const json_t *upd = json_object_get(u, "updates");
 	const char *k;
@@ -368,8 +367,8 @@ static bool up_set_properties(struct apply *a, const json_t *u, const struct act
 	return true;
 }
 
-static bool up_remove_properties(struct apply *a, const json_t *u, const struct action *act,
-				 struct floe_error *err)
+bool updates_remove_properties(struct apply *a, const json_t *u, const struct action *act,
+			       struct floe_error *err)
 {
 	const json_t *rem = json_object_get(u, "removals");
 	size_t i;
@@ -445,7 +444,7 @@ static bool up_remove_encryption_key(struct apply *a, const json_t *u, const str
 
 /* Every update action floe knows: the one list of their names. */
 static const struct action actions[] = {
-	{ "assign-uuid", up_assign_uuid, 0, NULL },
+	{ "assign-uuid", updates_assign_uuid, 0, "table-uuid" },
 	{ "upgrade-format-version", up_upgrade_format, 0, NULL },
 	{ "add-schema", up_add_schema, 0, NULL },
 	{ "set-current-schema", up_set_default, LIST_SCHEMAS, "schema-id" },
@@ -457,9 +456,9 @@ static const struct action actions[] = {
 	{ "set-snapshot-ref", snapshots_set_ref, 0, NULL },
 	{ "remove-snapshot-ref", snapshots_remove_ref, 0, NULL },
 	{ "remove-snapshots", snapshots_remove, 0, NULL },
-	{ "set-location", up_set_location, 0, NULL },
-	{ "set-properties", up_set_properties, 0, NULL },
-	{ "remove-properties", up_remove_properties, 0, NULL },
+	{ "set-location", updates_set_location, 0, NULL },
+	{ "set-properties", updates_set_properties, 0, NULL },
+	{ "remove-properties", updates_remove_properties, 0, NULL },
 	{ "set-statistics", snapshots_set_stats, STATS_SNAPSHOT, NULL },
 	{ "remove-statistics", snapshots_remove_stats, STATS_SNAPSHOT, NULL },
 	{ "set-partition-statistics", snapshots_set_stats, STATS_PARTITION, NULL },

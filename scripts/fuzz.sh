@@ -56,7 +56,7 @@ run_target() {
 	fi
 }
 targets=(fuzz_ident fuzz_create_table fuzz_commit fuzz_hook_spec fuzz_router fuzz_location fuzz_jwt
-	fuzz_form fuzz_s3xml)
+	fuzz_form fuzz_s3xml fuzz_view)
 # Two at a time: the machine has two cores.
 pids=()
 for t in "${targets[@]}"; do

@@ -23,6 +23,50 @@ def write(out: Path, target: str, data: bytes):
     (d / hashlib.sha1(data).hexdigest()).write_bytes(data)
 
 
+def write_view_seeds(out: Path):
+    """createView bodies and view commits for fuzz_view."""
+    schema = {"type": "struct", "schema-id": 0,
+              "fields": [{"id": 1, "name": "x", "required": True, "type": "long"}]}
+    schema2 = {"type": "struct", "fields": [{"id": 1, "name": "y", "required": False,
+                                              "type": {"type": "list", "element-id": 2,
+                                                       "element": "string",
+                                                       "element-required": False}}]}
+
+    def version(vid, sid, dialects):
+        return {"version-id": vid, "timestamp-ms": 1000 + vid, "schema-id": sid,
+                "summary": {"engine-name": "spark"}, "default-namespace": ["ns"],
+                "default-catalog": None,
+                "representations": [{"type": "sql", "sql": "select 1", "dialect": d}
+                                    for d in dialects]}
+    base = {"view-uuid": "9c12b9a4-2b8c-4e0a-8a4c-7f2d3f6c1a10", "format-version": 1,
+            "location": "file:///warehouse/ns/v", "schemas": [schema], "current-version-id": 1,
+            "versions": [version(1, 0, ["spark"])],
+            "version-log": [{"timestamp-ms": 1001, "version-id": 1}],
+            "properties": {"version.history.num-entries": "2"}}
+    write(out, "fuzz_view", json.dumps({"request": {
+        "name": "v", "schema": schema, "view-version": version(1, 0, ["spark", "trino"]),
+        "properties": {"comment": "c"}}}).encode())
+    commits = [
+        [{"action": "add-schema", "schema": schema2},
+         {"action": "add-view-version", "view-version": version(1, -1, ["spark", "Trino"])},
+         {"action": "set-current-view-version", "view-version-id": -1}],
+        [{"action": "add-view-version", "view-version": version(5, 0, ["a"])},
+         {"action": "add-view-version", "view-version": version(6, 0, ["b"])},
+         {"action": "add-view-version", "view-version": version(7, 0, ["c"])},
+         {"action": "set-current-view-version", "view-version-id": 6}],
+        [{"action": "assign-uuid", "uuid": base["view-uuid"]},
+         {"action": "upgrade-format-version", "format-version": 1},
+         {"action": "set-location", "location": "s3://b/v/"},
+         {"action": "set-properties", "updates": {"a": "1"}},
+         {"action": "remove-properties", "removals": ["a", "version.history.num-entries"]}],
+        [{"action": "add-view-version", "view-version": version(1, 0, ["spark", "SPARK"])}],
+    ]
+    for updates in commits:
+        write(out, "fuzz_view", json.dumps({
+            "base": base, "requirements": [{"type": "assert-view-uuid", "uuid": base["view-uuid"]}],
+            "updates": updates}).encode())
+
+
 def main():
     fixtures, out = Path(sys.argv[1]), Path(sys.argv[2])
     for f in sorted((fixtures / "create").glob("*.json")):
@@ -33,6 +77,7 @@ def main():
         doc = json.loads(f.read_text())
         seed = {k: doc[k] for k in ("base", "requirements", "updates") if k in doc}
         write(out, "fuzz_commit", json.dumps(seed).encode())
+    write_view_seeds(out)
     for s in ["a", "a%1Fb", "a%1F%1Fb", "%E2%82%AC", "a+b", "%zz", "%", "a%00b",
               "%2F..%2F", "x" * 300, "%C0%AF", "%ED%A0%80", "a%1Fb%1Fc%1Fd"]:
         write(out, "fuzz_ident", s.encode())
