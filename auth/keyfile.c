@@ -3,6 +3,7 @@
  */
 #include "keyfile.h"
 
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,4 +20,22 @@ const char *keyfile_refusal(int fd, struct stat *st)
 	if ((st->st_mode & 077) != 0)
 		return "it is group- or world-accessible (chmod 0600)";
 	return NULL;
+}
+
+bool keyfile_read(int fd, void *buf, size_t cap, size_t *len)
+{
+	unsigned char *p = buf;
+
+	*len = 0;
+	while (*len < cap) {
+		ssize_t n = read(fd, p + *len, cap - *len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return false;
+		if (n == 0)
+			break;
+		*len += (size_t)n;
+	}
+	return true;
 }

@@ -286,17 +286,9 @@ static bool keys_read_file(int dirfd, const char *dir, const char *name, struct 
 		why = "it is larger than a key file can be";
 		goto fail;
 	}
-	while (len < sizeof(text) - 1) {
-		ssize_t n = read(fd, text + len, sizeof(text) - 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			why = "it cannot be read";
-			goto fail;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
+	if (!keyfile_read(fd, text, sizeof(text) - 1, &len)) {
+		why = "it cannot be read";
+		goto fail;
 	}
 	text[len] = '\0';
 	k->made = st.st_mtim;

@@ -118,17 +118,9 @@ bool sealkey_load(const char *path, bool create, struct seal_key *k, bool *creat
 	why = keyfile_refusal(fd, &st);
 	if (why != NULL)
 		goto fail;
-	while (len < sizeof(raw)) {
-		ssize_t n = read(fd, raw + len, sizeof(raw) - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			why = "it cannot be read";
-			goto fail;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
+	if (!keyfile_read(fd, raw, sizeof(raw), &len)) {
+		why = "it cannot be read";
+		goto fail;
 	}
 	if (len != SEAL_KEY_LEN) {
 		why = "it does not hold exactly 32 bytes";
