@@ -118,7 +118,8 @@ static size_t make_key(const long long *roles, size_t nroles, const struct authz
 
 	if (nroles > MAX_ROLES)
 		return 0;
-	memcpy(sorted, roles, nroles * sizeof(*roles));
+	if (nroles > 0) /* roles may be NULL when there are none */
+		memcpy(sorted, roles, nroles * sizeof(*roles));
 	for (size_t i = 1; i < nroles; i++) {
 		long long v = sorted[i];
 		size_t j = i;
