@@ -118,8 +118,9 @@ static size_t make_key(const long long *roles, size_t nroles, const struct authz
 
 	if (nroles > MAX_ROLES)
 		return 0;
-	if (nroles > 0) /* roles may be NULL when there are none */
-		memcpy(sorted, roles, nroles * sizeof(*roles));
+	/* roles may be NULL when there are none: nothing to copy then. */
+	for (size_t i = 0; i < nroles; i++)
+		sorted[i] = roles[i];
 	for (size_t i = 1; i < nroles; i++) {
 		long long v = sorted[i];
 		size_t j = i;
@@ -131,8 +132,10 @@ static size_t make_key(const long long *roles, size_t nroles, const struct authz
 	}
 	/* How many roles, the roles, the kind: a fixed-length head. */
 	key[len++] = (unsigned char)nroles;
-	memcpy(key + len, sorted, nroles * sizeof(long long));
-	len += nroles * sizeof(long long);
+	for (size_t i = 0; i < nroles; i++) {
+		memcpy(key + len, &sorted[i], sizeof(sorted[i]));
+		len += sizeof(sorted[i]);
+	}
 	key[len++] = (unsigned char)obj->kind;
 	if (obj->kind == AUTHZ_CATALOG)
 		return len;
