@@ -24,7 +24,7 @@ static const struct store_statement statements[ST_COUNT] = {
 	[ST_EVENT_LIST] = { "event_list",
 		"SELECT id, " TS("at") ", event, principal, request_id, "
 		"  array_to_string(namespace, E'\\x1f'), table_name, run_id, details::text "
-		"  , xid::text, client_id "
+		"  , xid::text AS xid_text, client_id "
 		"FROM audit_events "
 		"WHERE (xid, id) > ($7::xid8, $1::bigint) "
 		"AND xid < pg_snapshot_xmin(pg_current_snapshot()) "
@@ -33,7 +33,9 @@ static const struct store_statement statements[ST_COUNT] = {
 		"AND ($3::text IS NULL OR table_name = $3) "
 		"AND ($4::text IS NULL OR run_id = $4::uuid) "
 		"AND ($5::text IS NULL OR at >= $5::timestamptz) "
-		"ORDER BY xid, id LIMIT $6::bigint" },
+		/* The column, not the text of it the list gives: an output
+		 * name would win in ORDER BY, and '1000' sorts before '978'. */
+		"ORDER BY audit_events.xid, audit_events.id LIMIT $6::bigint" },
 };
 /* clang-format on */
 
