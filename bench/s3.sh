@@ -54,7 +54,7 @@ start_s3() { # kind data-dir
 		bin=$(scripts/s3-deps.sh)
 		mkdir -p "$2/buckets"
 		ROOT_ACCESS_KEY_ID=$key ROOT_SECRET_ACCESS_KEY=$secret "$bin" \
-			--port "127.0.0.1:$s3port" --region $region --quiet posix "$2/buckets" >/dev/null 2>&1 &
+			--port "127.0.0.1:$s3port" --region $region --keep-alive --quiet posix "$2/buckets" >/dev/null 2>&1 &
 		pids+=($!)
 		;;
 	esac

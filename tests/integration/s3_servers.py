@@ -102,15 +102,19 @@ def versitygw_binary() -> str:
 
 class VersityServer:
     """versitygw on a loopback port, its buckets directories of a temporary
-    directory (the posix backend). One root user, whose key pair signs
-    every request (it checks each signature). restart() starts it again on
-    the same port and directory, with other credentials if given: the
-    stored objects stay, as across a key rotation."""
+    directory (the posix backend). keep_alive: connections kept open after
+    an answer, as S3 does (versitygw closes each by default; with it kept,
+    pyarrow's multipart uploads now and then meet a 400 "error when parsing
+    the HTTP request", so engines' tests run without). One root user, whose
+    key pair signs every request (it checks each signature). restart()
+    starts it again on the same port and directory, with other credentials
+    if given: the stored objects stay, as across a key rotation."""
 
     name = "versitygw"
 
-    def __init__(self, key: str = KEY_ID, secret: str = SECRET):
+    def __init__(self, key: str = KEY_ID, secret: str = SECRET, keep_alive: bool = False):
         self.port = free_port()
+        self.keep_alive = keep_alive
         self.url = f"http://127.0.0.1:{self.port}"
         self._dir = tempfile.TemporaryDirectory(prefix="floe-versitygw-")
         self.root = Path(self._dir.name) / "buckets"
@@ -124,7 +128,8 @@ class VersityServer:
                "ROOT_ACCESS_KEY_ID": self.key, "ROOT_SECRET_ACCESS_KEY": self.secret}
         self.proc = subprocess.Popen(
             [versitygw_binary(), "--port", f"127.0.0.1:{self.port}", "--region", REGION,
-             "--quiet", "posix", str(self.root)],
+             *(["--keep-alive"] if self.keep_alive else []), "--quiet", "posix",
+             str(self.root)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
             env=env)
         if not wait_until(lambda: port_open("127.0.0.1", self.port), 30):

@@ -13,8 +13,8 @@ import urllib.parse
 
 import pytest
 
-from s3_servers import (SERVERS, Proxy, S3Server, keys, make_bucket, moto_checking_signatures,
-                        s3_env)
+from s3_servers import (SERVERS, Proxy, S3Server, VersityServer, keys, make_bucket,
+                        moto_checking_signatures, s3_env)
 from conftest import _start_floe_on_fresh_db, _stop_and_check, assert_error, run_floe
 from test_s3_warehouse import commit_property, create_table, load
 
@@ -152,3 +152,32 @@ def test_credentials_rotated_away_make_each_write_a_known_failure(postgres, s3):
         else:
             env = s3_env("", "")
             s3.restart(key=env["AWS_ACCESS_KEY_ID"], secret=env["AWS_SECRET_ACCESS_KEY"])
+
+
+def test_commits_over_kept_connections_survive_the_server_restarting(postgres):
+    """With a server that keeps connections open (versitygw --keep-alive),
+    floe reuses its connection for the next request; when the server went
+    away and came back, the kept connection is dead and the next commit
+    still lands, on a new one."""
+    server = VersityServer(keep_alive=True)
+    try:
+        bucket = make_bucket(server)
+        f = _start_floe_on_fresh_db(postgres, env=s3_env(server.url, f"s3://{bucket}/wh"))
+        try:
+            f.create_namespace(["ka"])
+            assert create_table(f, "ka", "t").status_code == 200
+            for i in range(10):
+                r = commit_property(f, "ka", "t", f"v{i}")
+                assert r.status_code == 200, r.text
+            server.restart()
+            for i in range(3):
+                r = commit_property(f, "ka", "t", f"after{i}")
+                assert r.status_code == 200, r.text
+            got = load(f, "ka", "t")
+            assert got["metadata"]["properties"]["k"] == "after2"
+            metas = {k for k in keys(server, bucket) if k.endswith(".metadata.json")}
+            assert len(metas) == 14  # the create and thirteen commits
+        finally:
+            _stop_and_check(f)
+    finally:
+        server.stop()
