@@ -65,8 +65,4 @@ WRK_THREADS=2 TABLES=16 measure "commits, 16 clients on 16 tables" -t2 -c16 -d$d
 WRK_THREADS=2 TABLES=1 TABLE_PREFIX=hot measure "commits, 8 clients on one hot table" -t2 -c8 -d$dur -s bench/commit.lua "$base/"
 # Every hot-table commit that answered 200 must be in the table: each
 # wrk thread's property holds its last committed counter value.
-curl -sf "$base/namespaces/bench/tables/hot0" | python3 -c '
-import json, sys
-m = json.load(sys.stdin)["metadata"]
-props = {k: v for k, v in m["properties"].items() if k.startswith("w")}
-print("   hot table: %d writers seen, last values %s" % (len(props), sorted(props.items())))'
+curl -sf "$base/namespaces/bench/tables/hot0" | python3 bench/hot_table.py

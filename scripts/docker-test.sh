@@ -4,7 +4,9 @@
 # engine of its own, makes the base image debian:bookworm-slim without a
 # registry (debootstrap + docker import), and runs tests/docker/test_compose.py:
 # build, docker compose up, REST commits, write-audit-publish through the
-# auditor service, restarts, docker compose down -v. Always stops the engine
+# auditor service, restarts, docker compose down -v; then
+# tests/docker/test_compose_s3.py: the deployment on an s3:// warehouse
+# (docker/docker-compose.s3.yml), PyIceberg writing and reading through floe. Always stops the engine
 # and cleans up. Run as root. The last line is "docker: N passed, N failed".
 #
 #   scripts/docker-test.sh
@@ -166,4 +168,15 @@ echo "docker-test: running tests/docker/test_compose.py"
 # trap only after the foreground command ends).
 python3 tests/docker/test_compose.py --result "$result" --log "$log" &
 test_pid=$!
-wait "$test_pid"
+rc=0
+wait "$test_pid" || rc=1
+# The same deployment on an s3:// warehouse (docker/docker-compose.s3.yml),
+# its counts added to the first test's.
+echo "docker-test: running tests/docker/test_compose_s3.py"
+python3 tests/docker/test_compose_s3.py --result "$run/result-s3" --log "$log" &
+test_pid=$!
+wait "$test_pid" || rc=1
+read -r p1 f1 <"$result" 2>/dev/null || { p1=0 f1=1; }
+read -r p2 f2 <"$run/result-s3" 2>/dev/null || { p2=0 f2=1; }
+echo "$((p1 + p2)) $((f1 + f2))" >"$result"
+exit "$rc"

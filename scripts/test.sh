@@ -56,6 +56,11 @@ scripts/oidc-deps.sh >/dev/null
 # (tests/icebergjs: iceberg-js from the npm registry), cached the same way.
 echo "== iceberg-js for the client tests (scripts/node-deps.sh tests/icebergjs)"
 scripts/node-deps.sh tests/icebergjs driver.mjs >/dev/null
+# versitygw, the second S3 server the s3:// warehouse tests run against
+# (beside moto), built with the Go toolchain once per version into the
+# same cache (about three minutes the first time on 2 cores).
+echo "== versitygw for the s3:// warehouse tests (scripts/s3-deps.sh)"
+scripts/s3-deps.sh >/dev/null
 
 run_suite build
 

@@ -1,16 +1,20 @@
 """S3-compatible servers on loopback for the tests of s3:// warehouses:
-moto's server mode (S3, STS and IAM, state in memory), a proxy in front
-of one that stands for it going down or answering 503, and the
-environment that points a floe at one."""
+moto's server mode (S3, STS and IAM, state in memory) and versitygw (S3 on
+a directory of the local file system, its binary built by
+scripts/s3-deps.sh), a proxy in front of one that stands for it going down
+or answering 503, and the environment that points a floe at one."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
 import threading
+import tempfile
 import uuid
+from pathlib import Path
 
 import boto3
 import pytest
@@ -23,8 +27,13 @@ KEY_ID = "floe-test-key"
 SECRET = "floe-test-secret"
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
 class S3Server:
     """moto's S3 server on a loopback port (state in memory)."""
+
+    name = "moto"
 
     def __init__(self, env: dict | None = None):
         self.port = free_port()
@@ -45,17 +54,117 @@ class S3Server:
                             config=Config(s3={"addressing_style": "path"}))
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        end(self.proc)
+
+
+def end(proc: subprocess.Popen) -> None:
+    """Stops a server's process: SIGTERM, then SIGKILL after 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def moto_checking_signatures(bucket: str = "signed") -> S3Server:
+    """moto's server checking every request's signature against its IAM
+    users, with a user floe allowed everything and the bucket: the first
+    four requests (making the user, its key, its policy and the bucket) are
+    let through unchecked. .key is the user's (key id, secret)."""
+    server = S3Server(env={"INITIAL_NO_AUTH_ACTION_COUNT": "4"})
+    iam = server.client("iam")
+    iam.create_user(UserName="floe")
+    key = iam.create_access_key(UserName="floe")["AccessKey"]
+    iam.put_user_policy(UserName="floe", PolicyName="all", PolicyDocument=json.dumps(
+        {"Version": "2012-10-17",
+         "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+    server.client().create_bucket(Bucket=bucket)
+    server.key = (key["AccessKeyId"], key["SecretAccessKey"])
+    return server
+
+
+_versitygw_bin = None
+
+
+def versitygw_binary() -> str:
+    """The versitygw binary scripts/s3-deps.sh built (cached outside the
+    clone). A failed build fails the tests: they are not skipped."""
+    global _versitygw_bin
+    if _versitygw_bin is None:
+        r = subprocess.run([str(REPO / "scripts" / "s3-deps.sh")], capture_output=True,
+                           text=True, timeout=1200)
+        if r.returncode != 0:
+            pytest.fail(f"scripts/s3-deps.sh failed: {r.stderr}")
+        _versitygw_bin = r.stdout.strip().splitlines()[-1]
+    return _versitygw_bin
+
+
+class VersityServer:
+    """versitygw on a loopback port, its buckets directories of a temporary
+    directory (the posix backend). keep_alive: connections kept open after
+    an answer, as S3 does (versitygw closes each by default; with it kept,
+    pyarrow's multipart uploads now and then meet a 400 "error when parsing
+    the HTTP request", so engines' tests run without). One root user, whose
+    key pair signs every request (it checks each signature). restart()
+    starts it again on the same port and directory, with other credentials
+    if given: the stored objects stay, as across a key rotation."""
+
+    name = "versitygw"
+
+    def __init__(self, key: str = KEY_ID, secret: str = SECRET, keep_alive: bool = False):
+        self.port = free_port()
+        self.keep_alive = keep_alive
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._dir = tempfile.TemporaryDirectory(prefix="floe-versitygw-")
+        self.root = Path(self._dir.name) / "buckets"
+        self.root.mkdir()
+        self.proc = None
+        self.key, self.secret = key, secret
+        self._start()
+
+    def _start(self):
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+               "ROOT_ACCESS_KEY_ID": self.key, "ROOT_SECRET_ACCESS_KEY": self.secret}
+        self.proc = subprocess.Popen(
+            [versitygw_binary(), "--port", f"127.0.0.1:{self.port}", "--region", REGION,
+             *(["--keep-alive"] if self.keep_alive else []), "--quiet", "posix",
+             str(self.root)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+            env=env)
+        if not wait_until(lambda: port_open("127.0.0.1", self.port), 30):
+            self.stop()
+            pytest.fail("versitygw did not start")
+
+    def restart(self, key: str | None = None, secret: str | None = None):
+        self._halt()
+        self.key = key or self.key
+        self.secret = secret or self.secret
+        self._start()
+
+    def client(self, service="s3", key=None, secret=None):
+        assert service == "s3", "versitygw serves S3 only"
+        return boto3.client("s3", endpoint_url=self.url, region_name=REGION,
+                            aws_access_key_id=key or self.key,
+                            aws_secret_access_key=secret or self.secret,
+                            config=Config(s3={"addressing_style": "path"}))
+
+    def _halt(self):
+        if self.proc is not None:
+            end(self.proc)
+        self.proc = None
+
+    def stop(self):
+        self._halt()
+        self._dir.cleanup()
+
+
+SERVERS = {"moto": S3Server, "versitygw": VersityServer}
 
 
 class Proxy:
     """A TCP proxy in front of the S3 server, one request per connection
-    (moto closes each). mode: "pass", "503" (answers SlowDown itself) or
+    (each forwarded request asks the server to close it after answering). mode: "pass", "503" (answers SlowDown itself) or
     "down" (the port refuses connections)."""
 
     def __init__(self, upstream_port: int):
@@ -119,7 +228,8 @@ class Proxy:
     def forward(self, req: bytes) -> bytes:
         """Sends one request to the S3 server and returns its whole answer."""
         up = socket.create_connection(("127.0.0.1", self.upstream), timeout=10)
-        up.sendall(req)
+        line, _, rest = req.partition(b"\r\n")
+        up.sendall(line + b"\r\nConnection: close\r\n" + rest)
         answer = b""
         while True:
             chunk = up.recv(65536)

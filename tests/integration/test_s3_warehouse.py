@@ -1,5 +1,5 @@
-"""An s3:// warehouse against a real S3 server on loopback (moto's server
-mode): floe writes its metadata objects there with conditional PUTs, PyIceberg
+"""An s3:// warehouse against real S3 servers on loopback (moto's server
+mode, and versitygw on a directory): floe writes its metadata objects there with conditional PUTs, PyIceberg
 writes and reads data with its own S3 credentials, register reads an
 existing metadata object, a purge removes exactly the table's prefix, and
 floe's start-up checks the bucket and the credentials. A small proxy in
@@ -16,7 +16,8 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog import load_catalog
 
-from s3_servers import KEY_ID, REGION, SECRET, S3Server, Proxy, keys, make_bucket, s3_env
+from s3_servers import (KEY_ID, REGION, SECRET, SERVERS, Proxy, keys, make_bucket,
+                        moto_checking_signatures, s3_env)
 from conftest import (
     Floe,
     _start_floe_on_fresh_db,
@@ -28,9 +29,10 @@ from conftest import (
     wait_until,
 )
 
-@pytest.fixture(scope="module")
-def s3():
-    server = S3Server()
+@pytest.fixture(scope="module", params=sorted(SERVERS))
+def s3(request):
+    """Each test runs against moto and against versitygw."""
+    server = SERVERS[request.param]()
     yield server
     server.stop()
 
@@ -44,13 +46,13 @@ def floe_s3(postgres, s3):
     _stop_and_check(f)
 
 
-def catalog(f: Floe, endpoint: str):
+def catalog(f: Floe, endpoint: str, key: str = KEY_ID, secret: str = SECRET):
     return load_catalog("s3test", **{
         "type": "rest",
         "uri": f.url,
         "s3.endpoint": endpoint,
-        "s3.access-key-id": KEY_ID,
-        "s3.secret-access-key": SECRET,
+        "s3.access-key-id": key,
+        "s3.secret-access-key": secret,
         "s3.region": REGION,
         "s3.path-style-access": "true",
     })
@@ -236,17 +238,8 @@ def test_credentials_from_a_profile(postgres, s3, tmp_path):
 @pytest.fixture(scope="module")
 def s3_with_auth():
     """An S3 server that checks every request's signature against its IAM
-    users: the first four requests (making the user, its key, its policy and
-    the bucket) are let through unchecked."""
-    server = S3Server(env={"INITIAL_NO_AUTH_ACTION_COUNT": "4"})
-    iam = server.client("iam")
-    iam.create_user(UserName="floe")
-    key = iam.create_access_key(UserName="floe")["AccessKey"]
-    iam.put_user_policy(UserName="floe", PolicyName="all", PolicyDocument=json.dumps(
-        {"Version": "2012-10-17",
-         "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
-    server.client().create_bucket(Bucket="signed")
-    server.key = (key["AccessKeyId"], key["SecretAccessKey"])
+    users (moto_checking_signatures)."""
+    server = moto_checking_signatures()
     yield server
     server.stop()
 

@@ -1,0 +1,43 @@
+"""PyIceberg client for the docker test of the s3:// deployment
+(docker/docker-compose.s3.yml), run inside the compose network in the
+pyiceberg service: the catalog floe and its S3 settings come from the
+service's PYICEBERG_CATALOG__FLOE__* variables.
+
+    python pyiceberg_s3.py NAMESPACE.TABLE
+
+Creates the namespace and the table, appends two batches, reads the table
+back through a fresh catalog and prints one JSON object on stdout: the
+table's location, its metadata location and the ids read.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pyarrow as pa
+from pyiceberg.catalog import load_catalog
+
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("city", pa.string())])
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or "." not in argv[0]:
+        print(__doc__, file=sys.stderr)
+        return 2
+    ident = argv[0]
+    ns = ident.rsplit(".", 1)[0]
+    cat = load_catalog("floe")
+    cat.create_namespace_if_not_exists(ns)
+    table = cat.create_table(ident, schema=SCHEMA)
+    table.append(pa.table({"id": [1, 2, 3], "city": ["Oslo", "Lima", "Pune"]}, schema=SCHEMA))
+    table.append(pa.table({"id": [4], "city": ["Kyiv"]}, schema=SCHEMA))
+    again = load_catalog("floe").load_table(ident)
+    rows = sorted(again.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+    print(json.dumps({"location": again.location(), "metadata-location": again.metadata_location,
+                      "ids": [r["id"] for r in rows], "cities": [r["city"] for r in rows]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
