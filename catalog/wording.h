@@ -41,6 +41,21 @@ bool wording_no_such_namespace(const struct ns_ident *ns, struct floe_error *err
 bool wording_no_such_table(const struct ns_ident *ns, const char *name, struct floe_error *err);
 bool wording_table_exists(const struct ns_ident *ns, const char *name, struct floe_error *err);
 /* floe's own resources, worded the same way. */
+bool wording_no_such_view(const struct ns_ident *ns, const char *name, struct floe_error *err);
+
+/* FE_ALREADY_EXISTS for a create (of a view, or a table) whose name is
+ * taken, in the words of what holds it: "Table already exists: a.t",
+ * "View with same name already exists: a.t" (a table's create), "View
+ * already exists: a.v", "Table with same name already exists: a.v" (a
+ * view's create). Returns false. */
+bool wording_name_taken(struct store *s, const struct ns_ident *ns, const char *name, bool view,
+			struct floe_error *err);
+
+/* tables_word_error for views: FE_NO_SUCH_VIEW "View does not exist: a.v"
+ * (or the namespace's), the name taken, the uuid registered. */
+bool views_word_error(struct store *s, const struct ns_ident *ns, const char *name,
+		      struct floe_error *err);
+
 bool wording_no_such_ref(const char *ref, struct floe_error *err);
 bool wording_no_such_snapshot(long long id, struct floe_error *err);
 bool wording_no_such_hook(const char *id, struct floe_error *err);

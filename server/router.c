@@ -39,6 +39,13 @@ static const struct route routes[] = {
 	  handle_table_credentials, true },
 	{ "POST", "/v1/{prefix}/tables/rename", handle_table_rename, true },
 	{ "POST", "/v1/{prefix}/transactions/commit", handle_transaction_commit, true },
+	{ "GET", "/v1/{prefix}/namespaces/{namespace}/views", handle_view_list, true },
+	{ "POST", "/v1/{prefix}/namespaces/{namespace}/views", handle_view_create, true },
+	{ "GET", "/v1/{prefix}/namespaces/{namespace}/views/{view}", handle_view_load, true },
+	{ "POST", "/v1/{prefix}/namespaces/{namespace}/views/{view}", handle_view_commit, true },
+	{ "DELETE", "/v1/{prefix}/namespaces/{namespace}/views/{view}", handle_view_drop, true },
+	{ "HEAD", "/v1/{prefix}/namespaces/{namespace}/views/{view}", handle_view_exists, true },
+	{ "POST", "/v1/{prefix}/views/rename", handle_view_rename, true },
 	/* floe's extensions */
 	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs", handle_refs_list,
 	  true },
