@@ -942,7 +942,12 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 		/* Missing is the source table; missing or taken, the destination. */
 		if (err->kind == FE_NO_SUCH_TABLE)
 			tables_word_error(s, &from.ns, from.name, NULL, false, err);
-		else
+		else if (err->kind == FE_ALREADY_EXISTS) {
+			/* Asked outside the transaction the refusal ended. */
+			store_rollback(s);
+			wording_rename_taken(s, false, &from.ns, from.name, &to.ns, to.name, err);
+			goto done;
+		} else
 			tables_word_error(s, &to.ns, to.name, NULL, false, err);
 		goto fail;
 	}

@@ -22,12 +22,68 @@
 #include "viewmeta.h"
 #include "wording.h"
 
+/* A view rule viewmeta refused is answered as Iceberg's own servers
+ * answer a refused argument (their view builder's checks): 400
+ * IllegalArgumentException, which Java's client raises as such. Returns
+ * false. */
+static bool rule_refused(struct floe_error *err)
+{
+	if (err->kind == FE_BAD_REQUEST)
+		err->kind = FE_ILLEGAL_ARGUMENT;
+	return false;
+}
+
 /* {"metadata-location", "metadata", "config"} (new reference; m stolen). */
 static json_t *view_result(const char *location, json_t *m)
 {
 	json_t *r = json_pack("{s:s, s:o, s:{}}", "metadata-location", location, "metadata", m,
 			      "config");
 	return r;
+}
+
+/* Where m's metadata files go: its write.metadata.path when it sets one
+ * (borrowed from m), else NULL (<location>/metadata). That path must lie
+ * inside the warehouse and inside no other table's or view's location.
+ * False with FE_BAD_REQUEST. */
+static bool metadata_path(struct store *s, const struct table_env *env, const json_t *m,
+			  const char *uuid, const char **path, struct floe_error *err)
+{
+	const char *p = json_string_value(
+		json_object_get(json_object_get(m, "properties"), "write.metadata.path"));
+	char *other = NULL;
+
+	*path = NULL;
+	if (p == NULL || p[0] == '\0')
+		return true;
+	char *key = location_canonical(p, err);
+	bool ok = key != NULL && table_location_writable(env, p, err) &&
+		  store_table_location_clash(s, key, uuid, &other, err);
+	free(key);
+	if (ok && other != NULL) {
+		ok = floe_err(err, FE_BAD_REQUEST,
+			      "write.metadata.path %s lies within the location of %s", p, other);
+		free(other);
+	}
+	if (ok)
+		*path = p;
+	return ok;
+}
+
+/* Writes text as metadata file number version of m. */
+static bool write_metadata(struct store *s, const struct table_env *env, const json_t *m,
+			   long long version, const char *text, size_t len, char **loc,
+			   struct floe_error *err)
+{
+	const char *uuid = json_string_value(json_object_get(m, "view-uuid"));
+	const char *dir = NULL;
+
+	*loc = NULL;
+	if (!metadata_path(s, env, m, uuid, &dir, err))
+		return false;
+	if (dir != NULL)
+		return fileio_write_metadata_in(dir, version, text, len, loc, err);
+	return fileio_write_metadata(json_string_value(json_object_get(m, "location")), version,
+				     text, len, loc, err);
 }
 
 /* The name must be free before a file is written for it: a table or a
@@ -44,15 +100,17 @@ static bool name_free(struct store *s, const struct ns_ident *ns, const char *na
 	return true;
 }
 
-/* Writes m as the view's first metadata file and creates its row, in one
- * transaction with the location claim; the file goes again when the row
- * is not created (unless the outcome is unknown). */
+/* Writes m as the view's first metadata file (or, with registered, takes
+ * that file of text as it is) and creates its row, in one transaction
+ * with the location claim; a file written goes again when the row is not
+ * created (unless the outcome is unknown). */
 static bool create_row(struct store *s, const struct table_env *env, const struct ns_ident *ns,
-		       const char *name, const json_t *m, char **location_out,
-		       struct floe_error *err)
+		       const char *name, const json_t *m, const char *registered,
+		       const char *registered_text, char **location_out, struct floe_error *err)
 {
 	size_t len = 0;
-	char *text = viewmeta_serialise(m, &len, err);
+	char *text = registered_text != NULL ? strdup(registered_text)
+					     : viewmeta_serialise(m, &len, err);
 	const char *view_loc = json_string_value(json_object_get(m, "location"));
 	const char *uuid = json_string_value(json_object_get(m, "view-uuid"));
 	struct store_actor who = audit_actor(env);
@@ -64,12 +122,22 @@ static bool create_row(struct store *s, const struct table_env *env, const struc
 
 	*location_out = NULL;
 	if (text == NULL)
-		return false;
+		return floe_err(err, FE_INTERNAL, "out of memory");
 	if (!table_location_usable(s, env, ns, NULL, view_loc, uuid, err))
 		goto done;
 	key = location_canonical(view_loc, err);
-	if (key == NULL || !fileio_write_metadata(view_loc, 0, text, len, &loc, err))
+	if (key == NULL)
 		goto done;
+	if (registered != NULL) {
+		loc = strdup(registered);
+		keep_file = true; /* never floe's to remove */
+		if (loc == NULL) {
+			floe_err(err, FE_INTERNAL, "out of memory");
+			goto done;
+		}
+	} else if (!write_metadata(s, env, m, 0, text, len, &loc, err)) {
+		goto done;
+	}
 	if (!store_begin(s, err))
 		goto done;
 	in_tx = true;
@@ -83,8 +151,9 @@ static bool create_row(struct store *s, const struct table_env *env, const struc
 	if (!store_commit(s, err)) {
 		bool landed = false;
 		if (err->outcome == FO_UNKNOWN) {
-			keep_file = !table_settle_commit(s, env, uuid, 1, loc, &landed);
-			if (!keep_file && !landed)
+			bool unknown = !table_settle_commit(s, env, uuid, 1, loc, &landed);
+			keep_file = keep_file || unknown;
+			if (!unknown && !landed)
 				table_not_landed(err);
 		}
 		if (!landed)
@@ -136,11 +205,13 @@ json_t *view_create(struct store *s, const struct table_env *env, const struct n
 	if (location == NULL)
 		return NULL;
 	m = viewmeta_create(body, location, uuid, table_now_ms(), err);
-	if (m == NULL)
+	if (m == NULL) {
+		rule_refused(err);
 		goto done;
+	}
 	if (!table_location_writable(env, json_string_value(json_object_get(m, "location")), err))
 		goto done;
-	if (!create_row(s, env, ns, n, m, &loc, err))
+	if (!create_row(s, env, ns, n, m, NULL, NULL, &loc, err))
 		goto done;
 	log_info("view", "created %s (%s) rid=%s", n, uuid, env->request_id);
 	result = view_result(loc, m);
@@ -150,6 +221,56 @@ json_t *view_create(struct store *s, const struct table_env *env, const struct n
 done:
 	json_decref(m);
 	free(location);
+	free(loc);
+	return result;
+}
+
+json_t *view_register(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		      const json_t *body, struct floe_error *err)
+{
+	const json_t *name = json_object_get(body, "name");
+	const json_t *mloc = json_object_get(body, "metadata-location");
+	char *text = NULL;
+	char *loc = NULL;
+	size_t len = 0;
+	json_t *m = NULL;
+	json_t *result = NULL;
+	bool ns_exists = false;
+
+	if (!json_is_object(body))
+		return floe_err(err, FE_BAD_REQUEST, "the request body must be a JSON object"),
+		       NULL;
+	if (!json_is_string(name))
+		return floe_err(err, FE_BAD_REQUEST, "missing required field 'name'"), NULL;
+	const char *n = json_string_value(name);
+	if (!ident_name_check(n, json_string_length(name), "view name", err))
+		return NULL;
+	if (!json_is_string(mloc))
+		return floe_err(err, FE_BAD_REQUEST, "missing required field 'metadata-location'"),
+		       NULL;
+	if (!store_ns_exists(s, ns, &ns_exists, err))
+		return NULL;
+	if (!ns_exists)
+		return wording_no_such_namespace(ns, err), NULL;
+	if (!name_free(s, ns, n, err))
+		return NULL;
+	/* The file must lie in the warehouse, as a registered table's. */
+	if (!table_location_writable(env, json_string_value(mloc), err) ||
+	    !fileio_read(json_string_value(mloc), VIEWMETA_MAX_DOCUMENT_BYTES, &text, &len, err))
+		return NULL;
+	m = viewmeta_parse(text, len, err);
+	if (m == NULL)
+		goto done;
+	if (!create_row(s, env, ns, n, m, json_string_value(mloc), text, &loc, err))
+		goto done;
+	log_info("view", "registered %s from %s rid=%s", n, loc, env->request_id);
+	result = view_result(loc, m);
+	m = NULL;
+	if (result == NULL)
+		floe_err(err, FE_INTERNAL, "out of memory");
+done:
+	json_decref(m);
+	free(text);
 	free(loc);
 	return result;
 }
@@ -230,8 +351,10 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 	if (!viewmeta_check_requirements(base, requirements, err))
 		goto done;
 	m = viewmeta_apply(base, updates, table_now_ms(), &changed, err);
-	if (m == NULL)
+	if (m == NULL) {
+		rule_refused(err);
 		goto done;
+	}
 	if (!changed) {
 		*result = view_result(row.metadata_location, json_incref(base));
 		ok = *result != NULL;
@@ -246,7 +369,7 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 	if (moved && !table_location_usable(s, env, ns, NULL, view_loc, row.uuid, err))
 		goto done;
 	text = viewmeta_serialise(m, &len, err);
-	if (text == NULL || !fileio_write_metadata(view_loc, row.version, text, len, &loc, err))
+	if (text == NULL || !write_metadata(s, env, m, row.version, text, len, &loc, err))
 		goto done;
 	if (moved) {
 		/* The new location is decided with the swap, in one
@@ -314,7 +437,7 @@ json_t *view_commit(struct store *s, const struct table_env *env, const struct n
 	if (!json_is_array(updates))
 		return floe_err(err, FE_BAD_REQUEST, "missing required field 'updates'"), NULL;
 	if (!viewmeta_check_actions(updates, err))
-		return NULL;
+		return rule_refused(err), NULL;
 	json_t *none = requirements == NULL ? json_array() : NULL;
 	for (int attempt = 0; attempt < COMMIT_MAX_ATTEMPTS; attempt++) {
 		if (attempt > 0)
@@ -393,7 +516,12 @@ bool view_rename(struct store *s, const struct table_env *env, const json_t *bod
 		 * destination. */
 		if (err->kind == FE_NO_SUCH_VIEW)
 			views_word_error(s, &from.ns, from.name, err);
-		else
+		else if (err->kind == FE_ALREADY_EXISTS) {
+			/* Asked outside the transaction the refusal ended. */
+			store_rollback(s);
+			wording_rename_taken(s, true, &from.ns, from.name, &to.ns, to.name, err);
+			goto done;
+		} else
 			views_word_error(s, &to.ns, to.name, err);
 		goto fail;
 	}

@@ -24,6 +24,13 @@ struct store;
 json_t *view_create(struct store *s, const struct table_env *env, const struct ns_ident *ns,
 		    const json_t *body, struct floe_error *err) FLOE_WUR;
 
+/* registerView: a view of the metadata file the body's metadata-location
+ * names (in the warehouse, read as it is, never rewritten). The
+ * LoadViewResult (new reference). Errors as view_create, and
+ * FE_BAD_REQUEST for a file that is no view metadata. */
+json_t *view_register(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		      const json_t *body, struct floe_error *err) FLOE_WUR;
+
 /* loadView: the LoadViewResult as text (caller frees; *len bytes), the
  * stored metadata spliced in as it is. FE_NO_SUCH_VIEW "View does not
  * exist: a.v". */

@@ -65,11 +65,29 @@ bool wording_name_taken(struct store *s, const struct ns_ident *ns, const char *
 			  name);
 }
 
+bool wording_rename_taken(struct store *s, bool view, const struct ns_ident *from_ns,
+			  const char *from, const struct ns_ident *to_ns, const char *to,
+			  struct floe_error *err)
+{
+	char kind[16] = "";
+	struct floe_error ignored;
+
+	if (!store_name_kind(s, to_ns, to, kind, sizeof(kind), &ignored) || kind[0] == '\0')
+		(void)snprintf(kind, sizeof(kind), "%s", view ? "view" : "table");
+	if (!view && strcmp(kind, "table") == 0)
+		return wording_table_exists(to_ns, to, err);
+	char *a = ident_ns_display(from_ns);
+	char *b = ident_ns_display(to_ns);
+	floe_err(err, FE_ALREADY_EXISTS, "Cannot rename %s.%s to %s.%s. %s already exists",
+		 a ? a : "?", from, b ? b : "?", to, strcmp(kind, "view") == 0 ? "View" : "Table");
+	free(a);
+	free(b);
+	return false;
+}
+
 bool views_word_error(struct store *s, const struct ns_ident *ns, const char *name,
 		      struct floe_error *err)
 {
-	bool ns_exists = false;
-
 	if (err->kind == FE_NO_SUCH_NAMESPACE)
 		return ns_word_error(ns, err);
 	if (err->kind == FE_ALREADY_EXISTS && strcmp(err->sqlstate, "23505") == 0)
@@ -79,10 +97,6 @@ bool views_word_error(struct store *s, const struct ns_ident *ns, const char *na
 		return wording_name_taken(s, ns, name, true, err);
 	if (err->kind != FE_NO_SUCH_VIEW)
 		return false;
-	if (!store_ns_exists(s, ns, &ns_exists, err))
-		return false;
-	if (!ns_exists)
-		return wording_no_such_namespace(ns, err);
 	return wording_no_such_view(ns, name, err);
 }
 

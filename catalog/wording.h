@@ -51,6 +51,14 @@ bool wording_no_such_view(const struct ns_ident *ns, const char *name, struct fl
 bool wording_name_taken(struct store *s, const struct ns_ident *ns, const char *name, bool view,
 			struct floe_error *err);
 
+/* FE_ALREADY_EXISTS for a rename (of a view, or a table) onto a taken
+ * name, in the words of Iceberg's view catalog tests: "Cannot rename a.v
+ * to a.u. View already exists" (or Table, as the holder is); a table onto
+ * a table keeps "Table already exists: a.u". Returns false. */
+bool wording_rename_taken(struct store *s, bool view, const struct ns_ident *from_ns,
+			  const char *from, const struct ns_ident *to_ns, const char *to,
+			  struct floe_error *err);
+
 /* tables_word_error for views: FE_NO_SUCH_VIEW "View does not exist: a.v"
  * (or the namespace's), the name taken, the uuid registered. */
 bool views_word_error(struct store *s, const struct ns_ident *ns, const char *name,

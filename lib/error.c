@@ -43,6 +43,7 @@ static const struct {
 	[FE_NO_SUCH_PRINCIPAL] = { 404, "NoSuchPrincipalException" },
 	[FE_NO_SUCH_ROLE] = { 404, "NoSuchRoleException" },
 	[FE_NO_SUCH_VIEW] = { 404, "NoSuchViewException" },
+	[FE_ILLEGAL_ARGUMENT] = { 400, "IllegalArgumentException" },
 };
 
 /* Messages start with a capital letter, as Iceberg's do ("Namespace does

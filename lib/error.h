@@ -46,6 +46,7 @@ enum floe_errkind {
 	FE_NO_SUCH_PRINCIPAL,    /* 404 NoSuchPrincipalException */
 	FE_NO_SUCH_ROLE,         /* 404 NoSuchRoleException */
 	FE_NO_SUCH_VIEW,         /* 404 NoSuchViewException */
+	FE_ILLEGAL_ARGUMENT,     /* 400 IllegalArgumentException: a view rule refused */
 	FE_KIND_COUNT
 };
 

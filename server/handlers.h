@@ -99,6 +99,7 @@ json_t *handler_commit_body(struct http_request *req, const struct ns_ident *ns,
 
 void handle_view_list(struct http_request *req);
 void handle_view_create(struct http_request *req);
+void handle_view_register(struct http_request *req);
 void handle_view_load(struct http_request *req);
 void handle_view_exists(struct http_request *req);
 void handle_view_commit(struct http_request *req);

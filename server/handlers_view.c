@@ -24,7 +24,11 @@ void handle_view_list(struct http_request *req)
 	handler_list_names(req, views_list_text);
 }
 
-void handle_view_create(struct http_request *req)
+/* createView and registerView: a namespace, a body, a LoadViewResult. */
+static void on_namespace_body(struct http_request *req,
+			      json_t *(*op)(struct store *s, const struct table_env *env,
+					    const struct ns_ident *ns, const json_t *body,
+					    struct floe_error *err))
 {
 	struct floe_error err;
 	struct ns_ident ns = { 0 };
@@ -40,7 +44,7 @@ void handle_view_create(struct http_request *req)
 	if (s == NULL || !handler_allowed(req, s, PRIV_TABLE_CREATE, &ns, NULL))
 		goto done;
 	struct table_env env = handler_env(req);
-	json_t *out = view_create(s, &env, &ns, in, &err);
+	json_t *out = op(s, &env, &ns, in, &err);
 	handler_release(req, s);
 	if (out == NULL)
 		http_reply_error(req, &err);
@@ -49,6 +53,16 @@ void handle_view_create(struct http_request *req)
 done:
 	json_decref(in);
 	ident_ns_clear(&ns);
+}
+
+void handle_view_create(struct http_request *req)
+{
+	on_namespace_body(req, view_create);
+}
+
+void handle_view_register(struct http_request *req)
+{
+	on_namespace_body(req, view_register);
 }
 
 void handle_view_load(struct http_request *req)

@@ -41,6 +41,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/{prefix}/transactions/commit", handle_transaction_commit, true },
 	{ "GET", "/v1/{prefix}/namespaces/{namespace}/views", handle_view_list, true },
 	{ "POST", "/v1/{prefix}/namespaces/{namespace}/views", handle_view_create, true },
+	{ "POST", "/v1/{prefix}/namespaces/{namespace}/register-view", handle_view_register, true },
 	{ "GET", "/v1/{prefix}/namespaces/{namespace}/views/{view}", handle_view_load, true },
 	{ "POST", "/v1/{prefix}/namespaces/{namespace}/views/{view}", handle_view_commit, true },
 	{ "DELETE", "/v1/{prefix}/namespaces/{namespace}/views/{view}", handle_view_drop, true },
