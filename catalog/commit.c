@@ -29,8 +29,6 @@
 #include "tablewrite.h"
 #include "uuid.h"
 
-#define COMMIT_MAX_ATTEMPTS 40
-
 struct commit_locks {
 	pthread_mutex_t stripe[COMMIT_LOCK_STRIPES];
 };
@@ -86,7 +84,7 @@ static void stripe_unlock(const struct table_env *env, unsigned stripe)
 
 /* Sleeps a random time that grows with the attempt, so writers that
  * collided spread out. */
-static void backoff(int attempt)
+void commit_backoff(int attempt)
 {
 	unsigned int r = 0;
 	unsigned int cap_us = 500u << (attempt < 6 ? attempt : 6); /* to 32 ms */
@@ -247,15 +245,8 @@ static bool main_move_allowed(struct store *s, const struct ns_ident *ns, const 
 	return policy_check_main_move(s, ns, name, base, m, err);
 }
 
-/*
- * After the swap of a round (or the COMMIT of its own transaction) failed:
- * a known failure removes the file written for it (and sets *lost when
- * PostgreSQL rolled back a deadlock or serialization failure, which another
- * round may get past); an unknown outcome is settled from the commit log.
- * Returns true when the swap landed after all (err cleared).
- */
-static bool swap_failed(struct store *s, const struct table_env *env, const struct table_row *row,
-			const char *loc, bool *lost, struct floe_error *err)
+bool table_swap_failed(struct store *s, const struct table_env *env, const struct table_row *row,
+		       const char *loc, bool *lost, struct floe_error *err)
 {
 	bool landed = false;
 
@@ -355,7 +346,7 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 	}
 	if (!store_table_cas(s, row.id, row.version, loc, text, refs, key, row.metadata_location,
 			     &who, set, &won, err)) {
-		if (!swap_failed(s, env, &row, loc, lost, err))
+		if (!table_swap_failed(s, env, &row, loc, lost, err))
 			goto done;
 		won = true;
 	}
@@ -367,7 +358,7 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 	}
 	if (own_tx) {
 		own_tx = false;
-		if (!store_commit(s, err) && !swap_failed(s, env, &row, loc, lost, err))
+		if (!store_commit(s, err) && !table_swap_failed(s, env, &row, loc, lost, err))
 			goto done;
 	}
 	/* Out of memory here only means no old file is deleted. */
@@ -609,7 +600,7 @@ json_t *table_commit_with(struct store *s, const struct table_env *env, const st
 	unsigned stripe = stripe_of(ns, name);
 	for (int attempt = 0; attempt < COMMIT_MAX_ATTEMPTS; attempt++) {
 		if (attempt > 0)
-			backoff(attempt);
+			commit_backoff(attempt);
 		metric_add(attempt > 0 ? METRIC_COMMIT_RETRIES : METRIC_COMMIT_ATTEMPTS, 0, 1);
 		stripe_lock(env, stripe);
 		bool ok = commit_round_with(s, env, ns, name, requirements, updates, flags, also,
@@ -774,7 +765,7 @@ bool table_commit_transaction(struct store *s, const struct table_env *env, cons
 	for (int attempt = 0; attempt < COMMIT_MAX_ATTEMPTS; attempt++) {
 		bool lost = false;
 		if (attempt > 0)
-			backoff(attempt);
+			commit_backoff(attempt);
 		metric_add(attempt > 0 ? METRIC_COMMIT_RETRIES : METRIC_COMMIT_ATTEMPTS, 0, 1);
 		for (unsigned k = 0; k < COMMIT_LOCK_STRIPES; k++)
 			if (used[k])

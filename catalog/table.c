@@ -239,8 +239,8 @@ done:
 
 /* floe writes files only inside its warehouse, and follows no symbolic
  * link below it. Checked on the canonical form. */
-static bool location_writable(const struct table_env *env, const char *location,
-			      struct floe_error *err)
+bool table_location_writable(const struct table_env *env, const char *location,
+			     struct floe_error *err)
 {
 	char *canon = location_canonical(location, err);
 	bool ok;
@@ -260,16 +260,17 @@ static bool location_writable(const struct table_env *env, const char *location,
 	return ok && fileio_check_beneath(location, env->warehouse_path, err);
 }
 
-/* Answers a clash with table `other` (freed here): 409 when a table of
- * the same name exists (it was created meanwhile), else 400. */
+/* Answers a clash with table `other` (freed here): 409 when a table or
+ * view of the same name exists (it was created meanwhile), else 400. */
 static bool clash_error(struct store *s, const struct ns_ident *ns, const char *name,
 			const char *location, char *other, struct floe_error *err)
 {
-	bool exists = false;
+	char kind[16] = "";
 	struct floe_error ignored;
 
-	if (name != NULL && store_table_exists(s, ns, name, &exists, &ignored) && exists) {
-		wording_table_exists(ns, name, err);
+	if (name != NULL && store_name_kind(s, ns, name, kind, sizeof(kind), &ignored) &&
+	    kind[0] != '\0') {
+		wording_name_taken(s, ns, name, false, err);
 	} else {
 		floe_err(err, FE_BAD_REQUEST, "table location %s overlaps the location of table %s",
 			 location, other);
@@ -290,7 +291,7 @@ bool table_location_usable(struct store *s, const struct table_env *env, const s
 	char *canon = NULL;
 	bool ok;
 
-	if (!location_writable(env, location, err))
+	if (!table_location_writable(env, location, err))
 		return false;
 	canon = location_canonical(location, err);
 	if (canon == NULL)
@@ -469,6 +470,42 @@ done:
 	return ok;
 }
 
+char *table_default_location(struct store *s, const struct table_env *env,
+			     const struct ns_ident *ns, const char *name, const char *uuid,
+			     struct floe_error *err)
+{
+	char *nsloc = NULL;
+	char *other = NULL;
+
+	if (!table_namespace_location(s, env->warehouse, ns, &nsloc, err))
+		return NULL;
+	char *segs[1] = { (char *)name };
+	char *location = location_below(nsloc, segs, 1);
+	free(nsloc);
+	if (location == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
+	/* The default location may hold a renamed table's files: then this
+	 * one gets a location of its own next to it. */
+	char *key = location_canonical(location, err);
+	bool looked = key != NULL && store_table_location_clash(s, key, NULL, &other, err);
+	free(key);
+	if (!looked) {
+		free(location);
+		return NULL;
+	}
+	if (other == NULL)
+		return location;
+	free(other);
+	size_t len = strlen(location) + UUID_STR_LEN + 2;
+	char *unique = malloc(len);
+	if (unique != NULL)
+		(void)snprintf(unique, len, "%s-%s", location, uuid);
+	else
+		floe_err(err, FE_INTERNAL, "out of memory");
+	free(location);
+	return unique;
+}
+
 json_t *table_create(struct store *s, const struct table_env *env, const struct ns_ident *ns,
 		     const json_t *body, struct floe_error *err)
 {
@@ -490,41 +527,13 @@ json_t *table_create(struct store *s, const struct table_env *env, const struct 
 		       NULL;
 	if (!uuid_v4(uuid))
 		return floe_err(err, FE_INTERNAL, "no randomness for a table uuid"), NULL;
-	char *nsloc = NULL;
-	if (!table_namespace_location(s, env->warehouse, ns, &nsloc, err))
-		return NULL;
-	char *segs[1] = { (char *)json_string_value(name) };
-	location = location_below(nsloc, segs, 1);
-	free(nsloc);
+	location = table_default_location(s, env, ns, json_string_value(name), uuid, err);
 	if (location == NULL)
-		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
+		return NULL;
 	m = tablemeta_create(body, location, uuid, table_now_ms(), err);
 	if (m == NULL)
 		goto done;
-	/* The default location may hold a renamed table's files: then this
-	 * table gets a location of its own next to it. */
-	const json_t *given = json_object_get(body, "location");
-	if (given == NULL || json_is_null(given)) {
-		char *other = NULL;
-		char *key = location_canonical(location, err);
-		bool looked = key != NULL && store_table_location_clash(s, key, NULL, &other, err);
-		free(key);
-		if (!looked)
-			goto done;
-		if (other != NULL) {
-			size_t len = strlen(location) + UUID_STR_LEN + 2;
-			char *unique = malloc(len);
-			free(other);
-			if (unique == NULL) {
-				floe_err(err, FE_INTERNAL, "out of memory");
-				goto done;
-			}
-			(void)snprintf(unique, len, "%s-%s", location, uuid);
-			json_object_set_new(m, "location", json_string(unique));
-			free(unique);
-		}
-	}
-	if (!location_writable(env, json_string_value(json_object_get(m, "location")), err))
+	if (!table_location_writable(env, json_string_value(json_object_get(m, "location")), err))
 		goto done;
 
 	/* The namespace first: no file is written for a table that cannot
@@ -802,7 +811,7 @@ json_t *table_register_with(struct store *s, const struct table_env *env, const 
 		       NULL;
 	if (overwrite != NULL && !json_is_boolean(overwrite) && !json_is_null(overwrite))
 		return floe_err(err, FE_BAD_REQUEST, "field 'overwrite' must be a boolean"), NULL;
-	if (!location_writable(env, json_string_value(mloc), err))
+	if (!table_location_writable(env, json_string_value(mloc), err))
 		return NULL;
 	if (!fileio_read(json_string_value(mloc), METADATA_FILE_MAX, &text, &len, err))
 		return NULL;
@@ -933,7 +942,12 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 		/* Missing is the source table; missing or taken, the destination. */
 		if (err->kind == FE_NO_SUCH_TABLE)
 			tables_word_error(s, &from.ns, from.name, NULL, false, err);
-		else
+		else if (err->kind == FE_ALREADY_EXISTS) {
+			/* Asked outside the transaction the refusal ended. */
+			store_rollback(s);
+			wording_rename_taken(s, false, &from.ns, from.name, &to.ns, to.name, err);
+			goto done;
+		} else
 			tables_word_error(s, &to.ns, to.name, NULL, false, err);
 		goto fail;
 	}

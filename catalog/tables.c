@@ -25,8 +25,10 @@ bool tables_exists(struct store *s, const struct ns_ident *ns, const char *name,
 /* The largest listing answer: 1,000,000 tables of the longest names. */
 #define TABLES_LIST_MAX ((size_t)1 << 31)
 
-char *tables_list_text(struct store *s, const struct principal *who, const struct ns_ident *ns,
-		       const char *after, long limit, size_t *len, struct floe_error *err)
+/* The listing of tables, or of views. */
+static char *list_text(struct store *s, bool views, const struct principal *who,
+		       const struct ns_ident *ns, const char *after, long limit, size_t *len,
+		       struct floe_error *err)
 {
 	char **rows = NULL;
 	size_t count = 0;
@@ -40,9 +42,17 @@ char *tables_list_text(struct store *s, const struct principal *who, const struc
 	buf_init(&b, TABLES_LIST_MAX);
 	if (!access_check_listing(s, who, ns, err))
 		return NULL;
-	bool listed = who == NULL ? store_table_list(s, ns, after, limit, &rows, &count, &more, err)
-				  : store_table_list_visible(s, who->roles, who->nroles, ns, after,
-							     limit, &rows, &count, &more, err);
+	bool listed;
+	if (views)
+		listed = who == NULL
+				 ? store_view_list(s, ns, after, limit, &rows, &count, &more, err)
+				 : store_view_list_visible(s, who->roles, who->nroles, ns, after,
+							   limit, &rows, &count, &more, err);
+	else
+		listed = who == NULL
+				 ? store_table_list(s, ns, after, limit, &rows, &count, &more, err)
+				 : store_table_list_visible(s, who->roles, who->nroles, ns, after,
+							    limit, &rows, &count, &more, err);
 	if (!listed)
 		return ns_word_error(ns, err), NULL;
 	/* Built as text: 1,000 jansson objects cost ten times the query. */
@@ -85,6 +95,18 @@ done:
 	free(nsjson);
 	store_names_free(rows, count);
 	return out;
+}
+
+char *tables_list_text(struct store *s, const struct principal *who, const struct ns_ident *ns,
+		       const char *after, long limit, size_t *len, struct floe_error *err)
+{
+	return list_text(s, false, who, ns, after, limit, len, err);
+}
+
+char *views_list_text(struct store *s, const struct principal *who, const struct ns_ident *ns,
+		      const char *after, long limit, size_t *len, struct floe_error *err)
+{
+	return list_text(s, true, who, ns, after, limit, len, err);
 }
 
 bool tables_report_metrics(struct store *s, const struct ns_ident *ns, const char *name,

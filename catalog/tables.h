@@ -29,6 +29,11 @@ bool tables_exists(struct store *s, const struct ns_ident *ns, const char *name,
 char *tables_list_text(struct store *s, const struct principal *who, const struct ns_ident *ns,
 		       const char *after, long limit, size_t *len, struct floe_error *err) FLOE_WUR;
 
+/* GET .../views: the ListTablesResponse of the views in ns, as
+ * tables_list_text gives the tables. */
+char *views_list_text(struct store *s, const struct principal *who, const struct ns_ident *ns,
+		      const char *after, long limit, size_t *len, struct floe_error *err) FLOE_WUR;
+
 /* POST .../tables/{table}/metrics: keeps report (a JSON text) for the
  * table. FE_NO_SUCH_TABLE. */
 bool tables_report_metrics(struct store *s, const struct ns_ident *ns, const char *name,

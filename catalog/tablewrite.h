@@ -78,4 +78,39 @@ bool table_create_row(struct store *s, const struct table_env *env, const struct
 		      const char *name, json_t *m, bool with_config, char **location_out,
 		      struct floe_error *err) FLOE_WUR;
 
+/* How many rounds a commit makes before it gives up on lost races
+ * (commit.c, view.c). */
+#define COMMIT_MAX_ATTEMPTS 40
+
+/* Sleeps a random time that grows with attempt, so writers that collided
+ * spread out (commit.c). */
+void commit_backoff(int attempt);
+
+struct table_row;
+
+/*
+ * After the swap of a commit to row (or the COMMIT of its transaction)
+ * failed (commit.c): a known failure removes loc, the file written for it
+ * (and sets *lost when PostgreSQL rolled back a deadlock or serialization
+ * failure, which another round may get past); an unknown outcome is
+ * settled from the commit log. Returns true when the swap landed after all
+ * (err cleared).
+ */
+bool table_swap_failed(struct store *s, const struct table_env *env, const struct table_row *row,
+		       const char *loc, bool *lost, struct floe_error *err);
+
+/* A location (a metadata file's or an object's) floe may write below:
+ * inside the warehouse, following no symbolic link, of a length it can
+ * write under (table.c). FE_BAD_REQUEST. */
+bool table_location_writable(const struct table_env *env, const char *location,
+			     struct floe_error *err) FLOE_WUR;
+
+/* The location a new object named name gets in ns when its create names
+ * none: <namespace location>/<name>, or <that>-<uuid> when a table or a
+ * dropped table's files hold it (table.c). A new string, or NULL with the
+ * store's error or FE_INTERNAL. */
+char *table_default_location(struct store *s, const struct table_env *env,
+			     const struct ns_ident *ns, const char *name, const char *uuid,
+			     struct floe_error *err) FLOE_WUR;
+
 #endif

@@ -4,6 +4,7 @@
  */
 #include "wording.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,65 @@ bool wording_no_such_table(const struct ns_ident *ns, const char *name, struct f
 bool wording_table_exists(const struct ns_ident *ns, const char *name, struct floe_error *err)
 {
 	return word_named(err, FE_ALREADY_EXISTS, "Table already exists", ns, name);
+}
+
+bool wording_no_such_view(const struct ns_ident *ns, const char *name, struct floe_error *err)
+{
+	return word_named(err, FE_NO_SUCH_VIEW, "View does not exist", ns, name);
+}
+
+bool wording_name_taken(struct store *s, const struct ns_ident *ns, const char *name, bool view,
+			struct floe_error *err)
+{
+	char kind[16] = "";
+	struct floe_error ignored;
+
+	/* Unknown (the database went away): the kind asked for. */
+	if (!store_name_kind(s, ns, name, kind, sizeof(kind), &ignored) || kind[0] == '\0')
+		(void)snprintf(kind, sizeof(kind), "%s", view ? "view" : "table");
+	if (strcmp(kind, "view") == 0)
+		return word_named(err, FE_ALREADY_EXISTS,
+				  view ? "View already exists"
+				       : "View with same name already exists",
+				  ns, name);
+	return word_named(err, FE_ALREADY_EXISTS,
+			  view ? "Table with same name already exists" : "Table already exists", ns,
+			  name);
+}
+
+bool wording_rename_taken(struct store *s, bool view, const struct ns_ident *from_ns,
+			  const char *from, const struct ns_ident *to_ns, const char *to,
+			  struct floe_error *err)
+{
+	char kind[16] = "";
+	struct floe_error ignored;
+
+	if (!store_name_kind(s, to_ns, to, kind, sizeof(kind), &ignored) || kind[0] == '\0')
+		(void)snprintf(kind, sizeof(kind), "%s", view ? "view" : "table");
+	if (!view && strcmp(kind, "table") == 0)
+		return wording_table_exists(to_ns, to, err);
+	char *a = ident_ns_display(from_ns);
+	char *b = ident_ns_display(to_ns);
+	floe_err(err, FE_ALREADY_EXISTS, "Cannot rename %s.%s to %s.%s. %s already exists",
+		 a ? a : "?", from, b ? b : "?", to, strcmp(kind, "view") == 0 ? "View" : "Table");
+	free(a);
+	free(b);
+	return false;
+}
+
+bool views_word_error(struct store *s, const struct ns_ident *ns, const char *name,
+		      struct floe_error *err)
+{
+	if (err->kind == FE_NO_SUCH_NAMESPACE)
+		return ns_word_error(ns, err);
+	if (err->kind == FE_ALREADY_EXISTS && strcmp(err->sqlstate, "23505") == 0)
+		return floe_err(err, FE_ALREADY_EXISTS,
+				"A view with this uuid is already registered");
+	if (err->kind == FE_ALREADY_EXISTS)
+		return wording_name_taken(s, ns, name, true, err);
+	if (err->kind != FE_NO_SUCH_VIEW)
+		return false;
+	return wording_no_such_view(ns, name, err);
 }
 
 bool wording_no_such_ref(const char *ref, struct floe_error *err)
@@ -93,7 +153,7 @@ bool tables_word_error(struct store *s, const struct ns_ident *ns, const char *n
 		return floe_err(err, FE_ALREADY_EXISTS,
 				"A table with uuid %s is already registered", uuid ? uuid : "?");
 	if (err->kind == FE_ALREADY_EXISTS)
-		return wording_table_exists(ns, name, err);
+		return wording_name_taken(s, ns, name, false, err);
 	if (err->kind != FE_NO_SUCH_TABLE)
 		return false;
 	if (!store_ns_exists(s, ns, &ns_exists, err))

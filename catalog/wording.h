@@ -41,6 +41,29 @@ bool wording_no_such_namespace(const struct ns_ident *ns, struct floe_error *err
 bool wording_no_such_table(const struct ns_ident *ns, const char *name, struct floe_error *err);
 bool wording_table_exists(const struct ns_ident *ns, const char *name, struct floe_error *err);
 /* floe's own resources, worded the same way. */
+bool wording_no_such_view(const struct ns_ident *ns, const char *name, struct floe_error *err);
+
+/* FE_ALREADY_EXISTS for a create (of a view, or a table) whose name is
+ * taken, in the words of what holds it: "Table already exists: a.t",
+ * "View with same name already exists: a.t" (a table's create), "View
+ * already exists: a.v", "Table with same name already exists: a.v" (a
+ * view's create). Returns false. */
+bool wording_name_taken(struct store *s, const struct ns_ident *ns, const char *name, bool view,
+			struct floe_error *err);
+
+/* FE_ALREADY_EXISTS for a rename (of a view, or a table) onto a taken
+ * name, in the words of Iceberg's view catalog tests: "Cannot rename a.v
+ * to a.u. View already exists" (or Table, as the holder is); a table onto
+ * a table keeps "Table already exists: a.u". Returns false. */
+bool wording_rename_taken(struct store *s, bool view, const struct ns_ident *from_ns,
+			  const char *from, const struct ns_ident *to_ns, const char *to,
+			  struct floe_error *err);
+
+/* tables_word_error for views: FE_NO_SUCH_VIEW "View does not exist: a.v"
+ * (or the namespace's), the name taken, the uuid registered. */
+bool views_word_error(struct store *s, const struct ns_ident *ns, const char *name,
+		      struct floe_error *err);
+
 bool wording_no_such_ref(const char *ref, struct floe_error *err);
 bool wording_no_such_snapshot(long long id, struct floe_error *err);
 bool wording_no_such_hook(const char *id, struct floe_error *err);

@@ -19,6 +19,8 @@ struct fileio_backend {
 	bool (*check_beneath)(const char *url, const char *warehouse_path, struct floe_error *err);
 	bool (*write_metadata)(const char *table_location, long long version, const char *text,
 			       size_t len, char **location, struct floe_error *err);
+	bool (*write_metadata_in)(const char *dir, long long version, const char *text, size_t len,
+				  char **location, struct floe_error *err);
 	bool (*make_metadata_dir)(const char *table_location, struct floe_error *err);
 	bool (*write_new)(const char *table_location, const char *name, const void *data,
 			  size_t len, char **location, struct floe_error *err);

@@ -48,6 +48,12 @@ bool fileio_write_metadata(const char *table_location, long long version, const 
 		->write_metadata(table_location, version, text, len, location, err);
 }
 
+bool fileio_write_metadata_in(const char *dir, long long version, const char *text, size_t len,
+			      char **location, struct floe_error *err)
+{
+	return backend_for(dir)->write_metadata_in(dir, version, text, len, location, err);
+}
+
 bool fileio_make_metadata_dir(const char *table_location, struct floe_error *err)
 {
 	return backend_for(table_location)->make_metadata_dir(table_location, err);

@@ -45,6 +45,11 @@ bool fileio_location_fits(const char *path, struct floe_error *err) FLOE_WUR;
 bool fileio_write_metadata(const char *table_location, long long version, const char *text,
 			   size_t len, char **location, struct floe_error *err) FLOE_WUR;
 
+/* Like fileio_write_metadata, into the directory dir (a location) rather
+ * than <table location>/metadata: a view's write.metadata.path. */
+bool fileio_write_metadata_in(const char *dir, long long version, const char *text, size_t len,
+			      char **location, struct floe_error *err) FLOE_WUR;
+
 /*
  * Makes <table location>/metadata/ exist (with its parents, each made
  * durable), for engines that write their own files below a staged table

@@ -212,41 +212,29 @@ static bool local_make_metadata_dir(const char *table_location, struct floe_erro
 	return ok;
 }
 
-static bool local_write_metadata(const char *table_location, long long version, const char *text,
-				 size_t len, char **location, struct floe_error *err)
+/* Writes metadata file number version into the existing directory dir:
+ * a temporary file, fsync, rename, fsync of the directory. */
+static bool write_metadata_into(const char *dir, long long version, const char *text, size_t len,
+				char **location, struct floe_error *err)
 {
-	char *dir = NULL;
-	char *base = fileio_local_path(table_location, err);
 	char uuid[UUID_STR_LEN];
 	char path[PATH_MAX];
 	char tmp[PATH_MAX + 16];
-	bool ok = false;
 
 	*location = NULL;
-	if (base == NULL)
-		return false;
-	if (!uuid_v4(uuid)) {
-		floe_err(err, FE_INTERNAL, "no randomness for a file name");
-		goto done;
-	}
-	dir = metadata_dir(base, err);
-	if (dir == NULL)
-		goto done;
+	if (!uuid_v4(uuid))
+		return floe_err(err, FE_INTERNAL, "no randomness for a file name");
 	if (snprintf(path, sizeof(path), "%s/%05lld-%s.metadata.json", dir, version, uuid) >=
 	    (int)sizeof(path)) {
-		floe_err(err, FE_BAD_REQUEST, "table location is too long");
-		goto done;
+		return floe_err(err, FE_BAD_REQUEST, "table location is too long");
 	}
 	(void)snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if (!create_synced(tmp, text, len)) {
-		floe_err(err, FE_INTERNAL, "cannot write the metadata file");
-		goto done;
-	}
+	if (!create_synced(tmp, text, len))
+		return floe_err(err, FE_INTERNAL, "cannot write the metadata file");
 	if (rename(tmp, path) != 0) {
 		log_error("fileio", "cannot rename %s: %s", tmp, log_strerror(errno));
 		unlink(tmp);
-		floe_err(err, FE_INTERNAL, "cannot write the metadata file");
-		goto done;
+		return floe_err(err, FE_INTERNAL, "cannot write the metadata file");
 	}
 	/* The rename is durable only once the directory is. */
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -255,15 +243,52 @@ static bool local_write_metadata(const char *table_location, long long version, 
 		if (dfd >= 0)
 			close(dfd);
 		unlink(path);
-		floe_err(err, FE_INTERNAL, "cannot write the metadata file");
-		goto done;
+		return floe_err(err, FE_INTERNAL, "cannot write the metadata file");
 	}
 	close(dfd);
 	*location = path_url(path, err);
-	ok = *location != NULL;
-done:
+	return *location != NULL;
+}
+
+static bool local_write_metadata(const char *table_location, long long version, const char *text,
+				 size_t len, char **location, struct floe_error *err)
+{
+	char *base = fileio_local_path(table_location, err);
+	char *dir = base != NULL ? metadata_dir(base, err) : NULL;
+	bool ok = dir != NULL && write_metadata_into(dir, version, text, len, location, err);
+
+	if (dir == NULL)
+		*location = NULL;
 	free(dir);
 	free(base);
+	return ok;
+}
+
+/* The file is named as the directory was given (file:/a/b stays so), as
+ * Iceberg names a file below write.metadata.path. */
+static bool local_write_metadata_in(const char *dir_url, long long version, const char *text,
+				    size_t len, char **location, struct floe_error *err)
+{
+	char *dir = fileio_local_path(dir_url, err);
+	char *written = NULL;
+	bool ok = dir != NULL && make_dirs(dir, err) &&
+		  write_metadata_into(dir, version, text, len, &written, err);
+
+	*location = NULL;
+	if (ok) {
+		const char *name = strrchr(written, '/') + 1;
+		size_t dl = strlen(dir_url);
+		while (dl > 0 && dir_url[dl - 1] == '/')
+			dl--;
+		size_t n = dl + strlen(name) + 2;
+		*location = malloc(n);
+		if (*location != NULL)
+			(void)snprintf(*location, n, "%.*s/%s", (int)dl, dir_url, name);
+		else
+			ok = floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	free(written);
+	free(dir);
 	return ok;
 }
 
@@ -697,6 +722,7 @@ const struct fileio_backend fileio_local = {
 	.scheme = "file",
 	.check_beneath = local_check_beneath,
 	.write_metadata = local_write_metadata,
+	.write_metadata_in = local_write_metadata_in,
 	.make_metadata_dir = local_make_metadata_dir,
 	.write_new = local_write_new,
 	.read = local_read,

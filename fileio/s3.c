@@ -491,6 +491,44 @@ static bool s3_write_metadata(const char *table_location, long long version, con
 	return s3_write_new(table_location, name, text, len, location, err);
 }
 
+/* A metadata object directly below dir (no metadata/ between). */
+static bool s3_write_metadata_in(const char *dir, long long version, const char *text, size_t len,
+				 char **location, struct floe_error *err)
+{
+	char uuid[UUID_STR_LEN];
+	char *bucket = NULL;
+	char *key = NULL;
+	char *obj = NULL;
+	bool ok = false;
+
+	*location = NULL;
+	if (!uuid_v4(uuid))
+		return floe_err(err, FE_INTERNAL, "no randomness for a file name");
+	if (!split_location(dir, &bucket, &key, err))
+		return false;
+	size_t olen = strlen(key) + UUID_STR_LEN + 64;
+	obj = malloc(olen);
+	if (obj == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto done;
+	}
+	(void)snprintf(obj, olen, "%s%s%05lld-%s.metadata.json", key, key[0] != '\0' ? "/" : "",
+		       version, uuid);
+	if (strlen(obj) > S3_KEY_MAX) {
+		floe_err(err, FE_BAD_REQUEST, "the metadata path is too long for an S3 key");
+		goto done;
+	}
+	if (!put_new(bucket, obj, text, len, err))
+		goto done;
+	*location = object_url(bucket, obj, err);
+	ok = *location != NULL;
+done:
+	free(obj);
+	free(key);
+	free(bucket);
+	return ok;
+}
+
 static bool s3_make_metadata_dir(const char *table_location, struct floe_error *err)
 {
 	char *bucket = NULL;
@@ -827,6 +865,7 @@ const struct fileio_backend fileio_s3 = {
 	.scheme = "s3",
 	.check_beneath = s3_check_beneath,
 	.write_metadata = s3_write_metadata,
+	.write_metadata_in = s3_write_metadata_in,
 	.make_metadata_dir = s3_make_metadata_dir,
 	.write_new = s3_write_new,
 	.read = s3_read,

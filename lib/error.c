@@ -42,6 +42,8 @@ static const struct {
 	[FE_TOO_MANY_REQUESTS] = { 429, "TooManyRequestsException" },
 	[FE_NO_SUCH_PRINCIPAL] = { 404, "NoSuchPrincipalException" },
 	[FE_NO_SUCH_ROLE] = { 404, "NoSuchRoleException" },
+	[FE_NO_SUCH_VIEW] = { 404, "NoSuchViewException" },
+	[FE_ILLEGAL_ARGUMENT] = { 400, "IllegalArgumentException" },
 };
 
 /* Messages start with a capital letter, as Iceberg's do ("Namespace does

@@ -202,13 +202,10 @@ json_t *viewmeta_create(const json_t *request, const char *location, const char 
 	}
 	if (!schema_check(rschema, TABLEMETA_MAX_FORMAT_VERSION, &highest, NULL, err))
 		goto done;
-	/* As Java: the schema keeps its id (0 when it has none) and its
-	 * field ids; a view assigns no fresh ones. */
-	sid = fjson_int_or(rschema, "schema-id", 0);
-	if (!view_id_in_range(sid)) {
-		meta_bad(err, "schema: schema-id %" PRId64 " is out of range", sid);
-		goto done;
-	}
+	/* As Java's view builder: the first schema is schema 0, whatever id
+	 * the request gave it; its field ids are kept (a view assigns no
+	 * fresh ones). */
+	sid = 0;
 	schema = json_deep_copy(rschema);
 	if (schema == NULL || !fjson_set_int(schema, "schema-id", sid)) {
 		meta_oom(err);

@@ -56,8 +56,8 @@ static bool view_upgrade_format(struct apply *a, const json_t *u, const struct a
 
 /*
  * add-schema: an identical schema (fields and identifier fields) keeps its
- * id and leaves the one last added as it was; a new one gets its own id
- * unless that is taken, then the highest + 1. Its last-column-id is not
+ * id and leaves the one last added as it was; a new one gets the highest
+ * id + 1. Its last-column-id is not
  * view metadata and is ignored.
  */
 static bool view_add_schema(struct apply *a, const json_t *u, const struct action *act,
@@ -81,10 +81,9 @@ static bool view_add_schema(struct apply *a, const json_t *u, const struct actio
 		json_decref(copy);
 		return ok;
 	}
-	int64_t next = apply_list_highest(a, LIST_SCHEMAS) + 1;
-	id = fjson_int_or(schema, "schema-id", 0);
-	if (id < next)
-		id = next;
+	/* A new schema gets the highest id + 1, whatever id it was sent
+	 * with, as Java's view builder numbers them. */
+	id = apply_list_highest(a, LIST_SCHEMAS) + 1;
 	if (!view_id_in_range(id)) {
 		json_decref(copy);
 		return meta_bad(err, "add-schema: schema id %" PRId64 " is out of range", id);

@@ -78,6 +78,33 @@ void handle_ns_exists(struct http_request *req);
 void handle_ns_drop(struct http_request *req);
 void handle_ns_update_properties(struct http_request *req);
 
+/* Parses {namespace} and the path parameter param (a table's or a
+ * view's name; what names it in errors) from the path. */
+bool handler_object_params(struct http_request *req, const char *param, const char *what,
+			   struct ns_ident *ns, char **name, struct floe_error *err) FLOE_WUR;
+
+/* A lister of names in a namespace (tables_list_text, views_list_text). */
+typedef char *(*handler_lister)(struct store *s, const struct principal *who,
+				const struct ns_ident *ns, const char *after, long limit,
+				size_t *len, struct floe_error *err);
+
+/* GET .../tables and .../views: the page the query asks for. */
+void handler_list_names(struct http_request *req, handler_lister list);
+
+/* The body of a single-object commit (json, new reference); an
+ * identifier in it, when given, must name the path's table or view (what).
+ * NULL with err set. */
+json_t *handler_commit_body(struct http_request *req, const struct ns_ident *ns, const char *name,
+			    const char *what, struct floe_error *err);
+
+void handle_view_list(struct http_request *req);
+void handle_view_create(struct http_request *req);
+void handle_view_register(struct http_request *req);
+void handle_view_load(struct http_request *req);
+void handle_view_exists(struct http_request *req);
+void handle_view_commit(struct http_request *req);
+void handle_view_drop(struct http_request *req);
+void handle_view_rename(struct http_request *req);
 void handle_table_list(struct http_request *req);
 void handle_table_create(struct http_request *req);
 void handle_table_register(struct http_request *req);

@@ -16,18 +16,17 @@
 #include "tables.h"
 #include "wording.h"
 
-/* Parses {namespace} and {table} from the path. */
-static bool table_params(struct http_request *req, struct ns_ident *ns, char **name,
-			 struct floe_error *err)
+bool handler_object_params(struct http_request *req, const char *param, const char *what,
+			   struct ns_ident *ns, char **name, struct floe_error *err)
 {
-	const char *raw = http_param(req, "table");
+	const char *raw = http_param(req, param);
 	size_t len = 0;
 
 	*name = NULL;
 	if (!http_param_namespace(req, ns, err))
 		return false;
 	if (raw == NULL || !url_decode(raw, strlen(raw), true, name, &len, err) ||
-	    !ident_name_check(*name, len, "table name", err)) {
+	    !ident_name_check(*name, len, what, err)) {
 		ident_ns_clear(ns);
 		free(*name);
 		*name = NULL;
@@ -36,7 +35,14 @@ static bool table_params(struct http_request *req, struct ns_ident *ns, char **n
 	return true;
 }
 
-void handle_table_list(struct http_request *req)
+/* Parses {namespace} and {table} from the path. */
+static bool table_params(struct http_request *req, struct ns_ident *ns, char **name,
+			 struct floe_error *err)
+{
+	return handler_object_params(req, "table", "table name", ns, name, err);
+}
+
+void handler_list_names(struct http_request *req, handler_lister list)
 {
 	struct floe_error err;
 	struct ns_ident ns = { 0 };
@@ -63,9 +69,9 @@ void handle_table_list(struct http_request *req)
 	s = handler_acquire(req);
 	if (s == NULL)
 		goto done;
-	text = tables_list_text(s, handler_principal(req), &ns,
-				page.after.nlevels ? page.after.levels[0] : NULL,
-				page.paginate ? page.page_size : -1, &len, &err);
+	text = list(s, handler_principal(req), &ns,
+		    page.after.nlevels ? page.after.levels[0] : NULL,
+		    page.paginate ? page.page_size : -1, &len, &err);
 	handler_release(req, s);
 	if (text == NULL)
 		http_reply_error(req, &err);
@@ -76,6 +82,11 @@ done:
 	free(size);
 	page_request_clear(&page);
 	ident_ns_clear(&ns);
+}
+
+void handle_table_list(struct http_request *req)
+{
+	handler_list_names(req, tables_list_text);
 }
 
 /* Answers 200 with a LoadTableResult or a CommitTableResponse (stolen)
@@ -272,10 +283,8 @@ struct commit_job {
 	char *name; /* NULL: a multi-table transaction */
 };
 
-/* The body of a single-table commit; an identifier in it, when given,
- * must name this table. NULL with err set. */
-static json_t *commit_body(struct http_request *req, const struct ns_ident *ns, const char *name,
-			   struct floe_error *err)
+json_t *handler_commit_body(struct http_request *req, const struct ns_ident *ns, const char *name,
+			    const char *what, struct floe_error *err)
 {
 	json_t *in = NULL;
 
@@ -295,7 +304,7 @@ static json_t *commit_body(struct http_request *req, const struct ns_ident *ns, 
 		if (!same) {
 			json_decref(in);
 			floe_err(err, FE_BAD_REQUEST,
-				 "the body's identifier names another table than the path");
+				 "the body's identifier names another %s than the path", what);
 			return NULL;
 		}
 	}
@@ -316,7 +325,7 @@ static void commit_job_run(void *arg, const struct floe_error *refused)
 		goto done;
 	}
 	if (job->name != NULL)
-		in = commit_body(req, &job->ns, job->name, &err);
+		in = handler_commit_body(req, &job->ns, job->name, "table", &err);
 	else if (!http_body_json(req, &in, &err))
 		in = NULL;
 	if (in == NULL) {

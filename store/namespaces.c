@@ -319,7 +319,7 @@ bool store_ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error
 		goto done;
 	}
 not_empty:
-	floe_err(err, FE_NAMESPACE_NOT_EMPTY, "the namespace holds tables or namespaces");
+	floe_err(err, FE_NAMESPACE_NOT_EMPTY, "the namespace holds tables, views or namespaces");
 done:
 	PQclear(r);
 	free(levels);

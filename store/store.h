@@ -238,6 +238,49 @@ bool store_table_rename(struct store *s, const struct ns_ident *from_ns, const c
 			const struct ns_ident *to_ns, const char *to,
 			struct floe_error *err) FLOE_WUR;
 
+/* What holds the name in ns: kind "table" or "view", "" when nothing
+ * does (also when the namespace is missing). */
+bool store_name_kind(struct store *s, const struct ns_ident *ns, const char *name, char *kind,
+		     size_t kindlen, struct floe_error *err) FLOE_WUR;
+
+/*
+ * Views (views.c) live in the relation of tables, with kind 'view', so
+ * they share its names, its locations and its compare-and-swap
+ * (store_table_cas, with refs NULL). Errors as the table functions give
+ * them, with FE_NO_SUCH_VIEW for a view that is not there.
+ */
+bool store_view_load(struct store *s, const struct ns_ident *ns, const char *name,
+		     struct table_row *row, struct floe_error *err) FLOE_WUR;
+
+/* Inserts a new view at version 1 with its first commit_log row.
+ * FE_ALREADY_EXISTS: the name is taken (store_name_kind says by what), or
+ * (err->sqlstate 23505) the uuid; FE_NO_SUCH_VIEW when the namespace is
+ * missing. */
+bool store_view_create(struct store *s, const struct ns_ident *ns, const char *name,
+		       const char *uuid, const char *metadata_location, const char *metadata,
+		       const char *view_location, const struct store_actor *who,
+		       struct floe_error *err) FLOE_WUR;
+
+/* Deletes the view; *row receives what it held (its files stay).
+ * FE_NO_SUCH_VIEW. */
+bool store_view_drop(struct store *s, const struct ns_ident *ns, const char *name,
+		     struct table_row *row, struct floe_error *err) FLOE_WUR;
+
+/* Renames a view, possibly into another namespace. FE_NO_SUCH_VIEW,
+ * FE_NO_SUCH_NAMESPACE (destination), FE_ALREADY_EXISTS. */
+bool store_view_rename(struct store *s, const struct ns_ident *from_ns, const char *from,
+		       const struct ns_ident *to_ns, const char *to,
+		       struct floe_error *err) FLOE_WUR;
+
+/* View names as store_table_list gives table names; _visible as
+ * store_table_list_visible. */
+bool store_view_list(struct store *s, const struct ns_ident *ns, const char *after, long limit,
+		     char ***names, size_t *count, bool *more, struct floe_error *err) FLOE_WUR;
+bool store_view_list_visible(struct store *s, const long long *role_ids, size_t nroles,
+			     const struct ns_ident *ns, const char *after, long limit,
+			     char ***names, size_t *count, bool *more,
+			     struct floe_error *err) FLOE_WUR;
+
 /* Keeps a metrics report (a JSON text) sent for a table. */
 bool store_metrics_insert(struct store *s, const struct ns_ident *ns, const char *name,
 			  const char *report, struct floe_error *err) FLOE_WUR;

@@ -32,8 +32,58 @@ enum {
 	ST_TABLE_DROP,
 	ST_TABLE_RENAME,
 	ST_TABLE_LIST_VISIBLE,
+	ST_NAME_KIND,
+	ST_VIEW_LOAD,
+	ST_VIEW_CREATE,
+	ST_VIEW_DROP,
+	ST_VIEW_RENAME,
+	ST_VIEW_LIST,
+	ST_VIEW_LIST_VISIBLE,
 	ST_COUNT
 };
+
+/*
+ * Tables and views share one relation (tables, told apart by kind), so a
+ * name is one object's in its namespace, the no-overlap rule of locations
+ * holds for both, and a namespace holding views is not empty. These are
+ * the statements both kinds make, for kind K ('table' or 'view').
+ */
+/* clang-format off */
+/* One object by namespace levels ($1) and name ($2). */
+#define OBJECT_LOAD(K) \
+	"SELECT t.id, t.table_uuid, t.metadata_location, t.metadata, t.version " \
+	"FROM tables t JOIN namespaces n ON n.id = t.namespace_id " \
+	"WHERE n.levels = " LEVELS("$1") " AND t.name = $2 AND t.kind = '" K "'"
+/* The names of a namespace after $2, at most $3: no row when the
+ * namespace is missing, one NULL name when it holds none. */
+#define OBJECT_LIST(K) \
+	"SELECT t.name FROM namespaces n LEFT JOIN LATERAL (" \
+	"  SELECT name FROM tables " \
+	"  WHERE namespace_id = n.id AND kind = '" K "' " \
+	"  AND ($2::text IS NULL OR name > $2) " \
+	"  ORDER BY name LIMIT $3::bigint) t ON true " \
+	"WHERE n.levels = " LEVELS("$1")
+/* OBJECT_LIST with $4 (role ids): every object when the roles hold a
+ * grant on the catalog, the namespace or above, else the objects with a
+ * grant of their own. */
+#define OBJECT_LIST_VISIBLE(K) \
+	"SELECT t.name FROM namespaces n LEFT JOIN LATERAL (" \
+	"  SELECT tb.name FROM tables tb " \
+	"  WHERE tb.namespace_id = n.id AND tb.kind = '" K "' " \
+	"  AND ($2::text IS NULL OR tb.name > $2) " \
+	"  AND (" GRANT_AT_OR_ABOVE("$4", "n.levels") " " \
+	"    OR EXISTS (SELECT 1 FROM grants g WHERE g.role_id = ANY($4::bigint[]) " \
+	"      AND g.table_id = tb.id)) " \
+	"  ORDER BY tb.name LIMIT $3::bigint) t ON true " \
+	"WHERE n.levels = " LEVELS("$1")
+/* Moves ($1, $2) to ($3, $4). */
+#define OBJECT_RENAME(K) \
+	"UPDATE tables t SET name = $4, updated_at = now(), " \
+	"  namespace_id = (SELECT id FROM namespaces WHERE levels = " LEVELS("$3") ") " \
+	"FROM namespaces n " \
+	"WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " " \
+	"AND t.name = $2 AND t.kind = '" K "' RETURNING t.id"
+/* clang-format on */
 
 /* The deflated forms every write of the metadata keeps beside it
  * (migration 0007), parameters $9 to $14 of those statements. */
@@ -58,20 +108,34 @@ enum {
 	"FROM tables t JOIN namespaces n ON n.id = t.namespace_id "            \
 	"CROSS JOIN LATERAL (SELECT coalesce(t.gz_version = t.version AND " gz \
 	"  IS NOT NULL, false) AS ok) g "                                      \
-	"WHERE n.levels = " LEVELS("$1") " AND t.name = $2"
+	"WHERE n.levels = " LEVELS("$1") " AND t.name = $2 AND t.kind = 'table'"
+
+/* A new object of kind K at version 1, and its first commit_log row; no
+ * row when the name is taken or the namespace is missing. */
+/* clang-format off */
+#define OBJECT_CREATE(K) \
+	"WITH ns AS (SELECT id FROM namespaces WHERE levels = " LEVELS("$1") "), " \
+	"ins AS (INSERT INTO tables (namespace_id, name, kind, table_uuid, " \
+	"  metadata_location, metadata, refs_metadata, location, version, " \
+	"  " GZ_COLUMNS ", gz_version) " \
+	"  SELECT ns.id, $2, '" K "', $3::uuid, $4, $5, $7, $8, 1, " GZ_VALUES ", 1 FROM ns " \
+	"  ON CONFLICT (namespace_id, name) DO NOTHING " \
+	"  RETURNING id, table_uuid, version) " \
+	"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, " \
+	"  previous_location, request_id, " BY_COLUMNS ") " \
+	"SELECT id, table_uuid, version, $4, NULL, $6, " BY_VALUES " FROM ins " \
+	"RETURNING version"
+/* clang-format on */
 
 /* One statement a row, its SQL laid out as SQL. */
 /* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
-	[ST_TABLE_LOAD] = { "table_load",
-		"SELECT t.id, t.table_uuid, t.metadata_location, t.metadata, t.version "
-		"FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
-		"WHERE n.levels = " LEVELS("$1") " AND t.name = $2" },
+	[ST_TABLE_LOAD] = { "table_load", OBJECT_LOAD("table") },
 	[ST_TABLE_LOAD_REFS] = { "table_load_refs",
 		"SELECT t.id, t.table_uuid, t.metadata_location, "
 		"  coalesce(t.refs_metadata, t.metadata), t.version "
 		"FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
-		"WHERE n.levels = " LEVELS("$1") " AND t.name = $2" },
+		"WHERE n.levels = " LEVELS("$1") " AND t.name = $2 AND t.kind = 'table'" },
 	/* The deflated form when it was made for this version (column 3
 	 * is then NULL), else the text; run with store_exec_binary, so the
 	 * deflated bytes cross without hex (every other column is text). */
@@ -83,18 +147,7 @@ static const struct store_statement statements[ST_COUNT] = {
 			"CASE WHEN t.refs_metadata IS NULL THEN t.metadata_gz_crc ELSE t.refs_gz_crc END",
 			"CASE WHEN t.refs_metadata IS NULL THEN t.metadata_gz_size "
 			"ELSE t.refs_gz_size END") },
-	[ST_TABLE_CREATE] = { "table_create",
-		"WITH ns AS (SELECT id FROM namespaces WHERE levels = " LEVELS("$1") "), "
-		"ins AS (INSERT INTO tables (namespace_id, name, table_uuid, "
-		"  metadata_location, metadata, refs_metadata, location, version, "
-		"  " GZ_COLUMNS ", gz_version) "
-		"  SELECT ns.id, $2, $3::uuid, $4, $5, $7, $8, 1, " GZ_VALUES ", 1 FROM ns "
-		"  ON CONFLICT (namespace_id, name) DO NOTHING "
-		"  RETURNING id, table_uuid, version) "
-		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
-		"  previous_location, request_id, " BY_COLUMNS ") "
-		"SELECT id, table_uuid, version, $4, NULL, $6, " BY_VALUES " FROM ins "
-		"RETURNING version" },
+	[ST_TABLE_CREATE] = { "table_create", OBJECT_CREATE("table") },
 	[ST_TABLE_OVERWRITE] = { "table_overwrite",
 		"WITH upd AS (UPDATE tables t SET table_uuid = $3::uuid, "
 		"  metadata_location = $4, metadata = $5, refs_metadata = $7, location = $8, "
@@ -103,7 +156,7 @@ static const struct store_statement statements[ST_COUNT] = {
 		"  gz_version = t.version + 1 "
 		"  FROM namespaces n, tables old "
 		"  WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
-		"  AND t.name = $2 AND old.id = t.id "
+		"  AND t.name = $2 AND t.kind = 'table' AND old.id = t.id "
 		"  RETURNING t.id, t.table_uuid, t.version, old.metadata_location AS prev) "
 		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
 		"  previous_location, request_id, " BY_COLUMNS ") "
@@ -156,43 +209,35 @@ static const struct store_statement statements[ST_COUNT] = {
 	[ST_TABLE_LOCATIONS_AFTER] = { "table_locations_after",
 		"SELECT id, location FROM tables WHERE id > $1::bigint ORDER BY id "
 		"LIMIT $2::int" },
-	/* One round trip: no row when the namespace is missing, one NULL
-	 * name when it holds no table. */
-	[ST_TABLE_LIST] = { "table_list",
-		"SELECT t.name FROM namespaces n LEFT JOIN LATERAL ("
-		"  SELECT name FROM tables "
-		"  WHERE namespace_id = n.id AND ($2::text IS NULL OR name > $2) "
-		"  ORDER BY name LIMIT $3::bigint) t ON true "
-		"WHERE n.levels = " LEVELS("$1") },
+	[ST_TABLE_LIST] = { "table_list", OBJECT_LIST("table") },
 	/* With $3 (purge), the tombstone is written by the same statement
 	 * that deletes the row: no moment where the files have neither. */
 	[ST_TABLE_DROP] = { "table_drop",
 		"WITH del AS (DELETE FROM tables t USING namespaces n "
 		"  WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
-		"  AND t.name = $2 "
+		"  AND t.name = $2 AND t.kind = 'table' "
 		"  RETURNING t.id, t.table_uuid, t.metadata_location, t.metadata, t.version, "
 		"    t.location, n.levels), "
 		"tomb AS (INSERT INTO purges (location, table_uuid, namespace, table_name) "
 		"  SELECT location, table_uuid, levels, $2 FROM del WHERE $3::boolean) "
 		"SELECT id, table_uuid, metadata_location, metadata, version FROM del" },
-	[ST_TABLE_RENAME] = { "table_rename",
-		"UPDATE tables t SET name = $4, updated_at = now(), "
-		"  namespace_id = (SELECT id FROM namespaces WHERE levels = " LEVELS("$3") ") "
-		"FROM namespaces n "
+	[ST_TABLE_RENAME] = { "table_rename", OBJECT_RENAME("table") },
+	[ST_TABLE_LIST_VISIBLE] = { "table_list_visible", OBJECT_LIST_VISIBLE("table") },
+	[ST_NAME_KIND] = { "name_kind",
+		"SELECT t.kind FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
+		"WHERE n.levels = " LEVELS("$1") " AND t.name = $2" },
+	[ST_VIEW_LOAD] = { "view_load", OBJECT_LOAD("view") },
+	[ST_VIEW_CREATE] = { "view_create", OBJECT_CREATE("view") },
+	/* A view's files stay: engines never wrote below it, and Iceberg's
+	 * catalogs keep them too. */
+	[ST_VIEW_DROP] = { "view_drop",
+		"DELETE FROM tables t USING namespaces n "
 		"WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
-		"AND t.name = $2 RETURNING t.id" },
-	/* ST_TABLE_LIST with $4 (role ids): every table when the roles hold
-	 * a grant on the catalog, the namespace or above, else the tables
-	 * with a grant of their own. */
-	[ST_TABLE_LIST_VISIBLE] = { "table_list_visible",
-		"SELECT t.name FROM namespaces n LEFT JOIN LATERAL ("
-		"  SELECT tb.name FROM tables tb "
-		"  WHERE tb.namespace_id = n.id AND ($2::text IS NULL OR tb.name > $2) "
-		"  AND (" GRANT_AT_OR_ABOVE("$4", "n.levels") " "
-		"    OR EXISTS (SELECT 1 FROM grants g WHERE g.role_id = ANY($4::bigint[]) "
-		"      AND g.table_id = tb.id)) "
-		"  ORDER BY tb.name LIMIT $3::bigint) t ON true "
-		"WHERE n.levels = " LEVELS("$1") },
+		"AND t.name = $2 AND t.kind = 'view' "
+		"RETURNING t.id, t.table_uuid, t.metadata_location, t.metadata, t.version" },
+	[ST_VIEW_RENAME] = { "view_rename", OBJECT_RENAME("view") },
+	[ST_VIEW_LIST] = { "view_list", OBJECT_LIST("view") },
+	[ST_VIEW_LIST_VISIBLE] = { "view_list_visible", OBJECT_LIST_VISIBLE("view") },
 };
 /* clang-format on */
 
@@ -206,7 +251,7 @@ void store_table_row_clear(struct table_row *row)
 }
 
 /* Fills row from columns id, uuid, location, metadata, version. */
-static bool row_from_result(PGresult *r, int i, struct table_row *row, struct floe_error *err)
+static bool object_row(PGresult *r, int i, struct table_row *row, struct floe_error *err)
 {
 	memset(row, 0, sizeof(*row));
 	row->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
@@ -237,9 +282,8 @@ bool store_table_load(struct store *s, const struct ns_ident *ns, const char *na
 	return store_table_load_as(s, ns, name, false, row, err);
 }
 
-/* The one row a table statement answered (r is cleared here), or
- * FE_NO_SUCH_TABLE when it answered none. */
-static bool table_row_of(PGresult *r, struct table_row *row, struct floe_error *err)
+static bool object_row_of(PGresult *r, enum floe_errkind missing, struct table_row *row,
+			  struct floe_error *err)
 {
 	bool ok;
 
@@ -247,9 +291,9 @@ static bool table_row_of(PGresult *r, struct table_row *row, struct floe_error *
 		return false;
 	if (PQntuples(r) == 0) {
 		PQclear(r);
-		return table_missing(err);
+		return floe_err(err, missing, "no such object");
 	}
-	ok = row_from_result(r, 0, row, err);
+	ok = object_row(r, 0, row, err);
 	PQclear(r);
 	return ok;
 }
@@ -267,7 +311,7 @@ bool store_table_load_as(struct store *s, const struct ns_ident *ns, const char 
 	r = store_exec(s, &statements[refs_only ? ST_TABLE_LOAD_REFS : ST_TABLE_LOAD], 2, params,
 		       err);
 	free(levels);
-	return table_row_of(r, row, err);
+	return object_row_of(r, FE_NO_SUCH_TABLE, row, err);
 }
 
 /* A bytea column of a binary-format result into part->data, part->len
@@ -302,9 +346,9 @@ bool store_table_load_gz(struct store *s, const struct ns_ident *ns, const char 
 		return false;
 	if (PQntuples(r) == 0 || PQgetisnull(r, 0, 5)) {
 		/* No deflated form of this version: the text (column 3). */
-		return table_row_of(r, row, err);
+		return object_row_of(r, FE_NO_SUCH_TABLE, row, err);
 	}
-	ok = row_from_result(r, 0, row, err);
+	ok = object_row(r, 0, row, err);
 	if (ok && !bytea_value(r, 0, 5, part)) {
 		store_table_row_clear(row);
 		ok = floe_err(err, FE_INTERNAL, "out of memory");
@@ -435,24 +479,48 @@ static bool table_insert(struct store *s, const struct store_statement *st,
 	return true;
 }
 
+static bool name_taken(struct store *s, const struct ns_ident *ns, const char *name,
+		       enum floe_errkind missing, struct floe_error *err)
+{
+	char kind[16];
+
+	if (!store_name_kind(s, ns, name, kind, sizeof(kind), err))
+		return false;
+	if (kind[0] == '\0')
+		return floe_err(err, missing, "nothing was inserted and the name is free");
+	return floe_err(err, FE_ALREADY_EXISTS, "the name is taken");
+}
+
+bool store_name_kind(struct store *s, const struct ns_ident *ns, const char *name, char *kind,
+		     size_t kindlen, struct floe_error *err)
+{
+	char *levels = store_levels_param(ns, err);
+	char *got = NULL;
+	bool ok;
+
+	kind[0] = '\0';
+	if (levels == NULL)
+		return false;
+	const char *params[2] = { levels, name };
+	ok = store_exec_text(s, &statements[ST_NAME_KIND], 2, params, &got, err);
+	free(levels);
+	if (ok && got != NULL)
+		(void)snprintf(kind, kindlen, "%s", got);
+	free(got);
+	return ok;
+}
+
 bool store_table_create(struct store *s, const struct ns_ident *ns, const char *name,
 			const char *uuid, const char *metadata_location, const char *metadata,
 			const char *refs_metadata, const char *table_location,
 			const struct store_actor *who, const char *refs, struct floe_error *err)
 {
 	bool inserted;
-	bool exists = false;
 
 	if (!table_insert(s, &statements[ST_TABLE_CREATE], ns, name, uuid, metadata_location,
 			  metadata, refs_metadata, table_location, who, refs, &inserted, err))
 		return false;
-	if (inserted)
-		return true;
-	if (!store_table_exists(s, ns, name, &exists, err))
-		return false;
-	if (!exists)
-		return table_missing(err);
-	return floe_err(err, FE_ALREADY_EXISTS, "the table already exists");
+	return inserted || name_taken(s, ns, name, FE_NO_SUCH_TABLE, err);
 }
 
 bool store_table_overwrite(struct store *s, const struct ns_ident *ns, const char *name,
@@ -529,11 +597,10 @@ bool store_commit_landed(struct store *s, const char *table_uuid, long long vers
 	return true;
 }
 
-/* store_table_list, or with roles (a bigint[] parameter) its visible
- * variant. */
-static bool table_list(struct store *s, const char *roles, const struct ns_ident *ns,
-		       const char *after, long limit, char ***names, size_t *count, bool *more,
-		       struct floe_error *err)
+static bool object_list(struct store *s, const struct store_statement *plain,
+			const struct store_statement *visible, const char *roles,
+			const struct ns_ident *ns, const char *after, long limit, char ***names,
+			size_t *count, bool *more, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	char limit_p[32];
@@ -546,8 +613,7 @@ static bool table_list(struct store *s, const char *roles, const struct ns_ident
 		return false;
 	(void)snprintf(limit_p, sizeof(limit_p), "%ld", limit + 1);
 	const char *params[4] = { levels, after, limit < 0 ? NULL : limit_p, roles };
-	r = store_exec(s, &statements[roles ? ST_TABLE_LIST_VISIBLE : ST_TABLE_LIST], roles ? 4 : 3,
-		       params, err);
+	r = store_exec(s, roles ? visible : plain, roles ? 4 : 3, params, err);
 	free(levels);
 	if (r == NULL)
 		return false;
@@ -561,15 +627,10 @@ static bool table_list(struct store *s, const char *roles, const struct ns_ident
 	return ok;
 }
 
-bool store_table_list(struct store *s, const struct ns_ident *ns, const char *after, long limit,
-		      char ***names, size_t *count, bool *more, struct floe_error *err)
-{
-	return table_list(s, NULL, ns, after, limit, names, count, more, err);
-}
-
-bool store_table_list_visible(struct store *s, const long long *role_ids, size_t nroles,
-			      const struct ns_ident *ns, const char *after, long limit,
-			      char ***names, size_t *count, bool *more, struct floe_error *err)
+static bool object_list_visible(struct store *s, const struct store_statement *visible,
+				const long long *role_ids, size_t nroles, const struct ns_ident *ns,
+				const char *after, long limit, char ***names, size_t *count,
+				bool *more, struct floe_error *err)
 {
 	/* No role: an empty array, which no grant matches. */
 	char *roles = store_ids_param(role_ids, nroles, err);
@@ -579,9 +640,24 @@ bool store_table_list_visible(struct store *s, const long long *role_ids, size_t
 	*more = false;
 	if (roles == NULL)
 		return false;
-	bool ok = table_list(s, roles, ns, after, limit, names, count, more, err);
+	bool ok = object_list(s, NULL, visible, roles, ns, after, limit, names, count, more, err);
 	free(roles);
 	return ok;
+}
+
+bool store_table_list(struct store *s, const struct ns_ident *ns, const char *after, long limit,
+		      char ***names, size_t *count, bool *more, struct floe_error *err)
+{
+	return object_list(s, &statements[ST_TABLE_LIST], NULL, NULL, ns, after, limit, names,
+			   count, more, err);
+}
+
+bool store_table_list_visible(struct store *s, const long long *role_ids, size_t nroles,
+			      const struct ns_ident *ns, const char *after, long limit,
+			      char ***names, size_t *count, bool *more, struct floe_error *err)
+{
+	return object_list_visible(s, &statements[ST_TABLE_LIST_VISIBLE], role_ids, nroles, ns,
+				   after, limit, names, count, more, err);
 }
 
 bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *name, bool purge,
@@ -596,11 +672,13 @@ bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *na
 	const char *params[3] = { levels, name, purge ? "true" : "false" };
 	r = store_exec(s, &statements[ST_TABLE_DROP], 3, params, err);
 	free(levels);
-	return table_row_of(r, row, err);
+	return object_row_of(r, FE_NO_SUCH_TABLE, row, err);
 }
 
-bool store_table_rename(struct store *s, const struct ns_ident *from_ns, const char *from,
-			const struct ns_ident *to_ns, const char *to, struct floe_error *err)
+static bool object_rename(struct store *s, const struct store_statement *st,
+			  enum floe_errkind missing, const struct ns_ident *from_ns,
+			  const char *from, const struct ns_ident *to_ns, const char *to,
+			  struct floe_error *err)
 {
 	char *fl = store_levels_param(from_ns, err);
 	char *tl = store_levels_param(to_ns, err);
@@ -617,16 +695,16 @@ bool store_table_rename(struct store *s, const struct ns_ident *from_ns, const c
 		goto done;
 	}
 	const char *params[4] = { fl, from, tl, to };
-	r = store_exec(s, &statements[ST_TABLE_RENAME], 4, params, err);
+	r = store_exec(s, st, 4, params, err);
 	if (r == NULL) {
 		if (strcmp(s->sqlstate, "23505") == 0)
-			floe_err(err, FE_ALREADY_EXISTS, "the table already exists");
+			floe_err(err, FE_ALREADY_EXISTS, "the name is taken");
 		else if (strcmp(s->sqlstate, "23502") == 0)
 			store_ns_missing(err); /* dropped meanwhile */
 		goto done;
 	}
 	if (PQntuples(r) == 0) {
-		table_missing(err);
+		floe_err(err, missing, "no such object");
 		goto done;
 	}
 	ok = true;
@@ -635,6 +713,13 @@ done:
 	free(fl);
 	free(tl);
 	return ok;
+}
+
+bool store_table_rename(struct store *s, const struct ns_ident *from_ns, const char *from,
+			const struct ns_ident *to_ns, const char *to, struct floe_error *err)
+{
+	return object_rename(s, &statements[ST_TABLE_RENAME], FE_NO_SUCH_TABLE, from_ns, from,
+			     to_ns, to, err);
 }
 
 static bool location_clash(struct store *s, const char *location, const char *uuid,
@@ -735,4 +820,71 @@ bool store_table_locations_after(struct store *s, long long after_id, int limit,
 	PQclear(r);
 	*rows = out;
 	return ok;
+}
+
+/* --- views --- */
+
+bool store_view_load(struct store *s, const struct ns_ident *ns, const char *name,
+		     struct table_row *row, struct floe_error *err)
+{
+	char *levels = store_levels_param(ns, err);
+	PGresult *r;
+
+	memset(row, 0, sizeof(*row));
+	if (levels == NULL)
+		return false;
+	const char *params[2] = { levels, name };
+	r = store_exec(s, &statements[ST_VIEW_LOAD], 2, params, err);
+	free(levels);
+	return object_row_of(r, FE_NO_SUCH_VIEW, row, err);
+}
+
+bool store_view_create(struct store *s, const struct ns_ident *ns, const char *name,
+		       const char *uuid, const char *metadata_location, const char *metadata,
+		       const char *view_location, const struct store_actor *who,
+		       struct floe_error *err)
+{
+	bool inserted;
+
+	if (!table_insert(s, &statements[ST_VIEW_CREATE], ns, name, uuid, metadata_location,
+			  metadata, NULL, view_location, who, NULL, &inserted, err))
+		return false;
+	return inserted || name_taken(s, ns, name, FE_NO_SUCH_VIEW, err);
+}
+
+bool store_view_drop(struct store *s, const struct ns_ident *ns, const char *name,
+		     struct table_row *row, struct floe_error *err)
+{
+	char *levels = store_levels_param(ns, err);
+	PGresult *r;
+
+	memset(row, 0, sizeof(*row));
+	if (levels == NULL)
+		return false;
+	const char *params[2] = { levels, name };
+	r = store_exec(s, &statements[ST_VIEW_DROP], 2, params, err);
+	free(levels);
+	return object_row_of(r, FE_NO_SUCH_VIEW, row, err);
+}
+
+bool store_view_rename(struct store *s, const struct ns_ident *from_ns, const char *from,
+		       const struct ns_ident *to_ns, const char *to, struct floe_error *err)
+{
+	return object_rename(s, &statements[ST_VIEW_RENAME], FE_NO_SUCH_VIEW, from_ns, from, to_ns,
+			     to, err);
+}
+
+bool store_view_list(struct store *s, const struct ns_ident *ns, const char *after, long limit,
+		     char ***names, size_t *count, bool *more, struct floe_error *err)
+{
+	return object_list(s, &statements[ST_VIEW_LIST], NULL, NULL, ns, after, limit, names, count,
+			   more, err);
+}
+
+bool store_view_list_visible(struct store *s, const long long *role_ids, size_t nroles,
+			     const struct ns_ident *ns, const char *after, long limit,
+			     char ***names, size_t *count, bool *more, struct floe_error *err)
+{
+	return object_list_visible(s, &statements[ST_VIEW_LIST_VISIBLE], role_ids, nroles, ns,
+				   after, limit, names, count, more, err);
 }

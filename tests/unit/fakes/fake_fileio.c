@@ -82,6 +82,20 @@ bool fileio_write_metadata(const char *table_location, long long version, const 
 	return *location != NULL || floe_err(err, FE_INTERNAL, "out of memory");
 }
 
+bool fileio_write_metadata_in(const char *dir, long long version, const char *text, size_t len,
+			      char **location, struct floe_error *err)
+{
+	char url[1024];
+
+	*location = NULL;
+	if (fake_fault_due("fileio_write_metadata", err, NULL))
+		return false;
+	snprintf(url, sizeof(url), "%s/%05lld-fake%d.metadata.json", dir, version, ++written);
+	json_object_set_new(files, url, json_stringn(text, len));
+	*location = strdup(url);
+	return *location != NULL || floe_err(err, FE_INTERNAL, "out of memory");
+}
+
 bool fileio_read(const char *url, size_t max, char **text, size_t *len, struct floe_error *err)
 {
 	json_t *f = json_object_get(files, url);

@@ -797,6 +797,71 @@ bool store_table_rename(struct store *s, const struct ns_ident *from_ns, const c
 	return not_faked(__func__, err);
 }
 
+bool store_name_kind(struct store *s, const struct ns_ident *ns, const char *name, char *kind,
+		     size_t kindlen, struct floe_error *err)
+{
+	char key[512];
+
+	(void)s;
+	kind[0] = '\0';
+	if (fake_fault_due("store_name_kind", err, NULL))
+		return false;
+	key_of(ns, name, key, sizeof(key));
+	if (table_in(state, key) != NULL)
+		(void)snprintf(kind, kindlen, "table");
+	return true;
+}
+
+/* Views are driven over HTTP against PostgreSQL; the fakes only link. */
+bool store_view_load(struct store *s, const struct ns_ident *ns, const char *name,
+		     struct table_row *row, struct floe_error *err)
+{
+	(void)s, (void)ns, (void)name;
+	memset(row, 0, sizeof(*row));
+	return not_faked(__func__, err);
+}
+
+bool store_view_create(struct store *s, const struct ns_ident *ns, const char *name,
+		       const char *uuid, const char *metadata_location, const char *metadata,
+		       const char *view_location, const struct store_actor *who,
+		       struct floe_error *err)
+{
+	(void)s, (void)ns, (void)name, (void)uuid, (void)metadata_location, (void)metadata;
+	(void)view_location, (void)who;
+	return not_faked(__func__, err);
+}
+
+bool store_view_drop(struct store *s, const struct ns_ident *ns, const char *name,
+		     struct table_row *row, struct floe_error *err)
+{
+	(void)s, (void)ns, (void)name;
+	memset(row, 0, sizeof(*row));
+	return not_faked(__func__, err);
+}
+
+bool store_view_rename(struct store *s, const struct ns_ident *from_ns, const char *from,
+		       const struct ns_ident *to_ns, const char *to, struct floe_error *err)
+{
+	(void)s, (void)from_ns, (void)from, (void)to_ns, (void)to;
+	return not_faked(__func__, err);
+}
+
+bool store_view_list(struct store *s, const struct ns_ident *ns, const char *after, long limit,
+		     char ***names, size_t *count, bool *more, struct floe_error *err)
+{
+	(void)s, (void)ns, (void)after, (void)limit;
+	*names = NULL, *count = 0, *more = false;
+	return not_faked(__func__, err);
+}
+
+bool store_view_list_visible(struct store *s, const long long *role_ids, size_t nroles,
+			     const struct ns_ident *ns, const char *after, long limit,
+			     char ***names, size_t *count, bool *more, struct floe_error *err)
+{
+	(void)role_ids, (void)nroles;
+	return store_view_list(s, ns, after, limit, names, count, more, err);
+}
+
 bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 		      const struct ns_ident *ns, const char *table, const char *branch,
 		      long long base_snapshot, bool adopted, const struct store_actor *who,
