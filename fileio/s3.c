@@ -837,74 +837,6 @@ const struct fileio_backend fileio_s3 = {
 
 /* --- start-up --- */
 
-static bool read_small_file(const char *path, char **text, size_t *len, struct floe_error *err)
-{
-	FILE *f = fopen(path, "re");
-	struct buf b;
-
-	*text = NULL;
-	if (f == NULL)
-		return floe_err(err, FE_BAD_REQUEST, "cannot read the shared credentials file %s",
-				path);
-	buf_init(&b, (size_t)256 * 1024);
-	for (;;) {
-		if (buf_reserve(&b, 4096) != BUF_OK)
-			break;
-		size_t r = fread(b.data + b.len, 1, b.cap - b.len, f);
-		if (r == 0)
-			break;
-		buf_commit(&b, r);
-	}
-	bool bad = ferror(f) != 0 || b.status != BUF_OK;
-	(void)fclose(f);
-	if (bad) {
-		buf_free(&b);
-		return floe_err(err, FE_BAD_REQUEST,
-				"cannot read the shared credentials file %s (at most 256 KiB)",
-				path);
-	}
-	*text = buf_take(&b, len);
-	if (*text == NULL)
-		*text = strdup("");
-	return *text != NULL || floe_err(err, FE_INTERNAL, "out of memory");
-}
-
-static bool set_credentials(const struct fileio_s3_options *o, struct floe_error *err)
-{
-	struct s3_credentials *cr = &s3.cred;
-
-	if (o->access_key_id != NULL && o->access_key_id[0] != '\0') {
-		if (o->secret_access_key == NULL || o->secret_access_key[0] == '\0')
-			return floe_err(
-				err, FE_BAD_REQUEST,
-				"AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
-		if (strlen(o->access_key_id) >= sizeof(cr->access_key_id) ||
-		    strlen(o->secret_access_key) >= sizeof(cr->secret_access_key) ||
-		    (o->session_token != NULL &&
-		     strlen(o->session_token) >= sizeof(cr->session_token)))
-			return floe_err(err, FE_BAD_REQUEST, "the AWS credentials are too long");
-		(void)snprintf(cr->access_key_id, sizeof(cr->access_key_id), "%s",
-			       o->access_key_id);
-		(void)snprintf(cr->secret_access_key, sizeof(cr->secret_access_key), "%s",
-			       o->secret_access_key);
-		(void)snprintf(cr->session_token, sizeof(cr->session_token), "%s",
-			       o->session_token != NULL ? o->session_token : "");
-		return true;
-	}
-	if (o->credentials_file == NULL)
-		return floe_err(
-			err, FE_BAD_REQUEST,
-			"no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a shared credentials file and profile");
-	char *text = NULL;
-	size_t len = 0;
-	if (!read_small_file(o->credentials_file, &text, &len, err))
-		return false;
-	bool ok = s3_credentials_parse(text, len, o->profile, cr, err);
-	OPENSSL_cleanse(text, len);
-	free(text);
-	return ok;
-}
-
 bool fileio_s3_start(const struct fileio_s3_options *o, const char *warehouse,
 		     struct floe_error *err)
 {
@@ -915,7 +847,7 @@ bool fileio_s3_start(const struct fileio_s3_options *o, const char *warehouse,
 	bool ok = false;
 
 	memset(&s3, 0, sizeof(s3));
-	if (!set_credentials(o, err))
+	if (!s3_credentials_load(o, &s3.cred, err))
 		return false;
 	if (s3.cred.session_token[0] != '\0')
 		(void)snprintf(s3.token_header, sizeof(s3.token_header), "x-amz-security-token: %s",
