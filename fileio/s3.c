@@ -43,6 +43,7 @@ static struct {
 	char host[256];
 	bool path_style;
 	char sigv4[128];
+	char region[72];
 	struct s3_credentials cred;
 	char token_header[sizeof(((struct s3_credentials *)0)->session_token) + 32];
 	pthread_key_t handle_key;
@@ -267,15 +268,7 @@ done:
 	return ok;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
-
-static unsigned jitter_seed(void)
+void s3_pause(int attempt, long base_ms, long max_ms)
 {
 	static _Thread_local unsigned state;
 
@@ -284,7 +277,11 @@ static unsigned jitter_seed(void)
 	state ^= state << 13;
 	state ^= state >> 17;
 	state ^= state << 5;
-	return state;
+	long ms = s3_backoff_ms(attempt, base_ms, max_ms, state);
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0)
+		;
 }
 
 /* Whether an answer is a success. */
@@ -318,8 +315,7 @@ static bool s3_request(const struct s3_call *c, bool idempotent, struct s3_answe
 			 a->curl_code != 0 ? curl_easy_strerror((CURLcode)a->curl_code) : "status ",
 			 a->curl_code != 0 ? "" : (a->code[0] != '\0' ? a->code : "5xx"));
 		buf_free(&a->body);
-		sleep_ms(s3_backoff_ms(attempt, S3_BACKOFF_BASE_MS, S3_BACKOFF_MAX_MS,
-				       jitter_seed()));
+		s3_pause(attempt, S3_BACKOFF_BASE_MS, S3_BACKOFF_MAX_MS);
 		*retried = true;
 	}
 }
@@ -853,6 +849,7 @@ bool fileio_s3_start(const struct fileio_s3_options *o, const char *warehouse,
 		(void)snprintf(s3.token_header, sizeof(s3.token_header), "x-amz-security-token: %s",
 			       s3.cred.session_token);
 	(void)snprintf(s3.sigv4, sizeof(s3.sigv4), "aws:amz:%s:s3", o->region);
+	(void)snprintf(s3.region, sizeof(s3.region), "%s", o->region);
 	s3.path_style = o->path_style;
 	if (o->endpoint != NULL && o->endpoint[0] != '\0') {
 		const char *sep = strstr(o->endpoint, "://");
@@ -913,4 +910,12 @@ void fileio_s3_stop(void)
 	OPENSSL_cleanse(&s3.cred, sizeof(s3.cred));
 	OPENSSL_cleanse(s3.token_header, sizeof(s3.token_header));
 	s3.started = false;
+}
+
+bool s3_setup_get(struct s3_setup *out)
+{
+	if (!s3.started)
+		return false;
+	*out = (struct s3_setup){ s3.scheme, s3.host, s3.path_style, s3.region, &s3.cred };
+	return true;
 }

@@ -60,6 +60,10 @@ bool s3_retryable(int curl_code, long status, const char *code);
  * base_ms, capped at max_ms, with full jitter drawn from rnd. */
 long s3_backoff_ms(int attempt, long base_ms, long max_ms, unsigned rnd);
 
+/* Sleeps before retry number attempt: s3_backoff_ms with this thread's
+ * own jitter (s3.c). */
+void s3_pause(int attempt, long base_ms, long max_ms);
+
 struct s3_credentials {
 	char access_key_id[256];
 	char secret_access_key[256];
@@ -76,6 +80,19 @@ bool s3_credentials_parse(const char *text, size_t len, const char *profile,
 			  struct s3_credentials *out, struct floe_error *err) FLOE_WUR;
 
 struct fileio_s3_options;
+
+/* What fileio_s3_start set up (s3.c), borrowed and read-only while floe
+ * serves: for signing STS calls with the same credentials (vend.c). */
+struct s3_setup {
+	const char *scheme;
+	const char *host;
+	bool path_style;
+	const char *region;
+	const struct s3_credentials *cred;
+};
+
+/* Fills *out; false when the S3 backend has not been started. */
+bool s3_setup_get(struct s3_setup *out);
 
 /*
  * floe's own credentials for the options (fileio.h): the access key given
