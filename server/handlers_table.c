@@ -10,6 +10,7 @@
 
 #include "delegation.h"
 #include "gzip.h"
+#include "idem.h"
 #include "ident.h"
 #include "log.h"
 #include "namespace.h"
@@ -134,6 +135,16 @@ static void on_namespace_body(struct http_request *req,
 		env.vend = vend_asked(req);
 	json_t *out = op(s, &env, &ns, in, &err);
 	handler_release(req, s);
+	if (out != NULL && req->idem_claimed &&
+	    json_object_get(out, "storage-credentials") != NULL &&
+	    json_is_null(json_object_get(out, "metadata-location"))) {
+		/* A staged create stored nothing, and its answer holds secrets:
+		 * no replay keeps them. The key is given back; a retry stages
+		 * again. (A create records its answer, without them, itself.) */
+		req->idem_claimed = false;
+		idem_settle(req->pool, http_header(req, "Idempotency-Key"), req->idem_owner, 0,
+			    NULL, req->request_id);
+	}
 	if (out == NULL)
 		http_reply_error(req, &err);
 	else

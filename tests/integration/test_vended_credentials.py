@@ -421,3 +421,30 @@ def test_duckdb_reads_and_writes_with_vended_credentials(postgres, iam_s3, no_aw
         if con is not None:
             con.close()
         _stop_and_check(f)
+
+
+def test_no_idempotency_record_keeps_vended_secrets(postgres, iam_s3):
+    import psycopg
+    from conftest import database_url
+    f = start(postgres, iam_s3, "sts")
+    try:
+        f.create_namespace(["i"])
+        secrets = []
+        for name, staged in (("t", False), ("staged", True)):
+            key = str(uuid.uuid4())
+            r = create_table(f, "i", name, headers={**DELEGATION, "Idempotency-Key": key},
+                             **{"stage-create": staged})
+            body = assert_ok_json(r)
+            secrets.append(body["config"]["s3.secret-access-key"])
+            secrets.append(body["config"]["s3.session-token"])
+            again = create_table(f, "i", name, headers={**DELEGATION, "Idempotency-Key": key},
+                                 **{"stage-create": staged})
+            assert again.status_code == 200, again.text
+        with psycopg.connect(database_url(f)) as conn:
+            rows = [str(r) for r in conn.execute("SELECT * FROM idempotency_keys").fetchall()]
+        assert rows, "no idempotency key was recorded"
+        for row in rows:
+            for secret in secrets:
+                assert secret not in row
+    finally:
+        _stop_and_check(f)
