@@ -23,6 +23,7 @@
 #include "tablewrite.h"
 #include "unsettled.h"
 #include "uuid.h"
+#include "vend.h"
 
 /* The largest metadata file register reads (documented in README and
  * the API description): a bound on the memory one request can take. */
@@ -516,6 +517,7 @@ json_t *table_create(struct store *s, const struct table_env *env, const struct 
 	char *loc = NULL;
 	json_t *m = NULL;
 	json_t *result = NULL;
+	json_t *vended = NULL;
 	bool exists = false;
 
 	if (!json_is_string(name))
@@ -545,6 +547,14 @@ json_t *table_create(struct store *s, const struct table_env *env, const struct 
 		wording_no_such_namespace(ns, err);
 		goto done;
 	}
+	/* Before anything is stored: a create whose credentials cannot be
+	 * vended changes nothing, and the client may retry it. */
+	if (env->vend != NULL) {
+		vended = vend_table(env->vend, s, env->acting, ns, json_string_value(name),
+				    json_string_value(json_object_get(m, "location")), err);
+		if (vended == NULL)
+			goto done;
+	}
 	if (json_is_true(stage)) {
 		/* Nothing is stored; the client commits later with
 		 * assert-create. The name must be free now, or the client
@@ -571,6 +581,11 @@ json_t *table_create(struct store *s, const struct table_env *env, const struct 
 	result = load_result(loc, m);
 	m = NULL;
 done:
+	if (result != NULL && vended != NULL && json_object_update(result, vended) != 0) {
+		json_decref(result);
+		result = NULL;
+	}
+	json_decref(vended);
 	json_decref(m);
 	free(location);
 	free(loc);
@@ -609,13 +624,26 @@ bool table_result_etag(const json_t *result, char *quoted, size_t len)
 	return true;
 }
 
+/* The text that follows the metadata in a LoadTableResult: extra's
+ * members and the closing brace (a new string), or NULL. */
+static char *load_tail(const json_t *extra)
+{
+	if (extra == NULL || json_object_size(extra) == 0)
+		return strdup(",\"config\":{}}");
+	char *t = json_dumps(extra, JSON_COMPACT);
+	if (t != NULL)
+		t[0] = ','; /* {"a":..} -> ,"a":..} */
+	return t;
+}
+
 char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
-		 enum snapshots_mode mode, bool gzip, char *etag, size_t etaglen, size_t *len,
-		 bool *gzipped, struct floe_error *err)
+		 enum snapshots_mode mode, bool gzip, const json_t *extra, char *etag,
+		 size_t etaglen, size_t *len, bool *gzipped, struct floe_error *err)
 {
 	struct table_row row;
 	struct gzip_part part = { 0 };
 	char *out = NULL;
+	char *c = NULL;
 	bool refs = mode == SNAPSHOTS_REFS;
 	bool ok = gzip ? store_table_load_gz(s, ns, name, refs, &row, &part, err)
 		       : store_table_load_as(s, ns, name, refs, &row, err);
@@ -638,11 +666,12 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 	/* Spliced, not re-encoded: the stored text is already JSON. */
 	static const char a[] = "{\"metadata-location\":";
 	static const char b[] = ",\"metadata\":";
-	static const char c[] = ",\"config\":{}}";
+	c = load_tail(extra);
+	size_t cl = c != NULL ? strlen(c) : 0;
 	size_t ql = strlen(qloc);
 	size_t head_len = sizeof(a) - 1 + ql + sizeof(b) - 1;
 	size_t metalen = part.data != NULL ? 0 : row.metadata_len;
-	out = malloc(head_len + metalen + sizeof(c));
+	out = c != NULL ? malloc(head_len + metalen + cl + 1) : NULL;
 	if (out == NULL) {
 		free(qloc);
 		floe_err(err, FE_INTERNAL, "out of memory");
@@ -657,13 +686,13 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 	p += sizeof(b) - 1;
 	memcpy(p, row.metadata, metalen);
 	p += metalen;
-	memcpy(p, c, sizeof(c));
+	memcpy(p, c, cl + 1);
 	free(qloc);
-	*len = head_len + metalen + sizeof(c) - 1;
+	*len = head_len + metalen + cl;
 	if (part.data != NULL) {
 		/* The metadata was deflated at commit: only the envelope is
 		 * added around it, uncompressed. */
-		char *gz = (char *)gzip_wrap(out, head_len, &part, c, sizeof(c) - 1, len);
+		char *gz = (char *)gzip_wrap(out, head_len, &part, c, cl, len);
 		free(out);
 		out = gz;
 		*gzipped = out != NULL;
@@ -671,6 +700,7 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 			floe_err(err, FE_INTERNAL, "out of memory");
 	}
 done:
+	free(c);
 	gzip_part_clear(&part);
 	store_table_row_clear(&row);
 	return out;

@@ -19,6 +19,7 @@ struct store;
 struct unsettled;
 struct hook_policy;
 struct hook_sealer;
+struct vend;
 
 /*
  * Striped locks that serialise the commits of one replica to one table:
@@ -60,6 +61,9 @@ struct table_env {
 	/* Seals and opens hook secrets (hooksecrets.h); NULL: no key, so a
 	 * secret can be neither registered nor used. */
 	const struct hook_sealer *hook_sealer;
+	/* The client asked for vended credentials (vend.h): createTable
+	 * answers them, vended before anything is stored; NULL: not asked. */
+	struct vend *vend;
 };
 
 /* A table's identity inside one request. */
@@ -92,14 +96,16 @@ json_t *table_create(struct store *s, const struct table_env *env, const struct 
 enum snapshots_mode { SNAPSHOTS_ALL, SNAPSHOTS_REFS };
 
 /* loadTable: the LoadTableResult as text (caller frees; *len bytes) and
- * its ETag (without quotes, written into etag). With SNAPSHOTS_ALL the
+ * its ETag (without quotes, written into etag). extra (borrowed; NULL:
+ * {"config": {}}) holds the members that follow "metadata" (vend_table's
+ * "config" and "storage-credentials"). With SNAPSHOTS_ALL the
  * stored metadata text is spliced in as it is, never parsed. With gzip
  * (the client accepts it) and a deflated form kept for this version, the
  * answer is one gzip member made around that form without compressing
  * anything now, and *gzipped is set. */
 char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
-		 enum snapshots_mode mode, bool gzip, char *etag, size_t etaglen, size_t *len,
-		 bool *gzipped, struct floe_error *err) FLOE_WUR;
+		 enum snapshots_mode mode, bool gzip, const json_t *extra, char *etag,
+		 size_t etaglen, size_t *len, bool *gzipped, struct floe_error *err) FLOE_WUR;
 
 /* The ETag (without quotes, into etag) of the LoadTableResult for the
  * metadata file metadata_location in mode: loadTable sends it, and so do

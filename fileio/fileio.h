@@ -127,4 +127,68 @@ bool fileio_s3_start(const struct fileio_s3_options *o, const char *warehouse,
 /* Forgets the configuration (and the calling thread's connection). */
 void fileio_s3_stop(void);
 
+/* How engines get access to a table's objects in s3:// storage
+ * (docs/storage.md "Vended credentials"). Off unless configured. */
+enum fileio_vend_mode {
+	FILEIO_VEND_OFF,    /* no credentials are given out */
+	FILEIO_VEND_STATIC, /* floe's own credentials, not scoped: the weaker mode */
+	FILEIO_VEND_STS,    /* STS AssumeRole, a session policy per table prefix */
+};
+
+/* The vending configuration. Strings are borrowed for the call only. */
+struct fileio_vend_options {
+	enum fileio_vend_mode mode;
+	const char *client_endpoint; /* s3.endpoint engines are told; NULL or "": the storage's */
+	const char *sts_endpoint;    /* scheme://host[:port]; NULL or "": AWS's of the region */
+	const char *role_arn;        /* the role assumed (for writers, and readers too
+				      * unless read_role_arn is set) */
+	const char *read_role_arn;   /* NULL or "": role_arn */
+	int duration_s;              /* lifetime of assumed credentials, 900..43200 */
+};
+
+/*
+ * Sets vending up for the process, after fileio_s3_start (whose endpoint,
+ * region and credentials it uses to sign STS calls). FE_BAD_REQUEST when
+ * a mode other than off is asked without an s3:// warehouse, or sts
+ * without a role.
+ */
+bool fileio_vend_start(const struct fileio_vend_options *o, struct floe_error *err) FLOE_WUR;
+
+/* The mode fileio_vend_start set (FILEIO_VEND_OFF before it). */
+enum fileio_vend_mode fileio_vend_mode(void);
+
+/* Credentials for one table's objects. Never logged; wipe after use. */
+struct fileio_vended {
+	char access_key_id[256];
+	char secret_access_key[256];
+	char session_token[4096]; /* "" when there is none */
+	long long expires_at_ms;  /* 0: they do not expire (static) */
+};
+
+/* What engines need besides the keys to reach the storage: the config
+ * values of s3.endpoint ("" for AWS's own), s3.path-style-access and the
+ * region. */
+struct fileio_vend_client {
+	char endpoint[272];
+	bool path_style;
+	char region[72];
+};
+
+/* Fills *out; false when vending is off. */
+bool fileio_vend_client(struct fileio_vend_client *out);
+
+/*
+ * Credentials for the objects of table_location (a canonical s3://
+ * location), read-only or (write) read-write. Static: floe's own. STS:
+ * AssumeRole of the role (read_role_arn for readers when set) with a
+ * session policy allowing only that prefix's objects, session_name
+ * (characters outside [A-Za-z0-9+=,.@_-] become '-'; cut to 64) naming
+ * the session. FE_BAD_REQUEST when the location is not s3:// or too long
+ * for a session policy; FE_UNAVAILABLE when STS cannot be reached, is
+ * failing or refuses (the cause is logged, never a secret); FE_INTERNAL
+ * when its answer is unreadable.
+ */
+bool fileio_vend(const char *table_location, bool write, const char *session_name,
+		 struct fileio_vended *out, struct floe_error *err) FLOE_WUR;
+
 #endif

@@ -43,6 +43,7 @@ static struct {
 	char host[256];
 	bool path_style;
 	char sigv4[128];
+	char region[72];
 	struct s3_credentials cred;
 	char token_header[sizeof(((struct s3_credentials *)0)->session_token) + 32];
 	pthread_key_t handle_key;
@@ -267,15 +268,7 @@ done:
 	return ok;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
-
-static unsigned jitter_seed(void)
+void s3_pause(int attempt, long base_ms, long max_ms)
 {
 	static _Thread_local unsigned state;
 
@@ -284,7 +277,11 @@ static unsigned jitter_seed(void)
 	state ^= state << 13;
 	state ^= state >> 17;
 	state ^= state << 5;
-	return state;
+	long ms = s3_backoff_ms(attempt, base_ms, max_ms, state);
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0)
+		;
 }
 
 /* Whether an answer is a success. */
@@ -318,8 +315,7 @@ static bool s3_request(const struct s3_call *c, bool idempotent, struct s3_answe
 			 a->curl_code != 0 ? curl_easy_strerror((CURLcode)a->curl_code) : "status ",
 			 a->curl_code != 0 ? "" : (a->code[0] != '\0' ? a->code : "5xx"));
 		buf_free(&a->body);
-		sleep_ms(s3_backoff_ms(attempt, S3_BACKOFF_BASE_MS, S3_BACKOFF_MAX_MS,
-				       jitter_seed()));
+		s3_pause(attempt, S3_BACKOFF_BASE_MS, S3_BACKOFF_MAX_MS);
 		*retried = true;
 	}
 }
@@ -876,74 +872,6 @@ const struct fileio_backend fileio_s3 = {
 
 /* --- start-up --- */
 
-static bool read_small_file(const char *path, char **text, size_t *len, struct floe_error *err)
-{
-	FILE *f = fopen(path, "re");
-	struct buf b;
-
-	*text = NULL;
-	if (f == NULL)
-		return floe_err(err, FE_BAD_REQUEST, "cannot read the shared credentials file %s",
-				path);
-	buf_init(&b, (size_t)256 * 1024);
-	for (;;) {
-		if (buf_reserve(&b, 4096) != BUF_OK)
-			break;
-		size_t r = fread(b.data + b.len, 1, b.cap - b.len, f);
-		if (r == 0)
-			break;
-		buf_commit(&b, r);
-	}
-	bool bad = ferror(f) != 0 || b.status != BUF_OK;
-	(void)fclose(f);
-	if (bad) {
-		buf_free(&b);
-		return floe_err(err, FE_BAD_REQUEST,
-				"cannot read the shared credentials file %s (at most 256 KiB)",
-				path);
-	}
-	*text = buf_take(&b, len);
-	if (*text == NULL)
-		*text = strdup("");
-	return *text != NULL || floe_err(err, FE_INTERNAL, "out of memory");
-}
-
-static bool set_credentials(const struct fileio_s3_options *o, struct floe_error *err)
-{
-	struct s3_credentials *cr = &s3.cred;
-
-	if (o->access_key_id != NULL && o->access_key_id[0] != '\0') {
-		if (o->secret_access_key == NULL || o->secret_access_key[0] == '\0')
-			return floe_err(
-				err, FE_BAD_REQUEST,
-				"AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
-		if (strlen(o->access_key_id) >= sizeof(cr->access_key_id) ||
-		    strlen(o->secret_access_key) >= sizeof(cr->secret_access_key) ||
-		    (o->session_token != NULL &&
-		     strlen(o->session_token) >= sizeof(cr->session_token)))
-			return floe_err(err, FE_BAD_REQUEST, "the AWS credentials are too long");
-		(void)snprintf(cr->access_key_id, sizeof(cr->access_key_id), "%s",
-			       o->access_key_id);
-		(void)snprintf(cr->secret_access_key, sizeof(cr->secret_access_key), "%s",
-			       o->secret_access_key);
-		(void)snprintf(cr->session_token, sizeof(cr->session_token), "%s",
-			       o->session_token != NULL ? o->session_token : "");
-		return true;
-	}
-	if (o->credentials_file == NULL)
-		return floe_err(
-			err, FE_BAD_REQUEST,
-			"no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a shared credentials file and profile");
-	char *text = NULL;
-	size_t len = 0;
-	if (!read_small_file(o->credentials_file, &text, &len, err))
-		return false;
-	bool ok = s3_credentials_parse(text, len, o->profile, cr, err);
-	OPENSSL_cleanse(text, len);
-	free(text);
-	return ok;
-}
-
 bool fileio_s3_start(const struct fileio_s3_options *o, const char *warehouse,
 		     struct floe_error *err)
 {
@@ -954,12 +882,13 @@ bool fileio_s3_start(const struct fileio_s3_options *o, const char *warehouse,
 	bool ok = false;
 
 	memset(&s3, 0, sizeof(s3));
-	if (!set_credentials(o, err))
+	if (!s3_credentials_load(o, &s3.cred, err))
 		return false;
 	if (s3.cred.session_token[0] != '\0')
 		(void)snprintf(s3.token_header, sizeof(s3.token_header), "x-amz-security-token: %s",
 			       s3.cred.session_token);
 	(void)snprintf(s3.sigv4, sizeof(s3.sigv4), "aws:amz:%s:s3", o->region);
+	(void)snprintf(s3.region, sizeof(s3.region), "%s", o->region);
 	s3.path_style = o->path_style;
 	if (o->endpoint != NULL && o->endpoint[0] != '\0') {
 		const char *sep = strstr(o->endpoint, "://");
@@ -1020,4 +949,12 @@ void fileio_s3_stop(void)
 	OPENSSL_cleanse(&s3.cred, sizeof(s3.cred));
 	OPENSSL_cleanse(s3.token_header, sizeof(s3.token_header));
 	s3.started = false;
+}
+
+bool s3_setup_get(struct s3_setup *out)
+{
+	if (!s3.started)
+		return false;
+	*out = (struct s3_setup){ s3.scheme, s3.host, s3.path_style, s3.region, &s3.cred };
+	return true;
 }

@@ -2,7 +2,8 @@
  * s3.h - the pure parts of the S3 backend (s3.c), shared with its unit
  * tests and fuzz target: request URLs and keys, the retry decision, the
  * shared-credentials file, and the bounded XML walk of S3's answers.
- * Nothing here does I/O. Only fileio/ and the tests include it.
+ * Nothing here does I/O but s3_credentials_load (s3cred.c), which reads
+ * the shared credentials file. Only fileio/ and the tests include it.
  */
 #ifndef FLOE_FILEIO_S3_H
 #define FLOE_FILEIO_S3_H
@@ -59,6 +60,10 @@ bool s3_retryable(int curl_code, long status, const char *code);
  * base_ms, capped at max_ms, with full jitter drawn from rnd. */
 long s3_backoff_ms(int attempt, long base_ms, long max_ms, unsigned rnd);
 
+/* Sleeps before retry number attempt: s3_backoff_ms with this thread's
+ * own jitter (s3.c). */
+void s3_pause(int attempt, long base_ms, long max_ms);
+
 struct s3_credentials {
 	char access_key_id[256];
 	char secret_access_key[256];
@@ -73,6 +78,30 @@ struct s3_credentials {
  */
 bool s3_credentials_parse(const char *text, size_t len, const char *profile,
 			  struct s3_credentials *out, struct floe_error *err) FLOE_WUR;
+
+struct fileio_s3_options;
+
+/* What fileio_s3_start set up (s3.c), borrowed and read-only while floe
+ * serves: for signing STS calls with the same credentials (vend.c). */
+struct s3_setup {
+	const char *scheme;
+	const char *host;
+	bool path_style;
+	const char *region;
+	const struct s3_credentials *cred;
+};
+
+/* Fills *out; false when the S3 backend has not been started. */
+bool s3_setup_get(struct s3_setup *out);
+
+/*
+ * floe's own credentials for the options (fileio.h): the access key given
+ * there (with its secret, and a session token when set), else the
+ * profile's keys from the shared credentials file, whose text is wiped
+ * once read. FE_BAD_REQUEST naming what is missing or unreadable.
+ */
+bool s3_credentials_load(const struct fileio_s3_options *o, struct s3_credentials *cr,
+			 struct floe_error *err) FLOE_WUR;
 
 /* Called with each element holding only text, its path of local names
  * from the root ("ListBucketResult/Contents/Key") and its text with

@@ -15,6 +15,7 @@
 struct auth;
 struct http_request;
 struct store_pool;
+struct vend;
 
 /*
  * Middleware around every route (idempotency.c's, set by main.c), so the
@@ -45,6 +46,7 @@ struct app {
 	struct workq *commits;       /* runs commits off the HTTP worker threads */
 	struct janitor *janitor;     /* purges and upkeep; may be NULL */
 	struct workq *publishes;     /* runs publishes (audits) likewise */
+	struct vend *vend;           /* vended credentials (vend.h); NULL: vending is off */
 	atomic_long inflight;        /* requests begun and not yet completed */
 	atomic_long async;           /* suspended requests still being worked on */
 	atomic_llong body_bytes;     /* request bodies held in memory */

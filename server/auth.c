@@ -124,6 +124,11 @@ fail:
 	return NULL;
 }
 
+void auth_forget_vended(struct auth *a, struct vend *v)
+{
+	a->vended = v;
+}
+
 void auth_free(struct auth *a)
 {
 	if (a == NULL)

@@ -16,6 +16,7 @@
 
 struct auth;
 struct store;
+struct vend;
 
 /* What a token of floe's may carry in its audience claim. */
 #define AUTH_AUDIENCE "floe"
@@ -37,6 +38,10 @@ struct auth *auth_new(const struct floe_config *cfg, struct floe_error *err) FLO
  * False with err set when the thread cannot start.
  */
 bool auth_watch_start(struct auth *a, const char *conninfo, struct floe_error *err) FLOE_WUR;
+
+/* Makes every change of authorization the watch hears also forget the
+ * vended credentials of v (vend.h; borrowed, outliving a). */
+void auth_forget_vended(struct auth *a, struct vend *v);
 
 /* Stops the hashing queue and frees everything; NULL is fine. */
 void auth_free(struct auth *a);

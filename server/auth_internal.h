@@ -29,6 +29,7 @@ struct auth {
 	struct workq *hashes;          /* runs the scrypt checks of the token endpoint */
 	struct authz_cache *decisions; /* kept decisions of authorization */
 	struct authwatch *watch;       /* hears changes (authwatch.c); NULL: not started */
+	struct vend *vended; /* vended credentials, forgotten with the decisions; may be NULL */
 };
 
 /* Stops the thread of auth_watch_start and closes its session; nothing

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "authzcache.h"
+#include "vend.h"
 #include "log.h"
 #include "store_admin.h"
 
@@ -37,6 +38,8 @@ static void on_change(void *arg, const char *payload)
 	struct auth *a = arg;
 
 	authz_cache_forget(a->decisions);
+	/* A grant may have changed a principal's access to a table. */
+	vend_forget(a->vended);
 	/* A token's roles were resolved from principals, roles and
 	 * role_members; grants and objects do not enter it. */
 	if (payload == NULL || (strcmp(payload, "grants") != 0 && strcmp(payload, "tables") != 0 &&

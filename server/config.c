@@ -62,6 +62,12 @@ enum opt_id {
 	OPT_S3_REGION,
 	OPT_S3_PATH_STYLE,
 	OPT_S3_PROFILE,
+	OPT_S3_VENDED_CREDENTIALS,
+	OPT_S3_CLIENT_ENDPOINT,
+	OPT_S3_STS_ENDPOINT,
+	OPT_S3_STS_ROLE_ARN,
+	OPT_S3_STS_READ_ROLE_ARN,
+	OPT_S3_STS_DURATION,
 	OPT_COUNT
 };
 
@@ -162,6 +168,18 @@ static const struct option_def options[OPT_COUNT] = {
 		"With an s3:// warehouse: true to address the bucket in the path (endpoint/bucket/key, which most self-hosted S3 servers need), false for virtual-hosted addressing (bucket.endpoint/key)" },
 	[OPT_S3_PROFILE] = { "s3-profile", "FLOE_S3_PROFILE", "",
 		"With an s3:// warehouse: the profile of the shared credentials file to use, which then wins over AWS_ACCESS_KEY_ID; empty: AWS_PROFILE, else default (used when AWS_ACCESS_KEY_ID is not set)" },
+	[OPT_S3_VENDED_CREDENTIALS] = { "s3-vended-credentials", "FLOE_S3_VENDED_CREDENTIALS", "off",
+		"With an s3:// warehouse: what a client sending X-Iceberg-Access-Delegation: vended-credentials gets for a table's objects. off: nothing; static: floe's own credentials, not scoped to the table (the weaker mode); sts: STS AssumeRole of --s3-sts-role-arn with a session policy allowing only the table's prefix, read-only unless the principal may write the table" },
+	[OPT_S3_CLIENT_ENDPOINT] = { "s3-client-endpoint", "FLOE_S3_CLIENT_ENDPOINT", "",
+		"With vended credentials: the s3.endpoint engines are told, when they reach the S3 server at another address than floe does; empty: --s3-endpoint" },
+	[OPT_S3_STS_ENDPOINT] = { "s3-sts-endpoint", "FLOE_S3_STS_ENDPOINT", "",
+		"With --s3-vended-credentials=sts: the STS server, https://host[:port] (or http://); empty: AWS's STS endpoint of --s3-region. Calls are signed with floe's own S3 credentials" },
+	[OPT_S3_STS_ROLE_ARN] = { "s3-sts-role-arn", "FLOE_S3_STS_ROLE_ARN", "",
+		"With --s3-vended-credentials=sts: the role assumed for the credentials engines get (required)" },
+	[OPT_S3_STS_READ_ROLE_ARN] = { "s3-sts-read-role-arn", "FLOE_S3_STS_READ_ROLE_ARN", "",
+		"With --s3-vended-credentials=sts: the role assumed for principals who may only read the table, so the role's own policy also allows no write; empty: --s3-sts-role-arn" },
+	[OPT_S3_STS_DURATION] = { "s3-sts-duration", "FLOE_S3_STS_DURATION", "900",
+		"With --s3-vended-credentials=sts: seconds the assumed credentials last (900 to 43200); floe keeps them per table, principal and access until shortly before they expire" },
 };
 /* clang-format on */
 
@@ -590,6 +608,68 @@ static bool s3_finish(struct floe_config *cfg, config_getenv_fn env, char *errbu
 	return true;
 }
 
+/* An ARN: "arn:" and printable characters, at most 2,047 bytes. */
+static bool arn_valid(const char *a)
+{
+	size_t len = strlen(a);
+
+	if (len < 5 || len > 2047 || strncmp(a, "arn:", 4) != 0)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (a[i] <= ' ' || a[i] > '~')
+			return false;
+	}
+	return true;
+}
+
+/* The options of vended credentials (docs/storage.md). */
+static bool vend_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
+{
+	char **raw = cfg->raw;
+	long long v;
+
+#define BAD(id, why)                                                                              \
+	fail(errbuf, errlen, "invalid value \"%s\" for --%s (%s): %s", raw[id], options[id].flag, \
+	     options[id].env, why)
+
+	const char *mode = raw[OPT_S3_VENDED_CREDENTIALS];
+	if (strcmp(mode, "off") == 0)
+		cfg->s3_vend = CONFIG_VEND_OFF;
+	else if (strcmp(mode, "static") == 0)
+		cfg->s3_vend = CONFIG_VEND_STATIC;
+	else if (strcmp(mode, "sts") == 0)
+		cfg->s3_vend = CONFIG_VEND_STS;
+	else
+		return BAD(OPT_S3_VENDED_CREDENTIALS, "expected off, static or sts");
+	if (cfg->s3_vend != CONFIG_VEND_OFF && !cfg->s3)
+		return BAD(OPT_S3_VENDED_CREDENTIALS, "vended credentials need an s3:// warehouse");
+	if (raw[OPT_S3_CLIENT_ENDPOINT][0] != '\0' && !endpoint_valid(raw[OPT_S3_CLIENT_ENDPOINT]))
+		return BAD(OPT_S3_CLIENT_ENDPOINT,
+			   "expected https://host[:port] or http://host[:port]");
+	cfg->s3_client_endpoint = raw[OPT_S3_CLIENT_ENDPOINT];
+	if (raw[OPT_S3_STS_ENDPOINT][0] != '\0' && !endpoint_valid(raw[OPT_S3_STS_ENDPOINT]))
+		return BAD(OPT_S3_STS_ENDPOINT,
+			   "expected https://host[:port] or http://host[:port]");
+	cfg->s3_sts_endpoint = raw[OPT_S3_STS_ENDPOINT];
+	if (raw[OPT_S3_STS_ROLE_ARN][0] != '\0' && !arn_valid(raw[OPT_S3_STS_ROLE_ARN]))
+		return BAD(OPT_S3_STS_ROLE_ARN,
+			   "expected a role ARN (arn:aws:iam::ACCOUNT:role/NAME)");
+	cfg->s3_sts_role_arn = raw[OPT_S3_STS_ROLE_ARN];
+	if (raw[OPT_S3_STS_READ_ROLE_ARN][0] != '\0' && !arn_valid(raw[OPT_S3_STS_READ_ROLE_ARN]))
+		return BAD(OPT_S3_STS_READ_ROLE_ARN,
+			   "expected a role ARN (arn:aws:iam::ACCOUNT:role/NAME)");
+	cfg->s3_sts_read_role_arn = raw[OPT_S3_STS_READ_ROLE_ARN];
+	if (cfg->s3_vend == CONFIG_VEND_STS && cfg->s3_sts_role_arn[0] == '\0')
+		return fail(
+			errbuf, errlen,
+			"--s3-vended-credentials=sts needs --s3-sts-role-arn (FLOE_S3_STS_ROLE_ARN)");
+	if (!parse_int(raw[OPT_S3_STS_DURATION], 900, 43200, &v))
+		return BAD(OPT_S3_STS_DURATION, "expected seconds from 900 to 43200");
+	cfg->s3_sts_duration_s = (int)v;
+#undef BAD
+	return true;
+}
+
 /* Converts and checks each raw value; messages name flag and variable. */
 static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *errbuf,
 			  size_t errlen)
@@ -659,7 +739,7 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 	cfg->warehouse_path = strdup(location_path(cfg->warehouse));
 	if (cfg->warehouse_path == NULL)
 		return fail(errbuf, errlen, "out of memory");
-	if (!s3_finish(cfg, env, errbuf, errlen))
+	if (!s3_finish(cfg, env, errbuf, errlen) || !vend_finish(cfg, errbuf, errlen))
 		return false;
 
 	if (raw[OPT_THREADS][0] == '\0') {

@@ -83,10 +83,19 @@ struct floe_config {
 	char *s3_access_key_id;    /* NULL: from the credentials file */
 	char *s3_secret_access_key;
 	char *s3_session_token;
+	/* Vended credentials (docs/storage.md); the strings are in raw[]. */
+	int s3_vend;                      /* CONFIG_VEND_* */
+	const char *s3_client_endpoint;   /* "": s3_endpoint */
+	const char *s3_sts_endpoint;      /* "": AWS's */
+	const char *s3_sts_role_arn;      /* "": none */
+	const char *s3_sts_read_role_arn; /* "": s3_sts_role_arn */
+	int s3_sts_duration_s;
 	/* Raw option values indexed like the option table; freed by
 	 * config_free. */
 	char *raw[64];
 };
+
+enum { CONFIG_VEND_OFF, CONFIG_VEND_STATIC, CONFIG_VEND_STS };
 
 #define CONFIG_PUBLIC_HEALTH 1u
 #define CONFIG_PUBLIC_READY 2u

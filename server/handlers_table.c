@@ -8,12 +8,15 @@
 #include <string.h>
 #include <strings.h>
 
+#include "delegation.h"
 #include "gzip.h"
+#include "idem.h"
 #include "ident.h"
 #include "log.h"
 #include "namespace.h"
 #include "table.h"
 #include "tables.h"
+#include "vend.h"
 #include "wording.h"
 
 bool handler_object_params(struct http_request *req, const char *param, const char *what,
@@ -33,6 +36,16 @@ bool handler_object_params(struct http_request *req, const char *param, const ch
 		return false;
 	}
 	return true;
+}
+
+/* The vended-credentials cache when the client asked for credentials
+ * and floe vends them, else NULL. */
+static struct vend *vend_asked(struct http_request *req)
+{
+	if (req->app->vend == NULL ||
+	    !delegation_asks(http_header(req, "X-Iceberg-Access-Delegation"), "vended-credentials"))
+		return NULL;
+	return req->app->vend;
 }
 
 /* Parses {namespace} and {table} from the path. */
@@ -129,8 +142,20 @@ static void on_namespace_body(struct http_request *req,
 	    replaced != NULL && !handler_allowed(req, s, PRIV_TABLE_DROP, &ns, replaced))
 		goto done;
 	struct table_env env = handler_env(req);
+	if (op == table_create)
+		env.vend = vend_asked(req);
 	json_t *out = op(s, &env, &ns, in, &err);
 	handler_release(req, s);
+	if (out != NULL && req->idem_claimed &&
+	    json_object_get(out, "storage-credentials") != NULL &&
+	    json_is_null(json_object_get(out, "metadata-location"))) {
+		/* A staged create stored nothing, and its answer holds secrets:
+		 * no replay keeps them. The key is given back; a retry stages
+		 * again. (A create records its answer, without them, itself.) */
+		req->idem_claimed = false;
+		idem_settle(req->pool, http_header(req, "Idempotency-Key"), req->idem_owner, 0,
+			    NULL, req->request_id);
+	}
 	if (out == NULL)
 		http_reply_error(req, &err);
 	else
@@ -192,6 +217,7 @@ void handle_table_load(struct http_request *req)
 	struct store *s;
 	size_t len = 0;
 	bool gzipped = false;
+	json_t *extra = NULL;
 
 	floe_error_clear(&err);
 	if (!table_params(req, &ns, &name, &err) || !http_query(req, "snapshots", &snaps, &err)) {
@@ -212,8 +238,17 @@ void handle_table_load(struct http_request *req)
 	s = handler_acquire(req);
 	if (s == NULL || !handler_allowed(req, s, PRIV_TABLE_READ, &ns, name))
 		goto done;
+	struct vend *vend = vend_asked(req);
+	if (vend != NULL) {
+		extra = vend_table(vend, s, handler_principal(req), &ns, name, NULL, &err);
+		if (extra == NULL) {
+			handler_release(req, s);
+			http_reply_error(req, &err);
+			goto done;
+		}
+	}
 	char *text = table_load(s, &ns, name, mode,
-				gzip_accepted(http_header(req, "Accept-Encoding")), etag,
+				gzip_accepted(http_header(req, "Accept-Encoding")), extra, etag,
 				sizeof(etag), &len, &gzipped, &err);
 	handler_release(req, s);
 	if (text == NULL) {
@@ -228,7 +263,9 @@ void handle_table_load(struct http_request *req)
 	/* A 304 names the tag the client holds ("*": the one it would get). */
 	bool gz_tag = etag_listed(inm, etag, ";gzip") || (gzipped && etag_listed(inm, NULL, ""));
 	(void)snprintf(quoted, sizeof(quoted), "\"%s%s\"", etag, gz_tag ? ";gzip" : "");
-	if (etag_matches(inm, etag) || gz_tag) {
+	/* Credentials asked for are always sent: never a 304 without them. */
+	bool vended = json_object_get(extra, "storage-credentials") != NULL;
+	if (!vended && (etag_matches(inm, etag) || gz_tag)) {
 		free(text);
 		http_reply_empty(req, 304);
 		http_add_header(req, "Vary", "Accept-Encoding");
@@ -238,7 +275,10 @@ void handle_table_load(struct http_request *req)
 		http_reply_text(req, 200, text, len);
 	}
 	http_add_header(req, "ETag", quoted);
+	if (vended)
+		http_add_header(req, "Cache-Control", "no-store");
 done:
+	json_decref(extra);
 	free(snaps);
 	free(name);
 	ident_ns_clear(&ns);
@@ -470,15 +510,38 @@ void handle_table_credentials(struct http_request *req)
 	char *name = NULL;
 	bool exists = false;
 
-	if (path_table_exists(req, &ns, &name, &exists)) {
-		/* Local storage needs no credentials: an empty list. */
-		if (exists) {
-			http_reply_json(req, 200, json_pack("{s:[]}", "storage-credentials"));
-		} else {
-			wording_no_such_table(&ns, name, &err);
-			http_reply_error(req, &err);
+	floe_error_clear(&err);
+	if (req->app->vend == NULL) {
+		if (path_table_exists(req, &ns, &name, &exists)) {
+			/* Nothing is vended: an empty list. */
+			if (exists) {
+				http_reply_json(req, 200,
+						json_pack("{s:[]}", "storage-credentials"));
+			} else {
+				wording_no_such_table(&ns, name, &err);
+				http_reply_error(req, &err);
+			}
 		}
+		goto done;
 	}
+	/* loadCredentials: fresh credentials under loadTable's rules, the
+	 * header not needed (asking is the request itself). */
+	struct store *s = handler_open(req, table_params(req, &ns, &name, &err), &err);
+	if (s == NULL || !handler_allowed(req, s, PRIV_TABLE_READ, &ns, name))
+		goto done;
+	json_t *got = vend_table(req->app->vend, s, handler_principal(req), &ns, name, NULL, &err);
+	handler_release(req, s);
+	if (got == NULL) {
+		http_reply_error(req, &err);
+		goto done;
+	}
+	json_t *list = json_object_get(got, "storage-credentials");
+	http_reply_json(req, 200,
+			list != NULL ? json_pack("{s:O}", "storage-credentials", list)
+				     : json_pack("{s:[]}", "storage-credentials"));
+	http_add_header(req, "Cache-Control", "no-store");
+	json_decref(got);
+done:
 	free(name);
 	ident_ns_clear(&ns);
 }

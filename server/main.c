@@ -31,6 +31,7 @@
 #include "store.h"
 #include "store_admin.h"
 #include "unsettled.h"
+#include "vend.h"
 
 #ifndef FLOE_VERSION
 #define FLOE_VERSION "unknown"
@@ -39,6 +40,9 @@
 /* Seconds to keep retrying migrations while the database is unreachable
  * (a compose deployment may start floe before PostgreSQL accepts). */
 #define MIGRATE_RETRY_SECONDS 60
+
+/* Vended credentials kept at once (per table, principal and access). */
+#define VEND_CACHE_SLOTS 4096
 
 /* Waits up to one second for SIGTERM or SIGINT (blocked, so pending
  * until taken here). Returns true when one arrived. */
@@ -177,10 +181,32 @@ static int start_storage(const struct floe_config *cfg)
 		.credentials_file = cfg->s3_credentials_file,
 		.profile = cfg->s3_profile,
 	};
-	if (fileio_s3_start(&o, cfg->warehouse, &err))
-		return 0;
-	log_error("main", "cannot use the warehouse %s: %s", cfg->warehouse, err.message);
-	return err.kind == FE_BAD_REQUEST ? 2 : 1;
+	if (!fileio_s3_start(&o, cfg->warehouse, &err)) {
+		log_error("main", "cannot use the warehouse %s: %s", cfg->warehouse, err.message);
+		return err.kind == FE_BAD_REQUEST ? 2 : 1;
+	}
+	static const enum fileio_vend_mode modes[] = { [CONFIG_VEND_OFF] = FILEIO_VEND_OFF,
+						       [CONFIG_VEND_STATIC] = FILEIO_VEND_STATIC,
+						       [CONFIG_VEND_STS] = FILEIO_VEND_STS };
+	struct fileio_vend_options v = {
+		.mode = modes[cfg->s3_vend],
+		.client_endpoint = cfg->s3_client_endpoint,
+		.sts_endpoint = cfg->s3_sts_endpoint,
+		.role_arn = cfg->s3_sts_role_arn,
+		.read_role_arn = cfg->s3_sts_read_role_arn,
+		.duration_s = cfg->s3_sts_duration_s,
+	};
+	if (!fileio_vend_start(&v, &err)) {
+		log_error("main", "cannot vend credentials: %s", err.message);
+		return 2;
+	}
+	if (v.mode != FILEIO_VEND_OFF)
+		log_info("main", "vended credentials: %s%s",
+			 v.mode == FILEIO_VEND_STS ? "sts" : "static",
+			 v.mode == FILEIO_VEND_STATIC
+				 ? " (floe's own credentials, not scoped to a table)"
+				 : "");
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -322,6 +348,14 @@ int main(int argc, char **argv)
 	}
 	if (!start_auth(&app, &cfg, conninfo) || !seal_plain_secrets(&app))
 		goto done;
+	if (fileio_vend_mode() != FILEIO_VEND_OFF) {
+		app.vend = vend_new(VEND_CACHE_SLOTS);
+		if (app.vend == NULL) {
+			log_error("main", "out of memory");
+			goto done;
+		}
+		auth_forget_vended(app.auth, app.vend);
+	}
 	/* Its own connection, outside the pool: upkeep never waits for a
 	 * request's connection, nor a request for upkeep's. */
 	janitor_pool = store_pool_new(conninfo, 1, "janitor");
@@ -402,6 +436,7 @@ done:
 	store_pool_free(&app.publish_pool);
 	commit_locks_free(&app.locks);
 	auth_free(app.auth);
+	vend_free(&app.vend);
 	sealing_close(sealing);
 	unsettled_free(&app.unsettled);
 	panic_pg = NULL;

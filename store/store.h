@@ -125,6 +125,11 @@ bool store_table_load_gz(struct store *s, const struct ns_ident *ns, const char 
 			 bool refs_only, struct table_row *row, struct gzip_part *part,
 			 struct floe_error *err) FLOE_WUR;
 
+/* The canonical location of table name in ns (*location, caller frees).
+ * FE_NO_SUCH_TABLE (also when the namespace is missing). */
+bool store_table_location(struct store *s, const struct ns_ident *ns, const char *name,
+			  char **location, struct floe_error *err) FLOE_WUR;
+
 /* Sets *exists (false also when the namespace is missing). */
 bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *name, bool *exists,
 			struct floe_error *err) FLOE_WUR;

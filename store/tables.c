@@ -39,6 +39,7 @@ enum {
 	ST_VIEW_RENAME,
 	ST_VIEW_LIST,
 	ST_VIEW_LIST_VISIBLE,
+	ST_TABLE_LOCATION,
 	ST_COUNT
 };
 
@@ -238,6 +239,9 @@ static const struct store_statement statements[ST_COUNT] = {
 	[ST_VIEW_RENAME] = { "view_rename", OBJECT_RENAME("view") },
 	[ST_VIEW_LIST] = { "view_list", OBJECT_LIST("view") },
 	[ST_VIEW_LIST_VISIBLE] = { "view_list_visible", OBJECT_LIST_VISIBLE("view") },
+	[ST_TABLE_LOCATION] = { "table_location",
+		"SELECT t.location FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
+		"WHERE n.levels = " LEVELS("$1") " AND t.name = $2 AND t.kind = 'table'" },
 };
 /* clang-format on */
 
@@ -378,6 +382,29 @@ bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *
 	*exists = PQntuples(r) > 0;
 	PQclear(r);
 	return true;
+}
+
+bool store_table_location(struct store *s, const struct ns_ident *ns, const char *name,
+			  char **location, struct floe_error *err)
+{
+	char *levels = store_levels_param(ns, err);
+	PGresult *r;
+
+	*location = NULL;
+	if (levels == NULL)
+		return false;
+	const char *params[2] = { levels, name };
+	r = store_exec(s, &statements[ST_TABLE_LOCATION], 2, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return floe_err(err, FE_NO_SUCH_TABLE, "no such table");
+	}
+	*location = strdup(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return *location != NULL || floe_err(err, FE_INTERNAL, "out of memory");
 }
 
 /* The parameters GZ_VALUES names, made from a metadata text and its

@@ -262,3 +262,56 @@ Test(config, help_lists_every_variable)
 		cr_assert(strstr(text, vars[i]) != NULL, "%s missing", vars[i]);
 	free(text);
 }
+
+Test(config, vended_credentials_are_off_unless_configured)
+{
+	struct floe_config cfg;
+	char msg[256] = "";
+	const char *env[] = { "AWS_ACCESS_KEY_ID=AKID", "AWS_SECRET_ACCESS_KEY=sekrit", NULL };
+	const char *plain[] = { "floe", "--warehouse=s3://lake-1/wh" };
+
+	cr_assert(load(&cfg, env, 2, plain, msg, sizeof(msg)), "%s", msg);
+	cr_assert_eq(cfg.s3_vend, CONFIG_VEND_OFF);
+	cr_assert_eq(cfg.s3_sts_duration_s, 900);
+	config_free(&cfg);
+
+	const char *sts[] = { "floe",
+			      "--warehouse=s3://lake-1/wh",
+			      "--s3-vended-credentials=sts",
+			      "--s3-sts-endpoint=http://127.0.0.1:5000",
+			      "--s3-sts-role-arn=arn:aws:iam::1:role/w",
+			      "--s3-sts-read-role-arn=arn:aws:iam::1:role/r",
+			      "--s3-sts-duration=3600",
+			      "--s3-client-endpoint=http://s3:9000" };
+	cr_assert(load(&cfg, env, 8, sts, msg, sizeof(msg)), "%s", msg);
+	cr_assert_eq(cfg.s3_vend, CONFIG_VEND_STS);
+	cr_assert_str_eq(cfg.s3_sts_endpoint, "http://127.0.0.1:5000");
+	cr_assert_str_eq(cfg.s3_sts_role_arn, "arn:aws:iam::1:role/w");
+	cr_assert_str_eq(cfg.s3_sts_read_role_arn, "arn:aws:iam::1:role/r");
+	cr_assert_eq(cfg.s3_sts_duration_s, 3600);
+	cr_assert_str_eq(cfg.s3_client_endpoint, "http://s3:9000");
+	config_free(&cfg);
+
+	static const char *const bad[][2] = {
+		{ "--s3-vended-credentials=on", "--s3-vended-credentials" },
+		{ "--s3-vended-credentials=sts", "--s3-sts-role-arn" },
+		{ "--s3-sts-role-arn=role/w", "--s3-sts-role-arn" },
+		{ "--s3-sts-read-role-arn=arn:a b", "--s3-sts-read-role-arn" },
+		{ "--s3-sts-duration=60", "--s3-sts-duration" },
+		{ "--s3-sts-duration=50000", "--s3-sts-duration" },
+		{ "--s3-sts-endpoint=sts.example", "--s3-sts-endpoint" },
+		{ "--s3-client-endpoint=http://h/p", "--s3-client-endpoint" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *a[] = { "floe", "--warehouse=s3://lake-1/wh", bad[i][0] };
+		cr_assert_not(load(&cfg, env, 3, a, msg, sizeof(msg)), "%s accepted", bad[i][0]);
+		cr_assert(strstr(msg, bad[i][1]) != NULL, "%s: %s", bad[i][0], msg);
+		config_free(&cfg);
+	}
+	/* A file:// warehouse has nothing to vend. */
+	const char *local[] = { "floe", "--warehouse=file:///srv/wh",
+				"--s3-vended-credentials=static" };
+	cr_assert_not(load(&cfg, env, 3, local, msg, sizeof(msg)));
+	cr_assert(strstr(msg, "need an s3:// warehouse") != NULL, "%s", msg);
+	config_free(&cfg);
+}

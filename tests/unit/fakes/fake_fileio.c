@@ -144,3 +144,25 @@ bool fileio_write_new(const char *table_location, const char *name, const void *
 	*location = strdup(url);
 	return *location != NULL || floe_err(err, FE_INTERNAL, "out of memory");
 }
+
+/* Vending is off in the fakes: no test of the catalog asks for it. */
+enum fileio_vend_mode fileio_vend_mode(void)
+{
+	return FILEIO_VEND_OFF;
+}
+
+bool fileio_vend_client(struct fileio_vend_client *out)
+{
+	(void)out;
+	return false;
+}
+
+bool fileio_vend(const char *table_location, bool write, const char *session_name,
+		 struct fileio_vended *out, struct floe_error *err)
+{
+	(void)table_location;
+	(void)write;
+	(void)session_name;
+	memset(out, 0, sizeof(*out));
+	return floe_err(err, FE_BAD_REQUEST, "credential vending is off");
+}

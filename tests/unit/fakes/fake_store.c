@@ -397,6 +397,16 @@ bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *
 	return true;
 }
 
+bool store_table_location(struct store *s, const struct ns_ident *ns, const char *name,
+			  char **location, struct floe_error *err)
+{
+	(void)s;
+	(void)ns;
+	(void)name;
+	*location = NULL;
+	return floe_err(err, FE_INTERNAL, "table locations are not faked");
+}
+
 bool store_ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,
 		     struct floe_error *err)
 {
