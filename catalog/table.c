@@ -601,8 +601,8 @@ bool table_result_etag(const json_t *result, char *quoted, size_t len)
 }
 
 char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
-		 enum snapshots_mode mode, bool gzip, char *etag, size_t etaglen, size_t *len,
-		 bool *gzipped, struct floe_error *err)
+		 enum snapshots_mode mode, bool gzip, const char *config, char *etag,
+		 size_t etaglen, size_t *len, bool *gzipped, struct floe_error *err)
 {
 	struct table_row row;
 	struct gzip_part part = { 0 };
@@ -629,16 +629,21 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 	/* Spliced, not re-encoded: the stored text is already JSON. */
 	static const char a[] = "{\"metadata-location\":";
 	static const char b[] = ",\"metadata\":";
-	static const char c[] = ",\"config\":{}}";
+	static const char c0[] = ",\"config\":";
+	const char *conf = config != NULL ? config : "{}";
+	size_t cl = sizeof(c0) - 1 + strlen(conf) + 1;
+	char *c = malloc(cl + 1);
 	size_t ql = strlen(qloc);
 	size_t head_len = sizeof(a) - 1 + ql + sizeof(b) - 1;
 	size_t metalen = part.data != NULL ? 0 : row.metadata_len;
-	out = malloc(head_len + metalen + sizeof(c));
+	out = c != NULL ? malloc(head_len + metalen + cl + 1) : NULL;
 	if (out == NULL) {
+		free(c);
 		free(qloc);
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto done;
 	}
+	(void)snprintf(c, cl + 1, "%s%s}", c0, conf);
 	char *p = out;
 	memcpy(p, a, sizeof(a) - 1);
 	p += sizeof(a) - 1;
@@ -648,19 +653,20 @@ char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 	p += sizeof(b) - 1;
 	memcpy(p, row.metadata, metalen);
 	p += metalen;
-	memcpy(p, c, sizeof(c));
+	memcpy(p, c, cl + 1);
 	free(qloc);
-	*len = head_len + metalen + sizeof(c) - 1;
+	*len = head_len + metalen + cl;
 	if (part.data != NULL) {
 		/* The metadata was deflated at commit: only the envelope is
 		 * added around it, uncompressed. */
-		char *gz = (char *)gzip_wrap(out, head_len, &part, c, sizeof(c) - 1, len);
+		char *gz = (char *)gzip_wrap(out, head_len, &part, c, cl, len);
 		free(out);
 		out = gz;
 		*gzipped = out != NULL;
 		if (out == NULL)
 			floe_err(err, FE_INTERNAL, "out of memory");
 	}
+	free(c);
 done:
 	gzip_part_clear(&part);
 	store_table_row_clear(&row);

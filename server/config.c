@@ -62,6 +62,7 @@ enum opt_id {
 	OPT_S3_REGION,
 	OPT_S3_PATH_STYLE,
 	OPT_S3_PROFILE,
+	OPT_S3_REMOTE_SIGNING,
 	OPT_COUNT
 };
 
@@ -162,6 +163,8 @@ static const struct option_def options[OPT_COUNT] = {
 		"With an s3:// warehouse: true to address the bucket in the path (endpoint/bucket/key, which most self-hosted S3 servers need), false for virtual-hosted addressing (bucket.endpoint/key)" },
 	[OPT_S3_PROFILE] = { "s3-profile", "FLOE_S3_PROFILE", "",
 		"With an s3:// warehouse: the profile of the shared credentials file to use, which then wins over AWS_ACCESS_KEY_ID; empty: AWS_PROFILE, else default (used when AWS_ACCESS_KEY_ID is not set)" },
+	[OPT_S3_REMOTE_SIGNING] = { "s3-remote-signing", "FLOE_S3_REMOTE_SIGNING", "off",
+		"With an s3:// warehouse: on to sign engines' S3 requests with floe's credentials when they ask for remote-signing (X-Iceberg-Access-Delegation), at POST .../tables/{table}/sign, only for the table's own objects and with the methods the caller may use; off: never (engines then need storage credentials of their own)" },
 };
 /* clang-format on */
 
@@ -552,8 +555,16 @@ static bool s3_finish(struct floe_config *cfg, config_getenv_fn env, char *errbu
 	fail(errbuf, errlen, "invalid value \"%s\" for --%s (%s): %s", raw[id], options[id].flag, \
 	     options[id].env, why)
 
-	if (strncmp(cfg->warehouse, "s3://", 5) != 0)
+	if (strcmp(raw[OPT_S3_REMOTE_SIGNING], "on") == 0)
+		cfg->s3_remote_signing = true;
+	else if (strcmp(raw[OPT_S3_REMOTE_SIGNING], "off") != 0)
+		return BAD(OPT_S3_REMOTE_SIGNING, "expected on or off");
+	if (strncmp(cfg->warehouse, "s3://", 5) != 0) {
+		if (cfg->s3_remote_signing)
+			return BAD(OPT_S3_REMOTE_SIGNING,
+				   "remote signing needs an s3:// warehouse");
 		return true;
+	}
 	cfg->s3 = true;
 	if (raw[OPT_S3_ENDPOINT][0] != '\0' && !endpoint_valid(raw[OPT_S3_ENDPOINT]))
 		return BAD(OPT_S3_ENDPOINT, "expected https://host[:port] or http://host[:port]");

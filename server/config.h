@@ -83,6 +83,7 @@ struct floe_config {
 	char *s3_access_key_id;    /* NULL: from the credentials file */
 	char *s3_secret_access_key;
 	char *s3_session_token;
+	bool s3_remote_signing; /* --s3-remote-signing=on */
 	/* Raw option values indexed like the option table; freed by
 	 * config_free. */
 	char *raw[64];

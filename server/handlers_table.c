@@ -36,6 +36,12 @@ static bool table_params(struct http_request *req, struct ns_ident *ns, char **n
 	return true;
 }
 
+bool handler_table_params(struct http_request *req, struct ns_ident *ns, char **name,
+			  struct floe_error *err)
+{
+	return table_params(req, ns, name, err);
+}
+
 void handle_table_list(struct http_request *req)
 {
 	struct floe_error err;
@@ -120,6 +126,14 @@ static void on_namespace_body(struct http_request *req,
 	struct table_env env = handler_env(req);
 	json_t *out = op(s, &env, &ns, in, &err);
 	handler_release(req, s);
+	/* The table exists now: a config that cannot be added (out of
+	 * memory) leaves the answer without it, never a failure. */
+	struct floe_error unsigned_err;
+	if (out != NULL && op == table_create &&
+	    !handler_sign_config(req, &ns, json_string_value(json_object_get(in, "name")),
+				 json_object_get(out, "config"), &unsigned_err))
+		log_warn("sign", "the created table's answer lacks its remote-signing config: %s",
+			 unsigned_err.message);
 	if (out == NULL)
 		http_reply_error(req, &err);
 	else
@@ -201,9 +215,12 @@ void handle_table_load(struct http_request *req)
 	s = handler_acquire(req);
 	if (s == NULL || !handler_allowed(req, s, PRIV_TABLE_READ, &ns, name))
 		goto done;
-	char *text = table_load(s, &ns, name, mode,
-				gzip_accepted(http_header(req, "Accept-Encoding")), etag,
-				sizeof(etag), &len, &gzipped, &err);
+	char *config = handler_sign_config_text(req, &ns, name, &err);
+	char *text = config == NULL ? NULL
+				    : table_load(s, &ns, name, mode,
+						 gzip_accepted(http_header(req, "Accept-Encoding")),
+						 config, etag, sizeof(etag), &len, &gzipped, &err);
+	free(config);
 	handler_release(req, s);
 	if (text == NULL) {
 		http_reply_error(req, &err);
