@@ -11,6 +11,7 @@
 
 #include "fileio.h"
 #include "hooks.h"
+#include "s3sign.h"
 #include "store.h"
 
 #endif

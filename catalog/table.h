@@ -102,7 +102,8 @@ enum snapshots_mode { SNAPSHOTS_ALL, SNAPSHOTS_REFS };
  * stored metadata text is spliced in as it is, never parsed. With gzip
  * (the client accepts it) and a deflated form kept for this version, the
  * answer is one gzip member made around that form without compressing
- * anything now, and *gzipped is set. */
+ * anything now, and *gzipped is set. config: the answer's config
+ * object as JSON text (borrowed; NULL: {}). */
 char *table_load(struct store *s, const struct ns_ident *ns, const char *name,
 		 enum snapshots_mode mode, bool gzip, const json_t *extra, char *etag,
 		 size_t etaglen, size_t *len, bool *gzipped, struct floe_error *err) FLOE_WUR;

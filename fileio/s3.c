@@ -25,6 +25,7 @@
 #include "location.h"
 #include "log.h"
 #include "s3.h"
+#include "sigv4.h"
 #include "uuid.h"
 
 #define S3_CONNECT_TIMEOUT_MS 5000L
@@ -103,17 +104,6 @@ static CURL *thread_handle(void)
 	return h;
 }
 
-static void hex_of(const unsigned char *d, size_t n, char *out)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = hex[d[i] >> 4];
-		out[2 * i + 1] = hex[d[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 /* x-amz-content-sha256: the payload's SHA-256, which S3 requires and
  * curl then signs. */
 static bool payload_hash(const void *body, size_t len, char out[65])
@@ -123,7 +113,7 @@ static bool payload_hash(const void *body, size_t len, char out[65])
 
 	if (EVP_Digest(body != NULL ? body : "", len, d, &dl, EVP_sha256(), NULL) != 1 || dl != 32)
 		return false;
-	hex_of(d, dl, out);
+	sigv4_hex(d, dl, out);
 	return true;
 }
 
@@ -934,6 +924,20 @@ done:
 	if (!ok)
 		fileio_s3_stop();
 	return ok;
+}
+
+bool s3_signing_get(struct s3_signing *out)
+{
+	static const char head[] = "aws:amz:";
+	size_t rl = strlen(s3.sigv4) - (sizeof(head) - 1) - strlen(":s3");
+
+	if (!s3.started || rl >= sizeof(out->region))
+		return false;
+	out->ep = (struct s3_endpoint){ s3.scheme, s3.host, s3.path_style };
+	(void)snprintf(out->region, sizeof(out->region), "%.*s", (int)rl,
+		       s3.sigv4 + sizeof(head) - 1);
+	out->cred = &s3.cred;
+	return true;
 }
 
 void fileio_s3_stop(void)

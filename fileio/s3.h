@@ -102,6 +102,17 @@ bool s3_setup_get(struct s3_setup *out);
  */
 bool s3_credentials_load(const struct fileio_s3_options *o, struct s3_credentials *cr,
 			 struct floe_error *err) FLOE_WUR;
+/* What the remote signer (s3sign.c) reads of the configuration
+ * fileio_s3_start took: the endpoint, the region and floe's credentials,
+ * borrowed until fileio_s3_stop. */
+struct s3_signing {
+	struct s3_endpoint ep;
+	char region[64];
+	const struct s3_credentials *cred;
+};
+
+/* Fills out; false when no s3:// warehouse was started. (s3.c) */
+bool s3_signing_get(struct s3_signing *out);
 
 /* Called with each element holding only text, its path of local names
  * from the root ("ListBucketResult/Contents/Key") and its text with

@@ -68,6 +68,7 @@ enum opt_id {
 	OPT_S3_STS_ROLE_ARN,
 	OPT_S3_STS_READ_ROLE_ARN,
 	OPT_S3_STS_DURATION,
+	OPT_S3_REMOTE_SIGNING,
 	OPT_COUNT
 };
 
@@ -180,6 +181,8 @@ static const struct option_def options[OPT_COUNT] = {
 		"With --s3-vended-credentials=sts: the role assumed for principals who may only read the table, so the role's own policy also allows no write; empty: --s3-sts-role-arn" },
 	[OPT_S3_STS_DURATION] = { "s3-sts-duration", "FLOE_S3_STS_DURATION", "900",
 		"With --s3-vended-credentials=sts: seconds the assumed credentials last (900 to 43200); floe keeps them per table, principal and access until shortly before they expire" },
+	[OPT_S3_REMOTE_SIGNING] = { "s3-remote-signing", "FLOE_S3_REMOTE_SIGNING", "off",
+		"With an s3:// warehouse: on to sign engines' S3 requests with floe's credentials when they ask for remote-signing (X-Iceberg-Access-Delegation), at POST .../tables/{table}/sign, only for the table's own objects and with the methods the caller may use; off: never (engines then need storage credentials of their own)" },
 };
 /* clang-format on */
 
@@ -570,8 +573,16 @@ static bool s3_finish(struct floe_config *cfg, config_getenv_fn env, char *errbu
 	fail(errbuf, errlen, "invalid value \"%s\" for --%s (%s): %s", raw[id], options[id].flag, \
 	     options[id].env, why)
 
-	if (strncmp(cfg->warehouse, "s3://", 5) != 0)
+	if (strcmp(raw[OPT_S3_REMOTE_SIGNING], "on") == 0)
+		cfg->s3_remote_signing = true;
+	else if (strcmp(raw[OPT_S3_REMOTE_SIGNING], "off") != 0)
+		return BAD(OPT_S3_REMOTE_SIGNING, "expected on or off");
+	if (strncmp(cfg->warehouse, "s3://", 5) != 0) {
+		if (cfg->s3_remote_signing)
+			return BAD(OPT_S3_REMOTE_SIGNING,
+				   "remote signing needs an s3:// warehouse");
 		return true;
+	}
 	cfg->s3 = true;
 	if (raw[OPT_S3_ENDPOINT][0] != '\0' && !endpoint_valid(raw[OPT_S3_ENDPOINT]))
 		return BAD(OPT_S3_ENDPOINT, "expected https://host[:port] or http://host[:port]");

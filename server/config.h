@@ -90,6 +90,7 @@ struct floe_config {
 	const char *s3_sts_role_arn;      /* "": none */
 	const char *s3_sts_read_role_arn; /* "": s3_sts_role_arn */
 	int s3_sts_duration_s;
+	bool s3_remote_signing; /* --s3-remote-signing=on */
 	/* Raw option values indexed like the option table; freed by
 	 * config_free. */
 	char *raw[64];

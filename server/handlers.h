@@ -62,6 +62,21 @@ bool handler_allowed(struct http_request *req, struct store *s, enum privilege p
 bool handler_allowed_all(struct http_request *req, struct store *s, access_set needs,
 			 const struct authz_object *obj);
 
+/* Parses {namespace} and {table} from the path (*name new, ns owned);
+ * false with err set when either is malformed. (handlers_table.c) */
+bool handler_table_params(struct http_request *req, struct ns_ident *ns, char **name,
+			  struct floe_error *err);
+
+/* Adds to config (a JSON object) the remote-signing keys for table
+ * ns.name when --s3-remote-signing is on and the client's
+ * X-Iceberg-Access-Delegation names remote-signing; false only when out
+ * of memory. The same as JSON text (new), or NULL with err.
+ * (handlers_sign.c) */
+bool handler_sign_config(struct http_request *req, const struct ns_ident *ns, const char *name,
+			 json_t *config, struct floe_error *err);
+char *handler_sign_config_text(struct http_request *req, const struct ns_ident *ns,
+			       const char *name, struct floe_error *err);
+
 /* What table operations need to know about this request's deployment. */
 struct table_env handler_env(struct http_request *req);
 
@@ -115,6 +130,7 @@ void handle_table_drop(struct http_request *req);
 void handle_table_rename(struct http_request *req);
 void handle_table_metrics(struct http_request *req);
 void handle_table_credentials(struct http_request *req);
+void handle_table_sign(struct http_request *req); /* handlers_sign.c */
 void handle_transaction_commit(struct http_request *req);
 
 void handle_refs_list(struct http_request *req);

@@ -55,6 +55,12 @@ static bool table_params(struct http_request *req, struct ns_ident *ns, char **n
 	return handler_object_params(req, "table", "table name", ns, name, err);
 }
 
+bool handler_table_params(struct http_request *req, struct ns_ident *ns, char **name,
+			  struct floe_error *err)
+{
+	return table_params(req, ns, name, err);
+}
+
 void handler_list_names(struct http_request *req, handler_lister list)
 {
 	struct floe_error err;
@@ -156,6 +162,14 @@ static void on_namespace_body(struct http_request *req,
 		idem_settle(req->pool, http_header(req, "Idempotency-Key"), req->idem_owner, 0,
 			    NULL, req->request_id);
 	}
+	/* The table exists now: a config that cannot be added (out of
+	 * memory) leaves the answer without it, never a failure. */
+	struct floe_error unsigned_err;
+	if (out != NULL && op == table_create &&
+	    !handler_sign_config(req, &ns, json_string_value(json_object_get(in, "name")),
+				 json_object_get(out, "config"), &unsigned_err))
+		log_warn("sign", "the created table's answer lacks its remote-signing config: %s",
+			 unsigned_err.message);
 	if (out == NULL)
 		http_reply_error(req, &err);
 	else
@@ -247,6 +261,17 @@ void handle_table_load(struct http_request *req)
 			goto done;
 		}
 	}
+	/* Remote signing's keys join the config (vended credentials' too). */
+	if (extra == NULL)
+		extra = json_pack("{s:{}}", "config");
+	if (extra == NULL ||
+	    !handler_sign_config(req, &ns, name, json_object_get(extra, "config"), &err)) {
+		if (extra == NULL)
+			floe_err(&err, FE_INTERNAL, "out of memory");
+		handler_release(req, s);
+		http_reply_error(req, &err);
+		goto done;
+	}
 	char *text = table_load(s, &ns, name, mode,
 				gzip_accepted(http_header(req, "Accept-Encoding")), extra, etag,
 				sizeof(etag), &len, &gzipped, &err);
@@ -263,9 +288,11 @@ void handle_table_load(struct http_request *req)
 	/* A 304 names the tag the client holds ("*": the one it would get). */
 	bool gz_tag = etag_listed(inm, etag, ";gzip") || (gzipped && etag_listed(inm, NULL, ""));
 	(void)snprintf(quoted, sizeof(quoted), "\"%s%s\"", etag, gz_tag ? ";gzip" : "");
-	/* Credentials asked for are always sent: never a 304 without them. */
+	/* Credentials and signing keys asked for are always sent: never a
+	 * 304 without them (the tag is the metadata's, not the config's). */
 	bool vended = json_object_get(extra, "storage-credentials") != NULL;
-	if (!vended && (etag_matches(inm, etag) || gz_tag)) {
+	bool configured = json_object_size(json_object_get(extra, "config")) > 0;
+	if (!vended && !configured && (etag_matches(inm, etag) || gz_tag)) {
 		free(text);
 		http_reply_empty(req, 304);
 		http_add_header(req, "Vary", "Accept-Encoding");

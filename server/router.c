@@ -37,6 +37,8 @@ static const struct route routes[] = {
 	  handle_table_metrics, true },
 	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
 	  handle_table_credentials, true },
+	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/sign", handle_table_sign,
+	  true },
 	{ "POST", "/v1/{prefix}/tables/rename", handle_table_rename, true },
 	{ "POST", "/v1/{prefix}/transactions/commit", handle_transaction_commit, true },
 	{ "GET", "/v1/{prefix}/namespaces/{namespace}/views", handle_view_list, true },

@@ -5,7 +5,7 @@
 #   ports.sh SOURCE_ROOT
 set -euo pipefail
 cd "$1"
-pattern='^#include "(store|fileio|hooks|backend)\.h"'
+pattern='^#include "(store|fileio|hooks|backend|s3sign)\.h"'
 if found=$(grep -nE "$pattern" catalog/*.[ch] | grep -v '^catalog/ports\.h:'); then
 	echo "catalog files that pass by ports.h:"
 	echo "$found"

@@ -1,0 +1,89 @@
+/*
+ * s3sign.h - remote signing of engines' S3 requests with floe's own
+ * credentials (docs/storage.md "Remote signing"): what an engine needs to
+ * build its requests, an engine's request URI read against the
+ * configured endpoint, and its Signature V4 (sigv4.h). Which requests a
+ * caller may have signed is catalog/signer.c's decision, not this one's.
+ * Reached by catalog/ through ports.h. Credentials and signatures are
+ * never logged.
+ */
+#ifndef FLOE_FILEIO_S3SIGN_H
+#define FLOE_FILEIO_S3SIGN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "error.h"
+
+/* The longest request URI an engine may send to be signed. */
+#define FILEIO_SIGN_URI_MAX 8192
+/* The most query parameters one request may carry. */
+#define FILEIO_SIGN_PARAMS_MAX 32
+
+/* How engines reach the warehouse's storage: the keys of a table's
+ * config (s3.endpoint, s3.path-style-access, client.region). */
+struct fileio_s3_client {
+	char endpoint[300]; /* scheme://host[:port] */
+	bool path_style;
+	char region[64];
+};
+
+/* Fills out; false when the warehouse is not on S3. */
+bool fileio_s3_client_config(struct fileio_s3_client *out);
+
+/* An engine's S3 request URI, read against the configured endpoint and
+ * addressing. Every string is owned; fileio_s3_target_clear frees them. */
+struct fileio_s3_target {
+	char *bucket;
+	char *key; /* decoded; "" for a bucket-level request */
+	size_t nparams;
+	char *names[FILEIO_SIGN_PARAMS_MAX]; /* decoded query parameters */
+	char *values[FILEIO_SIGN_PARAMS_MAX];
+	char *url; /* the URI to send, encoded as it is signed */
+	char *canonical_query;
+};
+
+/*
+ * Parses uri (http(s)://host[:port]/path?query, no user info, no
+ * fragment): the scheme and host must be the configured endpoint's
+ * (virtual-hosted: bucket.host), the bucket valid, the key at most 1,024
+ * bytes without a NUL, an empty, "." or ".." segment. FE_BAD_REQUEST
+ * naming what is wrong (a malformed URI); FE_FORBIDDEN when it is
+ * well-formed but names another server; FE_UNSUPPORTED when the
+ * warehouse is not on S3.
+ */
+bool fileio_s3_target_parse(const char *uri, struct fileio_s3_target *t,
+			    struct floe_error *err) FLOE_WUR;
+
+/* The decoded value of query parameter name (borrowed; "" when it has
+ * none), or NULL when t does not carry it. */
+const char *fileio_s3_target_param(const struct fileio_s3_target *t, const char *name);
+
+void fileio_s3_target_clear(struct fileio_s3_target *t);
+
+/*
+ * Signs method on t with floe's credentials at time now (seconds since
+ * the epoch), over the headers the engine sent (headers: a JSON object of
+ * name -> array of strings, at most 64 names, each value at most 8 KiB;
+ * those a client or proxy may change on the way, such as user-agent,
+ * are left unsigned) and host, x-amz-date, x-amz-content-sha256 (the
+ * engine's, else UNSIGNED-PAYLOAD), x-amz-security-token when floe's
+ * credentials are temporary. Returns the RemoteSignResult {"uri",
+ * "headers"} (new reference): the headers to add, Authorization among
+ * them. FE_BAD_REQUEST for malformed headers or one the engine may not
+ * set (its own x-amz-security-token or Authorization).
+ */
+json_t *fileio_s3_sign(const char *method, const struct fileio_s3_target *t, const json_t *headers,
+		       long long now, struct floe_error *err) FLOE_WUR;
+
+/*
+ * Calls each(ctx, key) for every Delete/Object/Key of a DeleteObjects
+ * body (XML, at most 1,000 keys); false when the body is not one, holds
+ * none or too many (FE_BAD_REQUEST), or when each said no (its err).
+ */
+bool fileio_s3_delete_keys(const char *body, size_t len,
+			   bool (*each)(void *ctx, const char *key, struct floe_error *err),
+			   void *ctx, struct floe_error *err) FLOE_WUR;
+
+#endif
