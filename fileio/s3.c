@@ -431,8 +431,10 @@ static bool put_new(const char *bucket, const char *key, const void *data, size_
 	return ok;
 }
 
-static bool s3_write_new(const char *table_location, const char *name, const void *data, size_t len,
-			 char **location, struct floe_error *err)
+/* PUTs data as the new object <location's key>/<middle><name>; *location
+ * receives its URL. what names the location in a too-long error. */
+static bool put_below(const char *base, const char *middle, const char *name, const void *data,
+		      size_t len, const char *what, char **location, struct floe_error *err)
 {
 	char *bucket = NULL;
 	char *key = NULL;
@@ -440,17 +442,17 @@ static bool s3_write_new(const char *table_location, const char *name, const voi
 	bool ok = false;
 
 	*location = NULL;
-	if (!split_location(table_location, &bucket, &key, err))
+	if (!split_location(base, &bucket, &key, err))
 		return false;
-	size_t olen = strlen(key) + strlen(name) + sizeof("/metadata/");
+	size_t olen = strlen(key) + strlen(middle) + strlen(name) + 2;
 	obj = malloc(olen);
 	if (obj == NULL) {
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto done;
 	}
-	(void)snprintf(obj, olen, "%s%smetadata/%s", key, key[0] != '\0' ? "/" : "", name);
+	(void)snprintf(obj, olen, "%s%s%s%s", key, key[0] != '\0' ? "/" : "", middle, name);
 	if (strlen(obj) > S3_KEY_MAX) {
-		floe_err(err, FE_BAD_REQUEST, "table location is too long for an S3 key");
+		floe_err(err, FE_BAD_REQUEST, "%s is too long for an S3 key", what);
 		goto done;
 	}
 	if (!put_new(bucket, obj, data, len, err))
@@ -464,55 +466,43 @@ done:
 	return ok;
 }
 
+static bool s3_write_new(const char *table_location, const char *name, const void *data, size_t len,
+			 char **location, struct floe_error *err)
+{
+	return put_below(table_location, "metadata/", name, data, len, "table location", location,
+			 err);
+}
+
+/* The name of metadata file number version (into name). */
+static bool metadata_name(long long version, char name[64 + UUID_STR_LEN], struct floe_error *err)
+{
+	char uuid[UUID_STR_LEN];
+
+	if (!uuid_v4(uuid))
+		return floe_err(err, FE_INTERNAL, "no randomness for a file name");
+	(void)snprintf(name, 64 + UUID_STR_LEN, "%05lld-%s.metadata.json", version, uuid);
+	return true;
+}
+
 static bool s3_write_metadata(const char *table_location, long long version, const char *text,
 			      size_t len, char **location, struct floe_error *err)
 {
-	char uuid[UUID_STR_LEN];
 	char name[64 + UUID_STR_LEN];
 
 	*location = NULL;
-	if (!uuid_v4(uuid))
-		return floe_err(err, FE_INTERNAL, "no randomness for a file name");
-	(void)snprintf(name, sizeof(name), "%05lld-%s.metadata.json", version, uuid);
-	return s3_write_new(table_location, name, text, len, location, err);
+	return metadata_name(version, name, err) &&
+	       s3_write_new(table_location, name, text, len, location, err);
 }
 
 /* A metadata object directly below dir (no metadata/ between). */
 static bool s3_write_metadata_in(const char *dir, long long version, const char *text, size_t len,
 				 char **location, struct floe_error *err)
 {
-	char uuid[UUID_STR_LEN];
-	char *bucket = NULL;
-	char *key = NULL;
-	char *obj = NULL;
-	bool ok = false;
+	char name[64 + UUID_STR_LEN];
 
 	*location = NULL;
-	if (!uuid_v4(uuid))
-		return floe_err(err, FE_INTERNAL, "no randomness for a file name");
-	if (!split_location(dir, &bucket, &key, err))
-		return false;
-	size_t olen = strlen(key) + UUID_STR_LEN + 64;
-	obj = malloc(olen);
-	if (obj == NULL) {
-		floe_err(err, FE_INTERNAL, "out of memory");
-		goto done;
-	}
-	(void)snprintf(obj, olen, "%s%s%05lld-%s.metadata.json", key, key[0] != '\0' ? "/" : "",
-		       version, uuid);
-	if (strlen(obj) > S3_KEY_MAX) {
-		floe_err(err, FE_BAD_REQUEST, "the metadata path is too long for an S3 key");
-		goto done;
-	}
-	if (!put_new(bucket, obj, text, len, err))
-		goto done;
-	*location = object_url(bucket, obj, err);
-	ok = *location != NULL;
-done:
-	free(obj);
-	free(key);
-	free(bucket);
-	return ok;
+	return metadata_name(version, name, err) &&
+	       put_below(dir, "", name, text, len, "the metadata path", location, err);
 }
 
 static bool s3_make_metadata_dir(const char *table_location, struct floe_error *err)
