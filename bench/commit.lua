@@ -2,11 +2,13 @@
 --   TABLES        how many tables the threads spread over (1: one hot table)
 --   TABLE_PREFIX  table names are <prefix>0 .. <prefix>N-1 in namespace bench
 --   WRK_THREADS   the -t given to wrk (threads split the tables between them)
+--   KIND          "tables" (default) or "views": a view commit (replaceView)
 -- Each thread writes its own property key, so no change is ever lost
 -- silently: done() prints the status counts (409 = a commit refused).
 local tables = tonumber(os.getenv("TABLES") or "16")
 local prefix = os.getenv("TABLE_PREFIX") or "bench_t"
 local nthreads = tonumber(os.getenv("WRK_THREADS") or "1")
+local kind = os.getenv("KIND") or "tables"
 local threads = {}
 local next_id = 0
 
@@ -28,7 +30,7 @@ function request()
    local body = string.format(
       '{"requirements":[],"updates":[{"action":"set-properties","updates":{"w%d":"%d"}}]}',
       id, counter)
-   return wrk.format("POST", "/v1/namespaces/bench/tables/" .. t,
+   return wrk.format("POST", "/v1/namespaces/bench/" .. kind .. "/" .. t,
                      {["Content-Type"] = "application/json"}, body)
 end
 
