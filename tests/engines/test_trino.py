@@ -110,3 +110,56 @@ def test_error_is_trinos_not_a_crash(trino, ns):
     with pytest.raises(TrinoError) as e:
         trino.query(f"SELECT * FROM floe.{ns}.nothing_here")
     assert "does not exist" in e.value.message
+
+
+def view_metadata(floe, ns, name):
+    r = floe.get(f"/v1/namespaces/{ns}/views/{name}")
+    assert r.status_code == 200, r.text
+    return r.json()["metadata"]
+
+
+def test_views_trino_makes_and_replaces(trino, ns, floe):
+    trino.query(f"CREATE SCHEMA floe.{ns}")
+    t = f"floe.{ns}.orders"
+    trino.query(f"CREATE TABLE {t} (id integer, region varchar)")
+    trino.query(f"INSERT INTO {t} VALUES (1, 'eu'), (2, 'us'), (3, 'eu')")
+    v = f"floe.{ns}.eu_orders"
+    trino.query(f"CREATE VIEW {v} AS SELECT id FROM {t} WHERE region = 'eu'")
+    assert trino.query(f"SELECT id FROM {v} ORDER BY id") == [[1], [3]]
+    m = view_metadata(floe, ns, "eu_orders")
+    assert m["versions"][0]["representations"][0]["dialect"] == "trino"
+
+    trino.query(f"CREATE OR REPLACE VIEW {v} AS SELECT id FROM {t} WHERE region = 'us'")
+    assert trino.query(f"SELECT id FROM {v}") == [[2]]
+    m = view_metadata(floe, ns, "eu_orders")
+    assert len(m["versions"]) == 2 and m["current-version-id"] == 2
+    assert ["eu_orders"] in trino.query(f"SHOW TABLES FROM floe.{ns}")
+
+    trino.query(f"DROP VIEW {v}")
+    assert floe.get(f"/v1/namespaces/{ns}/views/eu_orders").status_code == 404
+
+
+def test_a_view_spark_made_read_by_trino_in_its_own_dialect(trino, spark, ns, floe):
+    t = f"floe.{ns}.sales"
+    spark.sql(f"CREATE NAMESPACE floe.{ns}")
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, amount INT) USING iceberg")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 10), (2, 20), (3, 30)")
+    spark.sql(f"CREATE VIEW floe.{ns}.big AS SELECT id FROM {t} WHERE amount > 15")
+    m = view_metadata(floe, ns, "big")
+    current = next(x for x in m["versions"] if x["version-id"] == m["current-version-id"])
+    assert [r["dialect"] for r in current["representations"]] == ["spark"]
+
+    # A second dialect joins the version, as a tool that translates views
+    # would commit it: the same version with a Trino query beside Spark's.
+    both = dict(current)
+    both["version-id"] = current["version-id"] + 1
+    both["representations"] = current["representations"] + [
+        {"type": "sql", "dialect": "trino", "sql": f"SELECT id FROM {t} WHERE amount > 15"}]
+    r = floe.post(f"/v1/namespaces/{ns}/views/big", json={
+        "requirements": [{"type": "assert-view-uuid", "uuid": m["view-uuid"]}],
+        "updates": [{"action": "add-view-version", "view-version": both},
+                    {"action": "set-current-view-version", "view-version-id": -1}]})
+    assert r.status_code == 200, r.text
+
+    assert trino.query(f"SELECT id FROM floe.{ns}.big ORDER BY id") == [[2], [3]]
+    assert sorted(r[0] for r in spark.sql(f"SELECT id FROM floe.{ns}.big").collect()) == [2, 3]
