@@ -215,3 +215,48 @@ def test_pyiceberg_view_api(floe, ns):
     cat.drop_view((ns, "py_view"))
     with pytest.raises(NoSuchViewError):
         cat.load_view((ns, "py_view"))
+
+
+def test_privileges_on_views(postgres, uniq):
+    """A view takes the privileges of a table of its name: a reader loads,
+    lists and tests it and changes nothing; a listing shows only the views
+    the caller may read."""
+    from conftest import _start_floe_on_fresh_db, _stop_and_check
+    from test_authorization import As, forbidden, principal
+
+    f = _start_floe_on_fresh_db(postgres, env={"FLOE_AUTH": "floe"})
+    try:
+        f.authenticate()
+        ns, other = uniq, uniq + "_other"
+        f.create_namespace([ns])
+        f.create_namespace([other])
+        assert_ok_json(create_view(f, [ns], "v"))
+        assert_ok_json(create_view(f, [other], "hidden"))
+        tok = principal(f, "view_reader", [("NAMESPACE_READ", [ns]), ("TABLE_READ", [ns])])
+        with As(f, tok):
+            assert assert_ok_json(f.get(f"/v1/namespaces/{ns}/views/v"))["metadata"]
+            assert f.head(f"/v1/namespaces/{ns}/views/v").status_code == 204
+            listed = assert_ok_json(f.get(f"/v1/namespaces/{ns}/views"))["identifiers"]
+            assert [i["name"] for i in listed] == ["v"]
+            forbidden(create_view(f, [ns], "w"),
+                      f"Principal view_reader lacks TABLE_CREATE on namespace {ns}")
+            forbidden(f.post(f"/v1/namespaces/{ns}/views/v", json={
+                "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}),
+                f"Principal view_reader lacks TABLE_WRITE on table {ns}.v")
+            forbidden(f.delete(f"/v1/namespaces/{ns}/views/v"),
+                      f"Principal view_reader lacks TABLE_DROP on table {ns}.v")
+            forbidden(f.get(f"/v1/namespaces/{other}/views/hidden"),
+                      f"Principal view_reader lacks TABLE_READ on table {other}.hidden")
+        # Nothing changed.
+        m = assert_ok_json(f.get(f"/v1/namespaces/{ns}/views/v"))["metadata"]
+        assert "k" not in m.get("properties", {})
+        assert [e["event"] for e in assert_ok_json(f.get(
+            "/v1/audit-log", params={"namespace": ns}))["events"]
+            if e["event"].startswith("view.")] == []
+        # The drop a writer makes is an audit event naming its principal.
+        assert f.delete(f"/v1/namespaces/{ns}/views/v").status_code == 204
+        ev = [e for e in assert_ok_json(f.get("/v1/audit-log", params={"namespace": ns}))["events"]
+              if e["event"] == "view.dropped"]
+        assert len(ev) == 1 and ev[0]["principal"] != "anonymous"
+    finally:
+        _stop_and_check(f)
