@@ -340,3 +340,36 @@ def test_a_row_without_a_metadata_location_does_not_crash_floe(fresh_floe, table
     r = table.commit([{"action": "set-properties", "updates": {"a": "b"}}])
     assert r.status_code in (200, 503), describe(r)
     assert fresh_floe.get("/health").status_code == 200
+
+
+def test_connection_lost_during_a_view_commit_is_settled_not_unknown(fresh_floe, uniq, psql_bin):
+    """A view commit is the table's compare-and-swap: its broken connection
+    is settled from the commit log the same way, and its file goes."""
+    f = fresh_floe
+    f.create_namespace([uniq])
+    body = {"name": "v", "schema": {"type": "struct", "schema-id": 0, "fields": [
+        {"id": 1, "name": "id", "type": "long", "required": False}]},
+        "view-version": {"version-id": 1, "timestamp-ms": 0, "schema-id": 0, "summary": {},
+                         "default-namespace": [uniq],
+                         "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}]}}
+    r = f.post(f"/v1/namespaces/{uniq}/views", json=body)
+    assert r.status_code == 200, r.text
+    created = r.json()
+    view_url = f"/v1/namespaces/{uniq}/views/v"
+    mdir = local_path(created["metadata"]["location"]) / "metadata"
+    before = {p.name for p in mdir.glob("*.metadata.json")}
+    url = database_url(f)
+    psql(psql_bin, url, SLOW_TRIGGER.format(uuid=created["metadata"]["view-uuid"]))
+    change = {"updates": [{"action": "set-properties", "updates": {"k": "v"}}]}
+    try:
+        r = break_connection_during(psql_bin, url, lambda: f.post(view_url, json=change))
+    finally:
+        psql(psql_bin, url, "DROP TRIGGER IF EXISTS floe_test_slow ON commit_log")
+    assert_error(r, 503, "ServiceUnavailableException")
+    loaded = f.get(view_url).json()
+    assert loaded["metadata-location"] == created["metadata-location"]
+    assert {p.name for p in mdir.glob("*.metadata.json")} == before
+    # And the same commit goes through now.
+    r = f.post(view_url, json=change)
+    assert r.status_code == 200, r.text
+    assert r.json()["metadata"]["properties"]["k"] == "v"
