@@ -260,3 +260,17 @@ def test_privileges_on_views(postgres, uniq):
         assert len(ev) == 1 and ev[0]["principal"] != "anonymous"
     finally:
         _stop_and_check(f)
+
+
+def test_list_views_in_pages(floe, ns):
+    for name in ("a", "b", "c"):
+        assert_ok_json(create_view(floe, [ns], name))
+    first = assert_ok_json(floe.get(f"/v1/namespaces/{ns}/views",
+                                    params={"pageToken": "", "pageSize": 2}))
+    assert [i["name"] for i in first["identifiers"]] == ["a", "b"]
+    assert first["next-page-token"]
+    rest = assert_ok_json(floe.get(f"/v1/namespaces/{ns}/views",
+                                   params={"pageToken": first["next-page-token"], "pageSize": 2}))
+    assert [i["name"] for i in rest["identifiers"]] == ["c"]
+    assert rest["next-page-token"] is None
+    assert_error(floe.get(f"/v1/namespaces/{ns}_missing/views"), 404, "NoSuchNamespaceException")
