@@ -174,30 +174,48 @@ done:
 	return ok;
 }
 
-json_t *view_create(struct store *s, const struct table_env *env, const struct ns_ident *ns,
-		    const json_t *body, struct floe_error *err)
+/* The name of a createView or registerView body (borrowed), or NULL
+ * with FE_BAD_REQUEST. */
+static const char *body_name(const json_t *body, struct floe_error *err)
 {
 	const json_t *name = json_object_get(body, "name");
-	char uuid[UUID_STR_LEN];
-	char *location = NULL;
-	char *loc = NULL;
-	json_t *m = NULL;
-	json_t *result = NULL;
-	bool ns_exists = false;
 
 	if (!json_is_object(body))
 		return floe_err(err, FE_BAD_REQUEST, "the request body must be a JSON object"),
 		       NULL;
 	if (!json_is_string(name))
 		return floe_err(err, FE_BAD_REQUEST, "missing required field 'name'"), NULL;
-	const char *n = json_string_value(name);
-	if (!ident_name_check(n, json_string_length(name), "view name", err))
+	if (!ident_name_check(json_string_value(name), json_string_length(name), "view name", err))
 		return NULL;
+	return json_string_value(name);
+}
+
+/* A new view's namespace exists and its name is free. */
+static bool name_free_in(struct store *s, const struct ns_ident *ns, const char *name,
+			 struct floe_error *err)
+{
+	bool ns_exists = false;
+
 	if (!store_ns_exists(s, ns, &ns_exists, err))
-		return NULL;
+		return false;
 	if (!ns_exists)
-		return wording_no_such_namespace(ns, err), NULL;
-	if (!name_free(s, ns, n, err))
+		return wording_no_such_namespace(ns, err);
+	return name_free(s, ns, name, err);
+}
+
+json_t *view_create(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+		    const json_t *body, struct floe_error *err)
+{
+	char uuid[UUID_STR_LEN];
+	char *location = NULL;
+	char *loc = NULL;
+	json_t *m = NULL;
+	json_t *result = NULL;
+
+	const char *n = body_name(body, err);
+	if (n == NULL)
+		return NULL;
+	if (!name_free_in(s, ns, n, err))
 		return NULL;
 	if (!uuid_v4(uuid))
 		return floe_err(err, FE_INTERNAL, "no randomness for a view uuid"), NULL;
@@ -228,31 +246,20 @@ done:
 json_t *view_register(struct store *s, const struct table_env *env, const struct ns_ident *ns,
 		      const json_t *body, struct floe_error *err)
 {
-	const json_t *name = json_object_get(body, "name");
 	const json_t *mloc = json_object_get(body, "metadata-location");
 	char *text = NULL;
 	char *loc = NULL;
 	size_t len = 0;
 	json_t *m = NULL;
 	json_t *result = NULL;
-	bool ns_exists = false;
 
-	if (!json_is_object(body))
-		return floe_err(err, FE_BAD_REQUEST, "the request body must be a JSON object"),
-		       NULL;
-	if (!json_is_string(name))
-		return floe_err(err, FE_BAD_REQUEST, "missing required field 'name'"), NULL;
-	const char *n = json_string_value(name);
-	if (!ident_name_check(n, json_string_length(name), "view name", err))
+	const char *n = body_name(body, err);
+	if (n == NULL)
 		return NULL;
 	if (!json_is_string(mloc))
 		return floe_err(err, FE_BAD_REQUEST, "missing required field 'metadata-location'"),
 		       NULL;
-	if (!store_ns_exists(s, ns, &ns_exists, err))
-		return NULL;
-	if (!ns_exists)
-		return wording_no_such_namespace(ns, err), NULL;
-	if (!name_free(s, ns, n, err))
+	if (!name_free_in(s, ns, n, err))
 		return NULL;
 	/* The file must lie in the warehouse, as a registered table's. */
 	if (!table_location_writable(env, json_string_value(mloc), err) ||

@@ -67,15 +67,15 @@ bool handler_allowed_all(struct http_request *req, struct store *s, access_set n
 bool handler_table_params(struct http_request *req, struct ns_ident *ns, char **name,
 			  struct floe_error *err);
 
+/* Whether --s3-remote-signing is on and the client's
+ * X-Iceberg-Access-Delegation names remote-signing. (handlers_sign.c) */
+bool handler_sign_wanted(struct http_request *req);
+
 /* Adds to config (a JSON object) the remote-signing keys for table
- * ns.name when --s3-remote-signing is on and the client's
- * X-Iceberg-Access-Delegation names remote-signing; false only when out
- * of memory. The same as JSON text (new), or NULL with err.
+ * ns.name when handler_sign_wanted; false only when out of memory.
  * (handlers_sign.c) */
 bool handler_sign_config(struct http_request *req, const struct ns_ident *ns, const char *name,
 			 json_t *config, struct floe_error *err);
-char *handler_sign_config_text(struct http_request *req, const struct ns_ident *ns,
-			       const char *name, struct floe_error *err);
 
 /* What table operations need to know about this request's deployment. */
 struct table_env handler_env(struct http_request *req);

@@ -17,7 +17,7 @@
 
 /* Whether this request gets the signing config: the mode is on and the
  * client asked for it. */
-static bool signing_wanted(struct http_request *req)
+bool handler_sign_wanted(struct http_request *req)
 {
 	return req->app->cfg->s3_remote_signing &&
 	       signer_requested(http_header(req, "X-Iceberg-Access-Delegation"));
@@ -26,28 +26,9 @@ static bool signing_wanted(struct http_request *req)
 bool handler_sign_config(struct http_request *req, const struct ns_ident *ns, const char *name,
 			 json_t *config, struct floe_error *err)
 {
-	if (!signing_wanted(req))
+	if (!handler_sign_wanted(req))
 		return true;
 	return signer_table_config(config, http_param(req, "prefix"), ns, name, err);
-}
-
-char *handler_sign_config_text(struct http_request *req, const struct ns_ident *ns,
-			       const char *name, struct floe_error *err)
-{
-	json_t *config = json_object();
-	char *text = NULL;
-
-	if (config == NULL) {
-		floe_err(err, FE_INTERNAL, "out of memory");
-		return NULL;
-	}
-	if (handler_sign_config(req, ns, name, config, err)) {
-		text = json_dumps(config, JSON_COMPACT);
-		if (text == NULL)
-			floe_err(err, FE_INTERNAL, "out of memory");
-	}
-	json_decref(config);
-	return text;
 }
 
 void handle_table_sign(struct http_request *req)

@@ -194,16 +194,19 @@ void handle_table_load(struct http_request *req)
 			goto done;
 		}
 	}
-	/* Remote signing's keys join the config (vended credentials' too). */
-	if (extra == NULL)
-		extra = json_pack("{s:{}}", "config");
-	if (extra == NULL ||
-	    !handler_sign_config(req, &ns, name, json_object_get(extra, "config"), &err)) {
+	/* Remote signing's keys join the config (vended credentials' too);
+	 * a plain load builds no config object at all. */
+	if (handler_sign_wanted(req)) {
 		if (extra == NULL)
-			floe_err(&err, FE_INTERNAL, "out of memory");
-		handler_release(req, s);
-		http_reply_error(req, &err);
-		goto done;
+			extra = json_pack("{s:{}}", "config");
+		if (extra == NULL ||
+		    !handler_sign_config(req, &ns, name, json_object_get(extra, "config"), &err)) {
+			if (extra == NULL)
+				floe_err(&err, FE_INTERNAL, "out of memory");
+			handler_release(req, s);
+			http_reply_error(req, &err);
+			goto done;
+		}
 	}
 	char *text = table_load(s, &ns, name, mode,
 				gzip_accepted(http_header(req, "Accept-Encoding")), extra, etag,

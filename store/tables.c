@@ -851,7 +851,8 @@ bool store_table_locations_after(struct store *s, long long after_id, int limit,
 
 /* --- views --- */
 
-bool store_view_load(struct store *s, const struct ns_ident *ns, const char *name,
+/* The one view row statement st answers for ($1 levels, $2 name). */
+static bool view_row(struct store *s, int st, const struct ns_ident *ns, const char *name,
 		     struct table_row *row, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
@@ -861,9 +862,15 @@ bool store_view_load(struct store *s, const struct ns_ident *ns, const char *nam
 	if (levels == NULL)
 		return false;
 	const char *params[2] = { levels, name };
-	r = store_exec(s, &statements[ST_VIEW_LOAD], 2, params, err);
+	r = store_exec(s, &statements[st], 2, params, err);
 	free(levels);
 	return object_row_of(r, FE_NO_SUCH_VIEW, row, err);
+}
+
+bool store_view_load(struct store *s, const struct ns_ident *ns, const char *name,
+		     struct table_row *row, struct floe_error *err)
+{
+	return view_row(s, ST_VIEW_LOAD, ns, name, row, err);
 }
 
 bool store_view_create(struct store *s, const struct ns_ident *ns, const char *name,
@@ -882,16 +889,7 @@ bool store_view_create(struct store *s, const struct ns_ident *ns, const char *n
 bool store_view_drop(struct store *s, const struct ns_ident *ns, const char *name,
 		     struct table_row *row, struct floe_error *err)
 {
-	char *levels = store_levels_param(ns, err);
-	PGresult *r;
-
-	memset(row, 0, sizeof(*row));
-	if (levels == NULL)
-		return false;
-	const char *params[2] = { levels, name };
-	r = store_exec(s, &statements[ST_VIEW_DROP], 2, params, err);
-	free(levels);
-	return object_row_of(r, FE_NO_SUCH_VIEW, row, err);
+	return view_row(s, ST_VIEW_DROP, ns, name, row, err);
 }
 
 bool store_view_rename(struct store *s, const struct ns_ident *from_ns, const char *from,
