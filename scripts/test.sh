@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds floe, and runs every test:
 #  - static analysis (scripts/lint.sh: clang-tidy, cppcheck, scan-build);
-#  - on the normal build (warnings as errors, coverage counted): the unit
-#    tests, the integration tests (real PostgreSQL, real floe, PyIceberg)
-#    and the line coverage they reach (gcovr), two minutes
-#    of schemathesis against the OpenAPI document, the soak (three replicas
-#    on one PostgreSQL under mixed load) and the libFuzzer targets;
+#  - on the normal build (warnings as errors): the unit tests, the soak
+#    (three replicas on one PostgreSQL under mixed load) and the libFuzzer
+#    targets;
 #  - the threaded suites under ThreadSanitizer;
-#  - the same suites on an AddressSanitizer + UBSan build;
+#  - on an AddressSanitizer + UBSan build that also counts coverage: the
+#    unit tests, the integration tests (real PostgreSQL, real floe,
+#    PyIceberg) and the line coverage they reach (gcovr), and two minutes
+#    of schemathesis against the OpenAPI document;
 #  - real Apache Spark against the sanitizer build;
 #  - DuckDB, Trino and Apache Iceberg's REST Compatibility Kit against the
 #    normal build (their downloads cached outside the clone);
@@ -16,8 +17,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh --python build -Dwerror=true -Db_coverage=true
-scripts/setup.sh build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
+# The integration suite runs once, on the sanitizer build, which also
+# counts the coverage: every request it makes is checked for memory and
+# undefined-behaviour errors and counted in the same run.
+scripts/setup.sh --python build -Dwerror=true
+scripts/setup.sh build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
+	-Db_coverage=true
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
@@ -62,7 +67,8 @@ scripts/node-deps.sh tests/icebergjs driver.mjs >/dev/null
 echo "== versitygw for the s3:// warehouse tests (scripts/s3-deps.sh)"
 scripts/s3-deps.sh >/dev/null
 
-run_suite build
+echo "== unit tests (build)"
+meson test -C build --suite unit --print-errorlogs
 
 # Three replicas on one PostgreSQL under mixed load for a bounded time
 # (FLOE_SOAK_SECONDS, default 60): no lost acknowledged write, no 500.
