@@ -70,7 +70,7 @@ static json_t *event_json(const void *row)
 {
 	const struct event_row *e = row;
 
-	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "id",
+	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id",
 			 (json_int_t)e->id, "at", e->at, "event", e->event, "principal",
 			 e->principal, "client-id",
 			 e->client_id ? json_string(e->client_id) : json_null(), "request-id",
@@ -78,7 +78,9 @@ static json_t *event_json(const void *row)
 			 e->ns.nlevels > 0 ? ident_ns_to_json(&e->ns) : json_null(), "table",
 			 e->table ? json_string(e->table) : json_null(), "run-id",
 			 e->run_id ? json_string(e->run_id) : json_null(), "details",
-			 rowjson_text(e->details));
+			 rowjson_text(e->details), "chain-position",
+			 e->chain_position > 0 ? json_integer(e->chain_position) : json_null(),
+			 "chain-hash", e->chain_hash[0] ? json_string(e->chain_hash) : json_null());
 }
 
 json_t *audit_log_list(struct store *s, const struct ns_ident *ns, const char *table,

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "audittrail.h"
 #include "location.h"
 #include "log.h"
 #include "metric.h"
@@ -40,7 +41,8 @@ struct janitor {
 	pthread_cond_t cv;
 	bool stopping;
 	bool woken;
-	long long visit_after; /* the tables id the orphan visit resumes at */
+	long long visit_after;           /* the tables id the orphan visit resumes at */
+	struct timespec last_checkpoint; /* CLOCK_MONOTONIC; zero: none yet */
 };
 
 /* The wait before attempt number attempts + 1: the interval, doubling. */
@@ -223,6 +225,31 @@ static bool settle_one(void *ctx, const struct unsettled_commit *c)
 	return true;
 }
 
+/* A signed checkpoint of the audit chain's head, when one is due (a
+ * head already signed is not signed again). */
+static void run_checkpoint(struct janitor *j, struct store *s)
+{
+	struct timespec now;
+	struct floe_error err;
+
+	if (j->cfg.audit_key == NULL || j->cfg.checkpoint_interval_s <= 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (j->last_checkpoint.tv_sec != 0 &&
+	    now.tv_sec - j->last_checkpoint.tv_sec < j->cfg.checkpoint_interval_s)
+		return;
+	json_t *cp = audittrail_checkpoint(s, j->cfg.audit_key, &err);
+	if (cp == NULL) {
+		log_warn("janitor", "no checkpoint of the audit chain this round: %s", err.message);
+		return;
+	}
+	j->last_checkpoint = now;
+	if (json_is_true(json_object_get(cp, "created")))
+		log_info("janitor", "signed a checkpoint of the audit chain at position %lld",
+			 (long long)json_integer_value(json_object_get(cp, "position")));
+	json_decref(cp);
+}
+
 static void janitor_round(struct janitor *j)
 {
 	struct floe_error err;
@@ -242,6 +269,7 @@ static void janitor_round(struct janitor *j)
 	run_expiry(s, "runs left auditing past their lease failed (wap.lease-expired)",
 		   store_run_expire_stale, 0, METRIC_ROWS_EXPIRED_AUDITS);
 	run_visit(j, s);
+	run_checkpoint(j, s);
 	store_pool_release(j->pool, s);
 }
 

@@ -3,8 +3,9 @@
  * database connection of its own (never on a request thread): purges of
  * dropped tables, expired idempotency keys, metrics reports past their
  * retention, orphan temporary metadata files, write-audit-publish runs
- * left auditing past their lease, and commits whose outcome
- * was unknown when they were answered (unsettled.h). Several replicas may
+ * left auditing past their lease, commits whose outcome
+ * was unknown when they were answered (unsettled.h), and the signed
+ * checkpoints of the audit chain (audittrail.h). Several replicas may
  * run janitors at once: purge rows are claimed with SKIP LOCKED.
  */
 #ifndef FLOE_JANITOR_H
@@ -13,6 +14,7 @@
 #include <stdbool.h>
 
 struct store_pool;
+struct trail_key;
 struct unsettled;
 
 struct janitor_config {
@@ -23,6 +25,10 @@ struct janitor_config {
 	int metrics_retention_days;  /* reports older than this go */
 	int purge_max_attempts;      /* then a purge is "failed" */
 	struct unsettled *unsettled; /* commits to settle; borrowed, may be NULL */
+	/* Signs a checkpoint of the audit chain every checkpoint_interval_s
+	 * (0: never); borrowed, may be NULL (no key). */
+	const struct trail_key *audit_key;
+	int checkpoint_interval_s;
 };
 
 struct janitor;

@@ -12,6 +12,10 @@ import sys
 def c_string(text):
     out = []
     for line in text.splitlines(keepends=True):
+        # Whole-line comments stay in the file, not in the binary: a C
+        # compiler need only take string literals of 4,095 bytes.
+        if line.lstrip().startswith("--"):
+            continue
         esc = line.replace("\\", "\\\\").replace('"', '\\"')
         esc = esc.replace("\n", "\\n").replace("\t", "\\t")
         out.append('\t"' + esc + '"')

@@ -15,6 +15,7 @@
 struct auth;
 struct http_request;
 struct store_pool;
+struct trail_key;
 struct vend;
 
 /*
@@ -47,6 +48,7 @@ struct app {
 	struct janitor *janitor;     /* purges and upkeep; may be NULL */
 	struct workq *publishes;     /* runs publishes (audits) likewise */
 	struct vend *vend;           /* vended credentials (vend.h); NULL: vending is off */
+	struct trail_key *audit_key; /* signs audit checkpoints (trail.h); NULL: none */
 	atomic_long inflight;        /* requests begun and not yet completed */
 	atomic_long async;           /* suspended requests still being worked on */
 	atomic_llong body_bytes;     /* request bodies held in memory */

@@ -46,6 +46,8 @@ enum opt_id {
 	OPT_SHUTDOWN_GRACE,
 	OPT_HOOK_ALLOW,
 	OPT_HOOK_SECRETS_KEY,
+	OPT_AUDIT_SIGNING_KEY,
+	OPT_AUDIT_CHECKPOINT_INTERVAL,
 	OPT_WAREHOUSE_NAME,
 	OPT_CORS_ORIGINS,
 	OPT_AUTH,
@@ -137,6 +139,10 @@ static const struct option_def options[OPT_COUNT] = {
 		"Comma-separated hosts and networks (address or address/prefix) audit hooks may reach although they are loopback, private, link-local, CGNAT, unique-local or otherwise internal; empty: none" },
 	[OPT_HOOK_SECRETS_KEY] = { "hook-secrets-key", "FLOE_HOOK_SECRETS_KEY", "",
 		"File holding the 32-byte key that seals audit hook secrets at rest (AES-256-GCM), mode 0600, owned by floe's user; it must exist. Replicas with separate data directories must share one key. Empty: <data dir>/auth/hook-secrets.key, made on the first start" },
+	[OPT_AUDIT_SIGNING_KEY] = { "audit-signing-key", "FLOE_AUDIT_SIGNING_KEY", "",
+		"File holding the Ed25519 private key (PEM, mode 0600, owned by floe's user) that signs checkpoints of the audit log's hash chain; keep it out of the database's reach. Make one with: openssl genpkey -algorithm ed25519 -out FILE. Empty: no checkpoints are signed (the chain is still kept and verified)" },
+	[OPT_AUDIT_CHECKPOINT_INTERVAL] = { "audit-checkpoint-interval-seconds", "FLOE_AUDIT_CHECKPOINT_INTERVAL_SECONDS", "300",
+		"With --audit-signing-key: seconds between signed checkpoints of the audit chain's head, taken by the janitor when the chain has grown, 0-86400 (0: only on demand, POST .../audit-log/checkpoints)" },
 	[OPT_WAREHOUSE_NAME] = { "warehouse-name", "FLOE_WAREHOUSE_NAME", "warehouse",
 		"Name of the warehouse for a client's /v1/config?warehouse=NAME (the warehouse URL is accepted too); any other name gets 404 NoSuchWarehouseException" },
 	[OPT_CORS_ORIGINS] = { "cors-origins", "FLOE_CORS_ORIGINS", "",
@@ -225,7 +231,9 @@ void config_print_help(FILE *out, const char *argv0)
 			   "  --version            print the version and exit\n"
 			   "  --print-routes       print every route floe serves and exit\n"
 			   "  --print-man          print the manual page (roff) and exit\n");
-	(void)fputs("\n  auth verify-token    check an external issuer's tokens (auth --help)\n",
+	(void)fputs("\n  auth verify-token    check an external issuer's tokens (auth --help)\n"
+		    "  audit verify         verify the audit log's hash chain (audit --help)\n"
+		    "  audit export         export the audit log, verifiable offline\n",
 		    out);
 }
 
@@ -855,6 +863,14 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 		if (cfg->hook_secrets_key == NULL)
 			return BAD(OPT_HOOK_SECRETS_KEY, "cannot make it an absolute path");
 	}
+	if (raw[OPT_AUDIT_SIGNING_KEY][0] != '\0') {
+		cfg->audit_signing_key = absolute_path(raw[OPT_AUDIT_SIGNING_KEY]);
+		if (cfg->audit_signing_key == NULL)
+			return BAD(OPT_AUDIT_SIGNING_KEY, "cannot make it an absolute path");
+	}
+	if (!parse_int(raw[OPT_AUDIT_CHECKPOINT_INTERVAL], 0, 86400, &v))
+		return BAD(OPT_AUDIT_CHECKPOINT_INTERVAL, "expected seconds from 0 to 86400");
+	cfg->audit_checkpoint_interval_s = (int)v;
 	if (!printable_token(raw[OPT_WAREHOUSE_NAME]))
 		return BAD(OPT_WAREHOUSE_NAME,
 			   "expected 1-255 printable characters without spaces");
@@ -981,6 +997,7 @@ void config_free(struct floe_config *cfg)
 	free(cfg->pg_bin_dir);
 	free(cfg->pg_user);
 	free(cfg->hook_secrets_key);
+	free(cfg->audit_signing_key);
 	free(cfg->s3_profile);
 	free(cfg->s3_credentials_file);
 	config_forget(cfg->s3_access_key_id);

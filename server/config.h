@@ -59,6 +59,8 @@ struct floe_config {
 					  * after a successful load */
 	char *hook_secrets_key;          /* absolute path of the sealing key */
 	bool hook_secrets_key_default;   /* it is <data dir>/auth/hook-secrets.key */
+	char *audit_signing_key;         /* absolute path, or NULL: none */
+	int audit_checkpoint_interval_s; /* 0: on demand only */
 	const char *warehouse_name;      /* /v1/config's warehouse; in raw[] */
 	const char *cors_origins;        /* "*", origins, or "" (CORS off); in raw[] */
 	/* Authentication (docs/auth.md); the strings are in raw[]. */

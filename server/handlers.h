@@ -148,6 +148,9 @@ void handle_wap_get(struct http_request *req);
 void handle_wap_list(struct http_request *req);
 void handle_wap_abandon(struct http_request *req);
 void handle_audit_log(struct http_request *req);
+void handle_audit_verify(struct http_request *req);
+void handle_audit_checkpoints(struct http_request *req);
+void handle_audit_checkpoint_create(struct http_request *req);
 void handle_control(struct http_request *req);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include "app.h"
 #include "auth.h"
+#include "auditcli.h"
 #include "authcli.h"
 #include "config.h"
 #include "embedpg.h"
@@ -30,6 +31,7 @@
 #include "sealing.h"
 #include "store.h"
 #include "store_admin.h"
+#include "trail.h"
 #include "unsettled.h"
 #include "vend.h"
 
@@ -223,6 +225,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "auth") == 0)
 		return authcli_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "audit") == 0)
+		return auditcli_main(argc - 1, argv + 1);
 	if (!config_load(&cfg, argc, argv, NULL, msg, sizeof(msg))) {
 		(void)fprintf(stderr, "floe: %s\n", msg);
 		config_free(&cfg);
@@ -348,6 +352,16 @@ int main(int argc, char **argv)
 	}
 	if (!start_auth(&app, &cfg, conninfo) || !seal_plain_secrets(&app))
 		goto done;
+	if (cfg.audit_signing_key != NULL) {
+		struct floe_error aerr;
+		app.audit_key = trail_key_load(cfg.audit_signing_key, &aerr);
+		if (app.audit_key == NULL) {
+			log_error("main", "%s", aerr.message);
+			goto done;
+		}
+		log_info("main", "audit checkpoints are signed with key %s, every %d s",
+			 trail_key_id(app.audit_key), cfg.audit_checkpoint_interval_s);
+	}
 	if (fileio_vend_mode() != FILEIO_VEND_OFF) {
 		app.vend = vend_new(VEND_CACHE_SLOTS);
 		if (app.vend == NULL) {
@@ -370,6 +384,8 @@ int main(int argc, char **argv)
 		.metrics_retention_days = cfg.metrics_retention_days,
 		.purge_max_attempts = cfg.purge_max_attempts,
 		.unsettled = app.unsettled,
+		.audit_key = app.audit_key,
+		.checkpoint_interval_s = cfg.audit_checkpoint_interval_s,
 	};
 	app.janitor = janitor_start(&jcfg);
 	if (app.janitor == NULL)
@@ -437,6 +453,7 @@ done:
 	commit_locks_free(&app.locks);
 	auth_free(app.auth);
 	vend_free(&app.vend);
+	trail_key_free(app.audit_key);
 	sealing_close(sealing);
 	unsettled_free(&app.unsettled);
 	panic_pg = NULL;

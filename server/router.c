@@ -74,6 +74,9 @@ static const struct route routes[] = {
 	{ "GET", "/v1/{prefix}/audit-hooks/{id}", handle_hooks_get, true },
 	{ "DELETE", "/v1/{prefix}/audit-hooks/{id}", handle_hooks_delete, true },
 	{ "GET", "/v1/{prefix}/audit-log", handle_audit_log, true },
+	{ "GET", "/v1/{prefix}/audit-log/verify", handle_audit_verify, true },
+	{ "GET", "/v1/{prefix}/audit-log/checkpoints", handle_audit_checkpoints, true },
+	{ "POST", "/v1/{prefix}/audit-log/checkpoints", handle_audit_checkpoint_create, true },
 	{ "GET", "/v1/{prefix}/purges", handle_purges_list, true },
 	{ "POST", "/v1/{prefix}/controls/{action}", handle_control, true },
 	/* the management API (docs/auth.md): not Iceberg catalog endpoints */

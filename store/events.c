@@ -24,8 +24,8 @@ static const struct store_statement statements[ST_COUNT] = {
 	[ST_EVENT_LIST] = { "event_list",
 		"SELECT id, " TS("at") ", event, principal, request_id, "
 		"  array_to_string(namespace, E'\\x1f'), table_name, run_id, details::text "
-		"  , xid::text AS xid_text, client_id "
-		"FROM audit_events "
+		"  , xid::text AS xid_text, client_id, c.position, encode(c.hash, 'hex') "
+		"FROM audit_events LEFT JOIN audit_chain c ON c.event_id = audit_events.id "
 		"WHERE (xid, id) > ($7::xid8, $1::bigint) "
 		"AND xid < pg_snapshot_xmin(pg_current_snapshot()) "
 		"AND ($2::text IS NULL OR (cardinality(namespace) >= cardinality(" LEVELS("$2") ") "
@@ -88,6 +88,8 @@ static bool event_fill(PGresult *r, int i, void *dst)
 	row->id = store_col_ll(r, i, 0);
 	store_col_text(r, i, 1, row->at, sizeof(row->at));
 	store_col_text(r, i, 9, row->xid, sizeof(row->xid));
+	row->chain_position = store_col_ll(r, i, 11);
+	store_col_text(r, i, 12, row->chain_hash, sizeof(row->chain_hash));
 	if (store_col_copy(r, i, 2, &row->event) && store_col_copy(r, i, 3, &row->principal) &&
 	    store_col_copy(r, i, 4, &row->request_id) && store_col_ns(r, i, 5, &row->ns) &&
 	    store_col_copy(r, i, 6, &row->table) && store_col_copy(r, i, 7, &row->run_id) &&

@@ -539,13 +539,15 @@ struct event_row {
 	char at[40]; /* RFC 3339 UTC */
 	char *event;
 	char *principal;
-	char *client_id;    /* NULL when none */
-	char *request_id;   /* NULL when none */
-	struct ns_ident ns; /* no levels: none */
-	char *table;        /* NULL when none */
-	char *run_id;       /* NULL when none */
-	char *details;      /* JSON text */
-	char xid[24];       /* its transaction, for the paging cursor */
+	char *client_id;          /* NULL when none */
+	char *request_id;         /* NULL when none */
+	struct ns_ident ns;       /* no levels: none */
+	char *table;              /* NULL when none */
+	char *run_id;             /* NULL when none */
+	char *details;            /* JSON text */
+	char xid[24];             /* its transaction, for the paging cursor */
+	long long chain_position; /* its link in the audit chain; 0: none */
+	char chain_hash[65];      /* that link's hash (hex); "": none */
 };
 
 /* Frees what row holds and zeroes it. */
@@ -564,6 +566,72 @@ bool store_event_list(struct store *s, const char *after_xid, long long after_id
 		      const struct ns_ident *ns, const char *table, const char *run_id,
 		      const char *since, long limit, struct event_row **rows, size_t *count,
 		      bool *more, struct floe_error *err) FLOE_WUR;
+
+/* --- the audit trail: the hash chain and its checkpoints (trail.c) --- */
+
+/* The fields of an audit event the chain covers, in canonical order. */
+enum {
+	CHAIN_F_ID,
+	CHAIN_F_AT,
+	CHAIN_F_EVENT,
+	CHAIN_F_PRINCIPAL,
+	CHAIN_F_CLIENT_ID,
+	CHAIN_F_REQUEST_ID,
+	CHAIN_F_NAMESPACE,
+	CHAIN_F_TABLE,
+	CHAIN_F_RUN_ID,
+	CHAIN_F_DETAILS,
+	CHAIN_FIELDS
+};
+
+/* One link of the chain and the event it names, each field the exact
+ * text stored (NULL: NULL, or no event row at all when !present). */
+struct chain_row {
+	long long position;
+	char hash[65]; /* hex */
+	long long event_id;
+	bool present;
+	char *f[CHAIN_FIELDS];
+};
+
+void store_chain_row_clear(void *row);
+void store_chain_rows_free(struct chain_row *rows, size_t count);
+
+/* Links after position after, in order, at most limit: *rows is a new
+ * array of *count (store_chain_rows_free); *more tells whether more
+ * follow. */
+bool store_chain_page(struct store *s, long long after, long limit, struct chain_row **rows,
+		      size_t *count, bool *more, struct floe_error *err) FLOE_WUR;
+
+/* Ids of at most limit events that have no link in the chain, in id
+ * order, into ids (room for limit). */
+bool store_chain_unlinked(struct store *s, long limit, long long *ids, size_t *count,
+			  struct floe_error *err) FLOE_WUR;
+
+/* The chain's head: its last position (0: empty) and hash (hex). */
+bool store_chain_head(struct store *s, long long *position, char hash[65],
+		      struct floe_error *err) FLOE_WUR;
+
+/* A signed checkpoint of the chain; texts are hex where binary. */
+struct checkpoint_row {
+	long long id;
+	long long position;
+	char hash[65];
+	char signed_at[40];
+	char key_id[40];
+	char signature[160];
+};
+
+/* Records cp (its id ignored); *inserted false when that key already
+ * signed that position, else *id is the new row's. */
+bool store_checkpoint_insert(struct store *s, const struct checkpoint_row *cp, bool *inserted,
+			     long long *id, struct floe_error *err) FLOE_WUR;
+
+/* Checkpoints after id after_id, oldest first, at most limit (< 0: all):
+ * *rows a new array of *count (free()); *more whether more follow. */
+bool store_checkpoint_list(struct store *s, long long after_id, long limit,
+			   struct checkpoint_row **rows, size_t *count, bool *more,
+			   struct floe_error *err) FLOE_WUR;
 
 /* --- principals, roles, grants --- */
 

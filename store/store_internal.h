@@ -46,6 +46,7 @@ extern const struct store_statements store_idem_statements;
 extern const struct store_statements store_hook_statements;
 extern const struct store_statements store_run_statements;
 extern const struct store_statements store_event_statements;
+extern const struct store_statements store_trail_statements;
 extern const struct store_statements store_principal_statements;
 extern const struct store_statements store_role_statements;
 extern const struct store_statements store_grant_statements;

@@ -1,0 +1,77 @@
+/*
+ * audittrail.h - the tamper-evident audit trail: verifying the hash chain
+ * over the audit log against its signed checkpoints, signing a checkpoint
+ * of the chain's head, and the export that can be verified offline
+ * (docs/audit-trail.md). The chain itself is written by the database in
+ * the transaction of each event (store/migrations/0015_audit_chain.sql).
+ */
+#ifndef FLOE_AUDITTRAIL_H
+#define FLOE_AUDITTRAIL_H
+
+#include <stdbool.h>
+#include <jansson.h>
+
+#include "error.h"
+#include "ports.h"
+#include "trail.h"
+
+/* The most problems a report lists (it says when there were more). */
+#define TRAIL_PROBLEMS_MAX 100
+
+/* A verification in progress: fed the checkpoints first, then every link
+ * in position order, then the events no link names. */
+struct trail_verifier;
+
+/* Starts one; key (borrowed, may be NULL: signatures are not checked)
+ * verifies the checkpoints' signatures. NULL when out of memory. */
+struct trail_verifier *trail_verifier_new(const struct trail_key *key);
+
+/* A checkpoint, before any link. False when out of memory. */
+bool trail_verifier_checkpoint(struct trail_verifier *v, const struct checkpoint_row *cp);
+
+/* The next link (links come in position order). */
+void trail_verifier_link(struct trail_verifier *v, const struct chain_row *row);
+
+/* An event that no link names. */
+void trail_verifier_unlinked(struct trail_verifier *v, long long event_id);
+
+/* Ends the verification against the chain's recorded head and frees v:
+ * the report {"valid", "links", "head", "checkpoints", "problems",
+ * "problems-truncated"} (new reference; NULL when out of memory). */
+json_t *trail_verifier_finish(struct trail_verifier *v, long long head_position,
+			      const char *head_hash);
+
+/* Frees v unfinished. NULL-safe. */
+void trail_verifier_free(struct trail_verifier *v);
+
+/* Verifies the chain in the database (GET .../audit-log/verify, floe
+ * audit verify). FE_UNAVAILABLE when the database cannot be read. */
+json_t *audittrail_verify(struct store *s, const struct trail_key *key,
+			  struct floe_error *err) FLOE_WUR;
+
+/* Signs the chain's head with key and records the checkpoint: the
+ * checkpoint's JSON (new reference), with "created" false when that key
+ * had signed that position already. */
+json_t *audittrail_checkpoint(struct store *s, const struct trail_key *key,
+			      struct floe_error *err) FLOE_WUR;
+
+/* GET .../audit-log/checkpoints: {"checkpoints", "next-page-token",
+ * "key-id", "public-key"} oldest first; key may be NULL (no key
+ * configured). */
+json_t *audittrail_checkpoints(struct store *s, const struct trail_key *key, const char *token,
+			       long page_size, struct floe_error *err) FLOE_WUR;
+
+/* A checkpoint row as JSON (new reference, NULL when out of memory). */
+json_t *audittrail_checkpoint_json(const struct checkpoint_row *cp);
+
+/* Receives each line of an export; false stops it (the writer failed). */
+typedef bool (*trail_emit_fn)(void *ctx, const json_t *line);
+
+/* The export, a line at a time to emit: a header, the checkpoints, every
+ * link with its event, the unlinked events (docs/audit-trail.md). False
+ * with err when the database cannot be read or emit fails
+ * (FE_INTERNAL). */
+bool audittrail_export(struct store *s, const struct trail_key *key, trail_emit_fn emit, void *ctx,
+		       struct floe_error *err) FLOE_WUR;
+
+#endif

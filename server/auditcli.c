@@ -1,0 +1,392 @@
+/*
+ * auditcli.c - `floe audit verify` and `floe audit export` (auditcli.h).
+ * Both read the database floe uses (--database, else FLOE_DATABASE_URL,
+ * else the embedded PostgreSQL of --data-dir while that floe runs);
+ * verify also reads an export instead (--file), so a copy kept elsewhere
+ * can be checked with no database at all.
+ */
+#include "auditcli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "audittrail.h"
+#include "log.h"
+#include "store.h"
+#include "store_admin.h"
+#include "trail.h"
+
+/* An export line holds one event: its details are bounded by the
+ * request body limit, far below this. */
+#define EXPORT_LINE_MAX (64L << 20)
+
+static void auditcli_usage(FILE *out)
+{
+	(void)fputs(
+		"Usage: floe audit verify [--database=URL | --data-dir=DIR] [--public-key=FILE]\n"
+		"       floe audit verify --file=EXPORT [--public-key=FILE]\n"
+		"       floe audit export [--database=URL | --data-dir=DIR] [--public-key=FILE]\n"
+		"\n"
+		"verify recomputes the audit log's hash chain, from the database or from an\n"
+		"export, and checks it against the signed checkpoints. It prints a JSON\n"
+		"report: \"valid\", and each problem with its position in the chain and the\n"
+		"event's id (an event changed, deleted, moved or written around floe's\n"
+		"trigger; links removed; the chain rewritten since a checkpoint).\n"
+		"\n"
+		"export writes the audit log to standard output as JSON Lines: a header,\n"
+		"the signed checkpoints, every link of the chain with its event, and any\n"
+		"event missing from the chain. `floe audit verify --file` checks it offline.\n"
+		"\n"
+		"  --database=URL     the PostgreSQL floe uses (default: FLOE_DATABASE_URL)\n"
+		"  --data-dir=DIR     else the embedded PostgreSQL of the floe running with\n"
+		"                     this data directory (default: FLOE_DATA_DIR, else\n"
+		"                     ./floe-data)\n"
+		"  --public-key=FILE  the checkpoint key, PEM (the public key, or the\n"
+		"                     signing key itself); without it, verify uses the\n"
+		"                     export's own and says that signatures were checked\n"
+		"                     only against it, and with a database checks none\n"
+		"  --file=EXPORT      verify this export instead of the database\n"
+		"  --help             this text\n"
+		"\n"
+		"Exit status: 0 the chain verified (or was exported), 1 a problem was\n"
+		"found or the log could not be read, 2 a usage error.\n",
+		out);
+}
+
+/* The value of --name=VALUE or --name VALUE at argv[*i], or NULL when
+ * argv[*i] is not that option. Advances *i past a separate value. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *missing)
+{
+	size_t n = strlen(name);
+
+	if (*i >= argc || argv[*i] == NULL || strncmp(argv[*i], name, n) != 0)
+		return NULL;
+	if (argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (argv[*i][n] != '\0')
+		return NULL;
+	if (*i + 1 >= argc) {
+		*missing = true;
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+struct cli_args {
+	const char *database;
+	const char *data_dir;
+	const char *public_key;
+	const char *file;
+};
+
+static bool parse_args(const char *cmd, int argc, char **argv, struct cli_args *a)
+{
+	static const char *const names[] = { "--database", "--data-dir", "--public-key", "--file" };
+
+	for (int i = 1; i < argc; i++) {
+		bool missing = false;
+		const char *v = NULL;
+		size_t k = 0;
+		for (; k < sizeof(names) / sizeof(names[0]); k++) {
+			v = opt_value(argc, argv, &i, names[k], &missing);
+			if (v != NULL || missing)
+				break;
+		}
+		if (v == NULL) {
+			(void)fprintf(stderr, "floe audit %s: %s %s\n", cmd, argv[i],
+				      missing ? "needs a value" : "is not an option");
+			return false;
+		}
+		const char **slot[] = { &a->database, &a->data_dir, &a->public_key, &a->file };
+		*slot[k] = v;
+	}
+	return true;
+}
+
+/* Why a file could not be opened, in a word or three. */
+static const char *open_failure(int e)
+{
+	switch (e) {
+	case ENOENT:
+		return "no such file";
+	case EACCES:
+		return "permission denied";
+	case EISDIR:
+		return "it is a directory";
+	default:
+		return "it cannot be opened";
+	}
+}
+
+/* Reads a whole small file (a PEM key) into a new string. */
+static char *read_small(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+
+	*len = 0;
+	if (f == NULL)
+		return NULL;
+	buf = malloc(16385);
+	if (buf != NULL) {
+		*len = fread(buf, 1, 16384, f);
+		buf[*len] = '\0';
+	}
+	(void)fclose(f);
+	return buf;
+}
+
+static struct trail_key *load_public(const char *cmd, const char *path)
+{
+	struct floe_error err;
+	size_t len = 0;
+	char *pem = read_small(path, &len);
+
+	if (pem == NULL) {
+		(void)fprintf(stderr, "floe audit %s: cannot read %s: %s\n", cmd, path,
+			      open_failure(errno));
+		return NULL;
+	}
+	struct trail_key *k = trail_key_parse_public(pem, len, &err);
+	free(pem);
+	if (k == NULL)
+		(void)fprintf(stderr, "floe audit %s: %s: %s\n", cmd, path, err.message);
+	return k;
+}
+
+/* The pool of one connection to the database the arguments name. */
+static struct store_pool *open_pool(const struct cli_args *a)
+{
+	const char *url = a->database ? a->database : getenv("FLOE_DATABASE_URL");
+	char conninfo[4600];
+
+	if (url != NULL && url[0] != '\0')
+		return store_pool_new(url, 1, "cli");
+	const char *dir = a->data_dir ? a->data_dir : getenv("FLOE_DATA_DIR");
+	if (dir == NULL || dir[0] == '\0')
+		dir = "./floe-data";
+	if (strchr(dir, '\'') != NULL || strchr(dir, '\\') != NULL)
+		return NULL;
+	(void)snprintf(conninfo, sizeof(conninfo),
+		       "host='%s/run' port=5432 user=floe_runtime dbname=floe", dir);
+	return store_pool_new(conninfo, 1, "cli");
+}
+
+static int print_report(json_t *report)
+{
+	bool valid = json_is_true(json_object_get(report, "valid"));
+
+	(void)json_dumpf(report, stdout, JSON_INDENT(2));
+	(void)fputc('\n', stdout);
+	json_decref(report);
+	return valid ? 0 : 1;
+}
+
+static const char *line_str(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+/* Copies the string key of o into a fixed field (truncated). */
+static void copy_field(char *dst, size_t cap, const json_t *o, const char *key)
+{
+	const char *v = line_str(o, key);
+
+	(void)snprintf(dst, cap, "%s", v ? v : "");
+}
+
+/* Verifies the export at path. */
+static int verify_file(const struct cli_args *a, struct trail_key *pinned)
+{
+	static const char *const names[CHAIN_FIELDS] = {
+		"id",         "at",        "event", "principal", "client-id",
+		"request-id", "namespace", "table", "run-id",    "details",
+	};
+	FILE *f = fopen(a->file, "re");
+	struct trail_verifier *v = NULL;
+	struct trail_key *own = NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	long long head = -1, lineno = 0;
+	char head_hash[TRAIL_HASH_HEX] = "";
+	int rc = 1;
+
+	if (f == NULL) {
+		(void)fprintf(stderr, "floe audit verify: cannot read %s: %s\n", a->file,
+			      open_failure(errno));
+		return 1;
+	}
+	for (;;) {
+		ssize_t n = getline(&line, &cap, f);
+		if (n < 0)
+			break;
+		lineno++;
+		if (n > EXPORT_LINE_MAX) {
+			(void)fprintf(stderr, "floe audit verify: line %lld is too long\n", lineno);
+			goto done;
+		}
+		json_error_t jerr;
+		json_t *o = json_loadb(line, (size_t)n, 0, &jerr);
+		const char *kind = line_str(o, "kind");
+		if (kind == NULL) {
+			(void)fprintf(stderr, "floe audit verify: line %lld is no export line\n",
+				      lineno);
+			json_decref(o);
+			goto done;
+		}
+		if (lineno == 1) {
+			if (strcmp(kind, "floe-audit-export") != 0 ||
+			    json_integer_value(json_object_get(o, "version")) != 1) {
+				(void)fprintf(stderr,
+					      "floe audit verify: %s is no floe audit export "
+					      "(version 1)\n",
+					      a->file);
+				json_decref(o);
+				goto done;
+			}
+			const json_t *h = json_object_get(o, "head");
+			head = json_integer_value(json_object_get(h, "position"));
+			copy_field(head_hash, sizeof(head_hash), h, "hash");
+			const char *pem = line_str(o, "public-key");
+			if (pinned == NULL && pem != NULL) {
+				struct floe_error err;
+				own = trail_key_parse_public(pem, strlen(pem), &err);
+			}
+			v = trail_verifier_new(pinned ? pinned : own);
+			json_decref(o);
+			if (v == NULL)
+				goto done;
+			continue;
+		}
+		if (strcmp(kind, "checkpoint") == 0) {
+			struct checkpoint_row cp = { 0 };
+			cp.position = json_integer_value(json_object_get(o, "position"));
+			copy_field(cp.hash, sizeof(cp.hash), o, "hash");
+			copy_field(cp.signed_at, sizeof(cp.signed_at), o, "signed-at");
+			copy_field(cp.key_id, sizeof(cp.key_id), o, "key-id");
+			copy_field(cp.signature, sizeof(cp.signature), o, "signature");
+			bool ok = trail_verifier_checkpoint(v, &cp);
+			json_decref(o);
+			if (!ok)
+				goto done;
+		} else if (strcmp(kind, "link") == 0) {
+			struct chain_row row = { 0 };
+			const json_t *ev = json_object_get(o, "event");
+			row.position = json_integer_value(json_object_get(o, "position"));
+			row.event_id = json_integer_value(json_object_get(o, "event-id"));
+			copy_field(row.hash, sizeof(row.hash), o, "hash");
+			row.present = json_is_object(ev);
+			for (int k = 0; row.present && k < CHAIN_FIELDS; k++)
+				row.f[k] = (char *)line_str(ev, names[k]);
+			trail_verifier_link(v, &row);
+			json_decref(o);
+		} else if (strcmp(kind, "unlinked") == 0) {
+			trail_verifier_unlinked(v,
+						json_integer_value(json_object_get(o, "event-id")));
+			json_decref(o);
+		} else {
+			(void)fprintf(stderr, "floe audit verify: line %lld: unknown kind %s\n",
+				      lineno, kind);
+			json_decref(o);
+			goto done;
+		}
+	}
+	if (v == NULL) {
+		(void)fprintf(stderr, "floe audit verify: %s is empty\n", a->file);
+		goto done;
+	}
+	json_t *report = trail_verifier_finish(v, head, head_hash);
+	v = NULL;
+	if (report == NULL)
+		goto done;
+	if (pinned == NULL)
+		(void)json_object_set_new(report, "key-source",
+					  json_string(own ? "the export's own public key (pass "
+							    "--public-key to pin it)"
+							  : "none: signatures not checked"));
+	rc = print_report(report);
+done:
+	trail_verifier_free(v);
+	trail_key_free(own);
+	free(line);
+	(void)fclose(f);
+	return rc;
+}
+
+static bool emit_line(void *ctx, const json_t *line)
+{
+	FILE *out = ctx;
+
+	return json_dumpf(line, out, JSON_COMPACT) == 0 && fputc('\n', out) != EOF;
+}
+
+static int from_database(const char *cmd, const struct cli_args *a, struct trail_key *key)
+{
+	struct floe_error err;
+	struct store_pool *pool = open_pool(a);
+	struct store *s = pool ? store_pool_acquire(pool, &err) : NULL;
+	int rc = 1;
+
+	if (s == NULL) {
+		(void)fprintf(stderr, "floe audit %s: cannot reach the database: %s\n", cmd,
+			      pool ? err.message : "the data directory cannot be named in a URL");
+		store_pool_free(&pool);
+		return 1;
+	}
+	if (strcmp(cmd, "verify") == 0) {
+		json_t *report = audittrail_verify(s, key, &err);
+		if (report != NULL)
+			rc = print_report(report);
+		else
+			(void)fprintf(stderr, "floe audit verify: %s\n", err.message);
+	} else {
+		if (audittrail_export(s, key, emit_line, stdout, &err) && fflush(stdout) == 0)
+			rc = 0;
+		else
+			(void)fprintf(stderr, "floe audit export: %s\n", err.message);
+	}
+	store_pool_release(pool, s);
+	store_pool_free(&pool);
+	return rc;
+}
+
+int auditcli_main(int argc, char **argv)
+{
+	struct cli_args a = { 0 };
+	struct trail_key *key = NULL;
+	int rc;
+
+	log_set_level(LOG_LEVEL_ERROR);
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		auditcli_usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "verify") != 0 && strcmp(cmd, "export") != 0) {
+		(void)fprintf(stderr,
+			      "floe audit: unknown command '%s' (verify, export); see --help\n",
+			      cmd);
+		return 2;
+	}
+	if (!parse_args(cmd, argc - 1, argv + 1, &a))
+		return 2;
+	if (a.file != NULL && (strcmp(cmd, "export") == 0 || a.database || a.data_dir)) {
+		(void)fprintf(stderr,
+			      "floe audit %s: --file verifies an export, without a "
+			      "database\n",
+			      cmd);
+		return 2;
+	}
+	if (a.public_key != NULL) {
+		key = load_public(cmd, a.public_key);
+		if (key == NULL)
+			return 1;
+	}
+	rc = a.file ? verify_file(&a, key) : from_database(cmd, &a, key);
+	trail_key_free(key);
+	return rc;
+}
