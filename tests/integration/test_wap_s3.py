@@ -211,6 +211,22 @@ def run_story(f, s3, tmp_path, read_only: bool):
                                     "wap.published"], steps
         assert steps[run2["id"]] == ["wap.staged", "wap.audit-started", "wap.hook-called",
                                      "wap.rejected"], steps
+        by = {(e["run-id"], e["event"]): e for e in events if e.get("run-id")}
+        assert by[(run["id"], "wap.audit-started")]["details"]["snapshot-id"] == branch_head
+        called = by[(run["id"], "wap.hook-called")]["details"]
+        assert (called["hook-name"], called["verdict"], called["http-status"]) == \
+            ("reference-auditor", "pass", 200), called
+        assert by[(run["id"], "wap.published")]["details"]["snapshot-id"] == branch_head
+        assert by[(run["id"], "wap.published")]["details"]["previous-main-snapshot-id"] == \
+            main_before
+        called = by[(run2["id"], "wap.hook-called")]["details"]
+        assert (called["verdict"], called["snapshot-id"]) == ("reject", bad_head), called
+        assert called["reason"] == "amount_positive: 2 rows, known_currency: 1 row", called
+        assert by[(run2["id"], "wap.rejected")]["details"]["reason"] == called["reason"]
+        # Who did what: the admin staged and published, the engine wrote.
+        assert all(e["principal"] == "admin" for e in by.values()), by
+        for r in (t.run(run["id"]), t.run(run2["id"])):
+            assert r["written-by"] == ["etl-engine"] and r["staged-by"] == "admin", r
         return events
     finally:
         auditor.stop()
