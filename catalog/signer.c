@@ -54,8 +54,8 @@ static void segment_into(struct buf *b, const char *s)
 	}
 }
 
-/* "v1/[prefix/]namespaces/<ns>/tables/<name>/sign", new. */
-static char *sign_endpoint(const char *prefix, const struct ns_ident *ns, const char *name)
+char *signer_table_route(const char *prefix, const struct ns_ident *ns, const char *name,
+			 const char *leaf)
 {
 	struct buf b;
 	size_t len;
@@ -74,7 +74,8 @@ static char *sign_endpoint(const char *prefix, const struct ns_ident *ns, const 
 	}
 	(void)buf_append(&b, "/tables/", 8);
 	segment_into(&b, name);
-	(void)buf_append(&b, "/sign", 5);
+	(void)buf_append(&b, "/", 1);
+	(void)buf_append(&b, leaf, strlen(leaf));
 	if (b.status != BUF_OK) {
 		buf_free(&b);
 		return NULL;
@@ -89,7 +90,7 @@ bool signer_table_config(json_t *config, const char *prefix, const struct ns_ide
 
 	if (!fileio_s3_client_config(&c))
 		return true;
-	char *endpoint = sign_endpoint(prefix, ns, name);
+	char *endpoint = signer_table_route(prefix, ns, name, "sign");
 	bool ok = endpoint != NULL &&
 		  json_object_set_new(config, "s3.remote-signing-enabled", json_string("true")) ==
 			  0 &&

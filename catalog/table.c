@@ -603,6 +603,7 @@ json_t *table_register_with(struct store *s, const struct table_env *env, const 
 	json_t *m = NULL;
 	json_error_t jerr;
 	json_t *result = NULL;
+	json_t *vended = NULL;
 	char *key = NULL;
 
 	if (!json_is_string(name))
@@ -634,6 +635,13 @@ json_t *table_register_with(struct store *s, const struct table_env *env, const 
 	bool ok;
 	if (!table_location_usable(s, env, ns, json_string_value(name), tloc, uuid, err))
 		goto done;
+	/* As for a create: vended before anything is stored. */
+	if (env->vend != NULL) {
+		vended = vend_table(env->vend, s, env->acting, ns, json_string_value(name), tloc,
+				    err);
+		if (vended == NULL)
+			goto done;
+	}
 	key = location_canonical(tloc, err);
 	if (key == NULL || !store_begin(s, err))
 		goto done;
@@ -653,6 +661,10 @@ json_t *table_register_with(struct store *s, const struct table_env *env, const 
 				  json_string_value(mloc), text, refs, key, reason, err);
 	}
 	free(refs);
+	/* An answer with credentials is replayed without them: the key's
+	 * answer is recorded here, in the register's transaction. */
+	if (ok && env->idem_key != NULL && json_object_get(vended, "storage-credentials") != NULL)
+		ok = idem_record_created(s, env, json_string_value(mloc), m, true, err);
 	if (!ok) {
 		store_rollback(s);
 		goto done;
@@ -661,7 +673,13 @@ json_t *table_register_with(struct store *s, const struct table_env *env, const 
 		goto done;
 	result = load_result(json_string_value(mloc), m);
 	m = NULL;
+	if (result != NULL && vended != NULL && json_object_update(result, vended) != 0) {
+		json_decref(result);
+		result = NULL;
+		floe_err(err, FE_INTERNAL, "out of memory");
+	}
 done:
+	json_decref(vended);
 	json_decref(m);
 	free(text);
 	free(key);

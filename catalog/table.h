@@ -61,8 +61,9 @@ struct table_env {
 	/* Seals and opens hook secrets (hooksecrets.h); NULL: no key, so a
 	 * secret can be neither registered nor used. */
 	const struct hook_sealer *hook_sealer;
-	/* The client asked for vended credentials (vend.h): createTable
-	 * answers them, vended before anything is stored; NULL: not asked. */
+	/* The client asked for vended credentials (vend.h): createTable and
+	 * registerTable answer them, vended before anything is stored; NULL:
+	 * not asked. */
 	struct vend *vend;
 };
 

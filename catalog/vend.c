@@ -245,3 +245,24 @@ done:
 	free(looked_up);
 	return out;
 }
+
+bool vend_refresh_config(json_t *vended, const char *route, struct floe_error *err)
+{
+	json_t *creds = json_object_get(vended, "storage-credentials");
+	json_t *first = json_object_get(json_array_get(creds, 0), "config");
+	bool ok = true;
+
+	if (json_object_get(first, "s3.session-token-expires-at-ms") == NULL)
+		return true;
+	json_t *config = json_object_get(vended, "config");
+	if (config != NULL)
+		ok = json_object_set_new(config, "client.refresh-credentials-endpoint",
+					 json_string(route)) == 0;
+	for (size_t i = 0; ok && i < json_array_size(creds); i++) {
+		json_t *c = json_object_get(json_array_get(creds, i), "config");
+		if (c != NULL)
+			ok = json_object_set_new(c, "client.refresh-credentials-endpoint",
+						 json_string(route)) == 0;
+	}
+	return ok || floe_err(err, FE_INTERNAL, "out of memory");
+}

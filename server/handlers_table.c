@@ -14,6 +14,7 @@
 #include "ident.h"
 #include "log.h"
 #include "namespace.h"
+#include "signer.h"
 #include "table.h"
 #include "tables.h"
 #include "vend.h"
@@ -27,6 +28,20 @@ static struct vend *vend_asked(struct http_request *req)
 	    !delegation_asks(http_header(req, "X-Iceberg-Access-Delegation"), "vended-credentials"))
 		return NULL;
 	return req->app->vend;
+}
+
+/* Adds to vended (vend_table's answer) where the engine refreshes its
+ * credentials: this table's loadCredentials route, under the request's
+ * prefix. False only when out of memory. */
+static bool refresh_config(struct http_request *req, const struct ns_ident *ns, const char *name,
+			   json_t *vended, struct floe_error *err)
+{
+	char *route = signer_table_route(http_param(req, "prefix"), ns, name, "credentials");
+	bool ok = route != NULL ? vend_refresh_config(vended, route, err)
+				: floe_err(err, FE_INTERNAL, "out of memory");
+
+	free(route);
+	return ok;
 }
 
 /* Parses {namespace} and {table} from the path. */
@@ -81,8 +96,7 @@ static void on_namespace_body(struct http_request *req,
 	    replaced != NULL && !handler_allowed(req, s, PRIV_TABLE_DROP, &ns, replaced))
 		goto done;
 	struct table_env env = handler_env(req);
-	if (op == table_create)
-		env.vend = vend_asked(req);
+	env.vend = vend_asked(req);
 	json_t *out = op(s, &env, &ns, in, &err);
 	handler_release(req, s);
 	if (out != NULL && req->idem_claimed &&
@@ -103,10 +117,19 @@ static void on_namespace_body(struct http_request *req,
 				 json_object_get(out, "config"), &unsigned_err))
 		log_warn("sign", "the created table's answer lacks its remote-signing config: %s",
 			 unsigned_err.message);
-	if (out == NULL)
+	/* Likewise where an engine refreshes the credentials it was given. */
+	bool vended = out != NULL && json_object_get(out, "storage-credentials") != NULL;
+	if (vended && !refresh_config(req, &ns, json_string_value(json_object_get(in, "name")), out,
+				      &unsigned_err))
+		log_warn("vend", "the table's answer lacks its credentials' refresh endpoint: %s",
+			 unsigned_err.message);
+	if (out == NULL) {
 		http_reply_error(req, &err);
-	else
+	} else {
 		reply_table_result(req, out);
+		if (vended)
+			http_add_header(req, "Cache-Control", "no-store");
+	}
 done:
 	json_decref(in);
 	ident_ns_clear(&ns);
@@ -188,6 +211,10 @@ void handle_table_load(struct http_request *req)
 	struct vend *vend = vend_asked(req);
 	if (vend != NULL) {
 		extra = vend_table(vend, s, handler_principal(req), &ns, name, NULL, &err);
+		if (extra != NULL && !refresh_config(req, &ns, name, extra, &err)) {
+			json_decref(extra);
+			extra = NULL;
+		}
 		if (extra == NULL) {
 			handler_release(req, s);
 			http_reply_error(req, &err);

@@ -731,13 +731,57 @@ Rows = Tuple[Sequence[str], Iterable[Mapping[str, Any]]]
 RowReader = Callable[[Mapping[str, Any]], Rows]
 
 
-def make_snapshot_reader(catalog_uri: Optional[str] = None) -> RowReader:
+def _load_through_catalog(payload: Mapping[str, Any], catalog_uri: str, credential: Optional[str]):
+    """The audited table as floe answers it to this auditor's principal.
+
+    The load asks for vended credentials (X-Iceberg-Access-Delegation), so
+    PyIceberg reads the data files with the storage credentials floe hands
+    out for the table: read-only ones when the auditor's principal may only
+    read it (floe --s3-vended-credentials=sts). The auditor holds none of
+    its own, and a table in object storage that comes without credentials
+    is refused rather than read with whatever the environment offers.
+    """
+    from pyiceberg.catalog.rest import RestCatalog
+    from pyiceberg.exceptions import ForbiddenError, NoSuchTableError
+
+    props = {"header.X-Iceberg-Access-Delegation": "vended-credentials"}
+    if credential:
+        props["credential"] = credential
+        props["oauth2-server-uri"] = catalog_uri.rstrip("/") + "/v1/oauth/tokens"
+    namespace, name = payload["table"]["namespace"], payload["table"]["name"]
+    try:
+        # A catalog per delivery: a fresh token, and nothing kept between
+        # audits that could go stale (audits are rare, loads cheap).
+        catalog = RestCatalog("floe", uri=catalog_uri, **props)
+        table = catalog.load_table((*namespace, name))
+    except NoSuchTableError:
+        raise ReadError("floe does not know the table (dropped since the audit began?)") from None
+    except ForbiddenError as e:
+        raise ReadError(f"floe refused the auditor's principal: {e}") from None
+    want = payload.get("table-uuid")
+    if want and str(table.metadata.table_uuid) != str(want):
+        raise ReadError(f"the table is now another table (uuid {table.metadata.table_uuid}, not {want})")
+    if table.location().startswith(("s3://", "s3a://", "s3n://")):
+        io_props = getattr(table.io, "properties", {}) or {}
+        if not io_props.get("s3.access-key-id") and io_props.get("s3.remote-signing-enabled") != "true":
+            raise ReadError(
+                "floe answered no storage credentials for the table "
+                "(start floe with --s3-vended-credentials=sts or static)"
+            )
+    return table
+
+
+def make_snapshot_reader(catalog_uri: Optional[str] = None, credential: Optional[str] = None) -> RowReader:
     """Return a reader: payload -> (column names, rows of exactly the audited snapshot).
 
-    The table is opened from the payload's metadata-location (a StaticTable:
-    no catalog round trip, and the file cannot change under us). Without a
-    metadata-location the table is loaded from the REST catalog at
-    catalog_uri. Rows stream batch by batch, so memory stays bounded.
+    With catalog_uri the table is loaded from floe's REST catalog as the
+    principal of credential (CLIENT_ID:SECRET) with vended storage
+    credentials, which the rows are read with; the payload's table-uuid
+    must still be the table's. Without it the table is opened from the
+    payload's metadata-location (a StaticTable: no catalog round trip,
+    and the file cannot change under us) with the storage access the
+    auditor's own machine has. Rows stream batch by batch, so memory
+    stays bounded.
     """
 
     def read(payload: Mapping[str, Any]) -> Rows:
@@ -745,17 +789,10 @@ def make_snapshot_reader(catalog_uri: Optional[str] = None) -> RowReader:
 
         snapshot_id = payload["snapshot-id"]
         location = payload.get("metadata-location")
-        if location:
+        if catalog_uri:
+            table = _load_through_catalog(payload, catalog_uri, credential)
+        elif location:
             table = StaticTable.from_metadata(location)
-        elif catalog_uri:
-            from pyiceberg.catalog.rest import RestCatalog
-
-            # floe asks for a bearer token: the client credential of a
-            # principal that may read the table (CLIENT_ID:SECRET).
-            credential = os.environ.get("AUDITOR_CATALOG_CREDENTIAL")
-            props = {"credential": credential} if credential else {}
-            catalog = RestCatalog("floe", uri=catalog_uri, **props)
-            table = catalog.load_table((*payload["table"]["namespace"], payload["table"]["name"]))
         else:
             raise ReadError("the payload has no metadata-location and no --catalog-uri is set")
         if table.metadata.snapshot_by_id(snapshot_id) is None:
@@ -1029,6 +1066,9 @@ environment variables (a flag wins over its variable):
   AUDITOR_LISTEN        --listen (default {DEFAULT_LISTEN})
   AUDITOR_EXPECTATIONS  --expectations
   AUDITOR_CATALOG_URI   --catalog-uri
+  AUDITOR_CATALOG_CREDENTIAL
+                        CLIENT_ID:SECRET of the floe client the auditor loads
+                        tables as, with --catalog-uri (give it only read grants)
   AUDITOR_MAX_AGE       --max-age (default {DEFAULT_MAX_AGE})
   {DEFAULT_SECRET_ENV}     the shared secret of the floe audit hook (the variable
                         name can be changed with --secret-env). When set, every
@@ -1060,8 +1100,10 @@ def build_arg_parser() -> argparse.ArgumentParser:
                    help=f"seconds a signed delivery stays acceptable, either side of now "
                         f"(default {DEFAULT_MAX_AGE}; env AUDITOR_MAX_AGE)")
     p.add_argument("--catalog-uri", default=os.environ.get("AUDITOR_CATALOG_URI"),
-                   help="floe REST catalog URI, used when a payload has no metadata-location "
-                        "(env AUDITOR_CATALOG_URI)")
+                   help="floe REST catalog URI: load each audited table from floe and read its "
+                        "files with the storage credentials floe vends "
+                        "(env AUDITOR_CATALOG_URI; unset: open the payload's metadata-location "
+                        "with this machine's own storage access)")
     p.add_argument("--check", action="store_true",
                    help="parse the expectations file, print what applies to which table, and exit")
     return p
@@ -1101,11 +1143,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(f"{key}\t{name}\t{pred.text}")
         return 0
 
+    try:
+        # Imported now, not at the first delivery: loading pyarrow takes
+        # seconds, which the first audit's hook timeout should not pay.
+        import pyiceberg.catalog.rest  # noqa: F401
+        import pyiceberg.table  # noqa: F401
+    except ImportError as e:
+        LOG.error("cannot import PyIceberg (pip install 'pyiceberg[pyarrow]'): %s", e)
+        return 2
     secret = secret_text.encode("utf-8") if secret_text else None
     if secret is None:
         LOG.warning("%s is not set: request signatures are NOT checked", secret_env)
-    auditor = Auditor(expectations, secret=secret, read_rows=make_snapshot_reader(args.catalog_uri),
-                      max_age=max_age)
+    reader = make_snapshot_reader(args.catalog_uri, os.environ.get("AUDITOR_CATALOG_CREDENTIAL"))
+    auditor = Auditor(expectations, secret=secret, read_rows=reader, max_age=max_age)
+    if args.catalog_uri:
+        LOG.info("tables are loaded from %s and read with the storage credentials it vends",
+                 args.catalog_uri)
     try:
         server = AuditServer((host, port), auditor)
     except OSError as e:

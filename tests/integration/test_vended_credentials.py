@@ -448,3 +448,135 @@ def test_no_idempotency_record_keeps_vended_secrets(postgres, iam_s3):
                 assert secret not in row
     finally:
         _stop_and_check(f)
+
+
+REFRESH = "client.refresh-credentials-endpoint"
+
+
+def resolve(f: Floe, endpoint: str) -> str:
+    """An endpoint a config names, resolved against the catalog URI as
+    Iceberg Java's RESTUtil.resolveEndpoint does (an absolute URL as it
+    is, else the URI, one '/', the path)."""
+    if endpoint.startswith(("http://", "https://")):
+        return endpoint
+    return f.url.rstrip("/") + "/" + endpoint.lstrip("/")
+
+
+def test_sts_credentials_name_their_refresh_endpoint(postgres, iam_s3):
+    f = start(postgres, iam_s3, "sts")
+    try:
+        f.create_namespace(["fr"])
+        # (No character that needs escaping in the name: moto's STS then
+        # answers floe's AssumeRole with SignatureDoesNotMatch.)
+        f.create_namespace(["fr", "deep~er"])
+        body = assert_ok_json(create_table(f, "fr", "t", headers=DELEGATION))
+        assert body["config"][REFRESH] == "v1/namespaces/fr/tables/t/credentials"
+        assert body["storage-credentials"][0]["config"][REFRESH] == body["config"][REFRESH]
+        for path, table, want in (
+                ("fr", "t", "v1/namespaces/fr/tables/t/credentials"),
+                ("fr%1Fdeep~er", "x", "v1/namespaces/fr%1Fdeep~er/tables/x/credentials")):
+            if table == "x":
+                assert create_table(f, path, "x").status_code == 200
+            body = assert_ok_json(f.get(f"/v1/namespaces/{path}/tables/{table}",
+                                        headers=DELEGATION))
+            assert body["config"][REFRESH] == want
+            [cred] = body["storage-credentials"]
+            assert cred["config"][REFRESH] == want
+            # What Iceberg's VendedCredentialsProvider does with it: GET
+            # it, take the one s3 credential, which must carry the key,
+            # the secret, the session token and its expiry.
+            r = f.session.get(resolve(f, want), timeout=30)
+            [fresh] = assert_ok_json(r)["storage-credentials"]
+            assert fresh["prefix"] == cred["prefix"] and fresh["prefix"].startswith("s3")
+            for k in ("s3.access-key-id", "s3.secret-access-key", "s3.session-token",
+                      "s3.session-token-expires-at-ms"):
+                assert fresh["config"][k] == cred["config"][k], k
+        # Without the header nothing is vended, and no endpoint named.
+        assert REFRESH not in assert_ok_json(f.get("/v1/namespaces/fr/tables/t"))["config"]
+    finally:
+        _stop_and_check(f)
+
+
+def test_static_credentials_name_no_refresh_endpoint(postgres, iam_s3):
+    # floe's own key does not expire, and Iceberg refuses a refreshed
+    # credential without a session token: no endpoint to refresh from.
+    f = start(postgres, iam_s3, "static")
+    try:
+        f.create_namespace(["fs"])
+        body = assert_ok_json(create_table(f, "fs", "t", headers=DELEGATION))
+        assert body["storage-credentials"] and REFRESH not in body["config"]
+        body = assert_ok_json(f.get("/v1/namespaces/fs/tables/t", headers=DELEGATION))
+        assert body["storage-credentials"] and REFRESH not in body["config"]
+        assert REFRESH not in body["storage-credentials"][0]["config"]
+    finally:
+        _stop_and_check(f)
+
+
+def test_register_answers_credentials_when_asked(postgres, iam_s3):
+    import psycopg
+    from conftest import database_url
+    f = start(postgres, iam_s3, "sts")
+    try:
+        f.create_namespace(["rg"])
+        made = assert_ok_json(create_table(f, "rg", "t"))
+        mloc, location = made["metadata-location"], made["metadata"]["location"]
+        # Dropped without purge, the files stay, to be registered again.
+        assert f.delete("/v1/namespaces/rg/tables/t").status_code == 204
+
+        reg = {"name": "again", "metadata-location": mloc}
+        plain = assert_ok_json(f.post("/v1/namespaces/rg/register", json=reg))
+        assert plain["config"] == {} and "storage-credentials" not in plain
+        assert f.delete("/v1/namespaces/rg/tables/again").status_code == 204
+
+        key = str(uuid.uuid4())
+        r = f.post("/v1/namespaces/rg/register", json=reg,
+                   headers={**DELEGATION, "Idempotency-Key": key})
+        body = assert_ok_json(r)
+        assert r.headers.get("Cache-Control") == "no-store"
+        assert body["metadata-location"] == mloc
+        [cred] = body["storage-credentials"]
+        assert cred["prefix"] == location
+        assert cred["config"] == body["config"]
+        assert ENGINE_KEYS <= set(body["config"]), body["config"].keys()
+        assert body["config"]["s3.session-token"]
+        assert body["config"][REFRESH] == "v1/namespaces/rg/tables/again/credentials"
+        # They reach the registered table's objects.
+        got = s3_as(iam_s3, body["config"]).get_object(Bucket="lake",
+                                                       Key=mloc[len("s3://lake/"):])
+        assert json.loads(got["Body"].read())["location"] == location
+
+        # The replay of the key carries no secrets, nor does the database.
+        again = f.post("/v1/namespaces/rg/register", json=reg,
+                       headers={**DELEGATION, "Idempotency-Key": key})
+        replay = assert_ok_json(again)
+        assert again.headers.get("Idempotency-Replayed") == "true"
+        assert replay["metadata-location"] == mloc
+        assert replay["config"] == {} and "storage-credentials" not in replay
+        with psycopg.connect(database_url(f)) as conn:
+            rows = [str(row) for row in conn.execute(
+                "SELECT * FROM idempotency_keys").fetchall()]
+        assert rows
+        for row in rows:
+            assert body["config"]["s3.secret-access-key"] not in row
+            assert body["config"]["s3.session-token"] not in row
+    finally:
+        _stop_and_check(f)
+
+
+def test_a_register_that_cannot_vend_registers_nothing(postgres, iam_s3):
+    proxy = Proxy(iam_s3.port)
+    f = start(postgres, iam_s3, "sts", FLOE_S3_STS_ENDPOINT=proxy.url)
+    try:
+        f.create_namespace(["rd"])
+        made = assert_ok_json(create_table(f, "rd", "t"))
+        assert f.delete("/v1/namespaces/rd/tables/t").status_code == 204
+        proxy.down()
+        reg = {"name": "t", "metadata-location": made["metadata-location"]}
+        r = f.post("/v1/namespaces/rd/register", json=reg, headers=DELEGATION)
+        assert_error(r, 503, "ServiceUnavailableException", "STS cannot be reached")
+        assert f.head("/v1/namespaces/rd/tables/t").status_code == 404
+        # Without the header it registers.
+        assert f.post("/v1/namespaces/rd/register", json=reg).status_code == 200
+    finally:
+        proxy.down()
+        _stop_and_check(f)
