@@ -276,8 +276,10 @@ json_t *trail_verifier_finish(struct trail_verifier *v, long long head_position,
 	return out;
 }
 
-/* Feeds every checkpoint of the database to v. */
-static bool feed_checkpoints(struct store *s, struct trail_verifier *v, struct floe_error *err)
+/* Calls fn on every checkpoint of the database, oldest first; false (err
+ * set) when the store fails or fn does (FE_INTERNAL). */
+static bool each_checkpoint(struct store *s, bool (*fn)(void *ctx, const struct checkpoint_row *),
+			    void *ctx, struct floe_error *err)
 {
 	long long after = 0;
 	bool more = true;
@@ -289,60 +291,97 @@ static bool feed_checkpoints(struct store *s, struct trail_verifier *v, struct f
 			return false;
 		bool ok = true;
 		for (size_t i = 0; i < n && ok; i++)
-			ok = trail_verifier_checkpoint(v, &rows[i]);
+			ok = fn(ctx, &rows[i]);
 		if (n > 0)
 			after = rows[n - 1].id;
 		free(rows);
 		if (!ok)
-			return floe_err(err, FE_INTERNAL, "out of memory");
+			return floe_err(err, FE_INTERNAL, "the audit trail cannot be walked");
 		if (n == 0)
 			break;
 	}
 	return true;
 }
 
-json_t *audittrail_verify(struct store *s, const struct trail_key *key, struct floe_error *err)
+/* Calls fn on every link up to position head, in order, a page at a time
+ * (links written after head was read are left for the next walk); then
+ * unlinked on each event no link names (at most UNLINKED_MAX). False as
+ * each_checkpoint. */
+static bool each_link(struct store *s, long long head,
+		      bool (*fn)(void *ctx, const struct chain_row *),
+		      bool (*unlinked)(void *ctx, long long event_id), void *ctx,
+		      struct floe_error *err)
 {
-	struct trail_verifier *v = trail_verifier_new(key);
 	long long ids[UNLINKED_MAX];
-	long long head = 0, after = 0;
-	char head_hash[65];
+	long long after = 0;
 	size_t nids = 0;
 	bool more = true;
 
-	if (v == NULL)
-		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
-	/* The head first: links written after it are past it, not missing. */
-	if (!store_chain_head(s, &head, head_hash, err) || !feed_checkpoints(s, v, err))
-		goto fail;
 	while (more) {
 		struct chain_row *rows = NULL;
 		size_t n = 0;
 		if (!store_chain_page(s, after, CHAIN_PAGE, &rows, &n, &more, err))
-			goto fail;
-		for (size_t i = 0; i < n && rows[i].position <= head; i++)
-			trail_verifier_link(v, &rows[i]);
+			return false;
+		bool ok = true;
+		for (size_t i = 0; i < n && ok && rows[i].position <= head; i++)
+			ok = fn(ctx, &rows[i]);
 		bool past = n > 0 && rows[n - 1].position >= head;
 		if (n > 0)
 			after = rows[n - 1].position;
 		store_chain_rows_free(rows, n);
+		if (!ok)
+			return floe_err(err, FE_INTERNAL, "the audit trail cannot be walked");
 		if (n == 0 || past)
 			break;
 	}
 	if (!store_chain_unlinked(s, UNLINKED_MAX, ids, &nids, err))
-		goto fail;
-	for (size_t i = 0; i < nids; i++)
-		trail_verifier_unlinked(v, ids[i]);
+		return false;
+	for (size_t i = 0; i < nids; i++) {
+		if (!unlinked(ctx, ids[i]))
+			return floe_err(err, FE_INTERNAL, "the audit trail cannot be walked");
+	}
+	return true;
+}
+
+static bool verify_checkpoint(void *ctx, const struct checkpoint_row *cp)
+{
+	return trail_verifier_checkpoint(ctx, cp);
+}
+
+static bool verify_link(void *ctx, const struct chain_row *row)
+{
+	trail_verifier_link(ctx, row);
+	return true;
+}
+
+static bool verify_unlinked(void *ctx, long long event_id)
+{
+	trail_verifier_unlinked(ctx, event_id);
+	return true;
+}
+
+json_t *audittrail_verify(struct store *s, const struct trail_key *key, struct floe_error *err)
+{
+	struct trail_verifier *v = trail_verifier_new(key);
+	long long head = 0;
+	char head_hash[65];
+
+	if (v == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
+	/* The head first: links written after it are past it, not missing. */
+	if (!store_chain_head(s, &head, head_hash, err) ||
+	    !each_checkpoint(s, verify_checkpoint, v, err) ||
+	    !each_link(s, head, verify_link, verify_unlinked, v, err)) {
+		trail_verifier_free(v);
+		log_error("audit", "the audit chain cannot be read: %s", err->message);
+		return floe_err(err, FE_UNAVAILABLE,
+				"the audit log cannot be read to verify it; retry later"),
+		       NULL;
+	}
 	json_t *out = trail_verifier_finish(v, head, head_hash);
 	if (out == NULL)
 		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
 	return out;
-fail:
-	trail_verifier_free(v);
-	log_error("audit", "the audit chain cannot be read: %s", err->message);
-	return floe_err(err, FE_UNAVAILABLE,
-			"the audit log cannot be read to verify it; retry later"),
-	       NULL;
 }
 
 json_t *audittrail_checkpoint_json(const struct checkpoint_row *cp)
@@ -474,25 +513,47 @@ static json_t *link_json(const struct chain_row *r)
 			 (json_int_t)r->event_id, "event", ev);
 }
 
-static bool emit_own(trail_emit_fn emit, void *ctx, json_t *line, struct floe_error *err)
+struct export_ctx {
+	trail_emit_fn emit;
+	void *ctx;
+};
+
+/* Emits line and drops it; false when it is NULL or emit fails. */
+static bool emit_own(const struct export_ctx *x, json_t *line)
 {
-	bool ok = line != NULL && emit(ctx, line);
+	bool ok = line != NULL && x->emit(x->ctx, line);
 
 	json_decref(line);
-	if (!ok)
-		return floe_err(err, FE_INTERNAL, "the export cannot be written");
-	return true;
+	return ok;
+}
+
+static bool export_checkpoint(void *ctx, const struct checkpoint_row *cp)
+{
+	json_t *line = audittrail_checkpoint_json(cp);
+
+	if (line != NULL)
+		(void)json_object_set_new(line, "kind", json_string("checkpoint"));
+	return emit_own(ctx, line);
+}
+
+static bool export_link(void *ctx, const struct chain_row *row)
+{
+	return emit_own(ctx, link_json(row));
+}
+
+static bool export_unlinked(void *ctx, long long event_id)
+{
+	return emit_own(ctx, json_pack("{s:s, s:I}", "kind", "unlinked", "event-id",
+				       (json_int_t)event_id));
 }
 
 bool audittrail_export(struct store *s, const struct trail_key *key, trail_emit_fn emit, void *ctx,
 		       struct floe_error *err)
 {
-	long long head = 0, after = 0;
+	struct export_ctx x = { emit, ctx };
+	long long head = 0;
 	char head_hash[65];
 	char at[40];
-	long long ids[UNLINKED_MAX];
-	size_t nids = 0;
-	bool more = true;
 
 	if (!store_chain_head(s, &head, head_hash, err))
 		return false;
@@ -504,54 +565,8 @@ bool audittrail_export(struct store *s, const struct trail_key *key, trail_emit_
 				   key ? json_string(trail_key_id(key)) : json_null(), "public-key",
 				   pem ? json_string(pem) : json_null());
 	free(pem);
-	if (!emit_own(emit, ctx, header, err))
-		return false;
-	long long cafter = 0;
-	while (more) {
-		struct checkpoint_row *rows = NULL;
-		size_t n = 0;
-		if (!store_checkpoint_list(s, cafter, CHAIN_PAGE, &rows, &n, &more, err))
-			return false;
-		bool ok = true;
-		for (size_t i = 0; i < n && ok; i++) {
-			json_t *line = audittrail_checkpoint_json(&rows[i]);
-			if (line != NULL)
-				(void)json_object_set_new(line, "kind", json_string("checkpoint"));
-			ok = emit_own(emit, ctx, line, err);
-		}
-		if (n > 0)
-			cafter = rows[n - 1].id;
-		free(rows);
-		if (!ok)
-			return false;
-		if (n == 0)
-			break;
-	}
-	more = true;
-	while (more) {
-		struct chain_row *rows = NULL;
-		size_t n = 0;
-		if (!store_chain_page(s, after, CHAIN_PAGE, &rows, &n, &more, err))
-			return false;
-		bool ok = true;
-		for (size_t i = 0; i < n && ok && rows[i].position <= head; i++)
-			ok = emit_own(emit, ctx, link_json(&rows[i]), err);
-		bool past = n > 0 && rows[n - 1].position >= head;
-		if (n > 0)
-			after = rows[n - 1].position;
-		store_chain_rows_free(rows, n);
-		if (!ok)
-			return false;
-		if (n == 0 || past)
-			break;
-	}
-	if (!store_chain_unlinked(s, UNLINKED_MAX, ids, &nids, err))
-		return false;
-	for (size_t i = 0; i < nids; i++) {
-		json_t *line = json_pack("{s:s, s:I}", "kind", "unlinked", "event-id",
-					 (json_int_t)ids[i]);
-		if (!emit_own(emit, ctx, line, err))
-			return false;
-	}
-	return true;
+	if (!emit_own(&x, header))
+		return floe_err(err, FE_INTERNAL, "the export cannot be written");
+	return each_checkpoint(s, export_checkpoint, &x, err) &&
+	       each_link(s, head, export_link, export_unlinked, &x, err);
 }
