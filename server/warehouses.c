@@ -33,6 +33,10 @@ static bool fail(char *errbuf, size_t errlen, const char *fmt, ...)
 	return false;
 }
 
+/* fail, known to be false where it is returned (the analyser does not
+ * follow a variadic function). */
+#define FAIL(...) (fail(errbuf, errlen, __VA_ARGS__), false)
+
 bool warehouses_name_valid(const char *name)
 {
 	/* The words that follow /v1/ in a route: a warehouse named so would
@@ -114,16 +118,25 @@ static bool member_string(const json_t *o, const char *key, bool required, const
 			  char **out, const char *where, char *errbuf, size_t errlen)
 {
 	json_t *v = json_object_get(o, key);
+	const char *src = required ? NULL : def;
 
-	if (v == NULL && !required)
-		*out = strdup(def);
-	else if (v == NULL)
-		return fail(errbuf, errlen, "%s: \"%s\" is missing", where, key);
-	else if (!json_is_string(v))
-		return fail(errbuf, errlen, "%s: \"%s\" must be a string", where, key);
-	else
-		*out = strdup(json_string_value(v));
-	return *out != NULL || fail(errbuf, errlen, "out of memory");
+	*out = NULL;
+	if (v != NULL && !json_is_string(v)) {
+		fail(errbuf, errlen, "%s: \"%s\" must be a string", where, key);
+		return false;
+	}
+	if (v != NULL)
+		src = json_string_value(v);
+	if (src == NULL) {
+		fail(errbuf, errlen, "%s: \"%s\" is missing", where, key);
+		return false;
+	}
+	*out = strdup(src);
+	if (*out == NULL) {
+		fail(errbuf, errlen, "out of memory");
+		return false;
+	}
+	return true;
 }
 
 static bool s3_options(struct warehouse *w, const json_t *s3, const char *where, char *errbuf,
@@ -133,10 +146,9 @@ static bool s3_options(struct warehouse *w, const json_t *s3, const char *where,
 	const char *bad = NULL;
 
 	if (!json_is_object(s3))
-		return fail(errbuf, errlen, "%s: \"s3\" must be an object", where);
+		return FAIL("%s: \"s3\" must be an object", where);
 	if (!keys_known(s3, keys, &bad))
-		return fail(errbuf, errlen,
-			    "%s: unknown s3 option \"%s\" (expected endpoint, region, path-style, "
+		return FAIL("%s: unknown s3 option \"%s\" (expected endpoint, region, path-style, "
 			    "profile; keys belong in the shared credentials file)",
 			    where, bad);
 	if (!member_string(s3, "endpoint", false, "", &w->s3_endpoint, where, errbuf, errlen) ||
@@ -145,8 +157,7 @@ static bool s3_options(struct warehouse *w, const json_t *s3, const char *where,
 	    !member_string(s3, "profile", true, NULL, &w->s3_profile, where, errbuf, errlen))
 		return false;
 	if (w->s3_endpoint[0] != '\0' && !endpoint_valid(w->s3_endpoint))
-		return fail(errbuf, errlen,
-			    "%s: invalid s3 endpoint \"%s\": expected https://host[:port] or "
+		return FAIL("%s: invalid s3 endpoint \"%s\": expected https://host[:port] or "
 			    "http://host[:port]",
 			    where, w->s3_endpoint);
 	if (!region_valid(w->s3_region))
@@ -155,13 +166,12 @@ static bool s3_options(struct warehouse *w, const json_t *s3, const char *where,
 			"%s: invalid s3 region \"%s\": expected a region name such as us-east-1",
 			where, w->s3_region);
 	if (!profile_valid(w->s3_profile))
-		return fail(errbuf, errlen,
-			    "%s: invalid s3 profile \"%s\": expected the name of a section of the "
+		return FAIL("%s: invalid s3 profile \"%s\": expected the name of a section of the "
 			    "shared credentials file",
 			    where, w->s3_profile);
 	json_t *ps = json_object_get(s3, "path-style");
 	if (ps != NULL && !json_is_boolean(ps))
-		return fail(errbuf, errlen, "%s: \"path-style\" must be true or false", where);
+		return FAIL("%s: \"path-style\" must be true or false", where);
 	w->s3_path_style = ps != NULL && json_is_true(ps);
 	return true;
 }
@@ -177,7 +187,7 @@ static bool one_warehouse(struct warehouse *w, const json_t *e, size_t i, char *
 
 	(void)snprintf(where, sizeof(where), "warehouse %zu", i + 1);
 	if (!json_is_object(e))
-		return fail(errbuf, errlen, "%s: expected an object", where);
+		return FAIL("%s: expected an object", where);
 	if (!member_string(e, "name", true, NULL, &w->name, where, errbuf, errlen))
 		return false;
 	if (!warehouses_name_valid(w->name))
@@ -188,8 +198,7 @@ static bool one_warehouse(struct warehouse *w, const json_t *e, size_t i, char *
 			where, w->name);
 	(void)snprintf(where, sizeof(where), "warehouse \"%s\"", w->name);
 	if (!keys_known(e, keys, &bad))
-		return fail(errbuf, errlen, "%s: unknown key \"%s\" (expected name, location, s3)",
-			    where, bad);
+		return FAIL("%s: unknown key \"%s\" (expected name, location, s3)", where, bad);
 	if (!member_string(e, "location", true, NULL, &w->location, where, errbuf, errlen))
 		return false;
 	if (strncasecmp(w->location, "file:", 5) != 0 && strncasecmp(w->location, "s3://", 5) != 0)
@@ -200,22 +209,21 @@ static bool one_warehouse(struct warehouse *w, const json_t *e, size_t i, char *
 			where, w->location);
 	char *canon = location_canonical(w->location, &lerr);
 	if (canon == NULL)
-		return fail(errbuf, errlen, "%s: invalid location \"%.255s\": %s", where,
-			    w->location, lerr.message);
+		return FAIL("%s: invalid location \"%.255s\": %s", where, w->location,
+			    lerr.message);
 	free(w->location);
 	w->location = canon;
 	if (strcmp(canon, "file:///") == 0)
-		return fail(errbuf, errlen, "%s: the location cannot be the root directory", where);
+		return FAIL("%s: the location cannot be the root directory", where);
 	w->path = strdup(location_path(canon));
 	if (w->path == NULL)
-		return fail(errbuf, errlen, "out of memory");
+		return FAIL("out of memory");
 	w->s3 = location_is_s3(canon);
 	json_t *s3 = json_object_get(e, "s3");
 	if (!w->s3 && s3 != NULL)
-		return fail(errbuf, errlen, "%s: \"s3\" options need an s3:// location", where);
+		return FAIL("%s: \"s3\" options need an s3:// location", where);
 	if (w->s3 && s3 == NULL)
-		return fail(errbuf, errlen,
-			    "%s: an s3:// location needs \"s3\" options (at least its \"profile\")",
+		return FAIL("%s: an s3:// location needs \"s3\" options (at least its \"profile\")",
 			    where);
 	return !w->s3 || s3_options(w, s3, where, errbuf, errlen);
 }
