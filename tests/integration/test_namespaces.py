@@ -227,11 +227,13 @@ def test_nested_create_and_load(floe, base, uniq):
         assert user_properties(body["properties"]) == {"depth": str(i)}
 
 
-def test_any_prefix_is_the_same_catalog(floe, uniq):
-    floe.create_namespace([uniq], {"k": "v"}, base="/v1/first")
-    for base in ("/v1", "/v1/second", "/v1/first"):
+def test_the_default_warehouses_prefix_is_the_same_catalog(floe, uniq):
+    floe.create_namespace([uniq], {"k": "v"}, base="/v1/warehouse")
+    for base in ("/v1", "/v1/warehouse"):
         body = assert_ok_json(floe.get(f"{base}/namespaces/{uniq}"))
         assert user_properties(body["properties"]) == {"k": "v"}
+    # Any other prefix names no warehouse (no longer the same catalog).
+    assert_error(floe.get(f"/v1/second/namespaces/{uniq}"), 404, "NoSuchWarehouseException")
 
 
 def test_load_unknown_is_404(floe, base, uniq):
