@@ -49,6 +49,7 @@ enum opt_id {
 	OPT_AUDIT_SIGNING_KEY,
 	OPT_AUDIT_CHECKPOINT_INTERVAL,
 	OPT_WAREHOUSE_NAME,
+	OPT_WAREHOUSES,
 	OPT_CORS_ORIGINS,
 	OPT_AUTH,
 	OPT_AUTH_ISSUER,
@@ -144,7 +145,9 @@ static const struct option_def options[OPT_COUNT] = {
 	[OPT_AUDIT_CHECKPOINT_INTERVAL] = { "audit-checkpoint-interval-seconds", "FLOE_AUDIT_CHECKPOINT_INTERVAL_SECONDS", "300",
 		"With --audit-signing-key: seconds between signed checkpoints of the audit chain's head, taken by the janitor when the chain has grown, 0-86400 (0: only on demand, POST .../audit-log/checkpoints)" },
 	[OPT_WAREHOUSE_NAME] = { "warehouse-name", "FLOE_WAREHOUSE_NAME", "warehouse",
-		"Name of the warehouse for a client's /v1/config?warehouse=NAME (the warehouse URL is accepted too); any other name gets 404 NoSuchWarehouseException" },
+		"Name of the default warehouse (--warehouse) for a client's /v1/config?warehouse=NAME (the warehouse URL is accepted too), and the /v1/{prefix} its routes are also served under; a name of --warehouses is that warehouse, any other gets 404 NoSuchWarehouseException" },
+	[OPT_WAREHOUSES] = { "warehouses", "FLOE_WAREHOUSES", "",
+		"JSON file naming further warehouses, each with a name (its /v1/{prefix}, and /v1/config?warehouse=NAME's), a location and, for s3, its own storage: {\"warehouses\": [{\"name\": N, \"location\": \"file:///path\" or \"s3://bucket/prefix\", \"s3\": {\"endpoint\", \"region\", \"path-style\", \"profile\"}}]}; an s3 warehouse's keys come from that profile of the shared credentials file, never from this file. Every entry is checked at start-up, its bucket too. Their catalogs are not served yet: their routes answer 406 (docs/storage.md). Empty: only --warehouse" },
 	[OPT_CORS_ORIGINS] = { "cors-origins", "FLOE_CORS_ORIGINS", "",
 		"Comma-separated origins (scheme://host[:port]) whose browser clients may call floe, or * for any; empty: CORS off, no answer carries CORS headers" },
 	[OPT_AUTH] = { "auth", "FLOE_AUTH", "floe",
@@ -571,6 +574,22 @@ static char *env_copy(config_getenv_fn env, const char *name)
 	return v != NULL && v[0] != '\0' ? strdup(v) : NULL;
 }
 
+/* Where the shared credentials file is: AWS_SHARED_CREDENTIALS_FILE, else
+ * ~/.aws/credentials; NULL in *out when neither is known. */
+static bool credentials_file(config_getenv_fn env, char **out)
+{
+	*out = env_copy(env, "AWS_SHARED_CREDENTIALS_FILE");
+	const char *home = env("HOME");
+	if (*out == NULL && home != NULL && home[0] == '/') {
+		size_t len = strlen(home) + sizeof("/.aws/credentials");
+		*out = malloc(len);
+		if (*out == NULL)
+			return false;
+		(void)snprintf(*out, len, "%s/.aws/credentials", home);
+	}
+	return true;
+}
+
 /* The options of an s3:// warehouse, and floe's credentials for it from
  * the environment (never from a flag: a flag shows in ps). */
 static bool s3_finish(struct floe_config *cfg, config_getenv_fn env, char *errbuf, size_t errlen)
@@ -614,15 +633,8 @@ static bool s3_finish(struct floe_config *cfg, config_getenv_fn env, char *errbu
 		cfg->s3_secret_access_key = env_copy(env, "AWS_SECRET_ACCESS_KEY");
 		cfg->s3_session_token = env_copy(env, "AWS_SESSION_TOKEN");
 	}
-	cfg->s3_credentials_file = env_copy(env, "AWS_SHARED_CREDENTIALS_FILE");
-	const char *home = env("HOME");
-	if (cfg->s3_credentials_file == NULL && home != NULL && home[0] == '/') {
-		size_t len = strlen(home) + sizeof("/.aws/credentials");
-		cfg->s3_credentials_file = malloc(len);
-		if (cfg->s3_credentials_file == NULL)
-			return fail(errbuf, errlen, "out of memory");
-		(void)snprintf(cfg->s3_credentials_file, len, "%s/.aws/credentials", home);
-	}
+	if (!credentials_file(env, &cfg->s3_credentials_file))
+		return fail(errbuf, errlen, "out of memory");
 #undef BAD
 	return true;
 }
@@ -686,6 +698,32 @@ static bool vend_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		return BAD(OPT_S3_STS_DURATION, "expected seconds from 900 to 43200");
 	cfg->s3_sts_duration_s = (int)v;
 #undef BAD
+	return true;
+}
+
+/* --warehouses: the file read and every warehouse in it checked against
+ * the default one (warehouses.h). */
+static bool warehouses_finish(struct floe_config *cfg, config_getenv_fn env, char *errbuf,
+			      size_t errlen)
+{
+	const char *file = cfg->raw[OPT_WAREHOUSES];
+	char why[512];
+
+	if (file[0] == '\0')
+		return true;
+	if (!warehouses_load(file, cfg->warehouse_name, cfg->warehouse, &cfg->warehouses, why,
+			     sizeof(why)))
+		return fail(errbuf, errlen, "--warehouses (FLOE_WAREHOUSES): %s", why);
+	bool any_s3 = false;
+	for (size_t i = 0; i < cfg->warehouses.count; i++)
+		any_s3 = any_s3 || cfg->warehouses.items[i].s3;
+	if (any_s3 && cfg->s3_credentials_file == NULL &&
+	    !credentials_file(env, &cfg->s3_credentials_file))
+		return fail(errbuf, errlen, "out of memory");
+	if (any_s3 && cfg->s3_credentials_file == NULL)
+		return fail(errbuf, errlen,
+			    "--warehouses (FLOE_WAREHOUSES): an s3:// warehouse's profile needs "
+			    "a shared credentials file: set AWS_SHARED_CREDENTIALS_FILE or HOME");
 	return true;
 }
 
@@ -875,6 +913,8 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 		return BAD(OPT_WAREHOUSE_NAME,
 			   "expected 1-255 printable characters without spaces");
 	cfg->warehouse_name = raw[OPT_WAREHOUSE_NAME];
+	if (!warehouses_finish(cfg, env, errbuf, errlen))
+		return false;
 	if (!cors_origins_valid(raw[OPT_CORS_ORIGINS]))
 		return BAD(
 			OPT_CORS_ORIGINS,
@@ -1004,6 +1044,7 @@ void config_free(struct floe_config *cfg)
 	config_forget(cfg->s3_secret_access_key);
 	config_forget(cfg->s3_session_token);
 	hook_policy_free(cfg->hook_policy);
+	warehouses_free(&cfg->warehouses);
 	for (size_t i = 0; i < sizeof(cfg->raw) / sizeof(cfg->raw[0]); i++)
 		free(cfg->raw[i]);
 	memset(cfg, 0, sizeof(*cfg));

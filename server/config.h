@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "log.h"
+#include "warehouses.h"
 
 struct hook_policy;
 
@@ -55,14 +56,15 @@ struct floe_config {
 	int connection_limit;
 	long long max_pending_body_bytes;
 	int shutdown_grace_seconds;
-	struct hook_policy *hook_policy; /* the hook allowlist, never NULL
+	struct hook_policy *hook_policy;  /* the hook allowlist, never NULL
 					  * after a successful load */
-	char *hook_secrets_key;          /* absolute path of the sealing key */
-	bool hook_secrets_key_default;   /* it is <data dir>/auth/hook-secrets.key */
-	char *audit_signing_key;         /* absolute path, or NULL: none */
-	int audit_checkpoint_interval_s; /* 0: on demand only */
-	const char *warehouse_name;      /* /v1/config's warehouse; in raw[] */
-	const char *cors_origins;        /* "*", origins, or "" (CORS off); in raw[] */
+	char *hook_secrets_key;           /* absolute path of the sealing key */
+	bool hook_secrets_key_default;    /* it is <data dir>/auth/hook-secrets.key */
+	char *audit_signing_key;          /* absolute path, or NULL: none */
+	int audit_checkpoint_interval_s;  /* 0: on demand only */
+	const char *warehouse_name;       /* /v1/config's warehouse; in raw[] */
+	struct warehouse_list warehouses; /* --warehouses, besides the default */
+	const char *cors_origins;         /* "*", origins, or "" (CORS off); in raw[] */
 	/* Authentication (docs/auth.md); the strings are in raw[]. */
 	bool auth_none;          /* --auth=none: no token asked for */
 	const char *auth_issuer; /* iss of floe's tokens */
@@ -81,7 +83,8 @@ struct floe_config {
 	const char *s3_region;
 	bool s3_path_style;
 	char *s3_profile;
-	char *s3_credentials_file; /* NULL: none known */
+	char *s3_credentials_file; /* NULL: none known (also set for
+				    * --warehouses' s3 profiles) */
 	char *s3_access_key_id;    /* NULL: from the credentials file */
 	char *s3_secret_access_key;
 	char *s3_session_token;

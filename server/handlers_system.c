@@ -9,7 +9,7 @@
 
 #include "auth.h"
 #include "idempotency.h"
-#include "location.h"
+#include "warehouses.h"
 #include "router.h"
 #include "system.h"
 #include "wording.h"
@@ -154,20 +154,6 @@ void handle_ready(struct http_request *req)
 	http_reply_json(req, 200, json_pack("{s:s}", "status", "ready"));
 }
 
-/* Whether a client's warehouse=NAME names floe's one warehouse: its
- * name, or its URL in any spelling of it (file:/x, a trailing slash). */
-static bool warehouse_known(const struct floe_config *cfg, const char *name)
-{
-	struct floe_error ignored;
-
-	if (strcmp(name, cfg->warehouse_name) == 0)
-		return true;
-	char *canon = location_canonical(name, &ignored);
-	bool same = canon != NULL && strcmp(canon, cfg->warehouse) == 0;
-	free(canon);
-	return same;
-}
-
 void handle_config(struct http_request *req)
 {
 	struct floe_error err;
@@ -178,14 +164,20 @@ void handle_config(struct http_request *req)
 		http_reply_error(req, &err);
 		return;
 	}
-	/* One warehouse per server, needing no prefix; Iceberg's clients read
-	 * a 404 here as NoSuchWarehouseException. */
-	if (warehouse != NULL && warehouse[0] != '\0' &&
-	    !warehouse_known(req->app->cfg, warehouse)) {
-		wording_no_such_warehouse(warehouse, &err);
-		free(warehouse);
-		http_reply_error(req, &err);
-		return;
+	/* The default warehouse needs no prefix; a further one's (by its
+	 * name or URL) is its name. Iceberg's clients read a 404 here as
+	 * NoSuchWarehouseException. */
+	const struct floe_config *cfg = req->app->cfg;
+	int w = 0;
+	if (warehouse != NULL && warehouse[0] != '\0') {
+		w = warehouses_find(&cfg->warehouses, cfg->warehouse_name, cfg->warehouse,
+				    warehouse);
+		if (w < 0) {
+			wording_no_such_warehouse(warehouse, &err);
+			free(warehouse);
+			http_reply_error(req, &err);
+			return;
+		}
 	}
 	free(warehouse);
 	endpoints = router_endpoints();
@@ -199,8 +191,10 @@ void handle_config(struct http_request *req)
 	const char *issuer = auth_external_token_endpoint(req);
 	json_t *defaults = issuer != NULL ? json_pack("{s:s}", "oauth2-server-uri", issuer)
 					  : json_object();
+	json_t *overrides = w > 0 ? json_pack("{s:s}", "prefix", cfg->warehouses.items[w - 1].name)
+				  : json_object();
 	http_reply_json(req, 200,
-			json_pack("{s:o, s:{}, s:o, s:s}", "defaults", defaults, "overrides",
-				  "endpoints", endpoints, "idempotency-key-lifetime",
+			json_pack("{s:o, s:o, s:o, s:s}", "defaults", defaults, "overrides",
+				  overrides, "endpoints", endpoints, "idempotency-key-lifetime",
 				  IDEMPOTENCY_LIFETIME));
 }

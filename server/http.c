@@ -22,6 +22,8 @@
 #include "log.h"
 #include "metric.h"
 #include "router.h"
+#include "warehouses.h"
+#include "wording.h"
 
 /* How long shutdown waits for suspended requests still running (an audit
  * may take a hook's whole timeout, at most a minute, plus the database
@@ -429,6 +431,48 @@ static bool cors_add_headers(struct http_request *req, bool preflight)
 	return true;
 }
 
+/* The {prefix} of a /v1/{prefix}/ route names a warehouse: the default
+ * one (by its name or URL) is served; a prefix naming none is answered
+ * 404 NoSuchWarehouseException, the type /v1/config answers for an
+ * unknown warehouse, so a client shows the name it got wrong. A further
+ * warehouse of --warehouses has no catalog of its own yet (every
+ * namespace, table and view is the default warehouse's), so its routes
+ * are refused rather than served from the default warehouse's tree. */
+static bool prefix_admit(struct http_request *req)
+{
+	const struct floe_config *cfg = req->app->cfg;
+	const char *raw = http_param(req, "prefix");
+	struct floe_error err;
+	char *name = NULL;
+	size_t len = 0;
+
+	floe_error_clear(&err);
+	req->warehouse = 0;
+	if (raw == NULL)
+		return true;
+	if (!url_decode(raw, strlen(raw), false, &name, &len, &err)) {
+		http_reply_error(req, &err);
+		return false;
+	}
+	int w = strlen(name) == len ? warehouses_find(&cfg->warehouses, cfg->warehouse_name,
+						      cfg->warehouse, name)
+				    : -1;
+	if (w < 0)
+		wording_no_such_warehouse(name, &err);
+	else if (w > 0)
+		floe_err(&err, FE_UNSUPPORTED,
+			 "Warehouse %s has no catalog of its own yet: only the default "
+			 "warehouse's catalog is served",
+			 cfg->warehouses.items[w - 1].name);
+	free(name);
+	if (err.kind != FE_NONE) {
+		http_reply_error(req, &err);
+		return false;
+	}
+	req->warehouse = w;
+	return true;
+}
+
 static void dispatch(struct http_request *req)
 {
 	struct floe_error err;
@@ -456,6 +500,8 @@ static void dispatch(struct http_request *req)
 		req->route_slot = router_slot(route);
 		if (req->app->middleware.admit != NULL &&
 		    !req->app->middleware.admit(req, route->handler))
+			return;
+		if (!prefix_admit(req))
 			return;
 		if (req->app->middleware.run != NULL)
 			req->app->middleware.run(req, route->handler);

@@ -45,6 +45,7 @@ struct http_request {
 	long long acting_roles[TOKENCACHE_MAX_ROLES];
 	struct timespec start;
 	size_t route_slot; /* counted under (metric.h); 0 until routed */
+	int warehouse;     /* the {prefix}'s (warehouses_find): 0 the default */
 
 	char *body; /* capped at the configured maximum */
 	size_t body_len;

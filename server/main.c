@@ -171,6 +171,26 @@ static int start_storage(const struct floe_config *cfg)
 {
 	struct floe_error err;
 
+	/* Each further s3:// warehouse's bucket is reached with its own
+	 * endpoint and profile before the default one is set up. */
+	for (size_t i = 0; i < cfg->warehouses.count; i++) {
+		const struct warehouse *w = &cfg->warehouses.items[i];
+		if (!w->s3)
+			continue;
+		struct fileio_s3_options wo = {
+			.endpoint = w->s3_endpoint,
+			.region = w->s3_region,
+			.path_style = w->s3_path_style,
+			.credentials_file = cfg->s3_credentials_file,
+			.profile = w->s3_profile,
+		};
+		if (!fileio_s3_start(&wo, w->location, &err)) {
+			log_error("main", "cannot use the warehouse \"%s\" (%s): %s", w->name,
+				  w->location, err.message);
+			return err.kind == FE_BAD_REQUEST ? 2 : 1;
+		}
+		fileio_s3_stop();
+	}
 	if (!cfg->s3)
 		return 0;
 	struct fileio_s3_options o = {
@@ -285,6 +305,9 @@ int main(int argc, char **argv)
 		"main",
 		"floe %s starting: %d HTTP threads, %d commit threads, %d publish threads, warehouse %s",
 		FLOE_VERSION, cfg.threads, cfg.commit_threads, cfg.publish_threads, cfg.warehouse);
+	for (size_t i = 0; i < cfg.warehouses.count; i++)
+		log_info("main", "warehouse \"%s\": %s (its catalog is not served yet)",
+			 cfg.warehouses.items[i].name, cfg.warehouses.items[i].location);
 	int storage = start_storage(&cfg);
 	if (storage != 0) {
 		exit_code = storage;

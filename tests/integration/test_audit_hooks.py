@@ -15,7 +15,7 @@ import pytest
 from conftest import assert_error, assert_ok_json, assert_request_id, audit_events, describe
 
 HOOK_KEYS = {"id", "name", "url", "scope", "timeout-ms", "has-secret", "created-at"}
-BASES = ["/v1", "/v1/someprefix"]
+BASES = ["/v1", "/v1/warehouse"]
 SECRET = "s3cr3t-Sh0uld-N3ver-L3ak"
 
 
@@ -63,7 +63,7 @@ def test_register_get_list_delete(floe, uniq, base):
     assert assert_ok_json(r) == h
     assert SECRET not in r.text
     # The registry is one per catalog: the other path form sees the same hook.
-    other = "/v1" if base != "/v1" else "/v1/someprefix"
+    other = "/v1" if base != "/v1" else "/v1/warehouse"
     assert assert_ok_json(floe.get(f"{other}/audit-hooks/{h['id']}")) == h
 
     r = floe.get(f"{base}/audit-hooks")

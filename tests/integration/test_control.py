@@ -311,7 +311,7 @@ def test_control_route_errors(floe, ns):
     assert_error(control(floe, "wap-required", namespace=["ghost_ns"], required=False, reason="x"), 404,
                  "NoSuchNamespaceException")
     # through a prefix, like every route
-    assert_ok_json(floe.post("/v1/someprefix/controls/wap-required",
+    assert_ok_json(floe.post("/v1/warehouse/controls/wap-required",
                              json={"namespace": ns, "required": True, "reason": "prefixed"}))
 
 

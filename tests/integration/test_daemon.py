@@ -538,7 +538,7 @@ def test_database_restart(dedicated_postgres, floe_factory):
             ("POST", "/v1/namespaces/before_outage/properties", {"updates": {"k": "w"}}),
             ("DELETE", "/v1/namespaces/before_outage", None),
             ("GET", "/ready", None),
-            ("GET", "/v1/someprefix/namespaces", None),
+            ("GET", "/v1/warehouse/namespaces", None),
         ]
         for method, path, body in calls:
             t0 = time.monotonic()

@@ -109,7 +109,7 @@ BAD_CREATE_BODIES = [
 
 @pytest.mark.parametrize("body,words", [(b, w) for _, b, w in BAD_CREATE_BODIES],
                          ids=[i for i, _, _ in BAD_CREATE_BODIES])
-@pytest.mark.parametrize("base", ["/v1", "/v1/someprefix"])
+@pytest.mark.parametrize("base", ["/v1", "/v1/warehouse"])
 def test_bad_create_body_is_400(floe, unchanged, base, body, words):
     r = floe.post(f"{base}/namespaces", data=body, headers=JSON)
     assert_error(r, 400, "BadRequestException", message_has=words)
@@ -259,7 +259,7 @@ UNKNOWN_ROUTES = [
     ("GET", "/v2/namespaces"),
     ("GET", "/v1/a/b/namespaces"),
     ("GET", "/v1/namespaces/a/nothing"),
-    ("GET", "/v1/someprefix/namespaces/a/nothing/else"),
+    ("GET", "/v1/warehouse/namespaces/a/nothing/else"),
     ("POST", "/v1/nothing"),
     ("DELETE", "/v1/nothing/at/all"),
     ("GET", "/healthz"),
@@ -275,12 +275,12 @@ def test_unknown_route_is_404(floe, method, path):
 WRONG_METHODS = [
     ("PUT", "/v1/namespaces", {"GET", "POST"}),
     ("DELETE", "/v1/namespaces", {"GET", "POST"}),
-    ("PATCH", "/v1/someprefix/namespaces", {"GET", "POST"}),
+    ("PATCH", "/v1/warehouse/namespaces", {"GET", "POST"}),
     ("PATCH", "/v1/namespaces/x", {"GET", "HEAD", "DELETE"}),
     ("POST", "/v1/namespaces/x", {"GET", "HEAD", "DELETE"}),
-    ("PUT", "/v1/someprefix/namespaces/a%1Fb", {"GET", "HEAD", "DELETE"}),
+    ("PUT", "/v1/warehouse/namespaces/a%1Fb", {"GET", "HEAD", "DELETE"}),
     ("GET", "/v1/namespaces/x/properties", {"POST"}),
-    ("DELETE", "/v1/someprefix/namespaces/x/properties", {"POST"}),
+    ("DELETE", "/v1/warehouse/namespaces/x/properties", {"POST"}),
     ("POST", "/v1/config", {"GET"}),
     ("DELETE", "/health", {"GET"}),
     ("POST", "/ready", {"GET"}),

@@ -256,8 +256,8 @@ def test_an_unchanged_table_is_not_sent_again(driver, authed, uniq):
 def test_a_warehouse_reads_the_config_with_the_token(driver, authed, uniq):
     """iceberg-js's warehouse option: GET /v1/config?warehouse=NAME (with
     the token) first; floe names no prefix, so iceberg-js puts the name in
-    the path itself (/v1/NAME/namespaces), which floe serves as its one
-    warehouse."""
+    the path itself (/v1/NAME/namespaces), which floe serves as the default
+    warehouse, whose name it is."""
     f = authed
     res = run(driver, f, [("loadConfig",), ("createNamespace", ns_id([uniq])),
                           ("listNamespaces",)], token=f.token, warehouse="warehouse")
@@ -269,13 +269,15 @@ def test_a_warehouse_reads_the_config_with_the_token(driver, authed, uniq):
     assert access_lines(f, "POST", "/v1/warehouse/namespaces", "admin")
 
     # Another name: floe's 404 reaches loadConfig; iceberg-js's own routes
-    # ignore it (they fall back to /v1/NAME), and floe serves those as its
-    # one warehouse too.
+    # ignore it (they fall back to /v1/NAME), and floe answers those 404
+    # too, a prefix naming no warehouse: the namespace of the default
+    # warehouse is not found under a name that is not its.
     res = run(driver, f, [("loadConfig",), ("namespaceExists", ns_id([uniq]))],
               token=f.token, warehouse="elsewhere")
     e = failed(res[0], 404, "NoSuchWarehouseException")
     assert "elsewhere" in e["message"], e
-    assert ok(res[1]) is True
+    assert ok(res[1]) is False
+    assert access_lines(f, "HEAD", f"/v1/elsewhere/namespaces/{uniq}", "admin")
 
 
 # --------------------------------------------------------------------------

@@ -458,7 +458,7 @@ def test_failed_purge_is_retried_visible_and_finishes_when_fixed(postgres, floe_
         assert "part-0.parquet" in p["last-error"], p
         assert set(p) == {"location", "table-uuid", "dropped-at", "attempts", "last-error", "state"}, p
         # The same list under a prefix.
-        assert r_uuid in {q["table-uuid"] for q in purges(f, "/v1/wh")}
+        assert r_uuid in {q["table-uuid"] for q in purges(f, "/v1/warehouse")}
         log = f.log()
         assert "WARN" in log and str(dirs["retried"][1]) in log and "part-0.parquet" in log, log[-3000:]
         assert dirs["retried"][1].exists()

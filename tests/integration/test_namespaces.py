@@ -23,8 +23,10 @@ from conftest import (
     user_properties,
 )
 
-# Every /v1/{prefix}/... route is also served as /v1/...; any prefix works.
-BASES = ["/v1", "/v1/someprefix", "/v1/warehouse-1"]
+# Every /v1/{prefix}/... route is also served as /v1/...; the prefix names
+# the default warehouse ("warehouse", --warehouse-name's default). A prefix
+# naming no warehouse is test_warehouses.py's.
+BASES = ["/v1", "/v1/warehouse"]
 
 NAMESPACE_ENDPOINTS = {
     "GET /v1/{prefix}/namespaces",
@@ -36,7 +38,7 @@ NAMESPACE_ENDPOINTS = {
 }
 
 
-@pytest.fixture(params=BASES, ids=["noprefix", "someprefix", "warehouse-1"])
+@pytest.fixture(params=BASES, ids=["noprefix", "prefix"])
 def base(request):
     return request.param
 
@@ -135,7 +137,7 @@ def test_every_advertised_endpoint_is_served(floe):
     endpoints = assert_ok_json(floe.get("/v1/config"))["endpoints"]
     for e in endpoints:
         method, template = e.split(" ", 1)
-        for prefix in ("someprefix", None):
+        for prefix in ("warehouse", None):
             path = template.replace("/{prefix}", "" if prefix is None else "/" + prefix)
             path = path.replace("{namespace}", "zz_no_such_ns")
             path = re.sub(r"\{[^}]+\}", "zz_x", path)
@@ -225,11 +227,13 @@ def test_nested_create_and_load(floe, base, uniq):
         assert user_properties(body["properties"]) == {"depth": str(i)}
 
 
-def test_any_prefix_is_the_same_catalog(floe, uniq):
-    floe.create_namespace([uniq], {"k": "v"}, base="/v1/first")
-    for base in ("/v1", "/v1/second", "/v1/first"):
+def test_the_default_warehouses_prefix_is_the_same_catalog(floe, uniq):
+    floe.create_namespace([uniq], {"k": "v"}, base="/v1/warehouse")
+    for base in ("/v1", "/v1/warehouse"):
         body = assert_ok_json(floe.get(f"{base}/namespaces/{uniq}"))
         assert user_properties(body["properties"]) == {"k": "v"}
+    # Any other prefix names no warehouse (no longer the same catalog).
+    assert_error(floe.get(f"/v1/second/namespaces/{uniq}"), 404, "NoSuchWarehouseException")
 
 
 def test_load_unknown_is_404(floe, base, uniq):

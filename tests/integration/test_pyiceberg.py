@@ -18,7 +18,8 @@ from pyiceberg.exceptions import (  # noqa: E402
 
 from conftest import user_properties  # noqa: E402
 
-PREFIXES = [None, "someprefix"]
+# "warehouse": the default warehouse's name, its prefix.
+PREFIXES = [None, "warehouse"]
 
 
 @pytest.fixture(params=PREFIXES, ids=["no-prefix", "prefix"])

@@ -26,7 +26,7 @@ from conftest import (
     next_snapshot_id,
 )
 
-BASES = ["/v1", "/v1/someprefix"]
+BASES = ["/v1", "/v1/warehouse"]
 REF_KEYS = {"name", "type", "snapshot-id", "max-ref-age-ms", "max-snapshot-age-ms", "min-snapshots-to-keep"}
 FILE_RE = re.compile(r"/metadata/(\d{5})-[0-9a-f-]{36}\.metadata\.json$")
 

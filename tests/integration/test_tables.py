@@ -39,7 +39,7 @@ SCHEMA = {
 
 METADATA_FILE_RE = re.compile(r"^(\d{5})-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.metadata\.json$")
 
-BASES = ["/v1", "/v1/someprefix"]
+BASES = ["/v1", "/v1/warehouse"]
 
 
 # --------------------------------------------------------------------------
@@ -975,7 +975,7 @@ def test_rename_across_namespaces(floe, ns):
 
 def test_rename_within_namespace_with_prefix(floe, ns):
     create_table(floe, ns, "a")
-    r = floe.post("/v1/someprefix/tables/rename", json={"source": ident(ns, "a"), "destination": ident(ns, "b")})
+    r = floe.post("/v1/warehouse/tables/rename", json={"source": ident(ns, "a"), "destination": ident(ns, "b")})
     assert r.status_code in (200, 204), describe(r)
     assert floe.head(table_path("/v1", ns, "a")).status_code == 404
     assert floe.head(table_path("/v1", ns, "b")).status_code == 204

@@ -211,7 +211,7 @@ def test_stage_creates_a_branch_at_main(floe, table):
     assert t.head("main") == t.s1
     assert assert_ok_json(floe.get(t.run_url(run["id"]))) == run
     # The routes are served with a prefix too.
-    prefixed = TableHandle(floe, t.namespace, t.name, base="/v1/someprefix")
+    prefixed = TableHandle(floe, t.namespace, t.name, base="/v1/warehouse")
     assert assert_ok_json(floe.get(prefixed.run_url(run["id"]))) == run
     via_prefix = prefixed.stage()
     assert assert_ok_json(floe.get(t.run_url(via_prefix["id"])))["branch"] == via_prefix["branch"]
@@ -1112,7 +1112,7 @@ def test_audit_log_filters_pagination_and_order(fresh_floe, uniq, hooks, webhook
 
 def test_audit_log_through_a_prefix(floe, table):
     run = table.stage()
-    got = assert_ok_json(floe.get("/v1/someprefix/audit-log", params={"run": run["id"]}))["events"]
+    got = assert_ok_json(floe.get("/v1/warehouse/audit-log", params={"run": run["id"]}))["events"]
     assert kinds(got) == ["wap.staged"]
     assert got == audit_events(floe, run=run["id"])
 

@@ -103,7 +103,7 @@ def config(seeded: dict) -> str:
         return "[" + ", ".join(json.dumps(x) for x in xs) + "]"
 
     dictionaries = {
-        "prefix": ["wh"],
+        "prefix": ["warehouse"],  # the default warehouse's name
         "namespace": ["seed", "seed\x1fchild"],
         "table": ["t"],
         "ref": ["main", "dev"],

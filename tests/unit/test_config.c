@@ -315,3 +315,180 @@ Test(config, vended_credentials_are_off_unless_configured)
 	cr_assert(strstr(msg, "need an s3:// warehouse") != NULL, "%s", msg);
 	config_free(&cfg);
 }
+
+/* --- --warehouses: the file of further warehouses --- */
+
+static const char *const DEFAULT_WH = "file:///srv/floe/warehouse";
+
+/* Parses text against a default warehouse "warehouse" at DEFAULT_WH. */
+static bool parse_wh(const char *text, struct warehouse_list *l, char *msg, size_t len)
+{
+	return warehouses_parse(text, strlen(text), "warehouse", DEFAULT_WH, l, msg, len);
+}
+
+Test(config, warehouses_file_is_parsed_and_canonical)
+{
+	struct warehouse_list l;
+	char msg[512];
+	const char *text =
+		"{\"warehouses\": ["
+		"{\"name\": \"lake\", \"location\": \"file:/srv/lake//x/../\"},"
+		"{\"name\": \"s3-lake.1\", \"location\": \"S3://bucket-1/wh/\","
+		" \"s3\": {\"endpoint\": \"http://127.0.0.1:9000\", \"region\": \"eu-west-3\","
+		" \"path-style\": true, \"profile\": \"lake\"}},"
+		"{\"name\": \"aws\", \"location\": \"s3://bucket-2\", \"s3\": {\"profile\": \"p\"}}"
+		"]}";
+
+	cr_assert(parse_wh(text, &l, msg, sizeof(msg)), "%s", msg);
+	cr_assert_eq(l.count, 3);
+	cr_assert_str_eq(l.items[0].name, "lake");
+	cr_assert_str_eq(l.items[0].location, "file:///srv/lake");
+	cr_assert_str_eq(l.items[0].path, "/srv/lake");
+	cr_assert_not(l.items[0].s3);
+	cr_assert(l.items[1].s3);
+	cr_assert_str_eq(l.items[1].location, "s3://bucket-1/wh");
+	cr_assert_str_eq(l.items[1].s3_endpoint, "http://127.0.0.1:9000");
+	cr_assert_str_eq(l.items[1].s3_region, "eu-west-3");
+	cr_assert(l.items[1].s3_path_style);
+	cr_assert_str_eq(l.items[1].s3_profile, "lake");
+	/* Defaults: AWS's endpoint, us-east-1, virtual-hosted addressing. */
+	cr_assert_str_eq(l.items[2].s3_endpoint, "");
+	cr_assert_str_eq(l.items[2].s3_region, "us-east-1");
+	cr_assert_not(l.items[2].s3_path_style);
+
+	/* Looked up by name or by URL in any spelling; 0 is the default. */
+	cr_assert_eq(warehouses_find(&l, "warehouse", DEFAULT_WH, "warehouse"), 0);
+	cr_assert_eq(warehouses_find(&l, "warehouse", DEFAULT_WH, "file:/srv/floe/warehouse/"), 0);
+	cr_assert_eq(warehouses_find(&l, "warehouse", DEFAULT_WH, "lake"), 1);
+	cr_assert_eq(warehouses_find(&l, "warehouse", DEFAULT_WH, "file:///srv/lake/"), 1);
+	cr_assert_eq(warehouses_find(&l, "warehouse", DEFAULT_WH, "s3://bucket-2"), 3);
+	cr_assert_eq(warehouses_find(&l, "warehouse", DEFAULT_WH, "Lake"), -1);
+	cr_assert_eq(warehouses_find(&l, "warehouse", DEFAULT_WH, "file:///srv/lake/x"), -1);
+	warehouses_free(&l);
+	warehouses_free(&l);
+}
+
+Test(config, bad_warehouses_files_say_what_is_wrong)
+{
+	static const struct {
+		const char *text;
+		const char *says;
+	} cases[] = {
+		{ "[", "not JSON" },
+		{ "[]", "expected an object" },
+		{ "{\"warehouse\": []}", "unknown key \"warehouse\"" },
+		{ "{\"warehouses\": {}}", "must be an array" },
+		{ "{\"warehouses\": [1]}", "warehouse 1: expected an object" },
+		{ "{\"warehouses\": [{\"location\": \"file:///a\"}]}", "\"name\" is missing" },
+		{ "{\"warehouses\": [{\"name\": 7, \"location\": \"file:///a\"}]}",
+		  "\"name\" must be a string" },
+		{ "{\"warehouses\": [{\"name\": \"a b\", \"location\": \"file:///a\"}]}",
+		  "invalid name \"a b\"" },
+		{ "{\"warehouses\": [{\"name\": \"a/b\", \"location\": \"file:///a\"}]}",
+		  "invalid name" },
+		{ "{\"warehouses\": [{\"name\": \"namespaces\", \"location\": \"file:///a\"}]}",
+		  "invalid name \"namespaces\"" },
+		{ "{\"warehouses\": [{\"name\": \"..\", \"location\": \"file:///a\"}]}",
+		  "invalid name" },
+		{ "{\"warehouses\": [{\"name\": \"warehouse\", \"location\": \"file:///a\"}]}",
+		  "the name is the default warehouse's" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"file:///a\"},"
+		  "{\"name\": \"a\", \"location\": \"file:///b\"}]}",
+		  "warehouse \"a\" is named twice" },
+		{ "{\"warehouses\": [{\"name\": \"a\"}]}",
+		  "warehouse \"a\": \"location\" is missing" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"gs://b/x\"}]}",
+		  "only file:// and s3:// warehouses" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"file:relative\"}]}",
+		  "invalid location" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"file:///\"}]}",
+		  "cannot be the root directory" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"file:///srv/floe\"}]}",
+		  "overlaps the default warehouse's" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"file:///srv/floe/warehouse/a\"}]}",
+		  "overlaps the default warehouse's" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"s3://bkt/x\", \"s3\": {\"profile\": \"p\"}},"
+		  "{\"name\": \"b\", \"location\": \"s3://bkt/x/y\", \"s3\": {\"profile\": \"p\"}}]}",
+		  "overlaps warehouse \"a\"'s s3://bkt/x" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"file:///a\", \"s3\": {}}]}",
+		  "\"s3\" options need an s3:// location" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"s3://bucket\"}]}",
+		  "needs \"s3\" options" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"s3://bucket\", \"s3\": {}}]}",
+		  "\"profile\" is missing" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"s3://bucket\", \"s3\": "
+		  "{\"profile\": \"p\", \"secret-access-key\": \"x\"}}]}",
+		  "unknown s3 option \"secret-access-key\"" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"s3://bucket\", \"s3\": "
+		  "{\"profile\": \"p\", \"endpoint\": \"ftp://x\"}}]}",
+		  "invalid s3 endpoint" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"s3://bucket\", \"s3\": "
+		  "{\"profile\": \"p\", \"region\": \"EU\"}}]}",
+		  "invalid s3 region" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"s3://bucket\", \"s3\": "
+		  "{\"profile\": \"p\", \"path-style\": \"yes\"}}]}",
+		  "\"path-style\" must be true or false" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"s3://bucket\", \"s3\": "
+		  "{\"profile\": \"p q\"}}]}",
+		  "invalid s3 profile" },
+		{ "{\"warehouses\": [{\"name\": \"a\", \"location\": \"file:///a\", \"extra\": 1}]}",
+		  "unknown key \"extra\"" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct warehouse_list l;
+		char msg[512] = "";
+		cr_assert_not(parse_wh(cases[i].text, &l, msg, sizeof(msg)), "%s", cases[i].text);
+		cr_assert(strstr(msg, cases[i].says) != NULL, "%s: got \"%s\"", cases[i].text, msg);
+		warehouses_free(&l);
+	}
+}
+
+Test(config, warehouses_option_reads_the_file)
+{
+	struct floe_config cfg;
+	char msg[512];
+	char path[] = "/tmp/floe-test-warehouses-XXXXXX";
+	int fd = mkstemp(path);
+	const char *text = "{\"warehouses\": [{\"name\": \"lake\", \"location\": \"s3://lake/wh\","
+			   " \"s3\": {\"profile\": \"lake\"}}]}";
+	char flag[128];
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	(void)snprintf(flag, sizeof(flag), "--warehouses=%s", path);
+	const char *argv[] = { "floe", flag, "--warehouse=file:///srv/floe/wh" };
+	const char *env[] = { "HOME=/home/floe", NULL };
+	cr_assert(load(&cfg, env, 3, argv, msg, sizeof(msg)), "%s", msg);
+	cr_assert_eq(cfg.warehouses.count, 1);
+	cr_assert_str_eq(cfg.warehouses.items[0].name, "lake");
+	/* The default warehouse is on file://, yet the profile needs the
+	 * shared credentials file. */
+	cr_assert_not(cfg.s3);
+	cr_assert_str_eq(cfg.s3_credentials_file, "/home/floe/.aws/credentials");
+	config_free(&cfg);
+
+	/* The file's own error is prefixed with the option and the file. */
+	const char *argv2[] = { "floe", flag, "--warehouse=file:///srv/floe/wh",
+				"--warehouse-name=lake" };
+	cr_assert_not(load(&cfg, env, 4, argv2, msg, sizeof(msg)));
+	cr_assert(strstr(msg, "--warehouses (FLOE_WAREHOUSES): the warehouses file ") == msg, "%s",
+		  msg);
+	cr_assert(strstr(msg, "the name is the default warehouse's") != NULL, "%s", msg);
+	config_free(&cfg);
+	unlink(path);
+
+	const char *argv3[] = { "floe", "--warehouses=/nonexistent/warehouses.json" };
+	cr_assert_not(load(&cfg, env, 2, argv3, msg, sizeof(msg)));
+	cr_assert(strstr(msg, "cannot open the warehouses file /nonexistent/warehouses.json") !=
+			  NULL,
+		  "%s", msg);
+	config_free(&cfg);
+
+	/* Without the option there are none. */
+	const char *argv4[] = { "floe" };
+	cr_assert(load(&cfg, env, 1, argv4, msg, sizeof(msg)), "%s", msg);
+	cr_assert_eq(cfg.warehouses.count, 0);
+	config_free(&cfg);
+}
