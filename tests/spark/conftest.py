@@ -71,30 +71,7 @@ def _load_integration_helpers():
 it = _load_integration_helpers()
 
 
-def integration_module(name: str):
-    """tests/integration/<name>.py, imported under its own name with its
-    ``from conftest import ...`` reading the integration tests' conftest
-    (the s3:// servers of s3_servers.py, the IAM set-up of
-    test_vended_credentials.py)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    ours = sys.modules.get("conftest")
-    sys.modules["conftest"] = it
-    try:
-        spec = importlib.util.spec_from_file_location(name, INTEGRATION / f"{name}.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        try:
-            spec.loader.exec_module(mod)
-        except BaseException:
-            del sys.modules[name]
-            raise
-    finally:
-        if ours is None:
-            del sys.modules["conftest"]
-        else:
-            sys.modules["conftest"] = ours
-    return mod
+integration_module = it.integration_module
 
 # Fixtures shared with the integration tests: webhook receivers that stop,
 # and audit hooks that are deleted, at teardown.
