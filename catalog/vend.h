@@ -46,4 +46,16 @@ json_t *vend_table(struct vend *v, struct store *s, const struct principal *p,
 		   const struct ns_ident *ns, const char *name, const char *location,
 		   struct floe_error *err) FLOE_WUR;
 
+/*
+ * Adds client.refresh-credentials-endpoint, the table's loadCredentials
+ * route relative to the catalog URI (route.h, under prefix
+ * when not NULL), to the "config" of vended (vend_table's answer, or a
+ * LoadTableResult holding it) and to each "storage-credentials" entry's,
+ * when those credentials expire (s3.session-token-expires-at-ms): Iceberg
+ * Java then refreshes them there before they do. Credentials that never
+ * expire (static) get nothing. False only when out of memory.
+ */
+bool vend_refresh_config(json_t *vended, const char *prefix, const struct ns_ident *ns,
+			 const char *name, struct floe_error *err) FLOE_WUR;
+
 #endif

@@ -98,10 +98,14 @@ static void on_namespace_body(struct http_request *req,
 	/* The table exists now: a config that cannot be added (out of
 	 * memory) leaves the answer without it, never a failure. */
 	struct floe_error unsigned_err;
+	const char *created = json_string_value(json_object_get(in, "name"));
 	if (out != NULL && op == table_create &&
-	    !handler_sign_config(req, &ns, json_string_value(json_object_get(in, "name")),
-				 json_object_get(out, "config"), &unsigned_err))
+	    !handler_sign_config(req, &ns, created, json_object_get(out, "config"), &unsigned_err))
 		log_warn("sign", "the created table's answer lacks its remote-signing config: %s",
+			 unsigned_err.message);
+	if (out != NULL && op == table_create &&
+	    !vend_refresh_config(out, http_param(req, "prefix"), &ns, created, &unsigned_err))
+		log_warn("vend", "the created table's answer lacks its refresh endpoint: %s",
 			 unsigned_err.message);
 	if (out == NULL)
 		http_reply_error(req, &err);
@@ -188,6 +192,11 @@ void handle_table_load(struct http_request *req)
 	struct vend *vend = vend_asked(req);
 	if (vend != NULL) {
 		extra = vend_table(vend, s, handler_principal(req), &ns, name, NULL, &err);
+		if (extra != NULL &&
+		    !vend_refresh_config(extra, http_param(req, "prefix"), &ns, name, &err)) {
+			json_decref(extra);
+			extra = NULL;
+		}
 		if (extra == NULL) {
 			handler_release(req, s);
 			http_reply_error(req, &err);
@@ -466,6 +475,10 @@ void handle_table_credentials(struct http_request *req)
 		goto done;
 	json_t *got = vend_table(req->app->vend, s, handler_principal(req), &ns, name, NULL, &err);
 	handler_release(req, s);
+	if (got != NULL && !vend_refresh_config(got, http_param(req, "prefix"), &ns, name, &err)) {
+		json_decref(got);
+		got = NULL;
+	}
 	if (got == NULL) {
 		http_reply_error(req, &err);
 		goto done;

@@ -6,6 +6,15 @@ of its own so that its environment is only what the test gives it.
 PLAN.json is {"conf": {spark setting: value}, "steps": [{"id": ..., "sql": ...}]}.
 Each step's SQL runs in order; one JSON line per step goes to stdout,
 {"id": ..., "rows": [[...], ...]} or {"id": ..., "error": "<Java class: message, causes>"}.
+
+A step {"id": ..., "refresh": [CATALOG, "NS.TABLE"]} instead has Iceberg's
+AWS client properties build the credentials provider S3FileIO builds
+from the table's FileIO properties, with the table's credentials taken
+as expiring now, and resolves credentials with it: Iceberg's
+VendedCredentialsProvider, which fetches them from the table's
+client.refresh-credentials-endpoint. Its line: {"id": ..., "endpoint":
+the endpoint, "provider": the provider's class, "same-key": whether the
+key it got is the one the table's load answered}.
 The first line, {"id": "environment", ...}, says what storage credentials
 the process and its JVM could have found: AWS_* variables, the JVM's
 user.home and whether an .aws directory is under it.
@@ -28,6 +37,22 @@ def error_text(e: BaseException) -> str:
         parts.append(f"{java.getClass().getName()}: {java.getMessage()}")
         java = java.getCause()
     return " | caused by ".join(parts)
+
+
+def refreshed(spark, catalog: str, table: str) -> dict:
+    jvm = spark._jvm
+    iceberg = spark._jsparkSession.sessionState().catalogManager().catalog(catalog).icebergCatalog()
+    io = iceberg.loadTable(jvm.org.apache.iceberg.catalog.TableIdentifier.parse(table)).io()
+    props = jvm.java.util.HashMap(io.properties())
+    loaded_key = props.get("s3.access-key-id")
+    props.remove("s3.session-token-expires-at-ms")  # as if they expired now
+    provider = jvm.org.apache.iceberg.aws.AwsClientProperties(props).credentialsProvider(
+        props.get("s3.access-key-id"), props.get("s3.secret-access-key"),
+        props.get("s3.session-token"))
+    creds = provider.resolveCredentials()
+    return {"endpoint": props.get("client.refresh-credentials-endpoint"),
+            "provider": provider.getClass().getName(),
+            "same-key": creds.accessKeyId() == loaded_key}
 
 
 def main(argv: list[str]) -> int:
@@ -56,7 +81,10 @@ def main(argv: list[str]) -> int:
     for step in plan["steps"]:
         out = {"id": step["id"]}
         try:
-            out["rows"] = [list(r) for r in spark.sql(step["sql"]).collect()]
+            if "refresh" in step:
+                out.update(refreshed(spark, *step["refresh"]))
+            else:
+                out["rows"] = [list(r) for r in spark.sql(step["sql"]).collect()]
         except Exception as e:  # noqa: BLE001 - every failure is reported to the test
             out["error"] = error_text(e)
         print(json.dumps(out, default=str), flush=True)

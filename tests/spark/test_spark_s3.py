@@ -114,7 +114,8 @@ def run_spark(tmp_path: Path, conf: dict, steps: list[tuple[str, str]]) -> dict:
     base["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={local} -Duser.home={home}"
     base.update(conf)
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"conf": base, "steps": [{"id": i, "sql": s} for i, s in steps]}))
+    plan.write_text(json.dumps({"conf": base, "steps": [
+        {"id": i, "refresh" if isinstance(s, list) else "sql": s} for i, s in steps]}))
     r = subprocess.run([sys.executable, str(HERE / "spark_s3_app.py"), str(plan)],
                        env=clean_env(home), cwd=tmp_path, capture_output=True, text=True,
                        timeout=900)
@@ -184,6 +185,7 @@ def run(s3_floe, tmp_path_factory):
         ("v_insert2", "INSERT INTO vended.sts.orders VALUES (3, 'Pune')"),
         ("v_select", "SELECT id, city FROM vended.sts.orders ORDER BY id"),
         ("v_delete", "DELETE FROM vended.sts.orders WHERE id = 2"),
+        ("v_refresh", ["vended", "sts.orders"]),
         # Remote signing: the same, every S3 request signed by floe.
         ("s_create", "CREATE TABLE signed.rs.orders (id BIGINT, city STRING) USING iceberg"),
         ("s_insert", "INSERT INTO signed.rs.orders VALUES (1, 'Oslo'), (2, 'Lima')"),
@@ -225,6 +227,16 @@ def test_spark_creates_writes_and_reads_with_sts_vended_credentials(run, s3_floe
     # Spark asked for credentials when it created and loaded the table.
     assert re.search(r"\[access\] POST /v1/namespaces/sts/tables 200 ", log), log[-4000:]
     assert re.search(r"\[access\] GET /v1/namespaces/sts/tables/orders 200 ", log), log[-4000:]
+    # The credentials expire (STS): Iceberg's S3FileIO would refresh them
+    # at the endpoint floe named, its loadCredentials route.
+    got = results["v_refresh"]
+    assert "error" not in got, got["error"]
+    assert got["endpoint"] == "v1/namespaces/sts/tables/orders/credentials", got
+    assert got["provider"] == "org.apache.iceberg.aws.s3.VendedCredentialsProvider", got
+    assert got["same-key"], got  # floe's cache: the same credentials again
+    admin = re.escape(s3_floe.credential.split(":")[0])
+    assert re.search(rf"\[access\] GET /v1/namespaces/sts/tables/orders/credentials 200 \S+ "
+                     rf"principal={admin} ", log), log[-4000:]
     data, meta = table_objects(s3_floe, "sts")
     assert len(data) >= 3 and meta, (data, meta)
     # No credential reaches floe's log.
