@@ -28,6 +28,12 @@ The S3 endpoint, path-style addressing and region come from floe's answer
 ``bare``, the control that asks floe for nothing, is given the endpoint,
 path-style and region in its own settings, so that what it lacks is
 credentials alone: its write must fail.
+
+STS credentials expire; Iceberg refreshes them 5 minutes before, at the
+``client.refresh-credentials-endpoint`` floe names. That comes 10 minutes
+into floe's shortest lifetime (900 s), so the test has Iceberg's
+``VendedCredentialsProvider``, built from the table's FileIO properties
+as S3FileIO builds it, fetch credentials there at once.
 """
 
 from __future__ import annotations
