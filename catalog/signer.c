@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "location.h"
 #include "ports.h"
+#include "route.h"
 #include "wording.h"
 
 /* The body of a DeleteObjects request, at most (1,000 keys of at most
@@ -38,51 +39,6 @@ bool signer_requested(const char *delegation)
 	return false;
 }
 
-/* Appends s percent-encoded as a path segment. */
-static void segment_into(struct buf *b, const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.' || *p == '~') {
-			(void)buf_append(b, p, 1);
-		} else {
-			char e[3] = { '%', hex[*p >> 4], hex[*p & 15] };
-			(void)buf_append(b, e, 3);
-		}
-	}
-}
-
-char *signer_table_route(const char *prefix, const struct ns_ident *ns, const char *name,
-			 const char *leaf)
-{
-	struct buf b;
-	size_t len;
-
-	buf_init(&b, (size_t)64 * 1024);
-	(void)buf_append(&b, "v1/", 3);
-	if (prefix != NULL && prefix[0] != '\0') {
-		segment_into(&b, prefix);
-		(void)buf_append(&b, "/", 1);
-	}
-	(void)buf_append(&b, "namespaces/", 11);
-	for (size_t i = 0; i < ns->nlevels; i++) {
-		if (i > 0)
-			(void)buf_append(&b, "%1F", 3);
-		segment_into(&b, ns->levels[i]);
-	}
-	(void)buf_append(&b, "/tables/", 8);
-	segment_into(&b, name);
-	(void)buf_append(&b, "/", 1);
-	(void)buf_append(&b, leaf, strlen(leaf));
-	if (b.status != BUF_OK) {
-		buf_free(&b);
-		return NULL;
-	}
-	return buf_take(&b, &len);
-}
-
 bool signer_table_config(json_t *config, const char *prefix, const struct ns_ident *ns,
 			 const char *name, struct floe_error *err)
 {
@@ -90,7 +46,7 @@ bool signer_table_config(json_t *config, const char *prefix, const struct ns_ide
 
 	if (!fileio_s3_client_config(&c))
 		return true;
-	char *endpoint = signer_table_route(prefix, ns, name, "sign");
+	char *endpoint = route_table(prefix, ns, name, "sign");
 	bool ok = endpoint != NULL &&
 		  json_object_set_new(config, "s3.remote-signing-enabled", json_string("true")) ==
 			  0 &&

@@ -24,16 +24,6 @@ struct store;
 bool signer_requested(const char *delegation);
 
 /*
- * The path of a route of table ns.name relative to the catalog URI, as
- * Iceberg's clients resolve an endpoint a config names:
- * "v1/[prefix/]namespaces/<levels joined by %1F>/tables/<name>/<leaf>",
- * each segment percent-encoded (prefix NULL or "": none). New string;
- * NULL when out of memory.
- */
-char *signer_table_route(const char *prefix, const struct ns_ident *ns, const char *name,
-			 const char *leaf) FLOE_WUR;
-
-/*
  * Adds to config (a JSON object) what an engine needs to have the S3
  * requests of table ns.name signed by floe: s3.remote-signing-enabled,
  * s3.signer (PyIceberg's signer class), s3.signer.endpoint (the table's

@@ -16,6 +16,7 @@
 
 #include "location.h"
 #include "ports.h"
+#include "route.h"
 #include "wording.h"
 
 /* An entry is used until this long before its credentials expire, or
@@ -246,23 +247,39 @@ done:
 	return out;
 }
 
-bool vend_refresh_config(json_t *vended, const char *route, struct floe_error *err)
+/* Sets the refresh endpoint in config when its credentials expire. */
+static bool refresh_into(json_t *config, const char *endpoint)
 {
-	json_t *creds = json_object_get(vended, "storage-credentials");
-	json_t *first = json_object_get(json_array_get(creds, 0), "config");
-	bool ok = true;
-
-	if (json_object_get(first, "s3.session-token-expires-at-ms") == NULL)
+	if (!json_is_object(config) ||
+	    json_object_get(config, "s3.session-token-expires-at-ms") == NULL)
 		return true;
+	return json_object_set_new(config, "client.refresh-credentials-endpoint",
+				   json_string(endpoint)) == 0;
+}
+
+bool vend_refresh_config(json_t *vended, const char *prefix, const struct ns_ident *ns,
+			 const char *name, struct floe_error *err)
+{
 	json_t *config = json_object_get(vended, "config");
-	if (config != NULL)
-		ok = json_object_set_new(config, "client.refresh-credentials-endpoint",
-					 json_string(route)) == 0;
-	for (size_t i = 0; ok && i < json_array_size(creds); i++) {
-		json_t *c = json_object_get(json_array_get(creds, i), "config");
-		if (c != NULL)
-			ok = json_object_set_new(c, "client.refresh-credentials-endpoint",
-						 json_string(route)) == 0;
+	json_t *list = json_object_get(vended, "storage-credentials");
+	char *endpoint = NULL;
+	size_t i;
+	json_t *cred;
+	bool ok = false;
+
+	if (json_object_get(config, "s3.session-token-expires-at-ms") == NULL && list == NULL) {
+		ok = true; /* nothing vended that expires */
+		goto done;
 	}
+	endpoint = route_table(prefix, ns, name, "credentials");
+	if (endpoint == NULL || !refresh_into(config, endpoint))
+		goto done;
+	json_array_foreach(list, i, cred) {
+		if (!refresh_into(json_object_get(cred, "config"), endpoint))
+			goto done;
+	}
+	ok = true;
+done:
+	free(endpoint);
 	return ok || floe_err(err, FE_INTERNAL, "out of memory");
 }

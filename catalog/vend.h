@@ -47,15 +47,15 @@ json_t *vend_table(struct vend *v, struct store *s, const struct principal *p,
 		   struct floe_error *err) FLOE_WUR;
 
 /*
- * Adds "client.refresh-credentials-endpoint" = route (Iceberg's
- * AwsClientProperties: where S3FileIO's VendedCredentialsProvider asks for
- * the next credentials, resolved against the catalog URI; the table's
- * loadCredentials route, signer_table_route's "credentials") to the
- * "config" of vended (vend_table's answer) and of its storage credential.
- * Only for credentials that expire (sts): floe's own static ones never
- * need it, and Iceberg refuses a refresh that gives no session token.
- * False only when out of memory.
+ * Adds client.refresh-credentials-endpoint, the table's loadCredentials
+ * route relative to the catalog URI (route.h, under prefix
+ * when not NULL), to the "config" of vended (vend_table's answer, or a
+ * LoadTableResult holding it) and to each "storage-credentials" entry's,
+ * when those credentials expire (s3.session-token-expires-at-ms): Iceberg
+ * Java then refreshes them there before they do. Credentials that never
+ * expire (static) get nothing. False only when out of memory.
  */
-bool vend_refresh_config(json_t *vended, const char *route, struct floe_error *err) FLOE_WUR;
+bool vend_refresh_config(json_t *vended, const char *prefix, const struct ns_ident *ns,
+			 const char *name, struct floe_error *err) FLOE_WUR;
 
 #endif

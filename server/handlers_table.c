@@ -36,12 +36,7 @@ static struct vend *vend_asked(struct http_request *req)
 static bool refresh_config(struct http_request *req, const struct ns_ident *ns, const char *name,
 			   json_t *vended, struct floe_error *err)
 {
-	char *route = signer_table_route(http_param(req, "prefix"), ns, name, "credentials");
-	bool ok = route != NULL ? vend_refresh_config(vended, route, err)
-				: floe_err(err, FE_INTERNAL, "out of memory");
-
-	free(route);
-	return ok;
+	return vend_refresh_config(vended, http_param(req, "prefix"), ns, name, err);
 }
 
 /* Parses {namespace} and {table} from the path. */
@@ -112,15 +107,14 @@ static void on_namespace_body(struct http_request *req,
 	/* The table exists now: a config that cannot be added (out of
 	 * memory) leaves the answer without it, never a failure. */
 	struct floe_error unsigned_err;
+	const char *created = json_string_value(json_object_get(in, "name"));
 	if (out != NULL && op == table_create &&
-	    !handler_sign_config(req, &ns, json_string_value(json_object_get(in, "name")),
-				 json_object_get(out, "config"), &unsigned_err))
+	    !handler_sign_config(req, &ns, created, json_object_get(out, "config"), &unsigned_err))
 		log_warn("sign", "the created table's answer lacks its remote-signing config: %s",
 			 unsigned_err.message);
 	/* Likewise where an engine refreshes the credentials it was given. */
 	bool vended = out != NULL && json_object_get(out, "storage-credentials") != NULL;
-	if (vended && !refresh_config(req, &ns, json_string_value(json_object_get(in, "name")), out,
-				      &unsigned_err))
+	if (vended && !refresh_config(req, &ns, created, out, &unsigned_err))
 		log_warn("vend", "the table's answer lacks its credentials' refresh endpoint: %s",
 			 unsigned_err.message);
 	if (out == NULL) {
@@ -493,6 +487,10 @@ void handle_table_credentials(struct http_request *req)
 		goto done;
 	json_t *got = vend_table(req->app->vend, s, handler_principal(req), &ns, name, NULL, &err);
 	handler_release(req, s);
+	if (got != NULL && !vend_refresh_config(got, http_param(req, "prefix"), &ns, name, &err)) {
+		json_decref(got);
+		got = NULL;
+	}
 	if (got == NULL) {
 		http_reply_error(req, &err);
 		goto done;

@@ -1,18 +1,23 @@
 """PyIceberg client for the docker test of the s3:// deployment
 (docker/docker-compose.s3.yml), run inside the compose network in the
-pyiceberg service: the catalog floe and its S3 settings come from the
-service's PYICEBERG_CATALOG__FLOE__* variables.
+pyiceberg service: the catalog floe comes from the service's
+PYICEBERG_CATALOG__FLOE__* variables (URI and credential only); its S3
+settings and credentials from floe's answers (vended credentials).
 
     python pyiceberg_s3.py NAMESPACE.TABLE
 
 Creates the namespace and the table, appends two batches, reads the table
 back through a fresh catalog and prints one JSON object on stdout: the
-table's location, its metadata location and the ids read.
+table's location, its metadata location, the ids read, the names (never
+the values) of the S3 settings its FileIO got, and what storage
+credentials the process could have found on its own (AWS_* or PyIceberg
+S3 variables, an ~/.aws directory).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pyarrow as pa
@@ -34,8 +39,13 @@ def main(argv: list[str]) -> int:
     table.append(pa.table({"id": [4], "city": ["Kyiv"]}, schema=SCHEMA))
     again = load_catalog("floe").load_table(ident)
     rows = sorted(again.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+    own = sorted(k for k in os.environ
+                 if k.upper().startswith("AWS") or "__S3__" in k.upper() or "__S3." in k.upper())
+    io_keys = sorted(k for k in again.io.properties if k.startswith(("s3.", "client.")))
     print(json.dumps({"location": again.location(), "metadata-location": again.metadata_location,
-                      "ids": [r["id"] for r in rows], "cities": [r["city"] for r in rows]}))
+                      "ids": [r["id"] for r in rows], "cities": [r["city"] for r in rows],
+                      "io-keys": io_keys, "own-variables": own,
+                      "aws-dir": os.path.exists(os.path.expanduser("~/.aws"))}))
     return 0
 
 

@@ -3,13 +3,18 @@
 (docker/docker-compose.yml with the overlay docker/docker-compose.s3.yml).
 
 Needs what tests/docker/test_compose.py needs (scripts/docker-test.sh runs
-both, this one second) and reuses its helpers. It builds the images (the
+both, this one second; `scripts/docker-test.sh s3` this one alone) and
+reuses its helpers. It builds the images (the
 S3 service from docker/test-s3), brings the deployment up, and checks:
 
 - postgres, s3 and floe healthy, /ready 200 on the published port;
-- PyIceberg (a one-off container of the pyiceberg service, with static S3
-  credentials of its own) creates a namespace and a table through floe,
-  appends two batches and reads them back through a fresh catalog;
+- the S3 service checks signatures: a request signed with a wrong secret
+  is refused (SignatureDoesNotMatch);
+- PyIceberg (a one-off container of the pyiceberg service, holding no
+  storage credentials and no S3 settings: no AWS_* or PyIceberg S3
+  variable, no ~/.aws) creates a namespace and a table through floe,
+  appends two batches and reads them back through a fresh catalog, with
+  the key pair, endpoint and addressing floe vends (static mode);
 - the table's metadata and data are objects in the S3 service's bucket,
   under the table's prefix, floe's current metadata among them; the
   file:// warehouse folder of floe's volume stays empty;
@@ -48,6 +53,10 @@ state: dict = {}
 
 
 def check_compose_up():
+    # The PostgreSQL image test_compose.py builds (from its layers in the
+    # engine's cache when that test ran first), for this test run alone.
+    if os.environ.get("FLOE_POSTGRES_IMAGE") == tc.TEST_PG_IMAGE:
+        tc.check_build_test_postgres()
     compose("--profile", "tools", "--profile", "monitoring", "down", "-v", "--remove-orphans",
             timeout=180, check=False)
     compose("up", "-d", "--build", timeout=1800)
@@ -60,6 +69,26 @@ def check_healthy():
     expect(cfg == "s3://warehouse/wh", f"floe's warehouse: {cfg!r}")
 
 
+REFUSED = """
+import os, boto3
+from botocore.config import Config
+c = boto3.client("s3", endpoint_url="http://127.0.0.1:9000", region_name="us-east-1",
+                 aws_access_key_id=os.environ["S3_ACCESS_KEY_ID"], aws_secret_access_key="wrong",
+                 config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+try:
+    c.put_object(Bucket="warehouse", Key="wh/intruder", Body=b"x")
+    print("accepted")
+except Exception as e:
+    print(getattr(e, "response", {}).get("Error", {}).get("Code", repr(e)))
+"""
+
+
+def check_s3_checks_signatures():
+    p = compose("exec", "-T", "s3", "python", "-c", REFUSED)
+    got = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else p.stderr
+    expect(got == "SignatureDoesNotMatch", f"a wrong secret's PutObject: {got!r}")
+
+
 def check_pyiceberg_writes_and_reads():
     p = compose("run", "--rm", "-T", "-v", f"{tc.HELPERS}:/floe-tests:ro", "pyiceberg",
                 "python", "/floe-tests/pyiceberg_s3.py", IDENT, timeout=300)
@@ -69,6 +98,10 @@ def check_pyiceberg_writes_and_reads():
     expect(got["ids"] == [1, 2, 3, 4], f"rows read back: {got}")
     expect(got["cities"] == ["Oslo", "Lima", "Pune", "Kyiv"], f"rows read back: {got}")
     expect(got["location"] == "s3://warehouse/wh/s3demo/orders", f"location: {got}")
+    # Nothing of its own: what it used came from floe.
+    expect(got["own-variables"] == [] and not got["aws-dir"], f"the client's own settings: {got}")
+    for k in ("s3.access-key-id", "s3.secret-access-key", "s3.endpoint", "s3.path-style-access"):
+        expect(k in got["io-keys"], f"{k} not vended: {got['io-keys']}")
     answer = tc.ok("GET", "/v1/namespaces/s3demo/tables/orders")
     expect(answer["metadata-location"] == got["metadata-location"], f"floe: {answer['metadata-location']}")
     expect(answer["metadata-location"].startswith("s3://warehouse/wh/s3demo/orders/metadata/"),
@@ -77,10 +110,11 @@ def check_pyiceberg_writes_and_reads():
 
 
 LIST = """
-import json, boto3
+import json, os, boto3
 from botocore.config import Config
 c = boto3.client("s3", endpoint_url="http://127.0.0.1:9000", region_name="us-east-1",
-                 aws_access_key_id="x", aws_secret_access_key="x",
+                 aws_access_key_id=os.environ["S3_ACCESS_KEY_ID"],
+                 aws_secret_access_key=os.environ["S3_SECRET_ACCESS_KEY"],
                  config=Config(s3={"addressing_style": "path"}))
 keys = [o["Key"] for p in c.get_paginator("list_objects_v2").paginate(Bucket="warehouse")
         for o in p.get("Contents", [])]
@@ -113,7 +147,9 @@ CHECKS = [
     ("s3 overlay: docker compose up -d --build (S3 service built from docker/test-s3)",
      check_compose_up),
     ("s3 overlay: postgres, s3 and floe healthy; floe on s3://warehouse/wh", check_healthy),
-    ("s3 overlay: PyIceberg creates, writes and reads a table through floe", check_pyiceberg_writes_and_reads),
+    ("s3 overlay: the S3 service refuses a request signed with a wrong secret", check_s3_checks_signatures),
+    ("s3 overlay: PyIceberg, holding no storage credentials, creates, writes and reads a table "
+     "with floe's vended credentials", check_pyiceberg_writes_and_reads),
     ("s3 overlay: metadata and data files are objects under the table's prefix", check_objects_in_the_bucket),
     ("s3 overlay: docker compose down -v removes it", check_down_removes_volumes),
 ]

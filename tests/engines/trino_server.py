@@ -5,8 +5,13 @@ The server is the trino-server tarball of Maven Central that
 scripts/engine-deps.sh unpacks into the cache (only its Iceberg plugin is
 kept), run on a JDK 24 or newer with a 2 GiB heap. Its catalog
 ``floe`` (and any others it is given) is Trino's Iceberg connector on
-floe's REST endpoint; table files
-are read and written through Trino's local file system (``file://``).
+floe's REST endpoint; table files are read and written through Trino's
+local file system (``file://``), or through the file system settings it is
+given (``fs``: Trino's native S3 file system for an s3:// warehouse).
+
+Trino's process gets no ``AWS_*`` variable, and its home (``HOME``, the
+JVM's ``user.home``) is an empty directory of its work directory: storage
+credentials it uses come from its catalog settings or from floe.
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ import requests
 TRINO_VERSION = os.environ.get("TRINO_VERSION", "476")
 JAVA_MIN = 24
 HEAP = os.environ.get("TRINO_HEAP", "2G")
+
+# floe's warehouse is a local directory: Trino reads and writes the table
+# files through its local file system.
+LOCAL_FS = {"fs.native-local.enabled": "true", "local.location": "/"}
 
 
 class TrinoError(Exception):
@@ -79,10 +88,14 @@ class TrinoServer:
 
     def __init__(self, cache: Path, workdir: Path, floe_url: str, port: int,
                  credential: str | None = None,
-                 catalogs: dict[str, tuple[str, dict]] | None = None):
+                 catalogs: dict[str, tuple] | None = None,
+                 fs: dict | None = None):
         """The catalog ``floe`` is at floe_url, with credential (CLIENT_ID:SECRET)
         at floe's token endpoint; each of ``catalogs`` maps a catalog name to
-        (REST URI, its iceberg.rest-catalog.oauth2.* properties)."""
+        (REST URI, its iceberg.rest-catalog.oauth2.* properties[, more
+        catalog properties]). ``fs``: every catalog's file system
+        properties (default LOCAL_FS)."""
+        self.fs = LOCAL_FS if fs is None else fs
         self.home = install_dir(cache)
         if not (self.home / "lib").is_dir() or not (self.home / "plugin" / "iceberg").is_dir():
             raise FileNotFoundError(f"{self.home} is not unpacked: run scripts/engine-deps.sh trino")
@@ -110,11 +123,15 @@ class TrinoServer:
         ]))
         self._write_catalog("floe", floe_url, {} if credential is None else {
             "credential": credential, "server-uri": f"{floe_url}/v1/oauth/tokens"})
-        for name, (uri, oauth2) in (catalogs or {}).items():
-            self._write_catalog(name, uri, oauth2)
+        for name, (uri, oauth2, *more) in (catalogs or {}).items():
+            self._write_catalog(name, uri, oauth2, *more)
         (etc / "log.properties").write_text("io.trino=WARN\norg.apache.iceberg=WARN\n")
         self.log_path = workdir / "trino.log"
         self._log = open(self.log_path, "wb")
+        home = workdir / "home"
+        home.mkdir(exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.upper().startswith("AWS")}
+        env["HOME"] = str(home)
         jvm = [
             f"-Xmx{HEAP}", "-XX:+UseG1GC", "-XX:G1HeapRegionSize=32M",
             "-XX:+ExitOnOutOfMemoryError", "-XX:-OmitStackTraceInFastThrow",
@@ -124,13 +141,15 @@ class TrinoServer:
             f"-Dconfig={etc / 'config.properties'}",
             f"-Dlog.levels-file={etc / 'log.properties'}",
             f"-Dlog.output-file={workdir / 'server.log'}",
+            f"-Duser.home={home}",
         ]
         self.proc = subprocess.Popen(
             [str(self.java)] + jvm + ["-cp", str(self.home / "lib" / "*"), "io.trino.server.TrinoServer"],
-            cwd=workdir, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            cwd=workdir, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=env)
         self.session = requests.Session()
 
-    def _write_catalog(self, name: str, uri: str, oauth2: dict):
+    def _write_catalog(self, name: str, uri: str, oauth2: dict, more: dict | None = None):
         (self.workdir / "etc" / "catalog" / f"{name}.properties").write_text("\n".join([
             "connector.name=iceberg",
             "iceberg.catalog.type=rest",
@@ -140,10 +159,7 @@ class TrinoServer:
             # (floe's, or an external issuer's).
             *(["iceberg.rest-catalog.security=OAUTH2"] if oauth2 else []),
             *(f"iceberg.rest-catalog.oauth2.{k}={v}" for k, v in oauth2.items()),
-            # floe's warehouse is a local directory: Trino reads and writes
-            # the table files through its local file system.
-            "fs.native-local.enabled=true",
-            "local.location=/",
+            *(f"{k}={v}" for k, v in {**self.fs, **(more or {})}.items()),
             "",
         ]))
 

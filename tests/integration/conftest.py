@@ -18,6 +18,7 @@ runs as the ``postgres`` system user.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import os
@@ -27,6 +28,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -1029,3 +1031,29 @@ def psql_bin(pg_bin_dir) -> Path:
     if not found:
         pytest.fail("psql not found next to the PostgreSQL server binaries nor on PATH")
     return Path(found)
+
+
+def integration_module(name: str):
+    """tests/integration/<name>.py for another suite (tests/spark,
+    tests/engines), imported under its own name with its ``from conftest
+    import ...`` reading this module (the s3:// servers of s3_servers.py,
+    the IAM set-up of test_vended_credentials.py)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    ours = sys.modules.get("conftest")
+    sys.modules["conftest"] = sys.modules[__name__]
+    try:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        try:
+            spec.loader.exec_module(mod)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    finally:
+        if ours is None:
+            del sys.modules["conftest"]
+        else:
+            sys.modules["conftest"] = ours
+    return mod

@@ -247,6 +247,41 @@ def test_create_and_staged_create_answer_credentials(postgres, iam_s3):
         _stop_and_check(f)
 
 
+def test_expiring_credentials_name_their_refresh_endpoint(postgres, iam_s3):
+    # Iceberg Java's S3FileIO refreshes vended credentials before they
+    # expire at client.refresh-credentials-endpoint (relative to the
+    # catalog URI): floe's loadCredentials route of the table.
+    f = start(postgres, iam_s3, "sts")
+    g = start(postgres, iam_s3, "static")
+    try:
+        f.create_namespace(["a"])
+        f.create_namespace(["a", "b"])
+        created = assert_ok_json(create_table(f, "a%1Fb", "t", headers=DELEGATION))
+        want = "v1/namespaces/a%1Fb/tables/t/credentials"
+        loaded = assert_ok_json(f.get("/v1/namespaces/a%1Fb/tables/t", headers=DELEGATION))
+        for body in (created, loaded):
+            assert body["config"]["client.refresh-credentials-endpoint"] == want
+            [cred] = body["storage-credentials"]
+            assert cred["config"] == body["config"]
+        # The endpoint answers, for the same table, resolved against the URI.
+        fresh = assert_ok_json(f.get("/" + want))["storage-credentials"]
+        assert fresh[0]["prefix"] == loaded["storage-credentials"][0]["prefix"]
+        assert fresh[0]["config"]["client.refresh-credentials-endpoint"] == want
+        # Not asked for credentials: no endpoint either.
+        plain = assert_ok_json(f.get("/v1/namespaces/a%1Fb/tables/t"))
+        assert "client.refresh-credentials-endpoint" not in plain["config"]
+        # floe's own key pair never expires: nothing to refresh.
+        g.create_namespace(["s"])
+        body = assert_ok_json(create_table(g, "s", "t", headers=DELEGATION))
+        assert "s3.session-token-expires-at-ms" not in body["config"]
+        assert "client.refresh-credentials-endpoint" not in body["config"]
+        body = assert_ok_json(g.get("/v1/namespaces/s/tables/t", headers=DELEGATION))
+        assert "client.refresh-credentials-endpoint" not in body["config"]
+    finally:
+        _stop_and_check(f)
+        _stop_and_check(g)
+
+
 def test_the_credentials_route_answers_fresh_credentials(postgres, iam_s3):
     f = start(postgres, iam_s3, "sts")
     try:

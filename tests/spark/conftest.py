@@ -21,7 +21,8 @@ The PostgreSQL and floe helpers are those of the integration tests
 
 Environment: ``FLOE_BIN`` (default <repo>/build/server/floe),
 ``SPARK_ICEBERG_JAR`` (default: the jar scripts/spark-deps.sh puts in
-<repo>/.cache/spark-jars, or in ``SPARK_JARS_DIR``).
+<repo>/.cache/spark-jars, or in ``SPARK_JARS_DIR``), ``SPARK_ICEBERG_AWS_JAR``
+(Iceberg's AWS bundle; default: next to the runtime jar).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ SPARK_VERSION = "3.5"
 SCALA_VERSION = "2.12"
 ICEBERG_VERSION = os.environ.get("ICEBERG_VERSION", "1.10.1")
 ICEBERG_JAR_NAME = f"iceberg-spark-runtime-{SPARK_VERSION}_{SCALA_VERSION}-{ICEBERG_VERSION}.jar"
+AWS_BUNDLE_JAR_NAME = f"iceberg-aws-bundle-{ICEBERG_VERSION}.jar"
 
 CATALOG = "floe"
 
@@ -67,6 +69,9 @@ def _load_integration_helpers():
 
 
 it = _load_integration_helpers()
+
+
+integration_module = it.integration_module
 
 # Fixtures shared with the integration tests: webhook receivers that stop,
 # and audit hooks that are deleted, at teardown.
@@ -172,6 +177,15 @@ def iceberg_jar() -> Path:
         jar = jars_dir / ICEBERG_JAR_NAME
     if not jar.is_file():
         pytest.fail(f"{jar} not found: run scripts/spark-deps.sh first (or set SPARK_ICEBERG_JAR)")
+    return jar
+
+
+def aws_bundle_jar() -> Path:
+    """Iceberg's AWS bundle (the AWS SDK S3FileIO needs), next to the runtime jar."""
+    path = os.environ.get("SPARK_ICEBERG_AWS_JAR")
+    jar = Path(path) if path else iceberg_jar().parent / AWS_BUNDLE_JAR_NAME
+    if not jar.is_file():
+        pytest.fail(f"{jar} not found: run scripts/spark-deps.sh first (or set SPARK_ICEBERG_AWS_JAR)")
     return jar
 
 
