@@ -83,6 +83,12 @@ ERROR_KEYS = {"message", "type", "code", "stack"}
 # small helpers
 
 
+# How much slower than a normal build the floe under test runs: a
+# sanitizer build with coverage counting takes several times as long on a
+# large metadata file, so its requests get that much longer to answer.
+TIME_SCALE = float(os.environ.get("FLOE_TEST_TIME_SCALE", "1"))
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
@@ -642,7 +648,7 @@ class Floe:
 
     # HTTP helpers -------------------------------------------------------
     def request(self, method: str, path: str, **kw) -> requests.Response:
-        kw.setdefault("timeout", 15)
+        kw.setdefault("timeout", 15 * TIME_SCALE)
         return self.session.request(method, self.url + path, **kw)
 
     def get(self, path, **kw):

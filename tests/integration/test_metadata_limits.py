@@ -14,9 +14,9 @@ import uuid as uuidlib
 import pytest
 import requests
 
-from conftest import TableHandle, assert_error, assert_ok_json, ns_path
+from conftest import TIME_SCALE, TableHandle, assert_error, assert_ok_json, ns_path
 
-GENEROUS_S = 30  # the quadratic code took minutes for these bodies
+GENEROUS_S = 30 * TIME_SCALE  # the quadratic code took minutes for these bodies
 
 
 @pytest.fixture
