@@ -45,7 +45,7 @@ RUN_REQUIRED = {"id", "table", "branch", "state", "base-snapshot-id", "created-a
                 "staged-by", "written-by"}
 AUDIT_KEYS = {"hook-id", "hook-name", "http-status", "verdict", "reason", "latency-ms", "at"}
 EVENT_KEYS = {"id", "at", "event", "principal", "client-id", "request-id", "namespace", "table", "run-id",
-              "details"}
+              "details", "chain-position", "chain-hash"}
 STATES = {"staged", "auditing", "published", "rejected", "audit-failed", "abandoned"}
 PAYLOAD_KEYS = {"event", "run-id", "delivery-id", "table", "table-uuid", "branch", "snapshot-id",
                 "parent-snapshot-id", "main-snapshot-id", "snapshot", "schema", "metadata-location",
@@ -129,6 +129,10 @@ def check_event(e: dict):
     assert e["table"] is None or isinstance(e["table"], str), e
     assert e["run-id"] is None or is_uuid(e["run-id"]), e
     assert isinstance(e["details"], dict), e
+    # Its link in the audit chain (docs/audit-trail.md): committed events
+    # are always linked.
+    assert isinstance(e["chain-position"], int) and e["chain-position"] >= 1, e
+    assert isinstance(e["chain-hash"], str) and len(e["chain-hash"]) == 64, e
 
 
 def run_events(f, run_id: str) -> list:
