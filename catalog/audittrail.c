@@ -171,7 +171,8 @@ void trail_verifier_link(struct trail_verifier *v, const struct chain_row *row)
 
 	if (!v->sorted) {
 		/* They come in id order; links need them in position order. */
-		qsort(v->cps, v->ncps, sizeof(*v->cps), cp_cmp);
+		if (v->ncps > 1)
+			qsort(v->cps, v->ncps, sizeof(*v->cps), cp_cmp);
 		v->sorted = true;
 	}
 	v->links++;
@@ -261,7 +262,8 @@ json_t *trail_verifier_finish(struct trail_verifier *v, long long head_position,
 		}
 	}
 	if (!v->sorted) {
-		qsort(v->cps, v->ncps, sizeof(*v->cps), cp_cmp);
+		if (v->ncps > 1)
+			qsort(v->cps, v->ncps, sizeof(*v->cps), cp_cmp);
 		v->sorted = true;
 	}
 	out = json_pack("{s:b, s:I, s:{s:I, s:s}, s:{s:I, s:I, s:o}, s:I, s:O, s:b}", "valid",
