@@ -118,6 +118,16 @@ json_t *floe_error_to_json(const struct floe_error *err)
 			 errkinds[kind].type, "code", errkinds[kind].status);
 }
 
+bool(floe_errbuf)(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
 void floe_error_clear(struct floe_error *err)
 {
 	err->kind = FE_NONE;

@@ -95,6 +95,15 @@ const char *floe_errkind_type(enum floe_errkind kind);
  * Returns a new reference, or NULL when out of memory. */
 json_t *floe_error_to_json(const struct floe_error *err);
 
+/* Formats a message into buf (len bytes, truncated) for a caller that
+ * reports failure as text (the option parser). Always returns false, so a
+ * caller can write `return floe_errbuf(...)`. */
+bool floe_errbuf(char *buf, size_t len, const char *fmt, ...) FLOE_PRINTF(3, 4);
+#ifdef __clang_analyzer__
+/* As for floe_err: the analyzer sees the false. */
+#define floe_errbuf(...) (floe_errbuf(__VA_ARGS__), false)
+#endif
+
 /* Resets err to "no error". */
 void floe_error_clear(struct floe_error *err);
 

@@ -1,15 +1,16 @@
 /*
  * config.c - the option table and its parser. Adding an option is one row
- * in `options` plus its conversion in config_finish.
+ * in `config_options` plus its conversion in config_finish; confighelp.c
+ * prints the table as --help and as the manual page.
  */
 #include "config.h"
+#include "configtable.h"
 
 #include "location.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -75,15 +76,8 @@ enum opt_id {
 	OPT_COUNT
 };
 
-struct option_def {
-	const char *flag; /* without the leading "--" */
-	const char *env;
-	const char *defval; /* NULL: computed, see help */
-	const char *help;
-};
-
 /* clang-format off */
-static const struct option_def options[OPT_COUNT] = {
+const struct option_def config_options[OPT_COUNT] = {
 	[OPT_LISTEN] = { "listen", "FLOE_LISTEN", "127.0.0.1:8181",
 		"Address to serve HTTP on, host:port or [ipv6]:port (port 0: any free port)" },
 	[OPT_DATABASE] = { "database", "FLOE_DATABASE_URL", "",
@@ -195,6 +189,8 @@ static const struct option_def options[OPT_COUNT] = {
 };
 /* clang-format on */
 
+const int config_option_count = OPT_COUNT;
+
 _Static_assert(OPT_COUNT <= sizeof(((struct floe_config *)0)->raw) / sizeof(char *),
 	       "raw[] too small for the option table");
 
@@ -203,111 +199,18 @@ static const char *process_getenv(const char *name)
 	return getenv(name);
 }
 
-static bool fail(char *errbuf, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static bool fail(char *errbuf, size_t errlen, const char *fmt, ...)
+/* Says which option has a bad value, and why, into errbuf; false. The
+ * admin credential's value is not repeated. */
+static bool bad_value(const struct floe_config *cfg, int id, const char *why, char *errbuf,
+		      size_t errlen)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(errbuf, errlen, fmt, ap);
-	va_end(ap);
-	return false;
+	return floe_errbuf(errbuf, errlen, "invalid value \"%s\" for --%s (%s): %s",
+			   id == OPT_ADMIN_CREDENTIAL ? "(not shown)" : cfg->raw[id],
+			   config_options[id].flag, config_options[id].env, why);
 }
 
-void config_print_help(FILE *out, const char *argv0)
-{
-	(void)fprintf(out,
-		      "Usage: %s [OPTION...]\n"
-		      "floe: an Apache Iceberg REST catalog backed by PostgreSQL.\n\n"
-		      "Every option can be given as a flag (--name=value or --name value)\n"
-		      "or as an environment variable; a flag wins over the variable.\n\n",
-		      argv0);
-	for (int i = 0; i < OPT_COUNT; i++) {
-		const struct option_def *o = &options[i];
-		(void)fprintf(out, "  --%-16s %-20s %s\n", o->flag, o->env, o->help);
-		if (o->defval != NULL)
-			(void)fprintf(out, "  %-38s default: \"%s\"\n", "", o->defval);
-	}
-	(void)fprintf(out, "\n  --help               print this text and exit\n"
-			   "  --version            print the version and exit\n"
-			   "  --print-routes       print every route floe serves and exit\n"
-			   "  --print-man          print the manual page (roff) and exit\n");
-	(void)fputs("\n  auth verify-token    check an external issuer's tokens (auth --help)\n"
-		    "  audit verify         verify the audit log's hash chain (audit --help)\n"
-		    "  audit export         export the audit log, verifiable offline\n",
-		    out);
-}
-
-/* Writes text for roff: a leading '.' or '\'' would be a request, and
- * '\' and '-' have meanings of their own. */
-static void man_text(FILE *out, const char *text)
-{
-	if (text[0] == '.' || text[0] == '\'')
-		(void)fputs("\\&", out);
-	for (const char *p = text; *p; p++) {
-		if (*p == '\\')
-			(void)fputs("\\e", out);
-		else if (*p == '-')
-			(void)fputs("\\-", out);
-		else
-			(void)fputc(*p, out);
-	}
-}
-
-void config_print_man(FILE *out, const char *version)
-{
-	(void)fputs(".TH FLOE 1 \"\" \"floe ", out);
-	man_text(out, version);
-	(void)fputs(
-		"\" \"User Commands\"\n"
-		".SH NAME\n"
-		"floe \\- an Apache Iceberg REST catalog backed by PostgreSQL\n"
-		".SH SYNOPSIS\n"
-		".B floe\n"
-		"[\\fIOPTION\\fR...]\n"
-		".SH DESCRIPTION\n"
-		"floe serves the Iceberg REST catalog protocol over HTTP, keeps its state in\n"
-		"PostgreSQL (its own embedded one when no database is given) and writes table\n"
-		"metadata files under its warehouse. Beyond the protocol it serves refs, audit\n"
-		"hooks, write\\-audit\\-publish runs and an append\\-only audit log.\n"
-		".PP\n"
-		"Every option is a flag (\\fB\\-\\-name=value\\fR or \\fB\\-\\-name value\\fR) and an\n"
-		"environment variable; a flag wins over the variable.\n"
-		".SH OPTIONS\n",
-		out);
-	for (int i = 0; i < OPT_COUNT; i++) {
-		const struct option_def *o = &options[i];
-		(void)fputs(".TP\n.BR \\-\\-", out);
-		man_text(out, o->flag);
-		(void)fputs(" \" \" \\fI", out);
-		man_text(out, o->env);
-		(void)fputs("\\fR\n", out);
-		man_text(out, o->help);
-		(void)fputc('\n', out);
-		if (o->defval != NULL) {
-			(void)fputs(".br\nDefault: \"", out);
-			man_text(out, o->defval);
-			(void)fputs("\".\n", out);
-		}
-	}
-	(void)fputs(
-		".TP\n.B \\-\\-help\nPrint the options and exit.\n"
-		".TP\n.B \\-\\-version\nPrint the version and exit.\n"
-		".TP\n.B \\-\\-print\\-routes\nPrint every route floe serves and exit.\n"
-		".TP\n.B \\-\\-print\\-man\nPrint this manual page and exit.\n"
-		".SH SIGNALS\n"
-		"SIGTERM or SIGINT stops floe cleanly: in\\-flight requests get\n"
-		"\\fB\\-\\-shutdown\\-grace\\-seconds\\fR to finish, queued commits and publishes are\n"
-		"answered 503, and the embedded PostgreSQL is stopped.\n"
-		".SH EXIT STATUS\n"
-		"0 after a clean stop; 1 when floe cannot serve (its database or embedded\n"
-		"PostgreSQL failed); 2 for a bad option.\n"
-		".SH SEE ALSO\n"
-		"The README and api\\-spec/openapi.yaml of the floe sources.\n",
-		out);
-}
+/* The parsers' failure: cfg, errbuf and errlen are theirs. */
+#define BAD(id, why) (bad_value(cfg, id, why, errbuf, errlen), false)
 
 static bool parse_int(const char *s, long long min, long long max, long long *out)
 {
@@ -351,9 +254,9 @@ static bool parse_listen(struct floe_config *cfg, const char *s, char *errbuf, s
 		goto bad;
 	cfg->listen_host = strndup(host, hostlen);
 	cfg->listen_port = (int)port;
-	return cfg->listen_host != NULL || fail(errbuf, errlen, "out of memory");
+	return cfg->listen_host != NULL || floe_errbuf(errbuf, errlen, "out of memory");
 bad:
-	return fail(
+	return floe_errbuf(
 		errbuf, errlen,
 		"invalid value \"%s\" for --listen (FLOE_LISTEN): expected host:port or [ipv6]:port",
 		s);
@@ -478,15 +381,10 @@ static bool auth_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 	char **raw = cfg->raw;
 	long long v;
 
-#define BAD(id, why)                                                                   \
-	fail(errbuf, errlen, "invalid value \"%s\" for --%s (%s): %s",                 \
-	     (id) == OPT_ADMIN_CREDENTIAL ? "(not shown)" : raw[id], options[id].flag, \
-	     options[id].env, why)
-
 	if (strcmp(raw[OPT_AUTH], "none") == 0) {
 		cfg->auth_none = true;
 		if (!config_host_is_loopback(cfg->listen_host))
-			return fail(
+			return floe_errbuf(
 				errbuf, errlen,
 				"--auth=none (FLOE_AUTH) is refused on %s: without "
 				"authentication anyone who reaches the port may drop tables and "
@@ -542,9 +440,9 @@ static bool auth_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		cfg->oidc_roles_claim = raw[OPT_OIDC_ROLES_CLAIM];
 	}
 	if (cfg->auth_none && cfg->oidc_issuer != NULL)
-		return fail(errbuf, errlen,
-			    "--oidc-issuer (FLOE_OIDC_ISSUER) needs --auth=floe (FLOE_AUTH)");
-#undef BAD
+		return floe_errbuf(
+			errbuf, errlen,
+			"--oidc-issuer (FLOE_OIDC_ISSUER) needs --auth=floe (FLOE_AUTH)");
 	return true;
 }
 
@@ -596,10 +494,6 @@ static bool s3_finish(struct floe_config *cfg, config_getenv_fn env, char *errbu
 {
 	char **raw = cfg->raw;
 
-#define BAD(id, why)                                                                              \
-	fail(errbuf, errlen, "invalid value \"%s\" for --%s (%s): %s", raw[id], options[id].flag, \
-	     options[id].env, why)
-
 	if (strcmp(raw[OPT_S3_REMOTE_SIGNING], "on") == 0)
 		cfg->s3_remote_signing = true;
 	else if (strcmp(raw[OPT_S3_REMOTE_SIGNING], "off") != 0)
@@ -627,15 +521,14 @@ static bool s3_finish(struct floe_config *cfg, config_getenv_fn env, char *errbu
 	const char *profile = profile_given ? raw[OPT_S3_PROFILE] : env("AWS_PROFILE");
 	cfg->s3_profile = strdup(profile != NULL && profile[0] != '\0' ? profile : "default");
 	if (cfg->s3_profile == NULL)
-		return fail(errbuf, errlen, "out of memory");
+		return floe_errbuf(errbuf, errlen, "out of memory");
 	if (!profile_given) {
 		cfg->s3_access_key_id = env_copy(env, "AWS_ACCESS_KEY_ID");
 		cfg->s3_secret_access_key = env_copy(env, "AWS_SECRET_ACCESS_KEY");
 		cfg->s3_session_token = env_copy(env, "AWS_SESSION_TOKEN");
 	}
 	if (!credentials_file(env, &cfg->s3_credentials_file))
-		return fail(errbuf, errlen, "out of memory");
-#undef BAD
+		return floe_errbuf(errbuf, errlen, "out of memory");
 	return true;
 }
 
@@ -658,10 +551,6 @@ static bool vend_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 {
 	char **raw = cfg->raw;
 	long long v;
-
-#define BAD(id, why)                                                                              \
-	fail(errbuf, errlen, "invalid value \"%s\" for --%s (%s): %s", raw[id], options[id].flag, \
-	     options[id].env, why)
 
 	const char *mode = raw[OPT_S3_VENDED_CREDENTIALS];
 	if (strcmp(mode, "off") == 0)
@@ -691,13 +580,12 @@ static bool vend_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 			   "expected a role ARN (arn:aws:iam::ACCOUNT:role/NAME)");
 	cfg->s3_sts_read_role_arn = raw[OPT_S3_STS_READ_ROLE_ARN];
 	if (cfg->s3_vend == CONFIG_VEND_STS && cfg->s3_sts_role_arn[0] == '\0')
-		return fail(
+		return floe_errbuf(
 			errbuf, errlen,
 			"--s3-vended-credentials=sts needs --s3-sts-role-arn (FLOE_S3_STS_ROLE_ARN)");
 	if (!parse_int(raw[OPT_S3_STS_DURATION], 900, 43200, &v))
 		return BAD(OPT_S3_STS_DURATION, "expected seconds from 900 to 43200");
 	cfg->s3_sts_duration_s = (int)v;
-#undef BAD
 	return true;
 }
 
@@ -713,17 +601,18 @@ static bool warehouses_finish(struct floe_config *cfg, config_getenv_fn env, cha
 		return true;
 	if (!warehouses_load(file, cfg->warehouse_name, cfg->warehouse, &cfg->warehouses, why,
 			     sizeof(why)))
-		return fail(errbuf, errlen, "--warehouses (FLOE_WAREHOUSES): %s", why);
+		return floe_errbuf(errbuf, errlen, "--warehouses (FLOE_WAREHOUSES): %s", why);
 	bool any_s3 = false;
 	for (size_t i = 0; i < cfg->warehouses.count; i++)
 		any_s3 = any_s3 || cfg->warehouses.items[i].s3;
 	if (any_s3 && cfg->s3_credentials_file == NULL &&
 	    !credentials_file(env, &cfg->s3_credentials_file))
-		return fail(errbuf, errlen, "out of memory");
+		return floe_errbuf(errbuf, errlen, "out of memory");
 	if (any_s3 && cfg->s3_credentials_file == NULL)
-		return fail(errbuf, errlen,
-			    "--warehouses (FLOE_WAREHOUSES): an s3:// warehouse's profile needs "
-			    "a shared credentials file: set AWS_SHARED_CREDENTIALS_FILE or HOME");
+		return floe_errbuf(
+			errbuf, errlen,
+			"--warehouses (FLOE_WAREHOUSES): an s3:// warehouse's profile needs "
+			"a shared credentials file: set AWS_SHARED_CREDENTIALS_FILE or HOME");
 	return true;
 }
 
@@ -734,17 +623,13 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 	char **raw = cfg->raw;
 	long long v;
 
-#define BAD(id, why)                                                                              \
-	fail(errbuf, errlen, "invalid value \"%s\" for --%s (%s): %s", raw[id], options[id].flag, \
-	     options[id].env, why)
-
 	if (!parse_listen(cfg, raw[OPT_LISTEN], errbuf, errlen))
 		return false;
 
 	if (raw[OPT_DATABASE][0] != '\0') {
 		cfg->database_url = strdup(raw[OPT_DATABASE]);
 		if (cfg->database_url == NULL)
-			return fail(errbuf, errlen, "out of memory");
+			return floe_errbuf(errbuf, errlen, "out of memory");
 	}
 
 	if (raw[OPT_OWNER_DATABASE][0] != '\0') {
@@ -752,7 +637,7 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 			return BAD(OPT_OWNER_DATABASE, "needs --database (FLOE_DATABASE_URL)");
 		cfg->owner_database_url = strdup(raw[OPT_OWNER_DATABASE]);
 		if (cfg->owner_database_url == NULL)
-			return fail(errbuf, errlen, "out of memory");
+			return floe_errbuf(errbuf, errlen, "out of memory");
 	}
 
 	if (raw[OPT_DATA_DIR][0] == '\0')
@@ -765,7 +650,7 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 		size_t len = strlen(cfg->data_dir) + sizeof("file:///warehouse");
 		cfg->warehouse = malloc(len);
 		if (cfg->warehouse == NULL)
-			return fail(errbuf, errlen, "out of memory");
+			return floe_errbuf(errbuf, errlen, "out of memory");
 		(void)snprintf(cfg->warehouse, len, "file://%s/warehouse", cfg->data_dir);
 	} else {
 		const char *w = raw[OPT_WAREHOUSE];
@@ -776,7 +661,7 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 				   "only file:// and s3:// warehouses are supported");
 		cfg->warehouse = strdup(w);
 		if (cfg->warehouse == NULL)
-			return fail(errbuf, errlen, "out of memory");
+			return floe_errbuf(errbuf, errlen, "out of memory");
 		size_t len = strlen(cfg->warehouse);
 		while (len > 8 && cfg->warehouse[len - 1] == '/')
 			cfg->warehouse[--len] = '\0';
@@ -795,7 +680,7 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 	cfg->warehouse = canon;
 	cfg->warehouse_path = strdup(location_path(cfg->warehouse));
 	if (cfg->warehouse_path == NULL)
-		return fail(errbuf, errlen, "out of memory");
+		return floe_errbuf(errbuf, errlen, "out of memory");
 	if (!s3_finish(cfg, env, errbuf, errlen) || !vend_finish(cfg, errbuf, errlen))
 		return false;
 
@@ -882,7 +767,7 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 	if (raw[OPT_PG_USER][0] != '\0') {
 		cfg->pg_user = strdup(raw[OPT_PG_USER]);
 		if (cfg->pg_user == NULL)
-			return fail(errbuf, errlen, "out of memory");
+			return floe_errbuf(errbuf, errlen, "out of memory");
 	}
 	char hook_err[200];
 	cfg->hook_policy = hook_policy_parse(raw[OPT_HOOK_ALLOW], hook_err, sizeof(hook_err));
@@ -892,7 +777,7 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 		size_t len = strlen(cfg->data_dir) + sizeof("/auth/hook-secrets.key");
 		cfg->hook_secrets_key = malloc(len);
 		if (cfg->hook_secrets_key == NULL)
-			return fail(errbuf, errlen, "out of memory");
+			return floe_errbuf(errbuf, errlen, "out of memory");
 		(void)snprintf(cfg->hook_secrets_key, len, "%s/auth/hook-secrets.key",
 			       cfg->data_dir);
 		cfg->hook_secrets_key_default = true;
@@ -920,14 +805,14 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 			OPT_CORS_ORIGINS,
 			"expected * or comma-separated origins such as https://app.example.com:8443");
 	cfg->cors_origins = raw[OPT_CORS_ORIGINS];
-#undef BAD
 	return auth_finish(cfg, errbuf, errlen);
 }
 
 static int find_flag(const char *name, size_t len)
 {
 	for (int i = 0; i < OPT_COUNT; i++) {
-		if (strlen(options[i].flag) == len && strncmp(options[i].flag, name, len) == 0)
+		if (strlen(config_options[i].flag) == len &&
+		    strncmp(config_options[i].flag, name, len) == 0)
 			return i;
 	}
 	return -1;
@@ -938,7 +823,7 @@ static bool set_raw(struct floe_config *cfg, int id, const char *value, char *er
 	char *copy = strdup(value);
 
 	if (copy == NULL)
-		return fail(errbuf, errlen, "out of memory");
+		return floe_errbuf(errbuf, errlen, "out of memory");
 	free(cfg->raw[id]);
 	cfg->raw[id] = copy;
 	return true;
@@ -977,27 +862,29 @@ bool config_load(struct floe_config *cfg, int argc, char **argv, config_getenv_f
 			continue;
 		}
 		if (strncmp(arg, "--", 2) != 0)
-			return fail(errbuf, errlen, "unexpected argument \"%s\" (see --help)", arg);
+			return floe_errbuf(errbuf, errlen,
+					   "unexpected argument \"%s\" (see --help)", arg);
 		name = arg + 2;
 		eq = strchr(name, '=');
 		id = find_flag(name, eq != NULL ? (size_t)(eq - name) : strlen(name));
 		if (id < 0)
-			return fail(errbuf, errlen, "unknown option \"%s\" (see --help)", arg);
+			return floe_errbuf(errbuf, errlen, "unknown option \"%s\" (see --help)",
+					   arg);
 		if (eq != NULL) {
 			value = eq + 1;
 		} else {
 			if (i + 1 >= argc)
-				return fail(errbuf, errlen, "option --%s (%s) needs a value",
-					    options[id].flag, options[id].env);
+				return floe_errbuf(errbuf, errlen, "option --%s (%s) needs a value",
+						   config_options[id].flag, config_options[id].env);
 			value = argv[++i];
 		}
 		/* An empty environment variable means "unset"; an empty
 		 * --threads= on the command line is a mistake. */
 		if ((id == OPT_THREADS || id == OPT_COMMIT_THREADS) && value[0] == '\0')
-			return fail(
+			return floe_errbuf(
 				errbuf, errlen,
 				"invalid value \"\" for --%s (%s): expected an integer from 1 to 256",
-				options[id].flag, options[id].env);
+				config_options[id].flag, config_options[id].env);
 		if (!set_raw(cfg, id, value, errbuf, errlen))
 			return false;
 		from_flag[id] = true;
@@ -1008,9 +895,9 @@ bool config_load(struct floe_config *cfg, int argc, char **argv, config_getenv_f
 
 		if (from_flag[id])
 			continue;
-		value = env(options[id].env);
+		value = env(config_options[id].env);
 		if (value == NULL)
-			value = options[id].defval != NULL ? options[id].defval : "";
+			value = config_options[id].defval != NULL ? config_options[id].defval : "";
 		if (!set_raw(cfg, id, value, errbuf, errlen))
 			return false;
 	}

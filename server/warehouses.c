@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,22 +19,8 @@
 #include "location.h"
 #include "log.h"
 
-static bool fail(char *errbuf, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static bool fail(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(errbuf, errlen, fmt, ap);
-	va_end(ap);
-	return false;
-}
-
-/* fail, known to be false where it is returned (the analyser does not
- * follow a variadic function). */
-#define FAIL(...) (fail(errbuf, errlen, __VA_ARGS__), false)
+/* The parsers' failure, into their errbuf. */
+#define FAIL(...) floe_errbuf(errbuf, errlen, __VA_ARGS__)
 
 bool warehouses_name_valid(const char *name)
 {
@@ -122,18 +107,18 @@ static bool member_string(const json_t *o, const char *key, bool required, const
 
 	*out = NULL;
 	if (v != NULL && !json_is_string(v)) {
-		fail(errbuf, errlen, "%s: \"%s\" must be a string", where, key);
+		floe_errbuf(errbuf, errlen, "%s: \"%s\" must be a string", where, key);
 		return false;
 	}
 	if (v != NULL)
 		src = json_string_value(v);
 	if (src == NULL) {
-		fail(errbuf, errlen, "%s: \"%s\" is missing", where, key);
+		floe_errbuf(errbuf, errlen, "%s: \"%s\" is missing", where, key);
 		return false;
 	}
 	*out = strdup(src);
 	if (*out == NULL) {
-		fail(errbuf, errlen, "out of memory");
+		floe_errbuf(errbuf, errlen, "out of memory");
 		return false;
 	}
 	return true;
@@ -161,7 +146,7 @@ static bool s3_options(struct warehouse *w, const json_t *s3, const char *where,
 			    "http://host[:port]",
 			    where, w->s3_endpoint);
 	if (!region_valid(w->s3_region))
-		return fail(
+		return floe_errbuf(
 			errbuf, errlen,
 			"%s: invalid s3 region \"%s\": expected a region name such as us-east-1",
 			where, w->s3_region);
@@ -191,7 +176,7 @@ static bool one_warehouse(struct warehouse *w, const json_t *e, size_t i, char *
 	if (!member_string(e, "name", true, NULL, &w->name, where, errbuf, errlen))
 		return false;
 	if (!warehouses_name_valid(w->name))
-		return fail(
+		return floe_errbuf(
 			errbuf, errlen,
 			"%s: invalid name \"%.64s\": expected 1-64 characters of A-Z a-z 0-9 . _ "
 			"- and no word a route uses after /v1/ (namespaces, tables, views, ...)",
@@ -202,7 +187,7 @@ static bool one_warehouse(struct warehouse *w, const json_t *e, size_t i, char *
 	if (!member_string(e, "location", true, NULL, &w->location, where, errbuf, errlen))
 		return false;
 	if (strncasecmp(w->location, "file:", 5) != 0 && strncasecmp(w->location, "s3://", 5) != 0)
-		return fail(
+		return floe_errbuf(
 			errbuf, errlen,
 			"%s: invalid location \"%.255s\": only file:// and s3:// warehouses are "
 			"supported",
@@ -241,32 +226,33 @@ bool warehouses_parse(const char *text, size_t len, const char *default_name,
 	memset(out, 0, sizeof(*out));
 	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (doc == NULL) {
-		fail(errbuf, errlen, "not JSON (line %d, column %d): %s", jerr.line, jerr.column,
-		     jerr.text);
+		floe_errbuf(errbuf, errlen, "not JSON (line %d, column %d): %s", jerr.line,
+			    jerr.column, jerr.text);
 		goto done;
 	}
 	if (!json_is_object(doc)) {
-		fail(errbuf, errlen, "expected an object {\"warehouses\": [...]}");
+		floe_errbuf(errbuf, errlen, "expected an object {\"warehouses\": [...]}");
 		goto done;
 	}
 	if (!keys_known(doc, keys, &bad)) {
-		fail(errbuf, errlen, "unknown key \"%s\" (expected warehouses)", bad);
+		floe_errbuf(errbuf, errlen, "unknown key \"%s\" (expected warehouses)", bad);
 		goto done;
 	}
 	json_t *arr = json_object_get(doc, "warehouses");
 	if (!json_is_array(arr)) {
-		fail(errbuf, errlen, "\"warehouses\" must be an array");
+		floe_errbuf(errbuf, errlen, "\"warehouses\" must be an array");
 		goto done;
 	}
 	size_t n = json_array_size(arr);
 	if (n > WAREHOUSES_MAX) {
-		fail(errbuf, errlen, "%zu warehouses: at most %d may be named", n, WAREHOUSES_MAX);
+		floe_errbuf(errbuf, errlen, "%zu warehouses: at most %d may be named", n,
+			    WAREHOUSES_MAX);
 		goto done;
 	}
 	if (n > 0) {
 		out->items = calloc(n, sizeof(*out->items));
 		if (out->items == NULL) {
-			fail(errbuf, errlen, "out of memory");
+			floe_errbuf(errbuf, errlen, "out of memory");
 			goto done;
 		}
 	}
@@ -276,28 +262,31 @@ bool warehouses_parse(const char *text, size_t len, const char *default_name,
 		if (!one_warehouse(w, json_array_get(arr, i), i, errbuf, errlen))
 			goto done;
 		if (strcmp(w->name, default_name) == 0) {
-			fail(errbuf, errlen,
-			     "warehouse \"%s\": the name is the default warehouse's "
-			     "(--warehouse-name)",
-			     w->name);
+			floe_errbuf(errbuf, errlen,
+				    "warehouse \"%s\": the name is the default warehouse's "
+				    "(--warehouse-name)",
+				    w->name);
 			goto done;
 		}
 		if (location_overlaps(w->location, default_location)) {
-			fail(errbuf, errlen,
-			     "warehouse \"%s\": its location %s overlaps the default warehouse's %s",
-			     w->name, w->location, default_location);
+			floe_errbuf(
+				errbuf, errlen,
+				"warehouse \"%s\": its location %s overlaps the default warehouse's %s",
+				w->name, w->location, default_location);
 			goto done;
 		}
 		for (size_t j = 0; j < i; j++) {
 			const struct warehouse *o = &out->items[j];
 			if (strcmp(o->name, w->name) == 0) {
-				fail(errbuf, errlen, "warehouse \"%s\" is named twice", w->name);
+				floe_errbuf(errbuf, errlen, "warehouse \"%s\" is named twice",
+					    w->name);
 				goto done;
 			}
 			if (location_overlaps(w->location, o->location)) {
-				fail(errbuf, errlen,
-				     "warehouse \"%s\": its location %s overlaps warehouse \"%s\"'s %s",
-				     w->name, w->location, o->name, o->location);
+				floe_errbuf(
+					errbuf, errlen,
+					"warehouse \"%s\": its location %s overlaps warehouse \"%s\"'s %s",
+					w->name, w->location, o->name, o->location);
 				goto done;
 			}
 		}
@@ -320,13 +309,13 @@ bool warehouses_load(const char *file, const char *default_name, const char *def
 	memset(out, 0, sizeof(*out));
 	fd = open(file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		fail(errbuf, errlen, "cannot open the warehouses file %s: %s", file,
-		     log_strerror(errno));
+		floe_errbuf(errbuf, errlen, "cannot open the warehouses file %s: %s", file,
+			    log_strerror(errno));
 		goto done;
 	}
 	text = malloc(WAREHOUSES_FILE_MAX + 1);
 	if (text == NULL) {
-		fail(errbuf, errlen, "out of memory");
+		floe_errbuf(errbuf, errlen, "out of memory");
 		goto done;
 	}
 	for (;;) {
@@ -334,21 +323,22 @@ bool warehouses_load(const char *file, const char *default_name, const char *def
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			fail(errbuf, errlen, "cannot read the warehouses file %s: %s", file,
-			     log_strerror(errno));
+			floe_errbuf(errbuf, errlen, "cannot read the warehouses file %s: %s", file,
+				    log_strerror(errno));
 			goto done;
 		}
 		if (r == 0)
 			break;
 		len += (size_t)r;
 		if (len > WAREHOUSES_FILE_MAX) {
-			fail(errbuf, errlen, "the warehouses file %s is larger than %zu bytes",
-			     file, WAREHOUSES_FILE_MAX);
+			floe_errbuf(errbuf, errlen,
+				    "the warehouses file %s is larger than %zu bytes", file,
+				    WAREHOUSES_FILE_MAX);
 			goto done;
 		}
 	}
 	if (!warehouses_parse(text, len, default_name, default_location, out, why, sizeof(why))) {
-		fail(errbuf, errlen, "the warehouses file %s: %s", file, why);
+		floe_errbuf(errbuf, errlen, "the warehouses file %s: %s", file, why);
 		goto done;
 	}
 	ok = true;
