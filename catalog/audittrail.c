@@ -488,27 +488,29 @@ static json_t *opt_string(const char *v)
 	return v != NULL ? json_string(v) : json_null();
 }
 
+/* An event's fields as an export names them. */
+static const char *const export_names[CHAIN_FIELDS] = {
+	[CHAIN_F_ID] = "id",
+	[CHAIN_F_AT] = "at",
+	[CHAIN_F_EVENT] = "event",
+	[CHAIN_F_PRINCIPAL] = "principal",
+	[CHAIN_F_CLIENT_ID] = "client-id",
+	[CHAIN_F_REQUEST_ID] = "request-id",
+	[CHAIN_F_NAMESPACE] = "namespace",
+	[CHAIN_F_TABLE] = "table",
+	[CHAIN_F_RUN_ID] = "run-id",
+	[CHAIN_F_DETAILS] = "details",
+};
+
 /* An export line of a link and its event (new reference). */
 static json_t *link_json(const struct chain_row *r)
 {
-	static const char *const names[CHAIN_FIELDS] = {
-		[CHAIN_F_ID] = "id",
-		[CHAIN_F_AT] = "at",
-		[CHAIN_F_EVENT] = "event",
-		[CHAIN_F_PRINCIPAL] = "principal",
-		[CHAIN_F_CLIENT_ID] = "client-id",
-		[CHAIN_F_REQUEST_ID] = "request-id",
-		[CHAIN_F_NAMESPACE] = "namespace",
-		[CHAIN_F_TABLE] = "table",
-		[CHAIN_F_RUN_ID] = "run-id",
-		[CHAIN_F_DETAILS] = "details",
-	};
 	json_t *ev = json_null();
 
 	if (r->present) {
 		ev = json_object();
 		for (int k = 0; ev != NULL && k < CHAIN_FIELDS; k++)
-			(void)json_object_set_new(ev, names[k], opt_string(r->f[k]));
+			(void)json_object_set_new(ev, export_names[k], opt_string(r->f[k]));
 	}
 	return json_pack("{s:s, s:I, s:s, s:I, s:o}", "kind", "link", "position",
 			 (json_int_t)r->position, "hash", r->hash, "event-id",
@@ -571,4 +573,115 @@ bool audittrail_export(struct store *s, const struct trail_key *key, trail_emit_
 		return floe_err(err, FE_INTERNAL, "the export cannot be written");
 	return each_checkpoint(s, export_checkpoint, &x, err) &&
 	       each_link(s, head, export_link, export_unlinked, &x, err);
+}
+
+static const char *line_str(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+/* Copies the string key of o into a fixed field (truncated). */
+static void copy_field(char *dst, size_t cap, const json_t *o, const char *key)
+{
+	const char *v = line_str(o, key);
+
+	(void)snprintf(dst, cap, "%s", v ? v : "");
+}
+
+/* Feeds one export line after the header to v; false (err set) when it is
+ * no line of an export. */
+static bool verify_line(struct trail_verifier *v, const json_t *o, long long lineno,
+			struct floe_error *err)
+{
+	const char *kind = line_str(o, "kind");
+
+	if (kind != NULL && strcmp(kind, "checkpoint") == 0) {
+		struct checkpoint_row cp = { 0 };
+		cp.position = json_integer_value(json_object_get(o, "position"));
+		copy_field(cp.hash, sizeof(cp.hash), o, "hash");
+		copy_field(cp.signed_at, sizeof(cp.signed_at), o, "signed-at");
+		copy_field(cp.key_id, sizeof(cp.key_id), o, "key-id");
+		copy_field(cp.signature, sizeof(cp.signature), o, "signature");
+		return trail_verifier_checkpoint(v, &cp) ||
+		       floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	if (kind != NULL && strcmp(kind, "link") == 0) {
+		struct chain_row row = { 0 };
+		const json_t *ev = json_object_get(o, "event");
+		row.position = json_integer_value(json_object_get(o, "position"));
+		row.event_id = json_integer_value(json_object_get(o, "event-id"));
+		copy_field(row.hash, sizeof(row.hash), o, "hash");
+		row.present = json_is_object(ev);
+		for (int k = 0; row.present && k < CHAIN_FIELDS; k++)
+			row.f[k] = (char *)line_str(ev, export_names[k]);
+		trail_verifier_link(v, &row);
+		return true;
+	}
+	if (kind != NULL && strcmp(kind, "unlinked") == 0) {
+		trail_verifier_unlinked(v, json_integer_value(json_object_get(o, "event-id")));
+		return true;
+	}
+	return floe_err(err, FE_BAD_REQUEST, "line %lld is no line of a floe audit export", lineno);
+}
+
+json_t *audittrail_verify_export(trail_line_fn next, void *ctx, const struct trail_key *pinned,
+				 struct floe_error *err)
+{
+	struct trail_verifier *v = NULL;
+	struct trail_key *own = NULL;
+	json_t *report = NULL;
+	long long head = 0, lineno = 0;
+	char head_hash[TRAIL_HASH_HEX] = "";
+	json_t *o;
+
+	floe_error_clear(err);
+	while ((o = next(ctx, err)) != NULL) {
+		bool ok = true;
+		lineno++;
+		if (lineno == 1) {
+			const char *kind = line_str(o, "kind");
+			const json_t *h = json_object_get(o, "head");
+			const char *pem = line_str(o, "public-key");
+			ok = kind != NULL && strcmp(kind, "floe-audit-export") == 0 &&
+			     json_integer_value(json_object_get(o, "version")) == 1;
+			if (!ok)
+				floe_err(err, FE_BAD_REQUEST,
+					 "it is no floe audit export (version 1)");
+			head = json_integer_value(json_object_get(h, "position"));
+			copy_field(head_hash, sizeof(head_hash), h, "hash");
+			if (ok && pinned == NULL && pem != NULL) {
+				struct floe_error kerr;
+				own = trail_key_parse_public(pem, strlen(pem), &kerr);
+			}
+			v = ok ? trail_verifier_new(pinned ? pinned : own) : NULL;
+			if (ok && v == NULL)
+				ok = floe_err(err, FE_INTERNAL, "out of memory");
+		} else {
+			ok = verify_line(v, o, lineno, err);
+		}
+		json_decref(o);
+		if (!ok)
+			goto done;
+	}
+	if (err->kind != FE_NONE)
+		goto done;
+	if (v == NULL) {
+		floe_err(err, FE_BAD_REQUEST, "the export is empty");
+		goto done;
+	}
+	report = trail_verifier_finish(v, head, head_hash);
+	v = NULL;
+	if (report == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto done;
+	}
+	if (pinned == NULL)
+		(void)json_object_set_new(report, "key-source",
+					  json_string(own ? "the export's own public key (pass "
+							    "--public-key to pin it)"
+							  : "none: signatures not checked"));
+done:
+	trail_verifier_free(v);
+	trail_key_free(own);
+	return report;
 }

@@ -74,4 +74,16 @@ typedef bool (*trail_emit_fn)(void *ctx, const json_t *line);
 bool audittrail_export(struct store *s, const struct trail_key *key, trail_emit_fn emit, void *ctx,
 		       struct floe_error *err) FLOE_WUR;
 
+/* Gives the next line of an export, parsed (new reference), or NULL at
+ * its end, or NULL with err set when it cannot be read or parsed. */
+typedef json_t *(*trail_line_fn)(void *ctx, struct floe_error *err);
+
+/* Verifies an export read a line at a time from next (floe audit verify
+ * --file): the report of trail_verifier_finish, with "key-source" when
+ * pinned (borrowed, may be NULL) is not given: the export's own public
+ * key is used then. NULL with err: FE_BAD_REQUEST when the lines are no
+ * export, else next's error or FE_INTERNAL. */
+json_t *audittrail_verify_export(trail_line_fn next, void *ctx, const struct trail_key *pinned,
+				 struct floe_error *err) FLOE_WUR;
+
 #endif

@@ -15,9 +15,10 @@
 #include <jansson.h>
 
 #include "audittrail.h"
+#include "cliargs.h"
 #include "log.h"
-#include "store.h"
 #include "store_admin.h"
+#include "system.h"
 #include "trail.h"
 
 /* An export line holds one event: its details are bounded by the
@@ -57,25 +58,6 @@ static void auditcli_usage(FILE *out)
 		out);
 }
 
-/* The value of --name=VALUE or --name VALUE at argv[*i], or NULL when
- * argv[*i] is not that option. Advances *i past a separate value. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *missing)
-{
-	size_t n = strlen(name);
-
-	if (*i >= argc || argv[*i] == NULL || strncmp(argv[*i], name, n) != 0)
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = true;
-		return NULL;
-	}
-	return argv[++*i];
-}
-
 struct cli_args {
 	const char *database;
 	const char *data_dir;
@@ -92,7 +74,7 @@ static bool parse_args(const char *cmd, int argc, char **argv, struct cli_args *
 		const char *v = NULL;
 		size_t k = 0;
 		for (; k < sizeof(names) / sizeof(names[0]); k++) {
-			v = opt_value(argc, argv, &i, names[k], &missing);
+			v = cli_option(argc, argv, &i, names[k], &missing);
 			if (v != NULL || missing)
 				break;
 		}
@@ -186,135 +168,55 @@ static int print_report(json_t *report)
 	return valid ? 0 : 1;
 }
 
-static const char *line_str(const json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
+/* An export being read, a line at a time. */
+struct export_reader {
+	FILE *f;
+	char *line;
+	size_t cap;
+	long long lineno;
+};
 
-/* Copies the string key of o into a fixed field (truncated). */
-static void copy_field(char *dst, size_t cap, const json_t *o, const char *key)
+static json_t *next_line(void *ctx, struct floe_error *err)
 {
-	const char *v = line_str(o, key);
+	struct export_reader *r = ctx;
+	json_error_t jerr;
 
-	(void)snprintf(dst, cap, "%s", v ? v : "");
+	ssize_t n = getline(&r->line, &r->cap, r->f);
+	if (n < 0) {
+		if (ferror(r->f))
+			floe_err(err, FE_INTERNAL, "the export cannot be read");
+		return NULL;
+	}
+	r->lineno++;
+	if (n > EXPORT_LINE_MAX) {
+		floe_err(err, FE_BAD_REQUEST, "line %lld is too long", r->lineno);
+		return NULL;
+	}
+	json_t *o = json_loadb(r->line, (size_t)n, 0, &jerr);
+	if (o == NULL)
+		floe_err(err, FE_BAD_REQUEST, "line %lld is no JSON: %s", r->lineno, jerr.text);
+	return o;
 }
 
 /* Verifies the export at path. */
-static int verify_file(const struct cli_args *a, struct trail_key *pinned)
+static int verify_file(const struct cli_args *a, const struct trail_key *pinned)
 {
-	static const char *const names[CHAIN_FIELDS] = {
-		"id",         "at",        "event", "principal", "client-id",
-		"request-id", "namespace", "table", "run-id",    "details",
-	};
-	FILE *f = fopen(a->file, "re");
-	struct trail_verifier *v = NULL;
-	struct trail_key *own = NULL;
-	char *line = NULL;
-	size_t cap = 0;
-	long long head = -1, lineno = 0;
-	char head_hash[TRAIL_HASH_HEX] = "";
-	int rc = 1;
+	struct export_reader r = { .f = fopen(a->file, "re") };
+	struct floe_error err;
 
-	if (f == NULL) {
+	if (r.f == NULL) {
 		(void)fprintf(stderr, "floe audit verify: cannot read %s: %s\n", a->file,
 			      open_failure(errno));
 		return 1;
 	}
-	for (;;) {
-		ssize_t n = getline(&line, &cap, f);
-		if (n < 0)
-			break;
-		lineno++;
-		if (n > EXPORT_LINE_MAX) {
-			(void)fprintf(stderr, "floe audit verify: line %lld is too long\n", lineno);
-			goto done;
-		}
-		json_error_t jerr;
-		json_t *o = json_loadb(line, (size_t)n, 0, &jerr);
-		const char *kind = line_str(o, "kind");
-		if (kind == NULL) {
-			(void)fprintf(stderr, "floe audit verify: line %lld is no export line\n",
-				      lineno);
-			json_decref(o);
-			goto done;
-		}
-		if (lineno == 1) {
-			if (strcmp(kind, "floe-audit-export") != 0 ||
-			    json_integer_value(json_object_get(o, "version")) != 1) {
-				(void)fprintf(stderr,
-					      "floe audit verify: %s is no floe audit export "
-					      "(version 1)\n",
-					      a->file);
-				json_decref(o);
-				goto done;
-			}
-			const json_t *h = json_object_get(o, "head");
-			head = json_integer_value(json_object_get(h, "position"));
-			copy_field(head_hash, sizeof(head_hash), h, "hash");
-			const char *pem = line_str(o, "public-key");
-			if (pinned == NULL && pem != NULL) {
-				struct floe_error err;
-				own = trail_key_parse_public(pem, strlen(pem), &err);
-			}
-			v = trail_verifier_new(pinned ? pinned : own);
-			json_decref(o);
-			if (v == NULL)
-				goto done;
-			continue;
-		}
-		if (strcmp(kind, "checkpoint") == 0) {
-			struct checkpoint_row cp = { 0 };
-			cp.position = json_integer_value(json_object_get(o, "position"));
-			copy_field(cp.hash, sizeof(cp.hash), o, "hash");
-			copy_field(cp.signed_at, sizeof(cp.signed_at), o, "signed-at");
-			copy_field(cp.key_id, sizeof(cp.key_id), o, "key-id");
-			copy_field(cp.signature, sizeof(cp.signature), o, "signature");
-			bool ok = trail_verifier_checkpoint(v, &cp);
-			json_decref(o);
-			if (!ok)
-				goto done;
-		} else if (strcmp(kind, "link") == 0) {
-			struct chain_row row = { 0 };
-			const json_t *ev = json_object_get(o, "event");
-			row.position = json_integer_value(json_object_get(o, "position"));
-			row.event_id = json_integer_value(json_object_get(o, "event-id"));
-			copy_field(row.hash, sizeof(row.hash), o, "hash");
-			row.present = json_is_object(ev);
-			for (int k = 0; row.present && k < CHAIN_FIELDS; k++)
-				row.f[k] = (char *)line_str(ev, names[k]);
-			trail_verifier_link(v, &row);
-			json_decref(o);
-		} else if (strcmp(kind, "unlinked") == 0) {
-			trail_verifier_unlinked(v,
-						json_integer_value(json_object_get(o, "event-id")));
-			json_decref(o);
-		} else {
-			(void)fprintf(stderr, "floe audit verify: line %lld: unknown kind %s\n",
-				      lineno, kind);
-			json_decref(o);
-			goto done;
-		}
+	json_t *report = audittrail_verify_export(next_line, &r, pinned, &err);
+	free(r.line);
+	(void)fclose(r.f);
+	if (report == NULL) {
+		(void)fprintf(stderr, "floe audit verify: %s: %s\n", a->file, err.message);
+		return 1;
 	}
-	if (v == NULL) {
-		(void)fprintf(stderr, "floe audit verify: %s is empty\n", a->file);
-		goto done;
-	}
-	json_t *report = trail_verifier_finish(v, head, head_hash);
-	v = NULL;
-	if (report == NULL)
-		goto done;
-	if (pinned == NULL)
-		(void)json_object_set_new(report, "key-source",
-					  json_string(own ? "the export's own public key (pass "
-							    "--public-key to pin it)"
-							  : "none: signatures not checked"));
-	rc = print_report(report);
-done:
-	trail_verifier_free(v);
-	trail_key_free(own);
-	free(line);
-	(void)fclose(f);
-	return rc;
+	return print_report(report);
 }
 
 static bool emit_line(void *ctx, const json_t *line)
@@ -328,7 +230,7 @@ static int from_database(const char *cmd, const struct cli_args *a, struct trail
 {
 	struct floe_error err;
 	struct store_pool *pool = open_pool(a);
-	struct store *s = pool ? store_pool_acquire(pool, &err) : NULL;
+	struct store *s = pool ? system_acquire(pool, &err) : NULL;
 	int rc = 1;
 
 	if (s == NULL) {
@@ -349,7 +251,7 @@ static int from_database(const char *cmd, const struct cli_args *a, struct trail
 		else
 			(void)fprintf(stderr, "floe audit export: %s\n", err.message);
 	}
-	store_pool_release(pool, s);
+	system_release(pool, s);
 	store_pool_free(&pool);
 	return rc;
 }

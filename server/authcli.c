@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "cliargs.h"
 #include "jwk.h"
 #include "jwt.h"
 #include "keys.h"
@@ -59,27 +60,6 @@ static void authcli_usage(FILE *out)
 		"Exit status: 0 every token accepted, 1 a token refused or the issuer not\n"
 		"usable, 2 a usage error.\n",
 		out);
-}
-
-/* The value of --name=VALUE or --name VALUE at argv[*i], or NULL when
- * argv[*i] is not that option. Advances *i past a separate value. */
-static const char *authcli_option(int argc, char **argv, int *i, const char *name, bool *missing)
-{
-	size_t n = strlen(name);
-	const char *arg = argv[*i];
-
-	if (arg == NULL || strncmp(arg, name, n) != 0)
-		return NULL;
-	if (arg[n] == '=')
-		return arg + n + 1;
-	if (arg[n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = true;
-		return NULL;
-	}
-	(*i)++;
-	return argv[*i];
 }
 
 /* Prints one JSON line for the token of len bytes; true when accepted. */
@@ -186,7 +166,7 @@ static int authcli_verify_token(int argc, char **argv)
 			return 0;
 		}
 		for (size_t k = 0; k < sizeof(options) / sizeof(options[0]) && !matched; k++) {
-			const char *v = authcli_option(argc, argv, &i, options[k].name, &missing);
+			const char *v = cli_option(argc, argv, &i, options[k].name, &missing);
 
 			if (v != NULL) {
 				*options[k].value = v;
@@ -261,7 +241,7 @@ static int authcli_rotate_key(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		bool missing = false;
-		const char *v = authcli_option(argc, argv, &i, "--data-dir", &missing);
+		const char *v = cli_option(argc, argv, &i, "--data-dir", &missing);
 		if (v == NULL) {
 			(void)fprintf(stderr, "floe auth rotate-key: %s %s\n", argv[i],
 				      missing ? "needs a value" : "is not an option");

@@ -355,3 +355,22 @@ def test_floes_own_role_cannot_rewrite_the_chain(postgres):
     finally:
         f.stop()
         f.cleanup()
+
+
+def test_floe_audit_verify_refuses_what_is_no_export(tmp_path):
+    cases = {
+        "empty.jsonl": ("", "the export is empty"),
+        "other.jsonl": ('{"kind": "something-else"}\n', "no floe audit export"),
+        "garbled.jsonl": ('{"kind": "floe-audit-export", "version": 1, "head": {"position": 0, '
+                          '"hash": ""}}\nnot json\n', "line 2 is no JSON"),
+        "unknown.jsonl": ('{"kind": "floe-audit-export", "version": 1, "head": {"position": 0, '
+                          '"hash": ""}}\n{"kind": "mystery"}\n', "line 2 is no line"),
+    }
+    for name, (text, says) in cases.items():
+        p = tmp_path / name
+        p.write_text(text)
+        r = run_cli("verify", f"--file={p}")
+        assert r.returncode == 1, (name, r.stdout, r.stderr)
+        assert says.lower() in r.stderr.lower(), (name, r.stderr)
+    r = run_cli("verify", f"--file={tmp_path / 'missing.jsonl'}")
+    assert r.returncode == 1 and "no such file" in r.stderr
