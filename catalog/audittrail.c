@@ -97,19 +97,12 @@ bool trail_verifier_checkpoint(struct trail_verifier *v, const struct checkpoint
 {
 	unsigned char hash[TRAIL_HASH_LEN];
 	unsigned char sig[TRAIL_SIG_MAX * 2];
-	size_t siglen = strlen(cp->signature) / 2;
+	size_t siglen = 0;
 
-	if (!trail_unhex(cp->hash, hash) || siglen > sizeof(sig)) {
+	if (!trail_unhex(cp->hash, hash) ||
+	    !trail_unhex_bytes(cp->signature, sig, sizeof(sig), &siglen)) {
 		problem(v, cp->position, 0, "a checkpoint's hash or signature is not hex");
 		return true;
-	}
-	for (size_t i = 0; i < siglen; i++) {
-		unsigned int byte = 0;
-		if (sscanf(cp->signature + 2 * i, "%2x", &byte) != 1) {
-			problem(v, cp->position, 0, "a checkpoint's signature is not hex");
-			return true;
-		}
-		sig[i] = (unsigned char)byte;
 	}
 	if (v->key == NULL) {
 		v->unsigned_cps++;
@@ -425,8 +418,7 @@ json_t *audittrail_checkpoint(struct store *s, const struct trail_key *key, stru
 	if (!trail_unhex(cp.hash, hash) ||
 	    !trail_checkpoint_sign(key, cp.position, hash, cp.signed_at, sig, &siglen))
 		return floe_err(err, FE_INTERNAL, "the checkpoint cannot be signed"), NULL;
-	for (size_t i = 0; i < siglen; i++)
-		(void)snprintf(cp.signature + 2 * i, 3, "%02x", sig[i]);
+	trail_hex_bytes(sig, siglen, cp.signature);
 	if (!store_checkpoint_insert(s, &cp, &inserted, &cp.id, err))
 		return floe_err(err, FE_UNAVAILABLE,
 				"the checkpoint cannot be recorded; retry later"),

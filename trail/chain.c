@@ -51,15 +51,20 @@ void trail_genesis(unsigned char out[TRAIL_HASH_LEN])
 	memset(out, 0, TRAIL_HASH_LEN);
 }
 
-void trail_hex(const unsigned char h[TRAIL_HASH_LEN], char out[TRAIL_HASH_HEX])
+void trail_hex_bytes(const unsigned char *b, size_t n, char *out)
 {
 	static const char digits[] = "0123456789abcdef";
 
-	for (size_t i = 0; i < TRAIL_HASH_LEN; i++) {
-		out[2 * i] = digits[h[i] >> 4];
-		out[2 * i + 1] = digits[h[i] & 0xf];
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[b[i] >> 4];
+		out[2 * i + 1] = digits[b[i] & 0xf];
 	}
-	out[2 * TRAIL_HASH_LEN] = '\0';
+	out[2 * n] = '\0';
+}
+
+void trail_hex(const unsigned char h[TRAIL_HASH_LEN], char out[TRAIL_HASH_HEX])
+{
+	trail_hex_bytes(h, TRAIL_HASH_LEN, out);
 }
 
 static int hexval(char c)
@@ -73,16 +78,27 @@ static int hexval(char c)
 	return -1;
 }
 
-bool trail_unhex(const char *hex, unsigned char h[TRAIL_HASH_LEN])
+bool trail_unhex_bytes(const char *hex, unsigned char *b, size_t cap, size_t *n)
 {
-	if (hex == NULL || strlen(hex) != 2 * TRAIL_HASH_LEN)
+	size_t len = hex != NULL ? strlen(hex) : 1;
+
+	*n = 0;
+	if (len % 2 != 0 || len / 2 > cap)
 		return false;
-	for (size_t i = 0; i < TRAIL_HASH_LEN; i++) {
+	for (size_t i = 0; i < len / 2; i++) {
 		int hi = hexval(hex[2 * i]);
 		int lo = hexval(hex[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return false;
-		h[i] = (unsigned char)(hi << 4 | lo);
+		b[i] = (unsigned char)(hi << 4 | lo);
 	}
+	*n = len / 2;
 	return true;
+}
+
+bool trail_unhex(const char *hex, unsigned char h[TRAIL_HASH_LEN])
+{
+	size_t n = 0;
+
+	return trail_unhex_bytes(hex, h, TRAIL_HASH_LEN, &n) && n == TRAIL_HASH_LEN;
 }

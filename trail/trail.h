@@ -51,6 +51,13 @@ void trail_hex(const unsigned char h[TRAIL_HASH_LEN], char out[TRAIL_HASH_HEX]);
 /* Parses 64 hex digits (either case) into h; false when hex is not. */
 bool trail_unhex(const char *hex, unsigned char h[TRAIL_HASH_LEN]) FLOE_WUR;
 
+/* Lower-case hex of n bytes, into out (2n + 1 bytes). */
+void trail_hex_bytes(const unsigned char *b, size_t n, char *out);
+
+/* Parses hex digits (either case, an even number of them, at most 2 cap)
+ * into b; *n is how many bytes. False when hex is not that. */
+bool trail_unhex_bytes(const char *hex, unsigned char *b, size_t cap, size_t *n) FLOE_WUR;
+
 /* A checkpoint key: an Ed25519 key pair (to sign) or public key (to
  * verify). */
 struct trail_key;
