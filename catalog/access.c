@@ -119,7 +119,7 @@ bool access_check_all(struct store *s, const struct principal *p, access_set nee
 bool access_check(struct store *s, const struct principal *p, enum privilege priv,
 		  const struct ns_ident *ns, const char *name, struct floe_error *err)
 {
-	struct authz_object obj = { AUTHZ_CATALOG, ns, name };
+	struct authz_object obj = { .kind = AUTHZ_CATALOG, .ns = ns, .table = name };
 
 	if (p == NULL)
 		return true;
@@ -131,7 +131,7 @@ bool access_check(struct store *s, const struct principal *p, enum privilege pri
 bool access_check_commit(struct store *s, const struct principal *p, const struct ns_ident *ns,
 			 const char *name, const json_t *updates, struct floe_error *err)
 {
-	struct authz_object obj = { AUTHZ_TABLE, ns, name };
+	struct authz_object obj = { .kind = AUTHZ_TABLE, .ns = ns, .table = name };
 
 	return access_check_all(s, p, access_commit_needs(updates), &obj, err);
 }

@@ -141,9 +141,14 @@ static bool forbid(const struct principal *p, enum privilege priv, const struct 
 }
 
 bool authz_check(struct store *s, const struct principal *p, enum privilege priv,
-		 const struct authz_object *obj, struct floe_error *err)
+		 const struct authz_object *asked, struct floe_error *err)
 {
+	/* The object in the connection's warehouse, whose grants decide. */
+	struct authz_object in = *asked;
+	const struct authz_object *obj = &in;
 	privset set = 0;
+
+	in.warehouse = store_warehouse(s);
 
 	if (p == NULL)
 		return true; /* authentication is off */
@@ -176,7 +181,7 @@ bool authz_check_listing(struct store *s, const struct principal *p, const struc
 		return false;
 	if (visible)
 		return true;
-	struct authz_object obj = { AUTHZ_NAMESPACE, ns, NULL };
+	struct authz_object obj = { .kind = AUTHZ_NAMESPACE, .ns = ns, .table = NULL };
 	return forbid(p, PRIV_NAMESPACE_READ, &obj, err);
 }
 

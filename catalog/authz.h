@@ -78,6 +78,9 @@ struct authz_object {
 	enum authz_kind kind;
 	const struct ns_ident *ns;
 	const char *table;
+	/* Whose catalog: "" or NULL the default warehouse's. authz_check
+	 * sets it from its connection (store_use_warehouse). */
+	const char *warehouse;
 };
 
 /* Whether priv may be granted on an object of kind (the last column of

@@ -137,6 +137,15 @@ static size_t make_key(const long long *roles, size_t nroles, const struct authz
 		len += sizeof(sorted[i]);
 	}
 	key[len++] = (unsigned char)obj->kind;
+	/* The warehouse (a name holds no NUL): the same levels in two
+	 * warehouses are two objects. */
+	const char *wh = obj->warehouse != NULL ? obj->warehouse : "";
+	size_t wl = strlen(wh);
+	if (len + wl + 1 > AUTHZ_CACHE_KEY_MAX)
+		return 0;
+	memcpy(key + len, wh, wl);
+	len += wl;
+	key[len++] = 0;
 	if (obj->kind == AUTHZ_CATALOG)
 		return len;
 	/* The levels and the table each end with a byte no name holds

@@ -35,6 +35,8 @@
 struct janitor {
 	struct janitor_config cfg;
 	char *warehouse_path;
+	char *further[JANITOR_WAREHOUSES_MAX];
+	size_t nfurther;
 	struct store_pool *pool;
 	pthread_t thread;
 	pthread_mutex_t mu;
@@ -44,6 +46,21 @@ struct janitor {
 	long long visit_after;           /* the tables id the orphan visit resumes at */
 	struct timespec last_checkpoint; /* CLOCK_MONOTONIC; zero: none yet */
 };
+
+/* The directory (s3: the URL) of the warehouse holding a table's
+ * location: a further warehouse's when the location is below it, else
+ * the default one's, below which fileio refuses anything outside. */
+static const char *root_of(const struct janitor *j, const char *location)
+{
+	const char *path = location_path(location);
+
+	for (size_t i = 0; path != NULL && i < j->nfurther; i++) {
+		size_t n = strlen(j->further[i]);
+		if (strncmp(path, j->further[i], n) == 0 && (path[n] == '/' || path[n] == '\0'))
+			return j->further[i];
+	}
+	return j->warehouse_path;
+}
 
 /* The wait before attempt number attempts + 1: the interval, doubling. */
 static int retry_delay(const struct janitor *j, int attempts)
@@ -85,7 +102,7 @@ static bool purge_one(struct janitor *j, struct store *s, const struct purge_row
 		free(other);
 		res = FILEIO_PURGE_REFUSED;
 	} else {
-		res = fileio_purge(canon, j->warehouse_path, &removed, &perr);
+		res = fileio_purge(canon, root_of(j, canon), &removed, &perr);
 		(void)snprintf(reason, sizeof(reason), "%s", perr.message);
 	}
 	free(canon);
@@ -191,7 +208,7 @@ static void run_visit(struct janitor *j, struct store *s)
 	for (size_t i = 0; i < count; i++) {
 		j->visit_after = rows[i].id;
 		metric_add(METRIC_JANITOR_FILES, METRIC_FILES_TEMPORARY,
-			   fileio_remove_stale_tmp(rows[i].location, j->warehouse_path,
+			   fileio_remove_stale_tmp(rows[i].location, root_of(j, rows[i].location),
 						   JANITOR_TMP_MIN_AGE_S));
 	}
 	if (count < JANITOR_VISIT_BATCH)
@@ -300,6 +317,8 @@ static void janitor_free(struct janitor *j)
 	pthread_mutex_destroy(&j->mu);
 	pthread_cond_destroy(&j->cv);
 	free(j->warehouse_path);
+	for (size_t i = 0; i < j->nfurther; i++)
+		free(j->further[i]);
 	free(j);
 }
 
@@ -314,18 +333,25 @@ struct janitor *janitor_start(const struct janitor_config *cfg)
 	}
 	j->cfg = *cfg;
 	j->warehouse_path = strdup(cfg->warehouse_path);
+	bool copied = j->warehouse_path != NULL && cfg->nfurther <= JANITOR_WAREHOUSES_MAX;
+	for (size_t i = 0; copied && i < cfg->nfurther; i++) {
+		j->further[i] = strdup(cfg->further_paths[i]);
+		copied = j->further[i] != NULL;
+		j->nfurther = i + 1;
+	}
 	pthread_mutex_init(&j->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&j->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	j->pool = cfg->pool;
-	if (j->warehouse_path == NULL) {
+	if (!copied) {
 		log_error("janitor", "out of memory");
 		janitor_free(j);
 		return NULL;
 	}
 	j->cfg.warehouse_path = j->warehouse_path;
+	j->cfg.further_paths = NULL;
 	if (pthread_create(&j->thread, NULL, janitor_main, j) != 0) {
 		log_error("janitor", "cannot start the janitor thread");
 		janitor_free(j);

@@ -12,14 +12,23 @@
 #define FLOE_JANITOR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct store_pool;
 struct trail_key;
 struct unsettled;
 
+/* The most further warehouses a janitor looks after. */
+#define JANITOR_WAREHOUSES_MAX 64
+
 struct janitor_config {
-	struct store_pool *pool;     /* its own connections; borrowed */
-	const char *warehouse_path;  /* copied */
+	struct store_pool *pool;    /* its own connections; borrowed */
+	const char *warehouse_path; /* copied */
+	/* The local directories (s3: the URLs) of the further warehouses
+	 * (--warehouses): a table's files are purged and tidied below the
+	 * one holding it. Copied; at most JANITOR_WAREHOUSES_MAX. */
+	const char *const *further_paths;
+	size_t nfurther;
 	int interval_s;              /* between rounds */
 	int idempotency_keep_s;      /* keys older than this go */
 	int metrics_retention_days;  /* reports older than this go */

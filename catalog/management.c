@@ -477,10 +477,14 @@ struct mgmt_object {
 
 static const char *const grant_kinds[] = { "catalog", "namespace", "table" };
 
-static json_t *object_json(enum grant_on on, const struct ns_ident *ns, const char *table)
+/* The object of a grant; warehouse "" (the default one) is not shown. */
+static json_t *object_json(enum grant_on on, const struct ns_ident *ns, const char *table,
+			   const char *warehouse)
 {
 	json_t *o = json_pack("{s:s}", "kind", grant_kinds[on]);
 
+	if (o != NULL && warehouse[0] != '\0')
+		json_object_set_new(o, "warehouse", json_string(warehouse));
 	if (o != NULL && on != GRANT_ON_CATALOG)
 		json_object_set_new(o, "namespace", ident_ns_to_json(ns));
 	if (o != NULL && on == GRANT_ON_TABLE)
@@ -493,7 +497,8 @@ static json_t *grant_json(const void *row)
 	const struct grant_row *g = row;
 
 	return json_pack("{s:I, s:s, s:o, s:s}", "id", (json_int_t)g->id, "privilege", g->privilege,
-			 "on", object_json(g->on, &g->ns, g->table), "created-at", g->created_at);
+			 "on", object_json(g->on, &g->ns, g->table, g->warehouse), "created-at",
+			 g->created_at);
 }
 
 /* Reads {"kind", "namespace"?, "table"?} into obj (ident_ns_clear its
@@ -610,8 +615,11 @@ json_t *mgmt_grant_set(struct store *s, const struct table_env *env, const char 
 	}
 	ok = ok && (add || !done || keeps_an_admin(s, err));
 	if (ok) {
+		/* ADMIN is floe's, not one warehouse's (store_grant_insert). */
 		out = json_pack("{s:s, s:s, s:o}", "role", role, "privilege", privilege, "on",
-				object_json(obj.on, &obj.ns, obj.table));
+				object_json(obj.on, &obj.ns, obj.table,
+					    strcmp(privilege, "ADMIN") == 0 ? ""
+									    : store_warehouse(s)));
 		ok = out != NULL || floe_err(err, FE_INTERNAL, "out of memory");
 	}
 	if (ok && done)
@@ -715,7 +723,7 @@ json_t *mgmt_privileges(struct store *s, const char *name, const struct ns_ident
 			   : ns != NULL  ? GRANT_ON_NAMESPACE
 					 : GRANT_ON_CATALOG;
 	out = json_pack("{s:s, s:o, s:o}", "principal", row.name, "object",
-			object_json(on, ns, table), "privileges", privileges);
+			object_json(on, ns, table, store_warehouse(s)), "privileges", privileges);
 	privileges = NULL;
 	if (out == NULL)
 		floe_err(err, FE_INTERNAL, "out of memory");

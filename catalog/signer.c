@@ -261,7 +261,7 @@ json_t *signer_sign(struct store *s, const struct principal *p, const struct ns_
 	if (!allowed)
 		goto done;
 	if (writes) {
-		struct authz_object obj = { AUTHZ_TABLE, ns, name };
+		struct authz_object obj = { .kind = AUTHZ_TABLE, .ns = ns, .table = name };
 		if (!authz_check(s, p, PRIV_TABLE_WRITE, &obj, err))
 			goto done;
 	}

@@ -17,6 +17,17 @@ struct store_pool;
  * reached or every connection stays busy past the acquire timeout. */
 struct store *system_acquire(struct store_pool *pool, struct floe_error *err) FLOE_WUR;
 
+/* system_acquire for a request under a warehouse's prefix: the
+ * connection reads and writes that warehouse's catalog ("" the default
+ * warehouse's, else a name of --warehouses; borrowed while the connection
+ * is). */
+struct store *system_acquire_in(struct store_pool *pool, const char *warehouse,
+				struct floe_error *err) FLOE_WUR;
+
+/* Moves a borrowed connection to warehouse's catalog (as
+ * system_acquire_in). */
+void system_use(struct store *s, const char *warehouse);
+
 /* Gives back a connection system_acquire borrowed from pool. */
 void system_release(struct store_pool *pool, struct store *s);
 

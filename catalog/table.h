@@ -39,8 +39,12 @@ void commit_locks_free(struct commit_locks **locks);
 
 /* What the table operations need to know about the deployment. */
 struct table_env {
-	const char *warehouse;      /* file:///... root URL */
-	const char *warehouse_path; /* its local directory */
+	const char *warehouse;      /* the request's warehouse: its root URL */
+	const char *warehouse_path; /* its local directory (s3: the URL) */
+	/* Whose catalog: "" the default warehouse's, else the name of a
+	 * warehouse of --warehouses (store_use_warehouse). Connections a
+	 * request borrows again (the publish after an audit) use it too. */
+	const char *warehouse_name;
 	const char *request_id;
 	/* The request's authenticated principal and its token's client id,
 	 * borrowed for the request (and any job it defers); NULL: none,

@@ -212,7 +212,7 @@ json_t *vend_table(struct vend *v, struct store *s, const struct principal *p,
 	/* Read-write with a write privilege on the table, else read-only. */
 	bool write = true;
 	if (p != NULL) {
-		struct authz_object obj = { AUTHZ_TABLE, ns, name };
+		struct authz_object obj = { .kind = AUTHZ_TABLE, .ns = ns, .table = name };
 		struct floe_error denied;
 		floe_error_clear(&denied);
 		if (!authz_check(s, p, PRIV_TABLE_WRITE, &obj, &denied)) {

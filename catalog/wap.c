@@ -17,6 +17,7 @@
 #include "emptysnap.h"
 #include "hooksecrets.h"
 #include "hookspec.h"
+#include "system.h"
 #include "log.h"
 #include "metric.h"
 #include "ports.h"
@@ -638,7 +639,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 	if (keep != NULL && !json_is_null(keep) && !json_is_boolean(keep))
 		return floe_err(err, FE_BAD_REQUEST, "field 'keep-branch' must be a boolean"), NULL;
 
-	s = store_pool_acquire(pool, err);
+	s = system_acquire_in(pool, env->warehouse_name, err);
 	if (s == NULL)
 		return NULL;
 	m = table_load_metadata(s, ns, table, &metadata_location, err);
@@ -795,7 +796,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 	log_info("wap", "run %s: auditing snapshot %lld of %s with %zu hooks rid=%s", run_id,
 		 audited, table, n, env->request_id);
 	hooks_call_all(calls, n);
-	s = store_pool_acquire(pool, err);
+	s = system_acquire_in(pool, env->warehouse_name, err);
 	if (s == NULL) {
 		/* The run stays "auditing"; see the closing remark in the log. */
 		log_error("wap", "run %s: database gone after its audit rid=%s", run_id,

@@ -80,6 +80,20 @@ bool handler_sign_config(struct http_request *req, const struct ns_ident *ns, co
 /* What table operations need to know about this request's deployment. */
 struct table_env handler_env(struct http_request *req);
 
+/* The request's warehouse, whose catalog its connections use: "" the
+ * default one (no prefix, or the default warehouse's), else the name of
+ * a warehouse of --warehouses. */
+const char *handler_warehouse_name(const struct http_request *req);
+
+/* The warehouse name names (its name or location, as a {prefix}): *key
+ * "" for the default one, else its name (for system_use). False with
+ * 404 NoSuchWarehouseException when it names none. */
+bool handler_warehouse_named(const struct http_request *req, const char *name, const char **key,
+			     struct floe_error *err) FLOE_WUR;
+
+/* The request's warehouse's location (canonical). */
+const char *handler_warehouse_location(const struct http_request *req);
+
 void handle_health(struct http_request *req);
 void handle_ready(struct http_request *req);
 void handle_metrics(struct http_request *req); /* prometheus.c */

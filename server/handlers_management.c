@@ -21,6 +21,7 @@
 #include "log.h"
 #include "management.h"
 #include "secret.h"
+#include "system.h"
 
 /* Borrows a connection and checks that the caller holds ADMIN on the
  * catalog; NULL when the request has been answered. */
@@ -335,8 +336,14 @@ void handle_mgmt_principal_privileges(struct http_request *req)
 	if (s == NULL)
 		return;
 	json_t *out = NULL;
+	char *warehouse = NULL;
+	const char *key = "";
 	bool ok = mgmt_param(req, "name", &name, &err) && http_query(req, "table", &table, &err) &&
+		  http_query(req, "warehouse", &warehouse, &err) &&
+		  (warehouse == NULL || handler_warehouse_named(req, warehouse, &key, &err)) &&
 		  (raw == NULL || ident_ns_parse(raw, strlen(raw), &ns, &err));
+	if (ok)
+		system_use(s, key);
 	if (ok && table != NULL && raw == NULL)
 		ok = floe_err(&err, FE_BAD_REQUEST, "a table needs its namespace");
 	if (ok && table != NULL)
@@ -347,6 +354,7 @@ void handle_mgmt_principal_privileges(struct http_request *req)
 	handler_answer(req, 200, out, &err);
 	free(name);
 	free(table);
+	free(warehouse);
 	ident_ns_clear(&ns);
 }
 
@@ -433,6 +441,26 @@ void handle_mgmt_member_remove(struct http_request *req)
 
 /* --- grants --- */
 
+/* A grant's on.warehouse (absent: the default warehouse): the catalog of
+ * s and env is that warehouse's from here on. */
+static bool grant_warehouse(struct http_request *req, struct store *s, const json_t *body,
+			    struct table_env *env, struct floe_error *err)
+{
+	const json_t *on = json_object_get(body, "on");
+	const json_t *w = json_is_object(on) ? json_object_get(on, "warehouse") : NULL;
+	const char *key = "";
+
+	if (w == NULL)
+		return true;
+	if (!json_is_string(w))
+		return floe_err(err, FE_BAD_REQUEST, "field 'on.warehouse' must be a string");
+	if (!handler_warehouse_named(req, json_string_value(w), &key, err))
+		return false;
+	system_use(s, key);
+	env->warehouse_name = key;
+	return true;
+}
+
 static void grant_set(struct http_request *req, bool add)
 {
 	struct floe_error err;
@@ -447,7 +475,8 @@ static void grant_set(struct http_request *req, bool add)
 		return;
 	json_t *out = NULL;
 	struct table_env env = handler_env(req);
-	if (mgmt_param(req, "role", &role, &err) && http_body_json(req, &in, &err))
+	if (mgmt_param(req, "role", &role, &err) && http_body_json(req, &in, &err) &&
+	    grant_warehouse(req, s, in, &env, &err))
 		out = mgmt_grant_set(s, &env, role, in, add, &changed, &err);
 	handler_release(req, s);
 	if (changed)

@@ -75,7 +75,7 @@ void handle_ns_create(struct http_request *req)
 	if (s != NULL && !ns_create_allowed(req, s, in))
 		s = NULL;
 	if (s != NULL) {
-		json_t *body = ns_create(s, req->app->cfg->warehouse, in, &err);
+		json_t *body = ns_create(s, handler_warehouse_location(req), in, &err);
 		handler_release(req, s);
 		handler_answer(req, 200, body, &err);
 	}
@@ -90,7 +90,7 @@ void handle_ns_load(struct http_request *req)
 
 	s = handler_open(req, http_param_namespace(req, &ns, &err), &err);
 	if (s != NULL && handler_allowed(req, s, PRIV_NAMESPACE_READ, &ns, NULL)) {
-		json_t *body = ns_load(s, req->app->cfg->warehouse, &ns, &err);
+		json_t *body = ns_load(s, handler_warehouse_location(req), &ns, &err);
 		handler_release(req, s);
 		handler_answer(req, 200, body, &err);
 	}
@@ -143,7 +143,7 @@ void handle_ns_update_properties(struct http_request *req)
 		goto done;
 	}
 	s = handler_acquire(req);
-	struct authz_object obj = { AUTHZ_NAMESPACE, &ns, NULL };
+	struct authz_object obj = { .kind = AUTHZ_NAMESPACE, .ns = &ns, .table = NULL };
 	if (s != NULL && handler_allowed_all(req, s, access_ns_properties_needs(in), &obj)) {
 		struct table_env env = handler_env(req);
 		json_t *body = ns_update_properties(s, &ns, in, &env, NULL, &err);

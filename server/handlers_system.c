@@ -14,10 +14,51 @@
 #include "system.h"
 #include "wording.h"
 
+const char *handler_warehouse_name(const struct http_request *req)
+{
+	return req->warehouse > 0 ? req->app->cfg->warehouses.items[req->warehouse - 1].name : "";
+}
+
+/* The location and local directory of the request's warehouse. */
+static void request_warehouse(const struct http_request *req, const char **location,
+			      const char **path)
+{
+	const struct floe_config *cfg = req->app->cfg;
+
+	if (req->warehouse > 0) {
+		const struct warehouse *w = &cfg->warehouses.items[req->warehouse - 1];
+		*location = w->location;
+		*path = w->path;
+	} else {
+		*location = cfg->warehouse;
+		*path = cfg->warehouse_path;
+	}
+}
+
+const char *handler_warehouse_location(const struct http_request *req)
+{
+	const char *location, *path;
+
+	request_warehouse(req, &location, &path);
+	return location;
+}
+
+bool handler_warehouse_named(const struct http_request *req, const char *name, const char **key,
+			     struct floe_error *err)
+{
+	const struct floe_config *cfg = req->app->cfg;
+	int w = warehouses_find(&cfg->warehouses, cfg->warehouse_name, cfg->warehouse, name);
+
+	if (w < 0)
+		return wording_no_such_warehouse(name, err);
+	*key = w > 0 ? cfg->warehouses.items[w - 1].name : "";
+	return true;
+}
+
 struct store *handler_acquire(struct http_request *req)
 {
 	struct floe_error err;
-	struct store *s = system_acquire(req->pool, &err);
+	struct store *s = system_acquire_in(req->pool, handler_warehouse_name(req), &err);
 
 	if (s == NULL)
 		http_reply_error(req, &err);
@@ -119,8 +160,7 @@ bool handler_allowed_all(struct http_request *req, struct store *s, access_set n
 struct table_env handler_env(struct http_request *req)
 {
 	struct table_env env = {
-		.warehouse = req->app->cfg->warehouse,
-		.warehouse_path = req->app->cfg->warehouse_path,
+		.warehouse_name = handler_warehouse_name(req),
 		.request_id = req->request_id,
 		.principal = req->principal,
 		.client_id = req->client_id,
@@ -130,6 +170,7 @@ struct table_env handler_env(struct http_request *req)
 		.hook_policy = req->app->cfg->hook_policy,
 		.hook_sealer = req->app->hook_sealer,
 	};
+	request_warehouse(req, &env.warehouse, &env.warehouse_path);
 	if (req->idem_claimed) {
 		env.idem_key = http_header(req, "Idempotency-Key");
 		env.idem_owner = req->idem_owner;

@@ -82,7 +82,7 @@ static void on_namespace_body(struct http_request *req,
 		goto done;
 	}
 	s = handler_acquire(req);
-	struct authz_object obj = { AUTHZ_NAMESPACE, &ns, NULL };
+	struct authz_object obj = { .kind = AUTHZ_NAMESPACE, .ns = &ns, .table = NULL };
 	if (s == NULL || !handler_allowed_all(req, s, needs, &obj))
 		goto done;
 	/* A register that overwrites replaces a table: TABLE_DROP on it. */

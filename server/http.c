@@ -432,12 +432,10 @@ static bool cors_add_headers(struct http_request *req, bool preflight)
 }
 
 /* The {prefix} of a /v1/{prefix}/ route names a warehouse: the default
- * one (by its name or URL) is served; a prefix naming none is answered
- * 404 NoSuchWarehouseException, the type /v1/config answers for an
- * unknown warehouse, so a client shows the name it got wrong. A further
- * warehouse of --warehouses has no catalog of its own yet (every
- * namespace, table and view is the default warehouse's), so its routes
- * are refused rather than served from the default warehouse's tree. */
+ * one (by its name or URL) or one of --warehouses, whose catalog the
+ * request then reads and writes; a prefix naming none is answered 404
+ * NoSuchWarehouseException, the type /v1/config answers for an unknown
+ * warehouse, so a client shows the name it got wrong. */
 static bool prefix_admit(struct http_request *req)
 {
 	const struct floe_config *cfg = req->app->cfg;
@@ -459,11 +457,6 @@ static bool prefix_admit(struct http_request *req)
 				    : -1;
 	if (w < 0)
 		wording_no_such_warehouse(name, &err);
-	else if (w > 0)
-		floe_err(&err, FE_UNSUPPORTED,
-			 "Warehouse %s has no catalog of its own yet: only the default "
-			 "warehouse's catalog is served",
-			 cfg->warehouses.items[w - 1].name);
 	free(name);
 	if (err.kind != FE_NONE) {
 		http_reply_error(req, &err);

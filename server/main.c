@@ -398,9 +398,15 @@ int main(int argc, char **argv)
 	janitor_pool = store_pool_new(conninfo, 1, "janitor");
 	if (janitor_pool == NULL)
 		goto done;
+	const char *further[WAREHOUSES_MAX];
+	for (size_t i = 0; i < cfg.warehouses.count && i < WAREHOUSES_MAX; i++)
+		further[i] = cfg.warehouses.items[i].path;
 	struct janitor_config jcfg = {
 		.pool = janitor_pool,
 		.warehouse_path = cfg.warehouse_path,
+		.further_paths = further,
+		.nfurther = cfg.warehouses.count < WAREHOUSES_MAX ? cfg.warehouses.count
+								  : WAREHOUSES_MAX,
 		.interval_s = cfg.janitor_interval_s,
 		/* as long as idempotency.c keeps a key */
 		.idempotency_keep_s = IDEMPOTENCY_LIFETIME_SECONDS + 5 * 60,

@@ -20,7 +20,8 @@ static const struct store_statement statements[ST_COUNT] = {
 		"INSERT INTO audit_events (event, request_id, namespace, table_name, run_id, "
 		"  details, principal, client_id) "
 		"VALUES ($1, $2, string_to_array($3::text, E'\\x1f'), $4, $5::uuid, "
-		"  coalesce($6::jsonb, '{}'::jsonb), coalesce($7, 'anonymous'), $8)" },
+		"  coalesce($6::jsonb, '{}'::jsonb) || " EVENT_WAREHOUSE("$9") ", "
+		"  coalesce($7, 'anonymous'), $8)" },
 	[ST_EVENT_LIST] = { "event_list",
 		"SELECT id, " TS("at") ", event, principal, request_id, "
 		"  array_to_string(namespace, E'\\x1f'), table_name, run_id, details::text "
@@ -33,6 +34,7 @@ static const struct store_statement statements[ST_COUNT] = {
 		"AND ($3::text IS NULL OR table_name = $3) "
 		"AND ($4::text IS NULL OR run_id = $4::uuid) "
 		"AND ($5::text IS NULL OR at >= $5::timestamptz) "
+		"AND coalesce(details->>'warehouse', '') = $8::text "
 		/* The column, not the text of it the list gives: an output
 		 * name would win in ORDER BY, and '1000' sorts before '978'. */
 		"ORDER BY audit_events.xid, audit_events.id LIMIT $6::bigint" },
@@ -61,9 +63,9 @@ bool store_event_insert(struct store *s, const char *event, const struct store_a
 			return floe_err(err, FE_INTERNAL, "out of memory");
 		}
 	}
-	const char *params[8] = { event, who->request_id, levels,        table, run_id,
-				  det,   who->principal,  who->client_id };
-	r = store_exec(s, &statements[ST_EVENT_INSERT], 8, params, err);
+	const char *params[9] = { event, who->request_id, levels,         table,       run_id,
+				  det,   who->principal,  who->client_id, s->warehouse };
+	r = store_exec(s, &statements[ST_EVENT_INSERT], 9, params, err);
 	free(levels);
 	free(det);
 	/* A change whose event cannot be written does not happen: the
@@ -119,14 +121,15 @@ bool store_event_list(struct store *s, const char *after_xid, long long after_id
 	}
 	(void)snprintf(after, sizeof(after), "%lld", after_id);
 	(void)snprintf(lim, sizeof(lim), "%ld", limit + 1);
-	const char *params[7] = { after,
+	const char *params[8] = { after,
 				  levels,
 				  table,
 				  run_id,
 				  since,
 				  limit < 0 ? NULL : lim,
-				  after_xid ? after_xid : "0" };
-	r = store_exec(s, &statements[ST_EVENT_LIST], 7, params, err);
+				  after_xid ? after_xid : "0",
+				  s->warehouse };
+	r = store_exec(s, &statements[ST_EVENT_LIST], 8, params, err);
 	free(levels);
 	if (r == NULL) {
 		/* 22007/22008: a since that is no timestamp (the catalog

@@ -40,45 +40,51 @@ enum {
 static const struct store_statement statements[ST_COUNT] = {
 	[ST_HOOK_INSERT] = { "hook_insert",
 		"INSERT INTO audit_hooks (id, name, url, secret, scope_namespace, "
-		"  scope_table, timeout_ms, secret_sealed) "
+		"  scope_table, timeout_ms, secret_sealed, warehouse) "
 		"VALUES ($1::uuid, $2, $3, $4::text, string_to_array($5::text, E'\\x1f'), $6, $7::int, "
-		"  $4::text IS NOT NULL)" },
-	[ST_HOOK_LIST] = { "hook_list", HOOK_COLUMNS "ORDER BY created_at, id" },
-	[ST_HOOK_GET] = { "hook_get", HOOK_COLUMNS "WHERE id = $1::uuid" },
+		"  $4::text IS NOT NULL, $8::text)" },
+	/* A warehouse's hooks ($1 its name) and no other's. */
+	[ST_HOOK_LIST] = { "hook_list",
+		HOOK_COLUMNS "WHERE warehouse = $1::text ORDER BY created_at, id" },
+	[ST_HOOK_GET] = { "hook_get",
+		HOOK_COLUMNS "WHERE id = $1::uuid AND warehouse = $2::text" },
 	[ST_HOOK_DELETE] = { "hook_delete",
-		"DELETE FROM audit_hooks WHERE id = $1::uuid RETURNING id" },
+		"DELETE FROM audit_hooks WHERE id = $1::uuid AND warehouse = $2::text "
+		"RETURNING id" },
 	/* Serialises the changes of the set of hooks against each other, so
 	 * two deletions cannot each leave the other as the last hook. */
 	[ST_HOOK_LOCK] = { "hook_lock", "SELECT pg_advisory_xact_lock(7310593858473447526)" },
 	/* A protected namespace (floe.wap.required=true on itself) or table
-	 * (on itself or a namespace above) that hook $1 covers and no other
-	 * hook does. */
+	 * (on itself or a namespace above) of warehouse $2 that hook $1
+	 * covers and no other hook of the warehouse does. */
 	[ST_HOOK_SOLE_GUARD] = { "hook_sole_guard",
 		"WITH h AS (SELECT id, scope_namespace, scope_table FROM audit_hooks "
-		"  WHERE id = $1::uuid), "
+		"  WHERE id = $1::uuid AND warehouse = $2::text), "
 		"x AS (SELECT n.levels::text[] COLLATE \"default\" AS ns, NULL::text AS tbl, "
 		"    array_to_string(n.levels, '.') AS shown FROM namespaces n "
-		"  WHERE lower(n.properties->>'floe.wap.required') = 'true' "
+		"  WHERE " IN_WH("n", "$2") " AND lower(n.properties->>'floe.wap.required') = 'true' "
 		"  UNION ALL SELECT n.levels::text[] COLLATE \"default\", t.name, "
 		"    array_to_string(n.levels, '.') || '.' || t.name "
 		"  FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
-		"  WHERE t.kind = 'table' AND ((t.metadata LIKE '%floe.wap.required%' "
+		"  WHERE " IN_WH("n", "$2") " AND t.kind = 'table' "
+		"  AND ((t.metadata LIKE '%floe.wap.required%' "
 		"    AND lower(t.metadata::jsonb->'properties'->>'floe.wap.required') = 'true') "
 		"  OR EXISTS (SELECT 1 FROM namespaces p "
-		"    WHERE lower(p.properties->>'floe.wap.required') = 'true' "
+		"    WHERE " IN_WH("p", "$2") " AND lower(p.properties->>'floe.wap.required') = 'true' "
 		"    AND cardinality(p.levels) <= cardinality(n.levels) "
 		"    AND p.levels = n.levels[1:cardinality(p.levels)]))) "
 		"SELECT x.shown FROM x, h WHERE " HOOK_COVERS("h") " "
-		"AND NOT EXISTS (SELECT 1 FROM audit_hooks o WHERE o.id <> h.id AND "
+		"AND NOT EXISTS (SELECT 1 FROM audit_hooks o WHERE o.id <> h.id "
+		"  AND o.warehouse = $2::text AND "
 		HOOK_COVERS("o") ") ORDER BY x.shown LIMIT 1" },
 	[ST_HOOKS_IN_SCOPE] = { "hooks_in_scope",
 		"WITH lv AS (SELECT " LEVELS("$1") " AS l) "
 		"SELECT h.id, h.name, h.url, h.secret, h.timeout_ms, h.secret_sealed "
 		"FROM audit_hooks h, lv "
-		"WHERE h.scope_namespace IS NULL "
+		"WHERE h.warehouse = $3::text AND (h.scope_namespace IS NULL "
 		"OR (h.scope_table IS NULL AND cardinality(h.scope_namespace) <= cardinality(lv.l) "
 		"    AND h.scope_namespace = lv.l[1:cardinality(h.scope_namespace)]) "
-		"OR (h.scope_table = $2 AND h.scope_namespace = lv.l) "
+		"OR (h.scope_table = $2 AND h.scope_namespace = lv.l)) "
 		"ORDER BY h.created_at, h.id" },
 	/* The secrets a floe from before migration 0010 stored in plain text. */
 	[ST_HOOK_PLAIN_SECRETS] = { "hook_plain_secrets",
@@ -124,8 +130,8 @@ bool store_hook_insert(struct store *s, const char *id, const char *name, const 
 			return false;
 	}
 	(void)snprintf(tmo, sizeof(tmo), "%ld", timeout_ms);
-	const char *params[7] = { id, name, url, secret, levels, scope_table, tmo };
-	r = store_exec(s, &statements[ST_HOOK_INSERT], 7, params, err);
+	const char *params[8] = { id, name, url, secret, levels, scope_table, tmo, s->warehouse };
+	r = store_exec(s, &statements[ST_HOOK_INSERT], 8, params, err);
 	free(levels);
 	if (r == NULL)
 		return false;
@@ -135,7 +141,8 @@ bool store_hook_insert(struct store *s, const char *id, const char *name, const 
 
 bool store_hook_list(struct store *s, struct hook_row **rows, size_t *count, struct floe_error *err)
 {
-	PGresult *r = store_exec(s, &statements[ST_HOOK_LIST], 0, NULL, err);
+	const char *params[1] = { s->warehouse };
+	PGresult *r = store_exec(s, &statements[ST_HOOK_LIST], 1, params, err);
 	void *out = NULL;
 
 	*rows = NULL;
@@ -152,13 +159,15 @@ bool store_hook_list(struct store *s, struct hook_row **rows, size_t *count, str
 bool store_hook_get(struct store *s, const char *id, struct hook_row *row, bool *found,
 		    struct floe_error *err)
 {
-	return store_get_row(s, &statements[ST_HOOK_GET], id, hook_fill, row, found, err);
+	const char *params[2] = { id, s->warehouse };
+
+	return store_get_row_by(s, &statements[ST_HOOK_GET], 2, params, hook_fill, row, found, err);
 }
 
 bool store_hook_delete(struct store *s, const char *id, bool *deleted, struct floe_error *err)
 {
-	const char *params[1] = { id };
-	PGresult *r = store_exec(s, &statements[ST_HOOK_DELETE], 1, params, err);
+	const char *params[2] = { id, s->warehouse };
+	PGresult *r = store_exec(s, &statements[ST_HOOK_DELETE], 2, params, err);
 
 	*deleted = false;
 	if (r == NULL)
@@ -180,9 +189,9 @@ bool store_hook_lock(struct store *s, struct floe_error *err)
 
 bool store_hook_sole_guard(struct store *s, const char *id, char **target, struct floe_error *err)
 {
-	const char *params[1] = { id };
+	const char *params[2] = { id, s->warehouse };
 
-	return store_exec_text(s, &statements[ST_HOOK_SOLE_GUARD], 1, params, target, err);
+	return store_exec_text(s, &statements[ST_HOOK_SOLE_GUARD], 2, params, target, err);
 }
 
 /* Fills a struct hook_target from the columns of ST_HOOKS_IN_SCOPE. */
@@ -226,8 +235,8 @@ bool store_hooks_in_scope(struct store *s, const struct ns_ident *ns, const char
 	*count = 0;
 	if (levels == NULL)
 		return false;
-	const char *params[2] = { levels, table };
-	bool ok = targets_read(s, ST_HOOKS_IN_SCOPE, 2, params, rows, count, err);
+	const char *params[3] = { levels, table, s->warehouse };
+	bool ok = targets_read(s, ST_HOOKS_IN_SCOPE, 3, params, rows, count, err);
 	free(levels);
 	return ok;
 }

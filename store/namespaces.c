@@ -11,18 +11,18 @@
 #include <string.h>
 
 /* The children c of a namespace (parent: the condition on c.parent_id)
- * sorting after $1, at most $2, that roles $3 may see. */
+ * sorting after $1, at most $2, that roles $3 may see in warehouse $5. */
 #define NS_LIST_VISIBLE(parent)                                                          \
 	"SELECT array_to_string(c.levels, E'\\x1f') FROM namespaces c WHERE " parent " " \
 	"AND ($1::text IS NULL OR c.levels > " LEVELS(                                   \
 		"$1") ") "                                                               \
 		      "AND (" GRANT_AT_OR_ABOVE(                                         \
-			      "$3",                                                      \
-			      "c.levels") " "                                            \
-					  "  OR " GRANT_AT_OR_BELOW(                     \
-						  "$3",                                  \
-						  "c.levels") ") "                       \
-							      "ORDER BY c.levels LIMIT $2::bigint"
+			      "$3", "c.levels",                                          \
+			      "$5") " "                                                  \
+				    "  OR " GRANT_AT_OR_BELOW(                           \
+					    "$3", "c.levels",                            \
+					    "$5") ") "                                   \
+						  "ORDER BY c.levels LIMIT $2::bigint"
 
 enum {
 	ST_NS_CREATE,
@@ -44,19 +44,21 @@ static const struct store_statement statements[ST_COUNT] = {
 	[ST_NS_CREATE] = { "ns_create",
 		"WITH lv AS (SELECT " LEVELS("$1") " AS levels), "
 		"parent AS (SELECT n.id FROM namespaces n, lv "
-		"  WHERE cardinality(lv.levels) > 1 "
+		"  WHERE cardinality(lv.levels) > 1 AND " IN_WH("n", "$3") " "
 		"  AND n.levels = lv.levels[1:cardinality(lv.levels) - 1]) "
-		"INSERT INTO namespaces (parent_id, levels, properties) "
-		"SELECT (SELECT id FROM parent), lv.levels, $2::jsonb FROM lv "
+		"INSERT INTO namespaces (warehouse, parent_id, levels, properties) "
+		"SELECT $3::text, (SELECT id FROM parent), lv.levels, $2::jsonb FROM lv "
 		"WHERE cardinality(lv.levels) = 1 OR EXISTS (SELECT 1 FROM parent) "
-		"ON CONFLICT (levels) DO NOTHING RETURNING id" },
+		"ON CONFLICT (warehouse, levels) DO NOTHING RETURNING id" },
 	[ST_NS_LOAD] = { "ns_load",
-		"SELECT properties::text FROM namespaces WHERE levels = " LEVELS("$1") },
+		"SELECT properties::text FROM namespaces n "
+		"WHERE " IN_WH("n", "$2") " AND n.levels = " LEVELS("$1") },
 	[ST_NS_ID] = { "ns_id",
-		"SELECT id FROM namespaces WHERE levels = " LEVELS("$1") },
+		"SELECT id FROM namespaces n "
+		"WHERE " IN_WH("n", "$2") " AND n.levels = " LEVELS("$1") },
 	[ST_NS_LIST_TOP] = { "ns_list_top",
-		"SELECT array_to_string(levels, E'\\x1f') FROM namespaces "
-		"WHERE parent_id IS NULL "
+		"SELECT array_to_string(levels, E'\\x1f') FROM namespaces n "
+		"WHERE parent_id IS NULL AND " IN_WH("n", "$3") " "
 		"AND ($1::text IS NULL OR levels > " LEVELS("$1") ") "
 		"ORDER BY levels LIMIT $2::bigint" },
 	[ST_NS_LIST_CHILDREN] = { "ns_list_children",
@@ -65,13 +67,13 @@ static const struct store_statement statements[ST_COUNT] = {
 		"AND ($1::text IS NULL OR levels > " LEVELS("$1") ") "
 		"ORDER BY levels LIMIT $2::bigint" },
 	[ST_NS_DROP] = { "ns_drop",
-		"DELETE FROM namespaces n WHERE n.levels = " LEVELS("$1") " "
+		"DELETE FROM namespaces n WHERE " IN_WH("n", "$2") " AND n.levels = " LEVELS("$1") " "
 		"AND NOT EXISTS (SELECT 1 FROM namespaces c WHERE c.parent_id = n.id) "
 		"AND NOT EXISTS (SELECT 1 FROM tables t WHERE t.namespace_id = n.id) "
 		"RETURNING id" },
 	[ST_NS_UPDATE_PROPERTIES] = { "ns_update_properties",
-		"WITH old AS (SELECT id, properties FROM namespaces "
-		"  WHERE levels = " LEVELS("$1") " FOR UPDATE) "
+		"WITH old AS (SELECT id, properties FROM namespaces o "
+		"  WHERE " IN_WH("o", "$4") " AND o.levels = " LEVELS("$1") " FOR UPDATE) "
 		"UPDATE namespaces n SET properties = (old.properties - "
 		"  ARRAY(SELECT jsonb_array_elements_text($2::jsonb))) || $3::jsonb, "
 		"  updated_at = now() "
@@ -79,14 +81,14 @@ static const struct store_statement statements[ST_COUNT] = {
 	[ST_NS_WAP_REQUIRED] = { "ns_wap_required",
 		"WITH lv AS (SELECT " LEVELS("$1") " AS l) "
 		"SELECT array_to_string(n.levels, '.') FROM namespaces n, lv "
-		"WHERE cardinality(n.levels) <= cardinality(lv.l) "
+		"WHERE " IN_WH("n", "$3") " AND cardinality(n.levels) <= cardinality(lv.l) "
 		"AND n.levels = lv.l[1:cardinality(n.levels)] "
 		"AND lower(n.properties->>$2) = 'true' "
 		"ORDER BY cardinality(n.levels) LIMIT 1" },
 	/* The listings above with $3 (role ids): only the children with a
 	 * grant on the catalog, themselves, above or below them. */
 	[ST_NS_LIST_TOP_VISIBLE] = { "ns_list_top_visible",
-		NS_LIST_VISIBLE("c.parent_id IS NULL") },
+		NS_LIST_VISIBLE("c.parent_id IS NULL AND " IN_WH("c", "$4")) },
 	[ST_NS_LIST_CHILDREN_VISIBLE] = { "ns_list_children_visible",
 		NS_LIST_VISIBLE("c.parent_id = $4::bigint") },
 };
@@ -97,8 +99,8 @@ const struct store_statements store_ns_statements = { statements, ST_COUNT };
 bool store_ns_lookup_id(struct store *s, const char *levels, char *id, size_t idlen, bool *found,
 			struct floe_error *err)
 {
-	const char *params[1] = { levels };
-	PGresult *r = store_exec(s, &statements[ST_NS_ID], 1, params, err);
+	const char *params[2] = { levels, s->warehouse };
+	PGresult *r = store_exec(s, &statements[ST_NS_ID], 2, params, err);
 
 	if (r == NULL)
 		return false;
@@ -129,8 +131,8 @@ bool store_ns_create(struct store *s, const struct ns_ident *ns, const json_t *p
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto done;
 	}
-	const char *params[2] = { levels, props };
-	r = store_exec(s, &statements[ST_NS_CREATE], 2, params, err);
+	const char *params[3] = { levels, props, s->warehouse };
+	r = store_exec(s, &statements[ST_NS_CREATE], 3, params, err);
 	if (r == NULL) {
 		/* 23503: the parent was dropped while we inserted. */
 		if (strcmp(s->sqlstate, "23503") == 0)
@@ -165,8 +167,8 @@ bool store_ns_load(struct store *s, const struct ns_ident *ns, json_t **properti
 
 	if (levels == NULL)
 		return false;
-	const char *params[1] = { levels };
-	r = store_exec(s, &statements[ST_NS_LOAD], 1, params, err);
+	const char *params[2] = { levels, s->warehouse };
+	r = store_exec(s, &statements[ST_NS_LOAD], 2, params, err);
 	free(levels);
 	if (r == NULL)
 		return false;
@@ -245,16 +247,19 @@ static bool ns_list_page(struct store *s, const char *roles, const struct ns_ide
 	}
 	/* One row more than asked tells whether another page follows. */
 	(void)snprintf(limit_p, sizeof(limit_p), "%ld", limit + 1);
-	const char *plain[3] = { after_p, limit < 0 ? NULL : limit_p, parent_id };
-	const char *visible[4] = { after_p, limit < 0 ? NULL : limit_p, roles, parent_id };
+	/* A child is in its parent's warehouse; the top level names it. */
+	const char *where = parent != NULL ? parent_id : s->warehouse;
+	const char *plain[3] = { after_p, limit < 0 ? NULL : limit_p, where };
+	const char *visible[5] = { after_p, limit < 0 ? NULL : limit_p, roles, where,
+				   s->warehouse };
 	if (roles == NULL)
-		r = store_exec(s, &statements[parent ? ST_NS_LIST_CHILDREN : ST_NS_LIST_TOP],
-			       parent ? 3 : 2, plain, err);
+		r = store_exec(s, &statements[parent ? ST_NS_LIST_CHILDREN : ST_NS_LIST_TOP], 3,
+			       plain, err);
 	else
 		r = store_exec(
 			s,
 			&statements[parent ? ST_NS_LIST_CHILDREN_VISIBLE : ST_NS_LIST_TOP_VISIBLE],
-			parent ? 4 : 3, visible, err);
+			5, visible, err);
 	free(after_p);
 	if (r == NULL)
 		return false;
@@ -298,8 +303,8 @@ bool store_ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error
 
 	if (levels == NULL)
 		return false;
-	const char *params[1] = { levels };
-	r = store_exec(s, &statements[ST_NS_DROP], 1, params, err);
+	const char *params[2] = { levels, s->warehouse };
+	r = store_exec(s, &statements[ST_NS_DROP], 2, params, err);
 	if (r == NULL) {
 		/* 23503: a child or table appeared while we deleted. */
 		if (strcmp(s->sqlstate, "23503") == 0)
@@ -343,8 +348,8 @@ bool store_ns_update_properties(struct store *s, const struct ns_ident *ns, cons
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto done;
 	}
-	const char *params[3] = { levels, rem, upd };
-	r = store_exec(s, &statements[ST_NS_UPDATE_PROPERTIES], 3, params, err);
+	const char *params[4] = { levels, rem, upd, s->warehouse };
+	r = store_exec(s, &statements[ST_NS_UPDATE_PROPERTIES], 4, params, err);
 	if (r == NULL)
 		goto done;
 	if (PQntuples(r) == 0) {
@@ -375,8 +380,8 @@ bool store_ns_property_true(struct store *s, const struct ns_ident *ns, const ch
 	*where = NULL;
 	if (levels == NULL)
 		return false;
-	const char *params[2] = { levels, property };
-	bool ok = store_exec_text(s, &statements[ST_NS_WAP_REQUIRED], 2, params, where, err);
+	const char *params[3] = { levels, property, s->warehouse };
+	bool ok = store_exec_text(s, &statements[ST_NS_WAP_REQUIRED], 3, params, where, err);
 	free(levels);
 	return ok;
 }

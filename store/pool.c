@@ -227,6 +227,7 @@ struct store_pool *store_pool_new(const char *conninfo, int size, const char *na
 	metric_add(METRIC_POOL_SIZE, pool->metric, size);
 	for (int i = 0; i < size; i++) {
 		pool->slots[i].index = i;
+		pool->slots[i].warehouse = "";
 		pool->slots[i].conninfo = pool->conninfo;
 	}
 	pthread_condattr_t ca;
@@ -294,6 +295,7 @@ struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err
 		}
 	}
 	s->busy = true;
+	s->warehouse = "";
 	pthread_mutex_unlock(&pool->mu);
 	clock_gettime(CLOCK_MONOTONIC, &got);
 	metric_observe(METRIC_POOL_WAIT, pool->metric, metric_elapsed_us(&asked, &got));
@@ -539,4 +541,14 @@ void store_rollback(struct store *s)
 	struct floe_error ignored;
 	if (PQtransactionStatus(s->conn) != PQTRANS_IDLE)
 		(void)store_exec_noparams(s, &statements[ST_ROLLBACK], &ignored);
+}
+
+void store_use_warehouse(struct store *s, const char *warehouse)
+{
+	s->warehouse = warehouse != NULL ? warehouse : "";
+}
+
+const char *store_warehouse(const struct store *s)
+{
+	return s->warehouse;
 }

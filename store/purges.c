@@ -29,7 +29,7 @@ static const struct store_statement statements[ST_COUNT] = {
 		"WHERE id = $1::bigint RETURNING attempts, state" },
 	[ST_PURGE_LIST] = { "purge_list",
 		"SELECT location, table_uuid, " TS("dropped_at") ", attempts, last_error, state "
-		"FROM purges ORDER BY dropped_at, id LIMIT $1::int" },
+		"FROM purges WHERE warehouse = $2::text ORDER BY dropped_at, id LIMIT $1::int" },
 };
 /* clang-format on */
 
@@ -131,13 +131,13 @@ bool store_purge_list(struct store *s, int limit, struct purge_row **rows, size_
 		      struct floe_error *err)
 {
 	char limp[16];
-	const char *params[1] = { limp };
+	const char *params[2] = { limp, s->warehouse };
 	void *out = NULL;
 
 	*rows = NULL;
 	*count = 0;
 	(void)snprintf(limp, sizeof(limp), "%d", limit);
-	PGresult *r = store_exec(s, &statements[ST_PURGE_LIST], 1, params, err);
+	PGresult *r = store_exec(s, &statements[ST_PURGE_LIST], 2, params, err);
 	if (r == NULL)
 		return false;
 	bool ok = store_rows_read(r, PQntuples(r), sizeof(**rows), purge_fill, purge_clear, &out,

@@ -130,7 +130,15 @@ bool store_get_row(struct store *s, const struct store_statement *st, const char
 		   struct floe_error *err)
 {
 	const char *params[1] = { key };
-	PGresult *r = store_exec(s, st, 1, params, err);
+
+	return store_get_row_by(s, st, 1, params, fill, row, found, err);
+}
+
+bool store_get_row_by(struct store *s, const struct store_statement *st, int nparams,
+		      const char *const *params, bool (*fill)(PGresult *r, int i, void *row),
+		      void *row, bool *found, struct floe_error *err)
+{
+	PGresult *r = store_exec(s, st, nparams, params, err);
 	bool ok = true;
 
 	*found = false;

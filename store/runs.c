@@ -38,10 +38,11 @@ enum { ST_RUN_INSERT, ST_RUN_GET, ST_RUN_LIST, ST_RUN_TRANSITION, ST_RUN_EXPIRE_
 static const struct store_statement statements[ST_COUNT] = {
 	[ST_RUN_INSERT] = { "run_insert",
 		"INSERT INTO wap_runs (id, table_uuid, namespace, table_name, branch, state, "
-		"  base_snapshot_id, staged_by, staged_client_id, staged_after) "
+		"  base_snapshot_id, staged_by, staged_client_id, staged_after, warehouse) "
 		"VALUES ($1::uuid, $2::uuid, " LEVELS("$3") ", $4, $5, 'staged', $6::bigint, "
 		"  coalesce($8, 'anonymous'), $9, CASE WHEN $7::boolean THEN 0 ELSE "
-		"  coalesce((SELECT max(id) FROM commit_log WHERE table_uuid = $2::uuid), 0) END)" },
+		"  coalesce((SELECT max(id) FROM commit_log WHERE table_uuid = $2::uuid), 0) END, "
+		"  $10::text)" },
 	[ST_RUN_GET] = { "run_get", RUN_COLUMNS "FROM wap_runs WHERE id = $1::uuid" },
 	[ST_RUN_LIST] = { "run_list", RUN_COLUMNS "FROM wap_runs "
 		"WHERE table_uuid = $1::uuid AND ($2::bigint IS NULL OR seq < $2::bigint) "
@@ -75,11 +76,12 @@ static const struct store_statement statements[ST_COUNT] = {
 		"  WHERE id IN (SELECT id FROM wap_runs WHERE state = 'auditing' "
 		"    AND lease_until < now() - make_interval(secs => $1::int) "
 		"    LIMIT $2::int FOR UPDATE SKIP LOCKED) "
-		"  RETURNING id, namespace, table_name) "
+		"  RETURNING id, namespace, table_name, warehouse) "
 		"INSERT INTO audit_events (event, namespace, table_name, run_id, details) "
 		"SELECT 'wap.lease-expired', namespace, table_name, id, "
 		"  jsonb_build_object('state', 'audit-failed', 'reason', "
 		"    'the floe auditing this run stopped before the audit ended; publish again') "
+		"  || " EVENT_WAREHOUSE("warehouse") " "
 		"FROM stale" },
 };
 /* clang-format on */
@@ -129,16 +131,17 @@ bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 	if (levels == NULL)
 		return false;
 	(void)snprintf(base, sizeof(base), "%lld", base_snapshot);
-	const char *params[9] = { id,
-				  table_uuid,
-				  levels,
-				  table,
-				  branch,
-				  base_snapshot >= 0 ? base : NULL,
-				  adopted ? "true" : "false",
-				  who->principal,
-				  who->client_id };
-	r = store_exec(s, &statements[ST_RUN_INSERT], 9, params, err);
+	const char *params[10] = { id,
+				   table_uuid,
+				   levels,
+				   table,
+				   branch,
+				   base_snapshot >= 0 ? base : NULL,
+				   adopted ? "true" : "false",
+				   who->principal,
+				   who->client_id,
+				   s->warehouse };
+	r = store_exec(s, &statements[ST_RUN_INSERT], 10, params, err);
 	free(levels);
 	if (r == NULL)
 		return false;

@@ -43,6 +43,20 @@ struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err
 /* Returns a connection borrowed from pool. */
 void store_pool_release(struct store_pool *pool, struct store *s);
 
+/*
+ * Which warehouse's catalog the borrowed connection s reads and writes
+ * until it is released: "" (or NULL) the default warehouse's, else the
+ * name of a warehouse of --warehouses. Namespaces, and the tables, views,
+ * grants, hooks, runs, purges and audit events that belong to them, are
+ * each one warehouse's; every statement of s keeps to this one. A borrow
+ * starts in the default warehouse. warehouse is borrowed for as long as
+ * s is.
+ */
+void store_use_warehouse(struct store *s, const char *warehouse);
+
+/* The warehouse s was told to use ("" the default). */
+const char *store_warehouse(const struct store *s);
+
 /* Round trip to the database. */
 bool store_ping(struct store *s, struct floe_error *err) FLOE_WUR;
 
@@ -760,6 +774,7 @@ struct grant_row {
 	struct ns_ident ns; /* no levels on the catalog */
 	char *table;        /* NULL unless on a table */
 	char created_at[40];
+	char warehouse[72]; /* the object's warehouse: "" the default one */
 };
 
 /* Clears each of count rows and frees the array (NULL is fine). */

@@ -23,6 +23,16 @@
 #define LEVELS(p) "string_to_array(" p "::text, E'\\x1f')::text[] COLLATE \"C\""
 
 /* A timestamp column as RFC 3339 UTC text. */
+/* The namespace n (an alias) of the handle's warehouse, the parameter p
+ * holding s->warehouse. */
+#define IN_WH(n, p) n ".warehouse = " p "::text"
+
+/* The details an audit event of warehouse wh (a text parameter) adds:
+ * {"warehouse": wh} for a further warehouse, nothing for the default. */
+#define EVENT_WAREHOUSE(wh)                              \
+	"(CASE WHEN " wh "::text = '' THEN '{}'::jsonb " \
+	"ELSE jsonb_build_object('warehouse', " wh "::text) END)"
+
 #define TS(c) "to_char(" c " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
 /* One prepared statement: its name on the connection and its SQL. */
@@ -58,6 +68,9 @@ struct store {
 	bool busy;
 	int index;
 	char sqlstate[6]; /* of the last failed statement, "" if none */
+	/* Whose catalog the borrower reads and writes (store_use_warehouse):
+	 * "" the default warehouse's; never NULL; borrowed. */
+	const char *warehouse;
 };
 
 /* --- connections (pool.c) --- */
@@ -181,26 +194,33 @@ bool store_get_row(struct store *s, const struct store_statement *st, const char
 		   bool (*fill)(PGresult *r, int i, void *row), void *row, bool *found,
 		   struct floe_error *err);
 
+/* store_get_row with nparams parameters. */
+bool store_get_row_by(struct store *s, const struct store_statement *st, int nparams,
+		      const char *const *params, bool (*fill)(PGresult *r, int i, void *row),
+		      void *row, bool *found, struct floe_error *err);
+
 /* --- grants (grants.c), used by namespaces.c and tables.c --- */
 
-/* Whether roles (a bigint[] parameter) hold a grant on the catalog, on
- * the namespace with levels lv (an SQL expression of type text[]) or on a
- * namespace above it. Each ancestor is found by the unique index. */
-#define GRANT_AT_OR_ABOVE(roles, lv)                                                   \
+/* Whether roles (a bigint[] parameter) hold a grant on the catalog of
+ * warehouse wh (a text parameter; ADMIN holds in every warehouse), on the
+ * namespace of wh with levels lv (an SQL expression of type text[]) or on
+ * a namespace above it. Each ancestor is found by the unique index. */
+#define GRANT_AT_OR_ABOVE(roles, lv, wh)                                               \
 	"EXISTS (SELECT 1 FROM grants ga WHERE ga.role_id = ANY(" roles "::bigint[]) " \
-	"AND (ga.object_kind = 'catalog' OR ga.namespace_id IN (SELECT a.id FROM "     \
+	"AND ((ga.object_kind = 'catalog' AND (ga.warehouse = " wh "::text "           \
+	"  OR ga.privilege = 'ADMIN')) OR ga.namespace_id IN (SELECT a.id FROM "       \
 	"generate_series(1, cardinality(" lv ")) k JOIN namespaces a "                 \
-	"ON a.levels = (" lv ")[1:k])))"
+	"ON a.warehouse = " wh "::text AND a.levels = (" lv ")[1:k])))"
 
-/* Whether roles hold a grant on a namespace at or below lv, or on a table
- * in one. */
-#define GRANT_AT_OR_BELOW(roles, lv)                                                    \
+/* Whether roles hold a grant on a namespace of warehouse wh at or below
+ * lv, or on a table in one. */
+#define GRANT_AT_OR_BELOW(roles, lv, wh)                                                \
 	"(EXISTS (SELECT 1 FROM grants gb JOIN namespaces d ON d.id = gb.namespace_id " \
-	"WHERE gb.role_id = ANY(" roles "::bigint[]) "                                  \
+	"WHERE gb.role_id = ANY(" roles "::bigint[]) AND d.warehouse = " wh "::text "   \
 	"AND d.levels[1:cardinality(" lv ")] = " lv ") "                                \
 	"OR EXISTS (SELECT 1 FROM grants gt JOIN tables t ON t.id = gt.table_id "       \
 	"JOIN namespaces d ON d.id = t.namespace_id "                                   \
-	"WHERE gt.role_id = ANY(" roles "::bigint[]) "                                  \
+	"WHERE gt.role_id = ANY(" roles "::bigint[]) AND d.warehouse = " wh "::text "   \
 	"AND d.levels[1:cardinality(" lv ")] = " lv "))"
 
 /* --- namespaces (namespaces.c), used by tables.c --- */

@@ -50,39 +50,41 @@ enum {
  * the statements both kinds make, for kind K ('table' or 'view').
  */
 /* clang-format off */
-/* One object by namespace levels ($1) and name ($2). */
+/* One object by namespace levels ($1) and name ($2), in warehouse $3. */
 #define OBJECT_LOAD(K) \
 	"SELECT t.id, t.table_uuid, t.metadata_location, t.metadata, t.version " \
 	"FROM tables t JOIN namespaces n ON n.id = t.namespace_id " \
-	"WHERE n.levels = " LEVELS("$1") " AND t.name = $2 AND t.kind = '" K "'"
-/* The names of a namespace after $2, at most $3: no row when the
- * namespace is missing, one NULL name when it holds none. */
+	"WHERE " IN_WH("n", "$3") " AND n.levels = " LEVELS("$1") " " \
+	"AND t.name = $2 AND t.kind = '" K "'"
+/* The names of a namespace (of warehouse $4) after $2, at most $3: no
+ * row when the namespace is missing, one NULL name when it holds none. */
 #define OBJECT_LIST(K) \
 	"SELECT t.name FROM namespaces n LEFT JOIN LATERAL (" \
 	"  SELECT name FROM tables " \
 	"  WHERE namespace_id = n.id AND kind = '" K "' " \
 	"  AND ($2::text IS NULL OR name > $2) " \
 	"  ORDER BY name LIMIT $3::bigint) t ON true " \
-	"WHERE n.levels = " LEVELS("$1")
-/* OBJECT_LIST with $4 (role ids): every object when the roles hold a
- * grant on the catalog, the namespace or above, else the objects with a
- * grant of their own. */
+	"WHERE " IN_WH("n", "$4") " AND n.levels = " LEVELS("$1")
+/* OBJECT_LIST with $4 (role ids) and the warehouse in $5: every object
+ * when the roles hold a grant on the catalog, the namespace or above,
+ * else the objects with a grant of their own. */
 #define OBJECT_LIST_VISIBLE(K) \
 	"SELECT t.name FROM namespaces n LEFT JOIN LATERAL (" \
 	"  SELECT tb.name FROM tables tb " \
 	"  WHERE tb.namespace_id = n.id AND tb.kind = '" K "' " \
 	"  AND ($2::text IS NULL OR tb.name > $2) " \
-	"  AND (" GRANT_AT_OR_ABOVE("$4", "n.levels") " " \
+	"  AND (" GRANT_AT_OR_ABOVE("$4", "n.levels", "$5") " " \
 	"    OR EXISTS (SELECT 1 FROM grants g WHERE g.role_id = ANY($4::bigint[]) " \
 	"      AND g.table_id = tb.id)) " \
 	"  ORDER BY tb.name LIMIT $3::bigint) t ON true " \
-	"WHERE n.levels = " LEVELS("$1")
-/* Moves ($1, $2) to ($3, $4). */
+	"WHERE " IN_WH("n", "$5") " AND n.levels = " LEVELS("$1")
+/* Moves ($1, $2) to ($3, $4), both in warehouse $5. */
 #define OBJECT_RENAME(K) \
 	"UPDATE tables t SET name = $4, updated_at = now(), " \
-	"  namespace_id = (SELECT id FROM namespaces WHERE levels = " LEVELS("$3") ") " \
+	"  namespace_id = (SELECT id FROM namespaces d " \
+	"    WHERE " IN_WH("d", "$5") " AND d.levels = " LEVELS("$3") ") " \
 	"FROM namespaces n " \
-	"WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " " \
+	"WHERE n.id = t.namespace_id AND " IN_WH("n", "$5") " AND n.levels = " LEVELS("$1") " " \
 	"AND t.name = $2 AND t.kind = '" K "' RETURNING t.id"
 /* clang-format on */
 
@@ -109,13 +111,17 @@ enum {
 	"FROM tables t JOIN namespaces n ON n.id = t.namespace_id "            \
 	"CROSS JOIN LATERAL (SELECT coalesce(t.gz_version = t.version AND " gz \
 	"  IS NOT NULL, false) AS ok) g "                                      \
-	"WHERE n.levels = " LEVELS("$1") " AND t.name = $2 AND t.kind = 'table'"
+	"WHERE " IN_WH("n", "$3") " AND n.levels = " LEVELS(                   \
+		"$1") " "                                                      \
+		      "AND t.name = $2 AND t.kind = 'table'"
 
 /* A new object of kind K at version 1, and its first commit_log row; no
- * row when the name is taken or the namespace is missing. */
+ * row when the name is taken or the namespace (of warehouse $18) is
+ * missing. */
 /* clang-format off */
 #define OBJECT_CREATE(K) \
-	"WITH ns AS (SELECT id FROM namespaces WHERE levels = " LEVELS("$1") "), " \
+	"WITH ns AS (SELECT id FROM namespaces n " \
+	"  WHERE " IN_WH("n", "$18") " AND n.levels = " LEVELS("$1") "), " \
 	"ins AS (INSERT INTO tables (namespace_id, name, kind, table_uuid, " \
 	"  metadata_location, metadata, refs_metadata, location, version, " \
 	"  " GZ_COLUMNS ", gz_version) " \
@@ -136,7 +142,8 @@ static const struct store_statement statements[ST_COUNT] = {
 		"SELECT t.id, t.table_uuid, t.metadata_location, "
 		"  coalesce(t.refs_metadata, t.metadata), t.version "
 		"FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
-		"WHERE n.levels = " LEVELS("$1") " AND t.name = $2 AND t.kind = 'table'" },
+		"WHERE " IN_WH("n", "$3") " AND n.levels = " LEVELS("$1") " "
+		"AND t.name = $2 AND t.kind = 'table'" },
 	/* The deflated form when it was made for this version (column 3
 	 * is then NULL), else the text; run with store_exec_binary, so the
 	 * deflated bytes cross without hex (every other column is text). */
@@ -156,7 +163,8 @@ static const struct store_statement statements[ST_COUNT] = {
 		"  updated_at = now(), (" GZ_COLUMNS ") = (" GZ_VALUES "), "
 		"  gz_version = t.version + 1 "
 		"  FROM namespaces n, tables old "
-		"  WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
+		"  WHERE n.id = t.namespace_id AND " IN_WH("n", "$18") " "
+		"  AND n.levels = " LEVELS("$1") " "
 		"  AND t.name = $2 AND t.kind = 'table' AND old.id = t.id "
 		"  RETURNING t.id, t.table_uuid, t.version, old.metadata_location AS prev) "
 		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
@@ -215,33 +223,35 @@ static const struct store_statement statements[ST_COUNT] = {
 	 * that deletes the row: no moment where the files have neither. */
 	[ST_TABLE_DROP] = { "table_drop",
 		"WITH del AS (DELETE FROM tables t USING namespaces n "
-		"  WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
-		"  AND t.name = $2 AND t.kind = 'table' "
+		"  WHERE n.id = t.namespace_id AND " IN_WH("n", "$4") " "
+		"  AND n.levels = " LEVELS("$1") " AND t.name = $2 AND t.kind = 'table' "
 		"  RETURNING t.id, t.table_uuid, t.metadata_location, t.metadata, t.version, "
 		"    t.location, n.levels), "
-		"tomb AS (INSERT INTO purges (location, table_uuid, namespace, table_name) "
-		"  SELECT location, table_uuid, levels, $2 FROM del WHERE $3::boolean) "
+		"tomb AS (INSERT INTO purges (location, table_uuid, namespace, table_name, "
+		"  warehouse) "
+		"  SELECT location, table_uuid, levels, $2, $4::text FROM del WHERE $3::boolean) "
 		"SELECT id, table_uuid, metadata_location, metadata, version FROM del" },
 	[ST_TABLE_RENAME] = { "table_rename", OBJECT_RENAME("table") },
 	[ST_TABLE_LIST_VISIBLE] = { "table_list_visible", OBJECT_LIST_VISIBLE("table") },
 	[ST_NAME_KIND] = { "name_kind",
 		"SELECT t.kind FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
-		"WHERE n.levels = " LEVELS("$1") " AND t.name = $2" },
+		"WHERE " IN_WH("n", "$3") " AND n.levels = " LEVELS("$1") " AND t.name = $2" },
 	[ST_VIEW_LOAD] = { "view_load", OBJECT_LOAD("view") },
 	[ST_VIEW_CREATE] = { "view_create", OBJECT_CREATE("view") },
 	/* A view's files stay: engines never wrote below it, and Iceberg's
 	 * catalogs keep them too. */
 	[ST_VIEW_DROP] = { "view_drop",
 		"DELETE FROM tables t USING namespaces n "
-		"WHERE n.id = t.namespace_id AND n.levels = " LEVELS("$1") " "
-		"AND t.name = $2 AND t.kind = 'view' "
+		"WHERE n.id = t.namespace_id AND " IN_WH("n", "$3") " "
+		"AND n.levels = " LEVELS("$1") " AND t.name = $2 AND t.kind = 'view' "
 		"RETURNING t.id, t.table_uuid, t.metadata_location, t.metadata, t.version" },
 	[ST_VIEW_RENAME] = { "view_rename", OBJECT_RENAME("view") },
 	[ST_VIEW_LIST] = { "view_list", OBJECT_LIST("view") },
 	[ST_VIEW_LIST_VISIBLE] = { "view_list_visible", OBJECT_LIST_VISIBLE("view") },
 	[ST_TABLE_LOCATION] = { "table_location",
 		"SELECT t.location FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
-		"WHERE n.levels = " LEVELS("$1") " AND t.name = $2 AND t.kind = 'table'" },
+		"WHERE " IN_WH("n", "$3") " AND n.levels = " LEVELS("$1") " "
+		"AND t.name = $2 AND t.kind = 'table'" },
 };
 /* clang-format on */
 
@@ -311,8 +321,8 @@ bool store_table_load_as(struct store *s, const struct ns_ident *ns, const char 
 	memset(row, 0, sizeof(*row));
 	if (levels == NULL)
 		return false;
-	const char *params[2] = { levels, name };
-	r = store_exec(s, &statements[refs_only ? ST_TABLE_LOAD_REFS : ST_TABLE_LOAD], 2, params,
+	const char *params[3] = { levels, name, s->warehouse };
+	r = store_exec(s, &statements[refs_only ? ST_TABLE_LOAD_REFS : ST_TABLE_LOAD], 3, params,
 		       err);
 	free(levels);
 	return object_row_of(r, FE_NO_SUCH_TABLE, row, err);
@@ -342,9 +352,9 @@ bool store_table_load_gz(struct store *s, const struct ns_ident *ns, const char 
 	memset(part, 0, sizeof(*part));
 	if (levels == NULL)
 		return false;
-	const char *params[2] = { levels, name };
+	const char *params[3] = { levels, name, s->warehouse };
 	r = store_exec_binary(s, &statements[refs_only ? ST_TABLE_LOAD_REFS_GZ : ST_TABLE_LOAD_GZ],
-			      2, params, err);
+			      3, params, err);
 	free(levels);
 	if (r == NULL)
 		return false;
@@ -374,8 +384,8 @@ bool store_table_exists(struct store *s, const struct ns_ident *ns, const char *
 	*exists = false;
 	if (levels == NULL)
 		return false;
-	const char *params[2] = { levels, name };
-	r = store_exec(s, &statements[ST_TABLE_LOAD], 2, params, err);
+	const char *params[3] = { levels, name, s->warehouse };
+	r = store_exec(s, &statements[ST_TABLE_LOAD], 3, params, err);
 	free(levels);
 	if (r == NULL)
 		return false;
@@ -393,8 +403,8 @@ bool store_table_location(struct store *s, const struct ns_ident *ns, const char
 	*location = NULL;
 	if (levels == NULL)
 		return false;
-	const char *params[2] = { levels, name };
-	r = store_exec(s, &statements[ST_TABLE_LOCATION], 2, params, err);
+	const char *params[3] = { levels, name, s->warehouse };
+	r = store_exec(s, &statements[ST_TABLE_LOCATION], 3, params, err);
 	free(levels);
 	if (r == NULL)
 		return false;
@@ -478,15 +488,16 @@ static bool table_insert(struct store *s, const struct store_statement *st,
 		return false;
 	struct gz_params gz;
 	gz_params_make(&gz, metadata, refs_metadata);
-	const char *params[8 + GZ_PARAMS + BY_PARAMS] = { levels,        name,
-							  uuid,          location,
-							  metadata,      who->request_id,
-							  refs_metadata, table_location };
+	const char *params[8 + GZ_PARAMS + BY_PARAMS + 1] = { levels,        name,
+							      uuid,          location,
+							      metadata,      who->request_id,
+							      refs_metadata, table_location };
 	memcpy(params + 8, gz.values, sizeof(gz.values));
 	params[8 + GZ_PARAMS] = who->principal;
 	params[8 + GZ_PARAMS + 1] = who->client_id;
 	params[8 + GZ_PARAMS + 2] = refs;
-	r = store_exec(s, st, 8 + GZ_PARAMS + BY_PARAMS, params, err);
+	params[8 + GZ_PARAMS + BY_PARAMS] = s->warehouse; /* $18 */
+	r = store_exec(s, st, 8 + GZ_PARAMS + BY_PARAMS + 1, params, err);
 	gz_params_clear(&gz);
 	free(levels);
 	if (r == NULL) {
@@ -528,8 +539,8 @@ bool store_name_kind(struct store *s, const struct ns_ident *ns, const char *nam
 	kind[0] = '\0';
 	if (levels == NULL)
 		return false;
-	const char *params[2] = { levels, name };
-	ok = store_exec_text(s, &statements[ST_NAME_KIND], 2, params, &got, err);
+	const char *params[3] = { levels, name, s->warehouse };
+	ok = store_exec_text(s, &statements[ST_NAME_KIND], 3, params, &got, err);
 	free(levels);
 	if (ok && got != NULL)
 		(void)snprintf(kind, kindlen, "%s", got);
@@ -639,8 +650,9 @@ static bool object_list(struct store *s, const struct store_statement *plain,
 	if (levels == NULL)
 		return false;
 	(void)snprintf(limit_p, sizeof(limit_p), "%ld", limit + 1);
-	const char *params[4] = { levels, after, limit < 0 ? NULL : limit_p, roles };
-	r = store_exec(s, roles ? visible : plain, roles ? 4 : 3, params, err);
+	const char *params[5] = { levels, after, limit < 0 ? NULL : limit_p,
+				  roles ? roles : s->warehouse, s->warehouse };
+	r = store_exec(s, roles ? visible : plain, roles ? 5 : 4, params, err);
 	free(levels);
 	if (r == NULL)
 		return false;
@@ -696,8 +708,8 @@ bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *na
 	memset(row, 0, sizeof(*row));
 	if (levels == NULL)
 		return false;
-	const char *params[3] = { levels, name, purge ? "true" : "false" };
-	r = store_exec(s, &statements[ST_TABLE_DROP], 3, params, err);
+	const char *params[4] = { levels, name, purge ? "true" : "false", s->warehouse };
+	r = store_exec(s, &statements[ST_TABLE_DROP], 4, params, err);
 	free(levels);
 	return object_row_of(r, FE_NO_SUCH_TABLE, row, err);
 }
@@ -721,8 +733,8 @@ static bool object_rename(struct store *s, const struct store_statement *st,
 		store_ns_missing(err);
 		goto done;
 	}
-	const char *params[4] = { fl, from, tl, to };
-	r = store_exec(s, st, 4, params, err);
+	const char *params[5] = { fl, from, tl, to, s->warehouse };
+	r = store_exec(s, st, 5, params, err);
 	if (r == NULL) {
 		if (strcmp(s->sqlstate, "23505") == 0)
 			floe_err(err, FE_ALREADY_EXISTS, "the name is taken");
@@ -861,8 +873,8 @@ static bool view_row(struct store *s, int st, const struct ns_ident *ns, const c
 	memset(row, 0, sizeof(*row));
 	if (levels == NULL)
 		return false;
-	const char *params[2] = { levels, name };
-	r = store_exec(s, &statements[st], 2, params, err);
+	const char *params[3] = { levels, name, s->warehouse };
+	r = store_exec(s, &statements[st], 3, params, err);
 	free(levels);
 	return object_row_of(r, FE_NO_SUCH_VIEW, row, err);
 }

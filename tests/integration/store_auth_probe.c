@@ -275,10 +275,12 @@ static bool run(struct store *s, int argc, char **argv, json_t **out)
 		struct principal p = { 1, argv[4], NULL, ids, n, NULL };
 		if (!privilege_from_name(argv[5], &priv))
 			exit(2);
-		struct authz_object obj = { strcmp(argv[6], "table") == 0       ? AUTHZ_TABLE
-					    : strcmp(argv[6], "namespace") == 0 ? AUTHZ_NAMESPACE
-										: AUTHZ_CATALOG,
-					    ns_arg(arg(argv, 7), &ns), arg(argv, 8) };
+		struct authz_object obj = { .kind = strcmp(argv[6], "table") == 0 ? AUTHZ_TABLE
+						    : strcmp(argv[6], "namespace") == 0
+							    ? AUTHZ_NAMESPACE
+							    : AUTHZ_CATALOG,
+					    .ns = ns_arg(arg(argv, 7), &ns),
+					    .table = arg(argv, 8) };
 		bool ok = authz_check(s, &p, priv, &obj, &err);
 		json_t *effective = NULL;
 		bool listed = authz_privileges(s, &p, &obj, &effective, &err);

@@ -3,27 +3,34 @@ s3 buckets reached with each warehouse's own endpoint and profile, on
 moto), /v1/config?warehouse=NAME answering the warehouse's prefix, and the
 {prefix} of every /v1/{prefix}/ route naming a warehouse: the default
 one's name is the default catalog, a name of no warehouse is 404
-NoSuchWarehouseException, and a further warehouse, whose catalog is not
-served yet, is refused rather than answered from the default's tree."""
+NoSuchWarehouseException, and a further warehouse has a catalog of its
+own (namespaces, tables, hooks, the audit log, purges), its tables inside
+its own location."""
 
 from __future__ import annotations
 
 import json
 import re
 import uuid
+from pathlib import Path
 
+import pyarrow as pa
 import pytest
+import requests
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NoSuchNamespaceError, RESTError
 
 from conftest import (
+    TableHandle,
     _start_floe_on_fresh_db,
     _stop_and_check,
     assert_error,
     assert_ok_json,
+    client_token,
     free_port,
     run_floe,
     wait_until,
+    TIME_SCALE,
 )
 from s3_servers import (KEY_ID, REGION, SECRET, S3Server, make_bucket,
                         moto_checking_signatures)
@@ -141,21 +148,109 @@ def test_the_default_warehouse_is_served_with_and_without_its_prefix(two_warehou
     assert prefixed["properties"]["location"].startswith("file://")
 
 
-def test_a_further_warehouse_is_not_served_from_the_default_catalog(two_warehouses):
+def test_each_warehouse_has_a_catalog_of_its_own(two_warehouses):
     f = two_warehouses
-    f.create_namespace(["seen_by_default"])
-    for name in ("files", "lake"):
-        for method, path, body in (
-                ("GET", f"/v1/{name}/namespaces", None),
-                ("POST", f"/v1/{name}/namespaces", {"namespace": [f"made_in_{name}"]}),
-                ("GET", f"/v1/{name}/namespaces/seen_by_default", None),
-                ("GET", f"/v1/{name}/namespaces/seen_by_default/tables", None)):
-            r = f.request(method, path, json=body)
-            assert_error(r, 406, "UnsupportedOperationException")
-            assert r.json()["error"]["message"] == (
-                f"Warehouse {name} has no catalog of its own yet: only the default "
-                "warehouse's catalog is served")
-        assert [f"made_in_{name}"] not in f.list_namespaces()
+    f.create_namespace(["shared"], {"owner": "default"})
+    f.create_namespace(["shared"], {"owner": "files"}, base="/v1/files")
+    f.create_namespace(["only_files"], base="/v1/files")
+    f.create_namespace(["shared", "child"], base="/v1/files")
+    # The same levels are two namespaces, each with its own properties.
+    assert assert_ok_json(f.get("/v1/namespaces/shared"))["properties"]["owner"] == "default"
+    files_ns = assert_ok_json(f.get("/v1/files/namespaces/shared"))
+    assert files_ns["properties"]["owner"] == "files"
+    assert files_ns["properties"]["location"].startswith(f.files_location + "/")
+    # Listings keep to their warehouse.
+    assert ["only_files"] not in f.list_namespaces()
+    assert ["only_files"] in f.list_namespaces(base="/v1/files")
+    assert f.list_namespaces(["shared"]) == []
+    assert f.list_namespaces(["shared"], base="/v1/files") == [["shared", "child"]]
+    assert_error(f.get("/v1/namespaces/only_files"), 404, "NoSuchNamespaceException")
+    assert_error(f.get("/v1/lake/namespaces/only_files"), 404, "NoSuchNamespaceException")
+    # One name, two tables, each under its warehouse's location.
+    mine = TableHandle(f, ["shared"], "orders")
+    theirs = TableHandle(f, ["shared"], "orders", base="/v1/files")
+    mine.create()
+    theirs.create()
+    assert not mine.load()["metadata-location"].startswith(f.files_location)
+    assert theirs.load()["metadata-location"].startswith(f.files_location + "/shared/")
+    assert mine.load()["metadata"]["table-uuid"] != theirs.load()["metadata"]["table-uuid"]
+    # A drop in one leaves the other.
+    assert f.delete(theirs.url).status_code == 204
+    assert_error(f.get(theirs.url), 404, "NoSuchTableException")
+    assert mine.load()["metadata"]["table-uuid"]
+    # A rename stays inside its warehouse.
+    TableHandle(f, ["only_files"], "t", base="/v1/files").create()
+    r = f.post("/v1/files/tables/rename", json={
+        "source": {"namespace": ["only_files"], "name": "t"},
+        "destination": {"namespace": ["shared"], "name": "t2"}})
+    assert r.status_code == 204, r.text
+    assert_ok_json(f.get("/v1/files/namespaces/shared/tables/t2"))
+    assert_error(f.get("/v1/namespaces/shared/tables/t2"), 404, "NoSuchTableException")
+    r = f.post("/v1/files/tables/rename", json={
+        "source": {"namespace": ["shared"], "name": "t2"},
+        "destination": {"namespace": ["no_such_here"], "name": "t3"}})
+    assert_error(r, 404, "NoSuchNamespaceException")
+    # A namespace that holds something in one warehouse does not keep the
+    # other's from being dropped.
+    f.create_namespace(["empty_here"])
+    f.create_namespace(["empty_here"], base="/v1/files")
+    TableHandle(f, ["empty_here"], "x", base="/v1/files").create()
+    assert f.delete("/v1/namespaces/empty_here").status_code == 204
+    assert_error(f.delete("/v1/files/namespaces/empty_here"), 409, "NamespaceNotEmptyException")
+
+
+def test_a_table_location_stays_inside_its_warehouse(two_warehouses, tmp_path):
+    f = two_warehouses
+    f.create_namespace(["placed"], base="/v1/files")
+    f.create_namespace(["placed"])
+    default_ns = assert_ok_json(f.get("/v1/namespaces/placed"))["properties"]["location"]
+    # A location of the default warehouse is outside "files".
+    r = f.post("/v1/files/namespaces/placed/tables", json={
+        "name": "stray", "schema": TableHandle.SCHEMA, "location": default_ns + "/stray"})
+    assert_error(r, 400, "BadRequestException")
+    # And the other way round.
+    r = f.post("/v1/namespaces/placed/tables", json={
+        "name": "stray", "schema": TableHandle.SCHEMA,
+        "location": f.files_location + "/placed/stray"})
+    assert_error(r, 400, "BadRequestException")
+    # Inside its own warehouse it is taken.
+    body = assert_ok_json(f.post("/v1/files/namespaces/placed/tables", json={
+        "name": "placed_here", "schema": TableHandle.SCHEMA,
+        "location": f.files_location + "/elsewhere/placed_here"}))
+    assert body["metadata"]["location"] == f.files_location + "/elsewhere/placed_here"
+
+
+def test_hooks_audit_log_and_purges_are_each_warehouses(two_warehouses):
+    f = two_warehouses
+    f.create_namespace(["audited"], base="/v1/files")
+    hook = assert_ok_json(f.post("/v1/files/audit-hooks", json={
+        "name": "files-only", "url": "http://127.0.0.1:9/never"}), 201)
+    hook_id = hook["id"]
+    assert hook_id in [h["id"] for h in assert_ok_json(f.get("/v1/files/audit-hooks"))["hooks"]]
+    assert hook_id not in [h["id"] for h in assert_ok_json(f.get("/v1/audit-hooks"))["hooks"]]
+    assert_error(f.get(f"/v1/audit-hooks/{hook_id}"), 404)
+    assert_error(f.delete(f"/v1/audit-hooks/{hook_id}"), 404)
+    assert assert_ok_json(f.get(f"/v1/files/audit-hooks/{hook_id}"))["id"] == hook_id
+
+    t = TableHandle(f, ["audited"], "dropped_one", base="/v1/files")
+    t.create()
+    where = Path(t.load()["metadata"]["location"][len("file://"):])
+    assert where.is_dir() and str(where).startswith(f.files_location[len("file://"):])
+    assert f.delete(t.url, params={"purgeRequested": "true"}).status_code == 204
+    # The janitor purges it below its own warehouse's directory.
+    assert wait_until(lambda: not where.exists(), 30 * TIME_SCALE), "the files were purged"
+
+    def events(base):
+        return assert_ok_json(f.get(f"{base}/audit-log", params={"limit": 1000}))["events"]
+    mine = wait_until(lambda: [e for e in events("/v1/files")
+                               if e["event"] == "hook.registered"], 10)
+    assert mine and all(e["details"].get("warehouse") == "files" for e in events("/v1/files"))
+    assert not [e for e in events("/v1") if e["details"].get("warehouse") == "files"]
+    # The purge of the dropped table is listed under its warehouse only
+    # (or already done, when the janitor came first).
+    listed = assert_ok_json(f.get("/v1/purges"))["purges"]
+    assert all(not p["location"].startswith(f.files_location) for p in listed)
+    assert f.delete(f"/v1/files/audit-hooks/{hook_id}").status_code == 204
 
 
 def _requested_paths(f):
@@ -169,20 +264,33 @@ def test_pyiceberg_chooses_a_warehouse_by_name(two_warehouses):
     cat.create_namespace("py_default")
     assert ("py_default",) in cat.list_namespaces()
 
-    # A further one: PyIceberg takes its prefix, and is refused there.
+    # A further one: PyIceberg takes its prefix and works in its catalog.
     # floe logs a request once its answer is sent, so the line may come a
     # moment after the client has the answer: count from the default
     # catalog's last request on.
     wait_until(lambda: "/v1/namespaces" in _requested_paths(f)[-1:], 10)
     before = len(_requested_paths(f))
-    lake = RestCatalog("floe", uri=f.url, warehouse="lake")
-    with pytest.raises(RESTError, match="Warehouse lake has no catalog of its own yet"):
-        lake.list_namespaces()
-    def lake_paths():
+    files = RestCatalog("floe", uri=f.url, warehouse="files")
+    assert ("py_default",) not in files.list_namespaces()
+    files.create_namespace("py_files")
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    table = files.create_table("py_files.people", schema=schema)
+    table.append(pa.table({"id": [1, 2], "name": ["ada", "grace"]}, schema=schema))
+    back = files.load_table("py_files.people").scan().to_arrow()
+    assert sorted(back.column("name").to_pylist()) == ["ada", "grace"]
+    assert table.metadata_location.startswith(f.files_location + "/py_files/people/")
+    data = [p for p in Path(f.files_location[len("file://"):]).rglob("*.parquet")]
+    assert data, "the data files are in the warehouse's own directory"
+
+    def files_paths():
         return [p for p in _requested_paths(f)[before:] if "namespaces" in p]
-    wait_until(lambda: lake_paths(), 10)
-    paths = lake_paths()
-    assert paths and all(p.startswith("/v1/lake/namespaces") for p in paths), paths
+    wait_until(lambda: "/v1/files/namespaces/py_files/tables/people" in files_paths(), 10)
+    paths = files_paths()
+    assert paths and all(p.startswith("/v1/files/namespaces") for p in paths), paths
+    # The default catalog has none of it.
+    assert ("py_files",) not in cat.list_namespaces()
+    with pytest.raises(NoSuchNamespaceError):
+        cat.load_namespace_properties("py_files")
 
     # An unknown name stops the client at its first request.
     with pytest.raises((RESTError, NoSuchNamespaceError), match="Warehouse does not exist: nope"):
@@ -298,3 +406,80 @@ def test_the_s3_warehouses_profile_is_used_not_the_environments_keys(postgres, t
         assert secret not in r.stderr
     finally:
         server.stop()
+
+
+M = "/management/v1"
+
+
+@pytest.fixture(scope="module")
+def authed_warehouses(postgres, tmp_path_factory):
+    """floe with authentication on, its default warehouse and "files"."""
+    tmp = tmp_path_factory.mktemp("authed-warehouses")
+    f = _start_floe_on_fresh_db(postgres, env={
+        "FLOE_AUTH": "floe",
+        "FLOE_WAREHOUSES": warehouses_file(
+            tmp, [{"name": "files", "location": f"file://{tmp}/files"}]),
+    })
+    f.authenticate()
+    yield f
+    _stop_and_check(f)
+
+
+def test_grants_hold_in_their_warehouse_only(authed_warehouses):
+    f = authed_warehouses
+    for base in ("/v1", "/v1/files"):
+        f.create_namespace(["db"], base=base)
+        TableHandle(f, ["db"], "t", base=base).create()
+    body = assert_ok_json(f.post(f"{M}/principals", json={"name": "reader", "kind": "client"}),
+                          201)
+    reader = client_token(f, body["credential"])
+    assert_ok_json(f.post(f"{M}/roles", json={"name": "files_readers"}), 201)
+    assert f.request("PUT", f"{M}/roles/files_readers/members/reader").status_code == 204
+    grant = {"privilege": "TABLE_READ",
+             "on": {"kind": "namespace", "namespace": ["db"], "warehouse": "files"}}
+    assert assert_ok_json(f.post(f"{M}/roles/files_readers/grants", json=grant), 201) == {
+        "role": "files_readers", **grant}
+    catalog_grant = {"privilege": "NAMESPACE_CREATE",
+                     "on": {"kind": "catalog", "warehouse": "files"}}
+    assert_ok_json(f.post(f"{M}/roles/files_readers/grants", json=catalog_grant), 201)
+    listed = assert_ok_json(f.get(f"{M}/roles/files_readers/grants"))["grants"]
+    assert sorted((g["privilege"], g["on"].get("warehouse")) for g in listed) == [
+        ("NAMESPACE_CREATE", "files"), ("TABLE_READ", "files")], listed
+
+    def as_reader(method, path, **kw):
+        return requests.request(method, f.url + path, timeout=30,
+                                headers={"Authorization": f"Bearer {reader}"}, **kw)
+    # Read in "files" first, so a decision kept for it is there to leak.
+    assert_ok_json(as_reader("GET", "/v1/files/namespaces/db/tables/t"))
+    assert_error(as_reader("GET", "/v1/namespaces/db/tables/t"), 403, "ForbiddenException")
+    assert_error(as_reader("GET", "/v1/warehouse/namespaces/db/tables/t"), 403,
+                 "ForbiddenException")
+    assert [["db"]] == [n for n in assert_ok_json(
+        as_reader("GET", "/v1/files/namespaces"))["namespaces"]]
+    assert assert_ok_json(as_reader("GET", "/v1/namespaces"))["namespaces"] == []
+    # A grant on one warehouse's catalog is not one on another's.
+    assert as_reader("POST", "/v1/files/namespaces",
+                     json={"namespace": ["made_by_reader"]}).status_code == 200
+    assert_error(as_reader("POST", "/v1/namespaces", json={"namespace": ["made_by_reader"]}),
+                 403, "ForbiddenException")
+    # What the management API says the principal holds, per warehouse.
+    p = assert_ok_json(f.get(f"{M}/principals/reader/privileges",
+                             params={"namespace": "db", "table": "t", "warehouse": "files"}))
+    assert p["privileges"] == ["TABLE_READ"] and p["object"]["warehouse"] == "files", p
+    p = assert_ok_json(f.get(f"{M}/principals/reader/privileges",
+                             params={"namespace": "db", "table": "t"}))
+    assert p["privileges"] == [] and "warehouse" not in p["object"], p
+    # A warehouse that does not exist is named so.
+    r = f.post(f"{M}/roles/files_readers/grants",
+               json={"privilege": "TABLE_READ", "on": {"kind": "catalog", "warehouse": "nope"}})
+    assert_error(r, 404, "NoSuchWarehouseException")
+    r = f.post(f"{M}/roles/files_readers/grants",
+               json={"privilege": "TABLE_READ", "on": {"kind": "catalog", "warehouse": 7}})
+    assert_error(r, 400, "BadRequestException")
+    # Revoking names the warehouse as granting did (any grant lets its
+    # holder read what it is on: both go).
+    for g in (grant, catalog_grant):
+        r = f.post(f"{M}/roles/files_readers/grants/revoke", json=g)
+        assert r.status_code == 200, r.text
+    assert assert_ok_json(f.get(f"{M}/roles/files_readers/grants"))["grants"] == []
+    assert_error(as_reader("GET", "/v1/files/namespaces/db/tables/t"), 403, "ForbiddenException")

@@ -61,16 +61,16 @@ static void grant(const char *role, const char *priv, enum grant_on on, const st
 	cr_assert(inserted);
 }
 
-static const struct authz_object catalog = { AUTHZ_CATALOG, NULL, NULL };
+static const struct authz_object catalog = { .kind = AUTHZ_CATALOG, .ns = NULL, .table = NULL };
 
 static struct authz_object on_ns(const struct ns_ident *ns)
 {
-	return (struct authz_object){ AUTHZ_NAMESPACE, ns, NULL };
+	return (struct authz_object){ .kind = AUTHZ_NAMESPACE, .ns = ns, .table = NULL };
 }
 
 static struct authz_object on_table(const struct ns_ident *ns, const char *t)
 {
-	return (struct authz_object){ AUTHZ_TABLE, ns, t };
+	return (struct authz_object){ .kind = AUTHZ_TABLE, .ns = ns, .table = t };
 }
 
 static bool allowed(enum privilege priv, struct authz_object obj)

@@ -73,7 +73,7 @@ static void revoke(const char *priv, const struct ns_ident *ns)
 
 static bool allowed(enum privilege priv, const struct ns_ident *ns)
 {
-	struct authz_object obj = { AUTHZ_NAMESPACE, ns, NULL };
+	struct authz_object obj = { .kind = AUTHZ_NAMESPACE, .ns = ns, .table = NULL };
 	floe_error_clear(&err);
 	bool ok = authz_check(fake_store(), &alice, priv, &obj, &err);
 	if (!ok)
@@ -122,7 +122,7 @@ Test(authzcache, a_deaf_cache_answers_nothing_and_keeps_nothing)
 
 Test(authzcache, a_set_read_across_a_forget_is_not_kept)
 {
-	struct authz_object obj = { AUTHZ_NAMESPACE, &ns_a, NULL };
+	struct authz_object obj = { .kind = AUTHZ_NAMESPACE, .ns = &ns_a, .table = NULL };
 	uint32_t set = 0;
 	uint64_t ticket = authz_cache_ticket(cache);
 
@@ -138,10 +138,10 @@ Test(authzcache, a_set_read_across_a_forget_is_not_kept)
 Test(authzcache, the_key_is_the_role_set_and_the_object)
 {
 	long long ab[] = { 3, 9 }, ba[] = { 9, 3 }, a_only[] = { 3 };
-	struct authz_object on_a = { AUTHZ_NAMESPACE, &ns_a, NULL };
-	struct authz_object on_b = { AUTHZ_NAMESPACE, &ns_b, NULL };
-	struct authz_object t_in_a = { AUTHZ_TABLE, &ns_a, "t" };
-	struct authz_object catalog = { AUTHZ_CATALOG, NULL, NULL };
+	struct authz_object on_a = { .kind = AUTHZ_NAMESPACE, .ns = &ns_a, .table = NULL };
+	struct authz_object on_b = { .kind = AUTHZ_NAMESPACE, .ns = &ns_b, .table = NULL };
+	struct authz_object t_in_a = { .kind = AUTHZ_TABLE, .ns = &ns_a, .table = "t" };
+	struct authz_object catalog = { .kind = AUTHZ_CATALOG, .ns = NULL, .table = NULL };
 	uint32_t set = 0;
 
 	authz_cache_put(cache, authz_cache_ticket(cache), ab, 2, &on_a, 0x5);
@@ -154,10 +154,32 @@ Test(authzcache, the_key_is_the_role_set_and_the_object)
 	cr_assert_not(authz_cache_get(cache, NULL, 0, &on_a, &set));
 }
 
+Test(authzcache, the_same_object_in_two_warehouses_is_two_keys)
+{
+	long long roles[] = { 3 };
+	struct authz_object mine = { .kind = AUTHZ_NAMESPACE, .ns = &ns_a, .warehouse = "" };
+	struct authz_object theirs = { .kind = AUTHZ_NAMESPACE, .ns = &ns_a, .warehouse = "files" };
+	struct authz_object unnamed = { .kind = AUTHZ_NAMESPACE, .ns = &ns_a };
+	struct authz_object their_catalog = { .kind = AUTHZ_CATALOG, .warehouse = "files" };
+	struct authz_object my_catalog = { .kind = AUTHZ_CATALOG };
+	uint32_t set = 0;
+
+	authz_cache_put(cache, authz_cache_ticket(cache), roles, 1, &theirs, 0x3);
+	authz_cache_put(cache, authz_cache_ticket(cache), roles, 1, &their_catalog, 0x7);
+	cr_assert(authz_cache_get(cache, roles, 1, &theirs, &set));
+	cr_assert_eq(set, 0x3);
+	cr_assert_not(authz_cache_get(cache, roles, 1, &mine, &set));
+	cr_assert_not(authz_cache_get(cache, roles, 1, &my_catalog, &set));
+	/* NULL is the default warehouse, as "" is. */
+	authz_cache_put(cache, authz_cache_ticket(cache), roles, 1, &mine, 0x1);
+	cr_assert(authz_cache_get(cache, roles, 1, &unnamed, &set));
+	cr_assert_eq(set, 0x1);
+}
+
 Test(authzcache, entries_end_with_their_lifetime)
 {
 	struct authz_cache *brief = authz_cache_new(8, 20);
-	struct authz_object on_a = { AUTHZ_NAMESPACE, &ns_a, NULL };
+	struct authz_object on_a = { .kind = AUTHZ_NAMESPACE, .ns = &ns_a, .table = NULL };
 	struct timespec pause = { 0, 60 * 1000000L };
 	uint32_t set = 0;
 
@@ -174,7 +196,7 @@ Test(authzcache, entries_end_with_their_lifetime)
 Test(authzcache, a_key_over_the_limit_is_never_kept)
 {
 	char name[AUTHZ_CACHE_KEY_MAX + 1];
-	struct authz_object long_table = { AUTHZ_TABLE, &ns_a, name };
+	struct authz_object long_table = { .kind = AUTHZ_TABLE, .ns = &ns_a, .table = name };
 	uint32_t set = 0;
 
 	memset(name, 't', sizeof(name) - 1);

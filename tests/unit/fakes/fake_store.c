@@ -264,6 +264,26 @@ void store_pool_release(struct store_pool *pool, struct store *s)
 	(void)s;
 }
 
+void store_use_warehouse(struct store *s, const char *warehouse)
+{
+	(void)s;
+	(void)warehouse; /* one catalog: the fake keeps no warehouse */
+}
+
+const char *store_warehouse(const struct store *s)
+{
+	(void)s;
+	return "";
+}
+
+bool store_ping(struct store *s, struct floe_error *err)
+{
+	(void)s;
+	if (away)
+		return floe_err(err, FE_UNAVAILABLE, "the database is away");
+	return true;
+}
+
 bool store_begin(struct store *s, struct floe_error *err)
 {
 	(void)s;
