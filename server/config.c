@@ -173,7 +173,7 @@ const struct option_def config_options[OPT_COUNT] = {
 	[OPT_S3_PROFILE] = { "s3-profile", "FLOE_S3_PROFILE", "",
 		"With an s3:// warehouse: the profile of the shared credentials file to use, which then wins over AWS_ACCESS_KEY_ID; empty: AWS_PROFILE, else default (used when AWS_ACCESS_KEY_ID is not set)" },
 	[OPT_S3_VENDED_CREDENTIALS] = { "s3-vended-credentials", "FLOE_S3_VENDED_CREDENTIALS", "off",
-		"With an s3:// warehouse (the default one or one of --warehouses, each table's from its own warehouse's storage): what a client sending X-Iceberg-Access-Delegation: vended-credentials gets for a table's objects. off: nothing; static: floe's own credentials for that warehouse, not scoped to the table (the weaker mode); sts: STS AssumeRole of --s3-sts-role-arn with a session policy allowing only the table's prefix, read-only unless the principal may write the table" },
+		"With an s3:// warehouse (and then for each s3:// one of --warehouses too, a table's credentials from its own warehouse's storage): what a client sending X-Iceberg-Access-Delegation: vended-credentials gets for a table's objects. off: nothing; static: floe's own credentials for the table's warehouse, not scoped to the table (the weaker mode); sts: STS AssumeRole of --s3-sts-role-arn with a session policy allowing only the table's prefix, read-only unless the principal may write the table" },
 	[OPT_S3_CLIENT_ENDPOINT] = { "s3-client-endpoint", "FLOE_S3_CLIENT_ENDPOINT", "",
 		"With vended credentials: the s3.endpoint engines are told for the default warehouse, when they reach its S3 server at another address than floe does; empty: --s3-endpoint. A warehouse of --warehouses tells its own endpoint" },
 	[OPT_S3_STS_ENDPOINT] = { "s3-sts-endpoint", "FLOE_S3_STS_ENDPOINT", "",
