@@ -39,12 +39,14 @@ bool signer_requested(const char *delegation)
 	return false;
 }
 
-bool signer_table_config(json_t *config, const char *prefix, const struct ns_ident *ns,
-			 const char *name, struct floe_error *err)
+bool signer_table_config(json_t *config, const char *warehouse, const char *prefix,
+			 const struct ns_ident *ns, const char *name, struct floe_error *err)
 {
 	struct fileio_s3_client c;
 
-	if (!fileio_s3_client_config(&c))
+	/* The table lies inside its warehouse's location, so the store
+	 * holding the warehouse holds the table. */
+	if (!fileio_s3_client_config(warehouse, &c))
 		return true;
 	char *endpoint = route_table(prefix, ns, name, "sign");
 	bool ok = endpoint != NULL &&
@@ -60,15 +62,17 @@ bool signer_table_config(json_t *config, const char *prefix, const struct ns_ide
 	return ok || floe_err(err, FE_INTERNAL, "out of memory");
 }
 
-/* The table's canonical s3:// location, split: *bucket and *key (new). */
-static bool table_place(struct store *s, const struct ns_ident *ns, const char *name, char **bucket,
-			char **key, struct floe_error *err)
+/* The table's canonical s3:// location (*location), and split: *bucket
+ * and *key (all new). */
+static bool table_place(struct store *s, const struct ns_ident *ns, const char *name,
+			char **location, char **bucket, char **key, struct floe_error *err)
 {
 	struct table_row row;
 	json_t *m = NULL;
 	char *canon = NULL;
 	bool ok = false;
 
+	*location = NULL;
 	*bucket = NULL;
 	*key = NULL;
 	if (!store_table_load_as(s, ns, name, true, &row, err)) {
@@ -96,6 +100,8 @@ static bool table_place(struct store *s, const struct ns_ident *ns, const char *
 	ok = *bucket != NULL && *key != NULL;
 	if (!ok)
 		floe_err(err, FE_INTERNAL, "out of memory");
+	*location = canon;
+	canon = NULL;
 done:
 	free(canon);
 	json_decref(m);
@@ -237,6 +243,7 @@ json_t *signer_sign(struct store *s, const struct principal *p, const struct ns_
 		    const char *name, const json_t *body, long long now, struct floe_error *err)
 {
 	struct fileio_s3_target t = { 0 };
+	char *location = NULL;
 	char *bucket = NULL;
 	char *key = NULL;
 	json_t *out = NULL;
@@ -245,9 +252,12 @@ json_t *signer_sign(struct store *s, const struct principal *p, const struct ns_
 	if (!check_body(body, err))
 		return NULL;
 	const char *method = json_string_value(json_object_get(body, "method"));
-	if (!method_writes(method, &writes, err) || !table_place(s, ns, name, &bucket, &key, err))
+	if (!method_writes(method, &writes, err) ||
+	    !table_place(s, ns, name, &location, &bucket, &key, err))
 		goto done;
-	if (!fileio_s3_target_parse(json_string_value(json_object_get(body, "uri")), &t, err))
+	/* Read against, and signed by, the store of the table's warehouse. */
+	if (!fileio_s3_target_parse(location, json_string_value(json_object_get(body, "uri")), &t,
+				    err))
 		goto done;
 	struct sign_scope sc = { bucket, key };
 	if (strcmp(t.bucket, bucket) != 0) {
@@ -268,6 +278,7 @@ json_t *signer_sign(struct store *s, const struct principal *p, const struct ns_
 	out = fileio_s3_sign(method, &t, json_object_get(body, "headers"), now, err);
 done:
 	fileio_s3_target_clear(&t);
+	free(location);
 	free(bucket);
 	free(key);
 	return out;

@@ -28,11 +28,14 @@ bool signer_requested(const char *delegation);
  * requests of table ns.name signed by floe: s3.remote-signing-enabled,
  * s3.signer (PyIceberg's signer class), s3.signer.endpoint (the table's
  * sign route relative to the catalog URI, under prefix when not NULL),
- * s3.endpoint, s3.path-style-access and client.region. Adds nothing when
- * the warehouse is not on S3. False only when out of memory.
+ * s3.endpoint, s3.path-style-access and client.region of the store of
+ * warehouse (the location of the warehouse holding the table; NULL: the
+ * default warehouse). Adds nothing when that warehouse is not on S3.
+ * False only when out of memory.
  */
-bool signer_table_config(json_t *config, const char *prefix, const struct ns_ident *ns,
-			 const char *name, struct floe_error *err) FLOE_WUR;
+bool signer_table_config(json_t *config, const char *warehouse, const char *prefix,
+			 const struct ns_ident *ns, const char *name,
+			 struct floe_error *err) FLOE_WUR;
 
 /*
  * signRequest for table ns.name: body is a RemoteSignRequest {region,

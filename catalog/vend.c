@@ -192,7 +192,7 @@ json_t *vend_table(struct vend *v, struct store *s, const struct principal *p,
 	char *key = NULL;
 	json_t *out = NULL;
 
-	if (!fileio_vend_client(&client))
+	if (fileio_vend_mode() == FILEIO_VEND_OFF)
 		return json_pack("{s:{}}", "config");
 	if (location == NULL) {
 		if (!store_table_location(s, ns, name, &looked_up, err)) {
@@ -207,6 +207,14 @@ json_t *vend_table(struct vend *v, struct store *s, const struct principal *p,
 		goto done;
 	if (strncmp(canon, "s3://", 5) != 0) {
 		out = json_pack("{s:{}}", "config"); /* local files need no credentials */
+		goto done;
+	}
+	/* Where engines reach the table: its own warehouse's storage. */
+	if (!fileio_vend_client(canon, &client)) {
+		floe_err(
+			err, FE_BAD_REQUEST,
+			"location %.200s lies in no s3:// warehouse of floe's: there are no credentials to vend for it",
+			canon);
 		goto done;
 	}
 	/* Read-write with a write privilege on the table, else read-only. */

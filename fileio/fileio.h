@@ -100,8 +100,13 @@ enum fileio_purge_result fileio_purge(const char *table_location, const char *wa
  * following no symbolic link. Returns how many were removed. */
 long fileio_remove_stale_tmp(const char *table_location, const char *warehouse_path, int min_age_s);
 
-/* How floe reaches its S3-compatible object storage. Strings are
- * borrowed for the call only; the secrets are copied and never logged. */
+/* The most S3 stores fileio keeps: one per s3:// warehouse, the default
+ * one and the 64 further ones a warehouses file may name. */
+#define FILEIO_S3_STORES_MAX (64 + 1)
+
+/* How floe reaches one warehouse's S3-compatible object storage. Strings
+ * are borrowed for the call only; the secrets are copied and never
+ * logged. */
 struct fileio_s3_options {
 	const char *endpoint;      /* scheme://host[:port]; NULL or "": AWS's endpoint of region */
 	const char *region;        /* signs every request (aws:amz:REGION:s3) */
@@ -111,20 +116,32 @@ struct fileio_s3_options {
 	const char *session_token;    /* NULL or "": none */
 	const char *credentials_file; /* a shared credentials file (INI), or NULL */
 	const char *profile;          /* its section */
+	bool default_warehouse;       /* the default warehouse's (--warehouse) store: the
+				       * one --s3-client-endpoint and --s3-sts-endpoint
+				       * are for, and the one a caller naming no location
+				       * gets */
 };
 
 /*
- * Sets up the s3:// backend for the process (before any thread uses it)
- * and checks with HeadBucket that the bucket of warehouse (a canonical
- * s3:// location) exists and the credentials reach it. FE_BAD_REQUEST
- * when the configuration is wrong (no or unreadable credentials, no such
- * bucket, credentials refused, another region), FE_UNAVAILABLE when the
- * storage cannot be reached or keeps failing; the message says which.
+ * Adds the S3 store of one s3:// warehouse (location: s3://bucket[/prefix]
+ * in any spelling) for the process, before any thread uses the backend,
+ * and checks with HeadBucket, signed with the store's own credentials,
+ * that its bucket exists and they reach it. From then on every request
+ * for an object goes to the store whose location is the longest one
+ * holding the object's URL (at a path boundary); an object in no store's
+ * location is refused with FE_BAD_REQUEST, never signed with another
+ * store's keys. FE_BAD_REQUEST when the configuration is wrong (no or
+ * unreadable credentials, no such bucket, credentials refused, another
+ * region, a second store for one location or for the default warehouse,
+ * more than FILEIO_S3_STORES_MAX), FE_UNAVAILABLE when the storage cannot
+ * be reached or keeps failing; the message says which. A failed call adds
+ * nothing and leaves the stores added before.
  */
-bool fileio_s3_start(const struct fileio_s3_options *o, const char *warehouse,
+bool fileio_s3_start(const struct fileio_s3_options *o, const char *location,
 		     struct floe_error *err) FLOE_WUR;
 
-/* Forgets the configuration (and the calling thread's connection). */
+/* Forgets every store, their secrets wiped (and the calling thread's
+ * connection). */
 void fileio_s3_stop(void);
 
 /* How engines get access to a table's objects in s3:// storage
@@ -138,8 +155,10 @@ enum fileio_vend_mode {
 /* The vending configuration. Strings are borrowed for the call only. */
 struct fileio_vend_options {
 	enum fileio_vend_mode mode;
-	const char *client_endpoint; /* s3.endpoint engines are told; NULL or "": the storage's */
-	const char *sts_endpoint;    /* scheme://host[:port]; NULL or "": AWS's of the region */
+	const char *client_endpoint; /* s3.endpoint engines are told for the default
+				      * warehouse; NULL or "": its storage's */
+	const char *sts_endpoint;    /* the default warehouse's STS, scheme://host[:port];
+				      * NULL or "": AWS's of the region */
 	const char *role_arn;        /* the role assumed (for writers, and readers too
 				      * unless read_role_arn is set) */
 	const char *read_role_arn;   /* NULL or "": role_arn */
@@ -147,10 +166,14 @@ struct fileio_vend_options {
 };
 
 /*
- * Sets vending up for the process, after fileio_s3_start (whose endpoint,
- * region and credentials it uses to sign STS calls). FE_BAD_REQUEST when
- * a mode other than off is asked without an s3:// warehouse, or sts
- * without a role.
+ * Sets vending up for the process, after every fileio_s3_start: the mode
+ * and roles apply to every store, and each table's credentials come from
+ * the store holding it (its keys for static; STS calls signed with its
+ * keys and region). client_endpoint and sts_endpoint are the default
+ * warehouse's; a further warehouse's engines are told its own endpoint,
+ * and its STS calls go to its own endpoint (AWS's STS of its region when
+ * it has none). FE_BAD_REQUEST when a mode other than off is asked
+ * without an s3:// warehouse, or sts without a role.
  */
 bool fileio_vend_start(const struct fileio_vend_options *o, struct floe_error *err) FLOE_WUR;
 
@@ -174,17 +197,19 @@ struct fileio_vend_client {
 	char region[72];
 };
 
-/* Fills *out; false when vending is off. */
-bool fileio_vend_client(struct fileio_vend_client *out);
+/* Fills *out for the store holding table_location (a canonical s3://
+ * location); false when vending is off or no store holds it. */
+bool fileio_vend_client(const char *table_location, struct fileio_vend_client *out);
 
 /*
  * Credentials for the objects of table_location (a canonical s3://
- * location), read-only or (write) read-write. Static: floe's own. STS:
+ * location), read-only or (write) read-write, from the store holding it.
+ * Static: that store's own keys. STS:
  * AssumeRole of the role (read_role_arn for readers when set) with a
  * session policy allowing only that prefix's objects, session_name
  * (characters outside [A-Za-z0-9+=,.@_-] become '-'; cut to 64) naming
- * the session. FE_BAD_REQUEST when the location is not s3:// or too long
- * for a session policy; FE_UNAVAILABLE when STS cannot be reached, is
+ * the session. FE_BAD_REQUEST when the location is not s3://, in no
+ * store's location, or too long for a session policy; FE_UNAVAILABLE when STS cannot be reached, is
  * failing or refuses (the cause is logged, never a secret); FE_INTERNAL
  * when its answer is unreadable.
  */

@@ -6,8 +6,12 @@
  * overwritten. Reads are bounded, purges list and delete only the
  * table's own prefix. Every request has a connect and a total timeout;
  * idempotent ones are retried with exponential backoff and full jitter
- * on transport failures, 5xx and SlowDown. Each thread keeps one curl
- * handle, so its connection is reused. Secrets are never logged.
+ * on transport failures, 5xx and SlowDown. There is one store per
+ * s3:// warehouse (its endpoint, region, addressing and credentials),
+ * and each request goes to the store whose location holds its object:
+ * never signed with another warehouse's keys. Each thread keeps one curl
+ * handle for every store, so its connection is reused (curl keeps one per
+ * host). Secrets are never logged.
  */
 #include "backend.h"
 
@@ -37,9 +41,10 @@
 #define S3_LIST_BODY_MAX ((size_t)8 * 1024 * 1024)
 #define S3_DELETE_BATCH 1000
 
-/* The configuration fileio_s3_start took; read-only afterwards. */
-static struct {
-	bool started;
+/* One s3:// warehouse's storage, as fileio_s3_start took it. */
+struct s3_store {
+	char *location; /* canonical s3://bucket[/prefix] */
+	bool default_warehouse;
 	char scheme[8];
 	char host[256];
 	bool path_style;
@@ -47,11 +52,21 @@ static struct {
 	char region[72];
 	struct s3_credentials cred;
 	char token_header[sizeof(((struct s3_credentials *)0)->session_token) + 32];
+};
+
+/* The stores fileio_s3_start added, before any worker thread runs;
+ * read-only afterwards. */
+static struct {
+	struct s3_store *stores[FILEIO_S3_STORES_MAX];
+	const char *locations[FILEIO_S3_STORES_MAX]; /* stores[i]->location */
+	size_t n;
+	bool key_made;
 	pthread_key_t handle_key;
 } s3;
 
 struct s3_call {
-	const char *method; /* GET, HEAD, PUT, DELETE or POST */
+	const struct s3_store *store; /* where the request goes, signed with its keys */
+	const char *method;           /* GET, HEAD, PUT, DELETE or POST */
 	const char *bucket;
 	const char *key; /* "" for the bucket */
 	const char *query;
@@ -183,8 +198,9 @@ static bool s3_once(const struct s3_call *c, struct s3_answer *a, struct floe_er
 	char md5[32];
 	char line[128];
 	bool ok = false;
+	const struct s3_store *st = c->store;
 	CURL *curl = thread_handle();
-	char *url = s3_request_url(&(struct s3_endpoint){ s3.scheme, s3.host, s3.path_style },
+	char *url = s3_request_url(&(struct s3_endpoint){ st->scheme, st->host, st->path_style },
 				   c->bucket, c->key, c->query);
 
 	if (curl == NULL || url == NULL) {
@@ -211,8 +227,8 @@ static bool s3_once(const struct s3_call *c, struct s3_answer *a, struct floe_er
 		(void)snprintf(line, sizeof(line), "Content-MD5: %s", md5);
 		all = curl_slist_append(h, line);
 	}
-	if (all != NULL && s3.token_header[0] != '\0')
-		all = curl_slist_append(h, s3.token_header);
+	if (all != NULL && st->token_header[0] != '\0')
+		all = curl_slist_append(h, st->token_header);
 	/* (No "Expect:" to turn 100-continue off: curl would sign the header
 	 * it then does not send.) */
 	if (all == NULL) {
@@ -226,9 +242,9 @@ static bool s3_once(const struct s3_call *c, struct s3_answer *a, struct floe_er
 	(void)curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
 	(void)curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, S3_CONNECT_TIMEOUT_MS);
 	(void)curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, S3_TIMEOUT_MS);
-	(void)curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, s3.sigv4);
-	(void)curl_easy_setopt(curl, CURLOPT_USERNAME, s3.cred.access_key_id);
-	(void)curl_easy_setopt(curl, CURLOPT_PASSWORD, s3.cred.secret_access_key);
+	(void)curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, st->sigv4);
+	(void)curl_easy_setopt(curl, CURLOPT_USERNAME, st->cred.access_key_id);
+	(void)curl_easy_setopt(curl, CURLOPT_PASSWORD, st->cred.secret_access_key);
 	(void)curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
 	(void)curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
 	(void)curl_easy_setopt(curl, CURLOPT_WRITEDATA, a);
@@ -336,24 +352,47 @@ static bool answer_error(const struct s3_call *c, const struct s3_answer *a, con
 			code);
 }
 
-/* The bucket and key of a location (canonicalised). */
-static bool split_location(const char *url, char **bucket, char **key, struct floe_error *err)
+/* The store holding a canonical location, or NULL. */
+static const struct s3_store *store_of(const char *canon)
+{
+	int i = s3_store_pick(s3.locations, s3.n, canon);
+
+	return i >= 0 ? s3.stores[i] : NULL;
+}
+
+/* The store holding a location, and its bucket and key (canonicalised).
+ * A location in no store's is refused, never sent with some other
+ * warehouse's credentials. */
+static bool split_location(const char *url, const struct s3_store **store, char **bucket,
+			   char **key, struct floe_error *err)
 {
 	char *canon = location_canonical(url, err);
 
+	*store = NULL;
 	if (canon == NULL)
 		return false;
 	bool ok = s3_split(canon, bucket, key, err);
-	free(canon);
-	if (ok && !s3.started) {
-		free(*bucket);
-		free(*key);
-		*bucket = NULL;
-		*key = NULL;
-		return floe_err(
-			err, FE_BAD_REQUEST,
-			"location %.200s is in object storage, which floe is not set up for", url);
+	if (ok) {
+		*store = store_of(canon);
+		if (*store == NULL) {
+			free(*bucket);
+			free(*key);
+			*bucket = NULL;
+			*key = NULL;
+			ok = false;
+			if (s3.n == 0)
+				floe_err(
+					err, FE_BAD_REQUEST,
+					"location %.200s is in object storage, which floe is not set up for",
+					url);
+			else
+				floe_err(
+					err, FE_BAD_REQUEST,
+					"location %.200s lies in no s3:// warehouse of floe's: floe reaches object storage only inside its warehouses",
+					url);
+		}
 	}
+	free(canon);
 	return ok;
 }
 
@@ -369,10 +408,12 @@ static char *object_url(const char *bucket, const char *key, struct floe_error *
 }
 
 /* GETs an object of at most max bytes into *a (body kept). */
-static bool get_object(const char *bucket, const char *key, size_t max, struct s3_answer *a,
-		       struct floe_error *err)
+static bool get_object(const struct s3_store *st, const char *bucket, const char *key, size_t max,
+		       struct s3_answer *a, struct floe_error *err)
 {
-	struct s3_call c = { .method = "GET", .bucket = bucket, .key = key, .max = max };
+	struct s3_call c = {
+		.store = st, .method = "GET", .bucket = bucket, .key = key, .max = max
+	};
 	bool retried;
 
 	return s3_request(&c, true, a, &retried, err);
@@ -383,10 +424,11 @@ static bool get_object(const char *bucket, const char *key, size_t max, struct s
  * a retry may be this very write, whose first answer was lost: the
  * object is read back and counts as written when it holds exactly data.
  */
-static bool put_new(const char *bucket, const char *key, const void *data, size_t len,
-		    struct floe_error *err)
+static bool put_new(const struct s3_store *st, const char *bucket, const char *key,
+		    const void *data, size_t len, struct floe_error *err)
 {
-	struct s3_call c = { .method = "PUT",
+	struct s3_call c = { .store = st,
+			     .method = "PUT",
 			     .bucket = bucket,
 			     .key = key,
 			     .body = data,
@@ -404,8 +446,10 @@ static bool put_new(const char *bucket, const char *key, const void *data, size_
 		ok = true;
 	} else if (a.status == 412 && retried) {
 		struct s3_answer got;
-		struct s3_call g = { .method = "GET", .bucket = bucket, .key = key, .max = len };
-		bool looked = get_object(bucket, key, len, &got, err);
+		struct s3_call g = {
+			.store = st, .method = "GET", .bucket = bucket, .key = key, .max = len
+		};
+		bool looked = get_object(st, bucket, key, len, &got, err);
 		bool read = looked && (answer_ok(&got) || got.too_large);
 		ok = read && answer_ok(&got) && got.body.len == len &&
 		     (len == 0 || memcmp(got.body.data, data, len) == 0);
@@ -436,13 +480,14 @@ static bool put_new(const char *bucket, const char *key, const void *data, size_
 static bool put_below(const char *base, const char *middle, const char *name, const void *data,
 		      size_t len, const char *what, char **location, struct floe_error *err)
 {
+	const struct s3_store *st = NULL;
 	char *bucket = NULL;
 	char *key = NULL;
 	char *obj = NULL;
 	bool ok = false;
 
 	*location = NULL;
-	if (!split_location(base, &bucket, &key, err))
+	if (!split_location(base, &st, &bucket, &key, err))
 		return false;
 	size_t olen = strlen(key) + strlen(middle) + strlen(name) + 2;
 	obj = malloc(olen);
@@ -455,7 +500,7 @@ static bool put_below(const char *base, const char *middle, const char *name, co
 		floe_err(err, FE_BAD_REQUEST, "%s is too long for an S3 key", what);
 		goto done;
 	}
-	if (!put_new(bucket, obj, data, len, err))
+	if (!put_new(st, bucket, obj, data, len, err))
 		goto done;
 	*location = object_url(bucket, obj, err);
 	ok = *location != NULL;
@@ -507,9 +552,10 @@ static bool s3_write_metadata_in(const char *dir, long long version, const char 
 
 static bool s3_make_metadata_dir(const char *table_location, struct floe_error *err)
 {
+	const struct s3_store *st = NULL;
 	char *bucket = NULL;
 	char *key = NULL;
-	bool ok = split_location(table_location, &bucket, &key, err);
+	bool ok = split_location(table_location, &st, &bucket, &key, err);
 
 	/* No directories in object storage: nothing to make. */
 	free(bucket);
@@ -519,6 +565,7 @@ static bool s3_make_metadata_dir(const char *table_location, struct floe_error *
 
 static bool s3_read(const char *url, size_t max, char **text, size_t *len, struct floe_error *err)
 {
+	const struct s3_store *st = NULL;
 	char *bucket = NULL;
 	char *key = NULL;
 	struct s3_answer a;
@@ -526,10 +573,12 @@ static bool s3_read(const char *url, size_t max, char **text, size_t *len, struc
 
 	*text = NULL;
 	*len = 0;
-	if (!split_location(url, &bucket, &key, err))
+	if (!split_location(url, &st, &bucket, &key, err))
 		return false;
-	struct s3_call c = { .method = "GET", .bucket = bucket, .key = key, .max = max };
-	if (!get_object(bucket, key, max, &a, err))
+	struct s3_call c = {
+		.store = st, .method = "GET", .bucket = bucket, .key = key, .max = max
+	};
+	if (!get_object(st, bucket, key, max, &a, err))
 		goto done;
 	if (a.too_large) {
 		floe_err(err, FE_BAD_REQUEST, "%.200s is larger than %zu bytes", url, max);
@@ -557,14 +606,19 @@ done:
 static void s3_remove(const char *url)
 {
 	struct floe_error err;
+	const struct s3_store *st = NULL;
 	char *bucket = NULL;
 	char *key = NULL;
 	struct s3_answer a;
 	bool retried;
 
-	if (!split_location(url, &bucket, &key, &err))
+	if (!split_location(url, &st, &bucket, &key, &err)) {
+		log_warn("fileio", "not removing %.200s: %s", url, err.message);
 		return;
-	struct s3_call c = { .method = "DELETE", .bucket = bucket, .key = key, .max = 0 };
+	}
+	struct s3_call c = {
+		.store = st, .method = "DELETE", .bucket = bucket, .key = key, .max = 0
+	};
 	if (s3_request(&c, true, &a, &retried, &err)) {
 		if (!answer_ok(&a) && a.status != 404)
 			(void)answer_error(&c, &a, "cannot remove the object", &err);
@@ -673,8 +727,9 @@ static bool delete_leaf(void *ctx, const char *path, const char *text, size_t le
 
 /* Deletes a page of keys with one DeleteObjects; counts into *removed
  * and *failed (first failure in first). */
-static bool delete_batch(const char *bucket, char **keys, size_t n, long *removed, long *failed,
-			 char *first, size_t first_cap, struct floe_error *err)
+static bool delete_batch(const struct s3_store *st, const char *bucket, char **keys, size_t n,
+			 long *removed, long *failed, char *first, size_t first_cap,
+			 struct floe_error *err)
 {
 	struct buf body;
 	struct s3_answer a;
@@ -693,7 +748,8 @@ static bool delete_batch(const char *bucket, char **keys, size_t n, long *remove
 		buf_free(&body);
 		return floe_err(err, FE_INTERNAL, "out of memory");
 	}
-	struct s3_call c = { .method = "POST",
+	struct s3_call c = { .store = st,
+			     .method = "POST",
 			     .bucket = bucket,
 			     .key = "",
 			     .query = "delete=",
@@ -728,8 +784,8 @@ done:
 }
 
 /* One page of ListObjectsV2 below prefix, from token (or the start). */
-static bool list_page(const char *bucket, const char *prefix, const char *token,
-		      struct list_page *p, struct floe_error *err)
+static bool list_page(const struct s3_store *st, const char *bucket, const char *prefix,
+		      const char *token, struct list_page *p, struct floe_error *err)
 {
 	char query[S3_KEY_MAX * 3 + S3XML_TEXT_MAX * 3 + 128] = "";
 	struct s3_answer a;
@@ -741,7 +797,8 @@ static bool list_page(const char *bucket, const char *prefix, const char *token,
 	    !s3_query_add(query, sizeof(query), "list-type", "2") ||
 	    !s3_query_add(query, sizeof(query), "prefix", prefix))
 		return floe_err(err, FE_INTERNAL, "the listing's query is too long");
-	struct s3_call c = { .method = "GET",
+	struct s3_call c = { .store = st,
+			     .method = "GET",
 			     .bucket = bucket,
 			     .key = "",
 			     .query = query,
@@ -769,6 +826,7 @@ static void page_clear(struct list_page *p)
 static enum fileio_purge_result s3_purge(const char *table_location, const char *warehouse_path,
 					 long *removed, struct floe_error *err)
 {
+	const struct s3_store *st = NULL;
 	char *bucket = NULL;
 	char *key = NULL;
 	char *prefix = NULL;
@@ -782,7 +840,7 @@ static enum fileio_purge_result s3_purge(const char *table_location, const char 
 	/* The table's own prefix, never the warehouse's root nor outside
 	 * it. */
 	if (!s3_check_beneath(table_location, warehouse_path, err) ||
-	    !split_location(table_location, &bucket, &key, err))
+	    !split_location(table_location, &st, &bucket, &key, err))
 		return FILEIO_PURGE_REFUSED;
 	res = FILEIO_PURGE_RETRY;
 	size_t pl = strlen(key) + 2;
@@ -797,7 +855,7 @@ static enum fileio_purge_result s3_purge(const char *table_location, const char 
 		(void)snprintf(token, sizeof(token), "%s", page.token);
 		page.truncated = false;
 		page.token[0] = '\0';
-		if (!list_page(bucket, prefix, token, &page, err))
+		if (!list_page(st, bucket, prefix, token, &page, err))
 			goto done;
 		for (size_t i = 0; i < page.n; i++) {
 			if (strncmp(keys[i], prefix, pl - 1) != 0) {
@@ -806,7 +864,7 @@ static enum fileio_purge_result s3_purge(const char *table_location, const char 
 				goto done;
 			}
 		}
-		if (page.n > 0 && !delete_batch(bucket, keys, page.n, removed, &failed, first,
+		if (page.n > 0 && !delete_batch(st, bucket, keys, page.n, removed, &failed, first,
 						sizeof(first), err))
 			goto done;
 		page_clear(&page);
@@ -850,105 +908,199 @@ const struct fileio_backend fileio_s3 = {
 	.remove_stale_tmp = s3_remove_stale_tmp,
 };
 
-/* --- start-up --- */
+/* --- the stores --- */
 
-bool fileio_s3_start(const struct fileio_s3_options *o, const char *warehouse,
-		     struct floe_error *err)
+/* Frees a store, its secrets wiped first. */
+static void store_free(struct s3_store *st)
 {
-	char *bucket = NULL;
-	char *key = NULL;
+	if (st == NULL)
+		return;
+	OPENSSL_cleanse(&st->cred, sizeof(st->cred));
+	OPENSSL_cleanse(st->token_header, sizeof(st->token_header));
+	free(st->location);
+	free(st);
+}
+
+/* HeadBucket with the store's own endpoint and keys: the bucket exists
+ * and the credentials reach it. */
+static bool check_bucket(const struct s3_store *st, const char *bucket, struct floe_error *err)
+{
+	struct s3_call c = { .store = st, .method = "HEAD", .bucket = bucket, .key = "", .max = 0 };
 	struct s3_answer a;
 	bool retried;
 	bool ok = false;
 
-	memset(&s3, 0, sizeof(s3));
-	if (!s3_credentials_load(o, &s3.cred, err))
-		return false;
-	if (s3.cred.session_token[0] != '\0')
-		(void)snprintf(s3.token_header, sizeof(s3.token_header), "x-amz-security-token: %s",
-			       s3.cred.session_token);
-	(void)snprintf(s3.sigv4, sizeof(s3.sigv4), "aws:amz:%s:s3", o->region);
-	(void)snprintf(s3.region, sizeof(s3.region), "%s", o->region);
-	s3.path_style = o->path_style;
-	if (o->endpoint != NULL && o->endpoint[0] != '\0') {
-		const char *sep = strstr(o->endpoint, "://");
-		if (sep == NULL || (size_t)(sep - o->endpoint) >= sizeof(s3.scheme))
-			return floe_err(err, FE_BAD_REQUEST, "the S3 endpoint is not a URL");
-		(void)snprintf(s3.scheme, sizeof(s3.scheme), "%.*s", (int)(sep - o->endpoint),
-			       o->endpoint);
-		(void)snprintf(s3.host, sizeof(s3.host), "%s", sep + 3);
-	} else {
-		(void)snprintf(s3.scheme, sizeof(s3.scheme), "https");
-		(void)snprintf(s3.host, sizeof(s3.host), "s3.%s.amazonaws.com", o->region);
-	}
-	if (pthread_key_create(&s3.handle_key, handle_free) != 0)
-		return floe_err(err, FE_INTERNAL, "cannot make a thread key");
-	s3.started = true;
-	if (!split_location(warehouse, &bucket, &key, err))
-		goto done;
-	/* HeadBucket: the bucket exists and the credentials reach it. */
-	struct s3_call c = { .method = "HEAD", .bucket = bucket, .key = "", .max = 0 };
 	if (!s3_request(&c, true, &a, &retried, err))
-		goto done;
+		return false;
 	if (answer_ok(&a)) {
 		ok = true;
 	} else if (a.curl_code == 0 && a.status == 404) {
 		floe_err(err, FE_BAD_REQUEST, "the bucket %s does not exist at %s://%s", bucket,
-			 s3.scheme, s3.host);
+			 st->scheme, st->host);
 	} else if (a.curl_code == 0 && (a.status == 403 || a.status == 400)) {
 		floe_err(
 			err, FE_BAD_REQUEST,
 			"The S3 server %s://%s refused floe's credentials for the bucket %s (status %ld): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or the profile",
-			s3.scheme, s3.host, bucket, a.status);
+			st->scheme, st->host, bucket, a.status);
 	} else if (a.curl_code == 0 && a.status == 301) {
 		floe_err(err, FE_BAD_REQUEST,
 			 "the bucket %s is in another region than %s (--s3-region)", bucket,
-			 o->region);
+			 st->region);
 	} else {
 		answer_error(&c, &a, "cannot reach the warehouse's bucket", err);
 	}
 	buf_free(&a.body);
-done:
-	free(bucket);
-	free(key);
-	if (!ok)
-		fileio_s3_stop();
 	return ok;
 }
 
-bool s3_signing_get(struct s3_signing *out)
+/* The store's endpoint, region and credentials from the options. */
+static bool store_setup(struct s3_store *st, const struct fileio_s3_options *o,
+			struct floe_error *err)
 {
-	static const char head[] = "aws:amz:";
-	size_t rl = strlen(s3.sigv4) - (sizeof(head) - 1) - strlen(":s3");
-
-	if (!s3.started || rl >= sizeof(out->region))
+	if (!s3_credentials_load(o, &st->cred, err))
 		return false;
-	out->ep = (struct s3_endpoint){ s3.scheme, s3.host, s3.path_style };
-	(void)snprintf(out->region, sizeof(out->region), "%.*s", (int)rl,
-		       s3.sigv4 + sizeof(head) - 1);
-	out->cred = &s3.cred;
+	if (st->cred.session_token[0] != '\0')
+		(void)snprintf(st->token_header, sizeof(st->token_header),
+			       "x-amz-security-token: %s", st->cred.session_token);
+	if (strlen(o->region) >= sizeof(((struct s3_signing *)0)->region))
+		return floe_err(err, FE_BAD_REQUEST, "the S3 region is too long");
+	(void)snprintf(st->sigv4, sizeof(st->sigv4), "aws:amz:%s:s3", o->region);
+	(void)snprintf(st->region, sizeof(st->region), "%s", o->region);
+	st->path_style = o->path_style;
+	st->default_warehouse = o->default_warehouse;
+	if (o->endpoint != NULL && o->endpoint[0] != '\0') {
+		const char *sep = strstr(o->endpoint, "://");
+		if (sep == NULL || (size_t)(sep - o->endpoint) >= sizeof(st->scheme))
+			return floe_err(err, FE_BAD_REQUEST, "the S3 endpoint is not a URL");
+		if (strlen(sep + 3) >= sizeof(st->host))
+			return floe_err(err, FE_BAD_REQUEST, "the S3 endpoint's host is too long");
+		(void)snprintf(st->scheme, sizeof(st->scheme), "%.*s", (int)(sep - o->endpoint),
+			       o->endpoint);
+		(void)snprintf(st->host, sizeof(st->host), "%s", sep + 3);
+	} else {
+		(void)snprintf(st->scheme, sizeof(st->scheme), "https");
+		(void)snprintf(st->host, sizeof(st->host), "s3.%s.amazonaws.com", o->region);
+	}
 	return true;
+}
+
+bool fileio_s3_start(const struct fileio_s3_options *o, const char *location,
+		     struct floe_error *err)
+{
+	struct s3_store *st = NULL;
+	char *canon = NULL;
+	char *bucket = NULL;
+	char *key = NULL;
+	bool ok = false;
+
+	if (s3.n == FILEIO_S3_STORES_MAX)
+		return floe_err(err, FE_BAD_REQUEST, "floe keeps at most %d S3 stores",
+				FILEIO_S3_STORES_MAX);
+	canon = location_canonical(location, err);
+	if (canon == NULL || !s3_split(canon, &bucket, &key, err))
+		goto done;
+	for (size_t i = 0; i < s3.n; i++) {
+		if (strcmp(s3.locations[i], canon) == 0 ||
+		    (o->default_warehouse && s3.stores[i]->default_warehouse)) {
+			floe_err(err, FE_BAD_REQUEST, "%s has an S3 store already",
+				 o->default_warehouse ? "the default warehouse" : canon);
+			goto done;
+		}
+	}
+	st = calloc(1, sizeof(*st));
+	if (st == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto done;
+	}
+	if (!store_setup(st, o, err))
+		goto done;
+	if (!s3.key_made) {
+		if (pthread_key_create(&s3.handle_key, handle_free) != 0) {
+			floe_err(err, FE_INTERNAL, "cannot make a thread key");
+			goto done;
+		}
+		s3.key_made = true;
+	}
+	if (!check_bucket(st, bucket, err))
+		goto done;
+	st->location = canon;
+	canon = NULL;
+	s3.stores[s3.n] = st;
+	s3.locations[s3.n] = st->location;
+	s3.n++;
+	st = NULL;
+	ok = true;
+done:
+	store_free(st);
+	free(canon);
+	free(bucket);
+	free(key);
+	return ok;
+}
+
+/* The store holding location (any spelling), or the default
+ * warehouse's for NULL. */
+static const struct s3_store *store_for(const char *location)
+{
+	struct floe_error ignored;
+
+	if (location == NULL) {
+		for (size_t i = 0; i < s3.n; i++) {
+			if (s3.stores[i]->default_warehouse)
+				return s3.stores[i];
+		}
+		return NULL;
+	}
+	char *canon = location_canonical(location, &ignored);
+	const struct s3_store *st = canon != NULL ? store_of(canon) : NULL;
+	free(canon);
+	return st;
+}
+
+bool s3_signing_get(const char *location, struct s3_signing *out)
+{
+	const struct s3_store *st = store_for(location);
+
+	if (st == NULL)
+		return false;
+	out->ep = (struct s3_endpoint){ st->scheme, st->host, st->path_style };
+	/* store_setup refused a region longer than out->region. */
+	(void)snprintf(out->region, sizeof(out->region), "%.63s", st->region);
+	out->cred = &st->cred;
+	return true;
+}
+
+bool s3_setup_get(const char *location, struct s3_setup *out)
+{
+	const struct s3_store *st = store_for(location);
+
+	if (st == NULL)
+		return false;
+	*out = (struct s3_setup){ st->scheme, st->host,  st->path_style,
+				  st->region, &st->cred, st->default_warehouse };
+	return true;
+}
+
+size_t s3_store_count(void)
+{
+	return s3.n;
 }
 
 void fileio_s3_stop(void)
 {
-	if (!s3.started)
-		return;
-	CURL *h = pthread_getspecific(s3.handle_key);
-	if (h != NULL) {
-		(void)pthread_setspecific(s3.handle_key, NULL);
-		curl_easy_cleanup(h);
+	if (s3.key_made) {
+		CURL *h = pthread_getspecific(s3.handle_key);
+		if (h != NULL) {
+			(void)pthread_setspecific(s3.handle_key, NULL);
+			curl_easy_cleanup(h);
+		}
+		(void)pthread_key_delete(s3.handle_key);
+		s3.key_made = false;
 	}
-	(void)pthread_key_delete(s3.handle_key);
-	OPENSSL_cleanse(&s3.cred, sizeof(s3.cred));
-	OPENSSL_cleanse(s3.token_header, sizeof(s3.token_header));
-	s3.started = false;
-}
-
-bool s3_setup_get(struct s3_setup *out)
-{
-	if (!s3.started)
-		return false;
-	*out = (struct s3_setup){ s3.scheme, s3.host, s3.path_style, s3.region, &s3.cred };
-	return true;
+	for (size_t i = 0; i < s3.n; i++) {
+		store_free(s3.stores[i]);
+		s3.stores[i] = NULL;
+		s3.locations[i] = NULL;
+	}
+	s3.n = 0;
 }

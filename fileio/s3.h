@@ -81,18 +81,33 @@ bool s3_credentials_parse(const char *text, size_t len, const char *profile,
 
 struct fileio_s3_options;
 
-/* What fileio_s3_start set up (s3.c), borrowed and read-only while floe
- * serves: for signing STS calls with the same credentials (vend.c). */
+/*
+ * Which of n stores' locations (canonical s3://bucket[/prefix]) holds url
+ * (canonical too): the longest one that url is or lies below at a path
+ * boundary (s3://b/p holds s3://b/p/x, never s3://b/px; s3://b holds the
+ * whole bucket). Its index, or -1 when none does.
+ */
+int s3_store_pick(const char *const *locations, size_t n, const char *url);
+
+/* The S3 store (s3.c) holding a location, borrowed and read-only while
+ * floe serves: for signing STS calls with its credentials and telling
+ * engines where it is (vend.c). */
 struct s3_setup {
 	const char *scheme;
 	const char *host;
 	bool path_style;
 	const char *region;
 	const struct s3_credentials *cred;
+	bool default_warehouse; /* the default warehouse's store */
 };
 
-/* Fills *out; false when the S3 backend has not been started. */
-bool s3_setup_get(struct s3_setup *out);
+/* Fills *out with the store holding location (a table location or an
+ * object URL, in any form location_canonical accepts), or the default
+ * warehouse's store when location is NULL; false when there is none. */
+bool s3_setup_get(const char *location, struct s3_setup *out);
+
+/* How many stores fileio_s3_start added (0 before any). */
+size_t s3_store_count(void);
 
 /*
  * floe's own credentials for the options (fileio.h): the access key given
@@ -102,17 +117,17 @@ bool s3_setup_get(struct s3_setup *out);
  */
 bool s3_credentials_load(const struct fileio_s3_options *o, struct s3_credentials *cr,
 			 struct floe_error *err) FLOE_WUR;
-/* What the remote signer (s3sign.c) reads of the configuration
- * fileio_s3_start took: the endpoint, the region and floe's credentials,
- * borrowed until fileio_s3_stop. */
+/* What the remote signer (s3sign.c) reads of one store: its endpoint, its
+ * region and its credentials, borrowed until fileio_s3_stop. */
 struct s3_signing {
 	struct s3_endpoint ep;
 	char region[64];
 	const struct s3_credentials *cred;
 };
 
-/* Fills out; false when no s3:// warehouse was started. (s3.c) */
-bool s3_signing_get(struct s3_signing *out);
+/* Fills out with the store holding location (as s3_setup_get; NULL: the
+ * default warehouse's); false when there is none. (s3.c) */
+bool s3_signing_get(const char *location, struct s3_signing *out);
 
 /* Called with each element holding only text, its path of local names
  * from the root ("ListBucketResult/Contents/Key") and its text with

@@ -1,8 +1,9 @@
 /*
  * s3sign.c - engines' S3 requests read and signed with floe's
- * credentials (s3sign.h). The configuration is the S3 backend's
- * (s3_signing_get); the signature is sigv4.c's. Nothing here decides
- * who may have what signed.
+ * credentials (s3sign.h). The configuration is that of the S3 store
+ * holding the table (s3_signing_get), so each warehouse's requests are
+ * signed with its own keys; the signature is sigv4.c's. Nothing here
+ * decides who may have what signed.
  */
 #include "s3sign.h"
 
@@ -24,11 +25,11 @@
 #define SIGN_VALUES_MAX 16
 #define SIGN_AUTH_MAX 1024
 
-bool fileio_s3_client_config(struct fileio_s3_client *out)
+bool fileio_s3_client_config(const char *table_location, struct fileio_s3_client *out)
 {
 	struct s3_signing cfg;
 
-	if (!s3_signing_get(&cfg))
+	if (!s3_signing_get(table_location, &cfg))
 		return false;
 	(void)snprintf(out->endpoint, sizeof(out->endpoint), "%s://%s", cfg.ep.scheme, cfg.ep.host);
 	out->path_style = cfg.ep.path_style;
@@ -38,6 +39,7 @@ bool fileio_s3_client_config(struct fileio_s3_client *out)
 
 void fileio_s3_target_clear(struct fileio_s3_target *t)
 {
+	free(t->location);
 	free(t->bucket);
 	free(t->key);
 	for (size_t i = 0; i < t->nparams; i++) {
@@ -169,16 +171,20 @@ static bool check_host(const char *auth, size_t al, const struct s3_signing *cfg
 			cfg->ep.path_style ? "path-style" : "virtual-hosted");
 }
 
-bool fileio_s3_target_parse(const char *uri, struct fileio_s3_target *t, struct floe_error *err)
+bool fileio_s3_target_parse(const char *table_location, const char *uri, struct fileio_s3_target *t,
+			    struct floe_error *err)
 {
 	struct s3_signing cfg;
 	char *path = NULL;
 	bool ok = false;
 
 	memset(t, 0, sizeof(*t));
-	if (!s3_signing_get(&cfg))
+	if (table_location == NULL || !s3_signing_get(table_location, &cfg))
 		return floe_err(err, FE_UNSUPPORTED,
 				"remote signing needs an s3:// warehouse; this one is not on S3");
+	t->location = strdup(table_location);
+	if (t->location == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
 	size_t ul = strlen(uri);
 	if (ul > FILEIO_SIGN_URI_MAX)
 		return floe_err(err, FE_BAD_REQUEST, "the request URI is longer than %d bytes",
@@ -398,7 +404,7 @@ json_t *fileio_s3_sign(const char *method, const struct fileio_s3_target *t, con
 	json_t *add = NULL;
 
 	auth[0] = '\0';
-	if (!s3_signing_get(&cfg)) {
+	if (t->location == NULL || !s3_signing_get(t->location, &cfg)) {
 		floe_err(err, FE_UNSUPPORTED,
 			 "remote signing needs an s3:// warehouse; this one is not on S3");
 		goto done;

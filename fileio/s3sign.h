@@ -1,8 +1,9 @@
 /*
  * s3sign.h - remote signing of engines' S3 requests with floe's own
  * credentials (docs/storage.md "Remote signing"): what an engine needs to
- * build its requests, an engine's request URI read against the
- * configured endpoint, and its Signature V4 (sigv4.h). Which requests a
+ * build its requests, an engine's request URI read against the endpoint
+ * of the S3 store holding the table, and its Signature V4 (sigv4.h) with
+ * that store's credentials and region. Which requests a
  * caller may have signed is catalog/signer.c's decision, not this one's.
  * Reached by catalog/ through ports.h. Credentials and signatures are
  * never logged.
@@ -21,7 +22,7 @@
 /* The most query parameters one request may carry. */
 #define FILEIO_SIGN_PARAMS_MAX 32
 
-/* How engines reach the warehouse's storage: the keys of a table's
+/* How engines reach a warehouse's storage: the keys of a table's
  * config (s3.endpoint, s3.path-style-access, client.region). */
 struct fileio_s3_client {
 	char endpoint[300]; /* scheme://host[:port] */
@@ -29,12 +30,15 @@ struct fileio_s3_client {
 	char region[64];
 };
 
-/* Fills out; false when the warehouse is not on S3. */
-bool fileio_s3_client_config(struct fileio_s3_client *out);
+/* Fills out for the store holding table_location (NULL: the default
+ * warehouse's); false when no store holds it (not on S3). */
+bool fileio_s3_client_config(const char *table_location, struct fileio_s3_client *out);
 
-/* An engine's S3 request URI, read against the configured endpoint and
- * addressing. Every string is owned; fileio_s3_target_clear frees them. */
+/* An engine's S3 request URI, read against the endpoint and addressing
+ * of the store holding the table. Every string is owned;
+ * fileio_s3_target_clear frees them. */
 struct fileio_s3_target {
+	char *location; /* the table's location, whose store signs */
 	char *bucket;
 	char *key; /* decoded; "" for a bucket-level request */
 	size_t nparams;
@@ -46,14 +50,15 @@ struct fileio_s3_target {
 
 /*
  * Parses uri (http(s)://host[:port]/path?query, no user info, no
- * fragment): the scheme and host must be the configured endpoint's
- * (virtual-hosted: bucket.host), the bucket valid, the key at most 1,024
- * bytes without a NUL, an empty, "." or ".." segment. FE_BAD_REQUEST
- * naming what is wrong (a malformed URI); FE_FORBIDDEN when it is
- * well-formed but names another server; FE_UNSUPPORTED when the
- * warehouse is not on S3.
+ * fragment) for a request on the table at table_location (canonical
+ * s3://): the scheme and host must be the endpoint of the store holding
+ * the table (virtual-hosted: bucket.host), the bucket valid, the key at
+ * most 1,024 bytes without a NUL, an empty, "." or ".." segment.
+ * FE_BAD_REQUEST naming what is wrong (a malformed URI); FE_FORBIDDEN when
+ * it is well-formed but names another server; FE_UNSUPPORTED when no
+ * store holds the table (its warehouse is not on S3).
  */
-bool fileio_s3_target_parse(const char *uri, struct fileio_s3_target *t,
+bool fileio_s3_target_parse(const char *table_location, const char *uri, struct fileio_s3_target *t,
 			    struct floe_error *err) FLOE_WUR;
 
 /* The decoded value of query parameter name (borrowed; "" when it has
@@ -63,7 +68,8 @@ const char *fileio_s3_target_param(const struct fileio_s3_target *t, const char 
 void fileio_s3_target_clear(struct fileio_s3_target *t);
 
 /*
- * Signs method on t with floe's credentials at time now (seconds since
+ * Signs method on t with the credentials and region of the store holding
+ * t's table at time now (seconds since
  * the epoch), over the headers the engine sent (headers: a JSON object of
  * name -> array of strings, at most 64 names, each value at most 8 KiB;
  * those a client or proxy may change on the way, such as user-agent,

@@ -1,7 +1,7 @@
 /*
  * s3util.c - the pure parts of the S3 backend: keys and request URLs,
- * the canonical query, the retry decision and its backoff, and the
- * shared-credentials file. No I/O.
+ * the canonical query, the retry decision and its backoff, the
+ * shared-credentials file, and which store holds a location. No I/O.
  */
 #include "s3.h"
 
@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "buf.h"
+#include "location.h"
 
 bool s3_split(const char *url, char **bucket, char **key, struct floe_error *err)
 {
@@ -229,4 +230,23 @@ bool s3_credentials_parse(const char *text, size_t len, const char *profile,
 			"profile [%.100s] of the shared credentials file lacks aws_access_key_id or aws_secret_access_key",
 			profile);
 	return true;
+}
+
+int s3_store_pick(const char *const *locations, size_t n, const char *url)
+{
+	int best = -1;
+	size_t best_len = 0;
+
+	if (url == NULL || !location_is_s3(url))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(locations[i]);
+		/* location_within compares at a path boundary: s3://b/p holds
+		 * s3://b/p/x but not s3://b/px. */
+		if (location_within(url, locations[i]) && (best < 0 || len > best_len)) {
+			best = (int)i;
+			best_len = len;
+		}
+	}
+	return best;
 }

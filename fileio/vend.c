@@ -2,8 +2,10 @@
  * vend.c - credentials for engines to reach one table's objects: floe's
  * own (static, not scoped) or STS AssumeRole with a session policy
  * scoped to the table's prefix, signed by libcurl (CURLOPT_AWS_SIGV4,
- * service sts) with floe's credentials. Not for caching (catalog/vend.c
- * decides what is asked and keeps the answers). Secrets are never logged.
+ * service sts) with the credentials and region of the S3 store holding
+ * the table (s3_setup_get): a table of one warehouse is never vended
+ * another's keys. Not for caching (catalog/vend.c decides what is asked
+ * and keeps the answers). Secrets are never logged.
  */
 #include "fileio.h"
 
@@ -29,22 +31,25 @@
 /* The configuration fileio_vend_start took; read-only afterwards. */
 static struct {
 	enum fileio_vend_mode mode;
-	struct fileio_vend_client client;
-	char sts_url[280];
-	char sigv4[128];
+	char client_endpoint[272]; /* the default warehouse's, "" for its storage's */
+	char sts_endpoint[272];    /* the default warehouse's STS, "" for AWS's */
 	char role_arn[2048];
 	char read_role_arn[2048];
 	int duration_s;
 } vend;
 
+/* Whether a store is AWS's own S3 (no endpoint of its own was given). */
+static bool aws_host(const struct s3_setup *up)
+{
+	return strstr(up->host, ".amazonaws.com") != NULL;
+}
+
 bool fileio_vend_start(const struct fileio_vend_options *o, struct floe_error *err)
 {
-	struct s3_setup up;
-
 	memset(&vend, 0, sizeof(vend));
 	if (o->mode == FILEIO_VEND_OFF)
 		return true;
-	if (!s3_setup_get(&up))
+	if (s3_store_count() == 0)
 		return floe_err(err, FE_BAD_REQUEST,
 				"vended credentials need an s3:// warehouse (--warehouse)");
 	if (o->mode == FILEIO_VEND_STS) {
@@ -60,22 +65,17 @@ bool fileio_vend_start(const struct fileio_vend_options *o, struct floe_error *e
 			       o->read_role_arn != NULL && o->read_role_arn[0] != '\0'
 				       ? o->read_role_arn
 				       : o->role_arn);
-		if (o->sts_endpoint != NULL && o->sts_endpoint[0] != '\0')
-			(void)snprintf(vend.sts_url, sizeof(vend.sts_url), "%s/", o->sts_endpoint);
-		else
-			(void)snprintf(vend.sts_url, sizeof(vend.sts_url),
-				       "https://sts.%s.amazonaws.com/", up.region);
-		(void)snprintf(vend.sigv4, sizeof(vend.sigv4), "aws:amz:%s:sts", up.region);
+		if (o->sts_endpoint != NULL && strlen(o->sts_endpoint) >= sizeof(vend.sts_endpoint))
+			return floe_err(err, FE_BAD_REQUEST, "the STS endpoint is too long");
+		(void)snprintf(vend.sts_endpoint, sizeof(vend.sts_endpoint), "%s",
+			       o->sts_endpoint != NULL ? o->sts_endpoint : "");
 		vend.duration_s = o->duration_s;
 	}
-	if (o->client_endpoint != NULL && o->client_endpoint[0] != '\0')
-		(void)snprintf(vend.client.endpoint, sizeof(vend.client.endpoint), "%s",
-			       o->client_endpoint);
-	else if (strstr(up.host, ".amazonaws.com") == NULL)
-		(void)snprintf(vend.client.endpoint, sizeof(vend.client.endpoint), "%s://%s",
-			       up.scheme, up.host);
-	vend.client.path_style = up.path_style;
-	(void)snprintf(vend.client.region, sizeof(vend.client.region), "%s", up.region);
+	if (o->client_endpoint != NULL &&
+	    strlen(o->client_endpoint) >= sizeof(vend.client_endpoint))
+		return floe_err(err, FE_BAD_REQUEST, "the client endpoint is too long");
+	(void)snprintf(vend.client_endpoint, sizeof(vend.client_endpoint), "%s",
+		       o->client_endpoint != NULL ? o->client_endpoint : "");
 	vend.mode = o->mode;
 	return true;
 }
@@ -85,12 +85,36 @@ enum fileio_vend_mode fileio_vend_mode(void)
 	return vend.mode;
 }
 
-bool fileio_vend_client(struct fileio_vend_client *out)
+bool fileio_vend_client(const char *table_location, struct fileio_vend_client *out)
 {
-	if (vend.mode == FILEIO_VEND_OFF)
+	struct s3_setup up;
+
+	memset(out, 0, sizeof(*out));
+	if (vend.mode == FILEIO_VEND_OFF || !s3_setup_get(table_location, &up))
 		return false;
-	*out = vend.client;
+	/* --s3-client-endpoint is the default warehouse's address for engines
+	 * (floe and they may reach its storage at different addresses); a
+	 * further warehouse's engines are told its own endpoint. */
+	if (up.default_warehouse && vend.client_endpoint[0] != '\0')
+		(void)snprintf(out->endpoint, sizeof(out->endpoint), "%s", vend.client_endpoint);
+	else if (!aws_host(&up))
+		(void)snprintf(out->endpoint, sizeof(out->endpoint), "%s://%s", up.scheme, up.host);
+	out->path_style = up.path_style;
+	(void)snprintf(out->region, sizeof(out->region), "%s", up.region);
 	return true;
+}
+
+/* Where a store's AssumeRole goes: --s3-sts-endpoint for the default
+ * warehouse, a further warehouse's own endpoint (S3-compatible servers
+ * serve STS there), else AWS's STS of the store's region. */
+static void sts_url_of(const struct s3_setup *up, char *url, size_t cap)
+{
+	if (up->default_warehouse && vend.sts_endpoint[0] != '\0')
+		(void)snprintf(url, cap, "%s/", vend.sts_endpoint);
+	else if (!up->default_warehouse && !aws_host(up))
+		(void)snprintf(url, cap, "%s://%s/", up->scheme, up->host);
+	else
+		(void)snprintf(url, cap, "https://sts.%s.amazonaws.com/", up->region);
 }
 
 static size_t on_answer(char *data, size_t size, size_t n, void *ctx)
@@ -117,44 +141,48 @@ static bool assume_role_form(char *form, size_t cap, const char *role, const cha
 	       s3_query_add(form, cap, "Version", "2011-06-15");
 }
 
-/* One POST to STS; *status 0 and *curl_code set when no answer came. */
-static bool sts_post(const char *form, struct buf *answer, long *status, CURLcode *curl_code,
-		     struct floe_error *err)
+/* One POST to the STS of store up, signed with its credentials and
+ * region; *status 0 and *curl_code set when no answer came. */
+static bool sts_post(const struct s3_setup *up, const char *form, struct buf *answer, long *status,
+		     CURLcode *curl_code, struct floe_error *err)
 {
-	struct s3_setup up;
 	struct curl_slist *h = NULL;
 	char token[sizeof(((struct s3_credentials *)0)->session_token) + 32];
+	char url[320];
+	char sigv4[128];
 	bool ok = false;
 	CURL *curl = curl_easy_init();
 
 	*status = 0;
 	*curl_code = CURLE_OK;
 	token[0] = '\0';
-	if (curl == NULL || !s3_setup_get(&up)) {
+	if (curl == NULL) {
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto done;
 	}
+	sts_url_of(up, url, sizeof(url));
+	(void)snprintf(sigv4, sizeof(sigv4), "aws:amz:%s:sts", up->region);
 	struct curl_slist
 		*all = curl_slist_append(NULL, "Content-Type: application/x-www-form-urlencoded");
 	h = all;
-	if (all != NULL && up.cred->session_token[0] != '\0') {
+	if (all != NULL && up->cred->session_token[0] != '\0') {
 		(void)snprintf(token, sizeof(token), "x-amz-security-token: %s",
-			       up.cred->session_token);
+			       up->cred->session_token);
 		all = curl_slist_append(h, token);
 	}
 	if (all == NULL) {
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto done;
 	}
-	(void)curl_easy_setopt(curl, CURLOPT_URL, vend.sts_url);
+	(void)curl_easy_setopt(curl, CURLOPT_URL, url);
 	(void)curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	(void)curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
 	(void)curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
 	(void)curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, STS_CONNECT_TIMEOUT_MS);
 	(void)curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, STS_TIMEOUT_MS);
-	(void)curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, vend.sigv4);
-	(void)curl_easy_setopt(curl, CURLOPT_USERNAME, up.cred->access_key_id);
-	(void)curl_easy_setopt(curl, CURLOPT_PASSWORD, up.cred->secret_access_key);
+	(void)curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4);
+	(void)curl_easy_setopt(curl, CURLOPT_USERNAME, up->cred->access_key_id);
+	(void)curl_easy_setopt(curl, CURLOPT_PASSWORD, up->cred->secret_access_key);
 	(void)curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
 	(void)curl_easy_setopt(curl, CURLOPT_POSTFIELDS, form);
 	(void)curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(form));
@@ -172,8 +200,8 @@ done:
 }
 
 /* AssumeRole, retried on a transport failure, 5xx or throttling. */
-static bool assume_role(const char *location, const char *role, const char *form,
-			struct fileio_vended *out, struct floe_error *err)
+static bool assume_role(const struct s3_setup *up, const char *location, const char *role,
+			const char *form, struct fileio_vended *out, struct floe_error *err)
 {
 	struct buf answer;
 	long status = 0;
@@ -183,7 +211,7 @@ static bool assume_role(const char *location, const char *role, const char *form
 
 	for (int attempt = 1;; attempt++) {
 		buf_init(&answer, STS_ANSWER_MAX);
-		if (!sts_post(form, &answer, &status, &cc, err)) {
+		if (!sts_post(up, form, &answer, &status, &cc, err)) {
 			buf_free(&answer);
 			return false;
 		}
@@ -245,10 +273,17 @@ bool fileio_vend(const char *table_location, bool write, const char *session_nam
 	bool ok = false;
 
 	memset(out, 0, sizeof(*out));
-	if (vend.mode == FILEIO_VEND_OFF || !s3_setup_get(&up))
+	if (vend.mode == FILEIO_VEND_OFF)
 		return floe_err(err, FE_BAD_REQUEST, "credential vending is off");
 	if (!s3_split(table_location, &bucket, &key, err))
 		return false;
+	if (!s3_setup_get(table_location, &up)) {
+		floe_err(
+			err, FE_BAD_REQUEST,
+			"location %.200s lies in no s3:// warehouse of floe's: there are no credentials to vend for it",
+			table_location);
+		goto done;
+	}
 	if (vend.mode == FILEIO_VEND_STATIC) {
 		(void)snprintf(out->access_key_id, sizeof(out->access_key_id), "%s",
 			       up.cred->access_key_id);
@@ -274,7 +309,7 @@ bool fileio_vend(const char *table_location, bool write, const char *session_nam
 		floe_err(err, FE_BAD_REQUEST, "the AssumeRole request is too long");
 		goto done;
 	}
-	ok = assume_role(table_location, role, form, out, err);
+	ok = assume_role(&up, table_location, role, form, out, err);
 done:
 	free(form);
 	free(policy);

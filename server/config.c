@@ -141,7 +141,7 @@ const struct option_def config_options[OPT_COUNT] = {
 	[OPT_WAREHOUSE_NAME] = { "warehouse-name", "FLOE_WAREHOUSE_NAME", "warehouse",
 		"Name of the default warehouse (--warehouse) for a client's /v1/config?warehouse=NAME (the warehouse URL is accepted too), and the /v1/{prefix} its routes are also served under; a name of --warehouses is that warehouse, any other gets 404 NoSuchWarehouseException" },
 	[OPT_WAREHOUSES] = { "warehouses", "FLOE_WAREHOUSES", "",
-		"JSON file naming further warehouses, each with a name (its /v1/{prefix}, and /v1/config?warehouse=NAME's), a location and, for s3, its own storage: {\"warehouses\": [{\"name\": N, \"location\": \"file:///path\" or \"s3://bucket/prefix\", \"s3\": {\"endpoint\", \"region\", \"path-style\", \"profile\"}}]}; an s3 warehouse's keys come from that profile of the shared credentials file, never from this file. Every entry is checked at start-up, its bucket too. Their catalogs are not served yet: their routes answer 406 (docs/storage.md). Empty: only --warehouse" },
+		"JSON file naming further warehouses, each with a name (its /v1/{prefix}, and /v1/config?warehouse=NAME's), a location and, for s3, its own storage: {\"warehouses\": [{\"name\": N, \"location\": \"file:///path\" or \"s3://bucket/prefix\", \"s3\": {\"endpoint\", \"region\", \"path-style\", \"profile\"}}]}; an s3 warehouse's keys come from that profile of the shared credentials file, never from this file. Every entry is checked at start-up, its bucket too. Each serves a catalog of its own under /v1/NAME/ (docs/storage.md). Empty: only --warehouse" },
 	[OPT_CORS_ORIGINS] = { "cors-origins", "FLOE_CORS_ORIGINS", "",
 		"Comma-separated origins (scheme://host[:port]) whose browser clients may call floe, or * for any; empty: CORS off, no answer carries CORS headers" },
 	[OPT_AUTH] = { "auth", "FLOE_AUTH", "floe",
@@ -173,11 +173,11 @@ const struct option_def config_options[OPT_COUNT] = {
 	[OPT_S3_PROFILE] = { "s3-profile", "FLOE_S3_PROFILE", "",
 		"With an s3:// warehouse: the profile of the shared credentials file to use, which then wins over AWS_ACCESS_KEY_ID; empty: AWS_PROFILE, else default (used when AWS_ACCESS_KEY_ID is not set)" },
 	[OPT_S3_VENDED_CREDENTIALS] = { "s3-vended-credentials", "FLOE_S3_VENDED_CREDENTIALS", "off",
-		"With an s3:// warehouse: what a client sending X-Iceberg-Access-Delegation: vended-credentials gets for a table's objects. off: nothing; static: floe's own credentials, not scoped to the table (the weaker mode); sts: STS AssumeRole of --s3-sts-role-arn with a session policy allowing only the table's prefix, read-only unless the principal may write the table" },
+		"With an s3:// warehouse (the default one or one of --warehouses; a table's credentials come from its own warehouse's storage, and a file:// warehouse's tables get none): what a client sending X-Iceberg-Access-Delegation: vended-credentials gets for a table's objects. off: nothing; static: floe's own credentials for the table's warehouse, not scoped to the table (the weaker mode); sts: STS AssumeRole of --s3-sts-role-arn with a session policy allowing only the table's prefix, read-only unless the principal may write the table" },
 	[OPT_S3_CLIENT_ENDPOINT] = { "s3-client-endpoint", "FLOE_S3_CLIENT_ENDPOINT", "",
-		"With vended credentials: the s3.endpoint engines are told, when they reach the S3 server at another address than floe does; empty: --s3-endpoint" },
+		"With vended credentials: the s3.endpoint engines are told for the default warehouse, when they reach its S3 server at another address than floe does; empty: --s3-endpoint. A warehouse of --warehouses tells its own endpoint" },
 	[OPT_S3_STS_ENDPOINT] = { "s3-sts-endpoint", "FLOE_S3_STS_ENDPOINT", "",
-		"With --s3-vended-credentials=sts: the STS server, https://host[:port] (or http://); empty: AWS's STS endpoint of --s3-region. Calls are signed with floe's own S3 credentials" },
+		"With --s3-vended-credentials=sts: the default warehouse's STS server, https://host[:port] (or http://); empty: AWS's STS endpoint of --s3-region. Calls are signed with floe's own S3 credentials. A warehouse of --warehouses calls the STS at its own endpoint (AWS's of its region when it has none), signed with its own profile's keys" },
 	[OPT_S3_STS_ROLE_ARN] = { "s3-sts-role-arn", "FLOE_S3_STS_ROLE_ARN", "",
 		"With --s3-vended-credentials=sts: the role assumed for the credentials engines get (required)" },
 	[OPT_S3_STS_READ_ROLE_ARN] = { "s3-sts-read-role-arn", "FLOE_S3_STS_READ_ROLE_ARN", "",
@@ -185,7 +185,7 @@ const struct option_def config_options[OPT_COUNT] = {
 	[OPT_S3_STS_DURATION] = { "s3-sts-duration", "FLOE_S3_STS_DURATION", "900",
 		"With --s3-vended-credentials=sts: seconds the assumed credentials last (900 to 43200); floe keeps them per table, principal and access until shortly before they expire" },
 	[OPT_S3_REMOTE_SIGNING] = { "s3-remote-signing", "FLOE_S3_REMOTE_SIGNING", "off",
-		"With an s3:// warehouse: on to sign engines' S3 requests with floe's credentials when they ask for remote-signing (X-Iceberg-Access-Delegation), at POST .../tables/{table}/sign, only for the table's own objects and with the methods the caller may use; off: never (engines then need storage credentials of their own)" },
+		"With an s3:// warehouse (the default one or one of --warehouses): on to sign engines' S3 requests with the table's warehouse's credentials when they ask for remote-signing (X-Iceberg-Access-Delegation), at POST .../tables/{table}/sign, only for the table's own objects and with the methods the caller may use; off: never (engines then need storage credentials of their own)" },
 };
 /* clang-format on */
 
@@ -498,12 +498,10 @@ static bool s3_finish(struct floe_config *cfg, config_getenv_fn env, char *errbu
 		cfg->s3_remote_signing = true;
 	else if (strcmp(raw[OPT_S3_REMOTE_SIGNING], "off") != 0)
 		return BAD(OPT_S3_REMOTE_SIGNING, "expected on or off");
-	if (strncmp(cfg->warehouse, "s3://", 5) != 0) {
-		if (cfg->s3_remote_signing)
-			return BAD(OPT_S3_REMOTE_SIGNING,
-				   "remote signing needs an s3:// warehouse");
+	/* Whether some warehouse is on S3 at all is checked once the
+	 * further ones are read (s3_anywhere). */
+	if (strncmp(cfg->warehouse, "s3://", 5) != 0)
 		return true;
-	}
 	cfg->s3 = true;
 	if (raw[OPT_S3_ENDPOINT][0] != '\0' && !endpoint_valid(raw[OPT_S3_ENDPOINT]))
 		return BAD(OPT_S3_ENDPOINT, "expected https://host[:port] or http://host[:port]");
@@ -561,8 +559,6 @@ static bool vend_finish(struct floe_config *cfg, char *errbuf, size_t errlen)
 		cfg->s3_vend = CONFIG_VEND_STS;
 	else
 		return BAD(OPT_S3_VENDED_CREDENTIALS, "expected off, static or sts");
-	if (cfg->s3_vend != CONFIG_VEND_OFF && !cfg->s3)
-		return BAD(OPT_S3_VENDED_CREDENTIALS, "vended credentials need an s3:// warehouse");
 	if (raw[OPT_S3_CLIENT_ENDPOINT][0] != '\0' && !endpoint_valid(raw[OPT_S3_CLIENT_ENDPOINT]))
 		return BAD(OPT_S3_CLIENT_ENDPOINT,
 			   "expected https://host[:port] or http://host[:port]");
@@ -613,6 +609,28 @@ static bool warehouses_finish(struct floe_config *cfg, config_getenv_fn env, cha
 			errbuf, errlen,
 			"--warehouses (FLOE_WAREHOUSES): an s3:// warehouse's profile needs "
 			"a shared credentials file: set AWS_SHARED_CREDENTIALS_FILE or HOME");
+	return true;
+}
+
+/* Vended credentials and remote signing need an s3:// warehouse: the
+ * default one or one of --warehouses (a file:// one's tables get
+ * neither). */
+static bool s3_anywhere(struct floe_config *cfg, char *errbuf, size_t errlen)
+{
+	bool any = cfg->s3;
+
+	for (size_t i = 0; i < cfg->warehouses.count; i++)
+		any = any || cfg->warehouses.items[i].s3;
+	if (any)
+		return true;
+	if (cfg->s3_vend != CONFIG_VEND_OFF)
+		return BAD(OPT_S3_VENDED_CREDENTIALS,
+			   "vended credentials need an s3:// warehouse (--warehouse or one of "
+			   "--warehouses)");
+	if (cfg->s3_remote_signing)
+		return BAD(OPT_S3_REMOTE_SIGNING,
+			   "remote signing needs an s3:// warehouse (--warehouse or one of "
+			   "--warehouses)");
 	return true;
 }
 
@@ -798,7 +816,7 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 		return BAD(OPT_WAREHOUSE_NAME,
 			   "expected 1-255 printable characters without spaces");
 	cfg->warehouse_name = raw[OPT_WAREHOUSE_NAME];
-	if (!warehouses_finish(cfg, env, errbuf, errlen))
+	if (!warehouses_finish(cfg, env, errbuf, errlen) || !s3_anywhere(cfg, errbuf, errlen))
 		return false;
 	if (!cors_origins_valid(raw[OPT_CORS_ORIGINS]))
 		return BAD(

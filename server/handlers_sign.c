@@ -28,7 +28,8 @@ bool handler_sign_config(struct http_request *req, const struct ns_ident *ns, co
 {
 	if (!handler_sign_wanted(req))
 		return true;
-	return signer_table_config(config, http_param(req, "prefix"), ns, name, err);
+	return signer_table_config(config, handler_warehouse_location(req),
+				   http_param(req, "prefix"), ns, name, err);
 }
 
 void handle_table_sign(struct http_request *req)

@@ -164,15 +164,38 @@ static bool migrate_with_retry(const char *conninfo, bool *stopped)
 	}
 }
 
-/* An s3:// warehouse's storage: set up, and its bucket reached. Returns
- * 0, 2 when the configuration is wrong (no such bucket, credentials
- * refused or missing) or 1 when the storage cannot be reached. */
+/* Every s3:// warehouse's storage, the default one's and each further
+ * one's: a store of its own (endpoint, region, addressing, keys) kept
+ * for its requests, its bucket reached first. Then vending, once, for
+ * all of them. Returns 0, 2 when the configuration is wrong (no such
+ * bucket, credentials refused or missing) or 1 when a storage cannot be
+ * reached. */
 static int start_storage(const struct floe_config *cfg)
 {
 	struct floe_error err;
+	size_t started = 0;
 
-	/* Each further s3:// warehouse's bucket is reached with its own
-	 * endpoint and profile before the default one is set up. */
+	if (cfg->s3) {
+		struct fileio_s3_options o = {
+			.endpoint = cfg->s3_endpoint,
+			.region = cfg->s3_region,
+			.path_style = cfg->s3_path_style,
+			.access_key_id = cfg->s3_access_key_id,
+			.secret_access_key = cfg->s3_secret_access_key,
+			.session_token = cfg->s3_session_token,
+			.credentials_file = cfg->s3_credentials_file,
+			.profile = cfg->s3_profile,
+			.default_warehouse = true,
+		};
+		if (!fileio_s3_start(&o, cfg->warehouse, &err)) {
+			log_error("main", "cannot use the warehouse %s: %s", cfg->warehouse,
+				  err.message);
+			return err.kind == FE_BAD_REQUEST ? 2 : 1;
+		}
+		started++;
+	}
+	/* Each further one with its own endpoint and profile, never the
+	 * default one's keys. */
 	for (size_t i = 0; i < cfg->warehouses.count; i++) {
 		const struct warehouse *w = &cfg->warehouses.items[i];
 		if (!w->s3)
@@ -189,24 +212,10 @@ static int start_storage(const struct floe_config *cfg)
 				  w->location, err.message);
 			return err.kind == FE_BAD_REQUEST ? 2 : 1;
 		}
-		fileio_s3_stop();
+		started++;
 	}
-	if (!cfg->s3)
+	if (started == 0)
 		return 0;
-	struct fileio_s3_options o = {
-		.endpoint = cfg->s3_endpoint,
-		.region = cfg->s3_region,
-		.path_style = cfg->s3_path_style,
-		.access_key_id = cfg->s3_access_key_id,
-		.secret_access_key = cfg->s3_secret_access_key,
-		.session_token = cfg->s3_session_token,
-		.credentials_file = cfg->s3_credentials_file,
-		.profile = cfg->s3_profile,
-	};
-	if (!fileio_s3_start(&o, cfg->warehouse, &err)) {
-		log_error("main", "cannot use the warehouse %s: %s", cfg->warehouse, err.message);
-		return err.kind == FE_BAD_REQUEST ? 2 : 1;
-	}
 	static const enum fileio_vend_mode modes[] = { [CONFIG_VEND_OFF] = FILEIO_VEND_OFF,
 						       [CONFIG_VEND_STATIC] = FILEIO_VEND_STATIC,
 						       [CONFIG_VEND_STS] = FILEIO_VEND_STS };
@@ -306,8 +315,8 @@ int main(int argc, char **argv)
 		"floe %s starting: %d HTTP threads, %d commit threads, %d publish threads, warehouse %s",
 		FLOE_VERSION, cfg.threads, cfg.commit_threads, cfg.publish_threads, cfg.warehouse);
 	for (size_t i = 0; i < cfg.warehouses.count; i++)
-		log_info("main", "warehouse \"%s\": %s (its catalog is not served yet)",
-			 cfg.warehouses.items[i].name, cfg.warehouses.items[i].location);
+		log_info("main", "warehouse \"%s\": %s", cfg.warehouses.items[i].name,
+			 cfg.warehouses.items[i].location);
 	int storage = start_storage(&cfg);
 	if (storage != 0) {
 		exit_code = storage;

@@ -240,3 +240,68 @@ Test(s3, xml_delete_answer)
 			 "DeleteResult/Deleted/Key=a;DeleteResult/Error/Key=b;"
 			 "DeleteResult/Error/Code=AccessDenied;DeleteResult/Error/Message=no;");
 }
+
+/* Which store a request goes to: the longest location holding the
+ * object's URL at a path boundary, and none for a URL outside them all,
+ * which s3.c then refuses rather than sign with some store's keys. */
+Test(s3, store_choice_longest_prefix)
+{
+	const char *const stores[] = { "s3://lake", "s3://lake/wh", "s3://lake/wh/inner" };
+
+	cr_assert_eq(s3_store_pick(stores, 3, "s3://lake/wh/inner/t/metadata/x.json"), 2);
+	cr_assert_eq(s3_store_pick(stores, 3, "s3://lake/wh/t/metadata/x.json"), 1);
+	cr_assert_eq(s3_store_pick(stores, 3, "s3://lake/other/t"), 0);
+	/* The order stores were added in does not matter. */
+	const char *const reversed[] = { "s3://lake/wh/inner", "s3://lake/wh", "s3://lake" };
+	cr_assert_eq(s3_store_pick(reversed, 3, "s3://lake/wh/inner/t"), 0);
+	cr_assert_eq(s3_store_pick(reversed, 3, "s3://lake/wh/t"), 1);
+	cr_assert_eq(s3_store_pick(reversed, 3, "s3://lake/x"), 2);
+}
+
+Test(s3, store_choice_at_a_path_boundary)
+{
+	const char *const stores[] = { "s3://lake/p" };
+
+	cr_assert_eq(s3_store_pick(stores, 1, "s3://lake/p/x"), 0);
+	cr_assert_eq(s3_store_pick(stores, 1, "s3://lake/p"), 0);
+	cr_assert_eq(s3_store_pick(stores, 1, "s3://lake/px"), -1);
+	cr_assert_eq(s3_store_pick(stores, 1, "s3://lake/px/p/x"), -1);
+	cr_assert_eq(s3_store_pick(stores, 1, "s3://lake"), -1);
+	/* A bucket whose name starts with another's is another bucket. */
+	const char *const buckets[] = { "s3://lake" };
+	cr_assert_eq(s3_store_pick(buckets, 1, "s3://lakes/p/x"), -1);
+	cr_assert_eq(s3_store_pick(buckets, 1, "s3://lake-2/x"), -1);
+}
+
+Test(s3, store_choice_at_the_bucket_root)
+{
+	const char *const stores[] = { "s3://lake" };
+
+	cr_assert_eq(s3_store_pick(stores, 1, "s3://lake"), 0);
+	cr_assert_eq(s3_store_pick(stores, 1, "s3://lake/x"), 0);
+	cr_assert_eq(s3_store_pick(stores, 1, "s3://lake/a/b/c/metadata/00001-x.metadata.json"), 0);
+}
+
+Test(s3, store_choice_none)
+{
+	const char *const stores[] = { "s3://lake/wh", "s3://sea/wh" };
+
+	cr_assert_eq(s3_store_pick(stores, 2, "s3://river/wh/t"), -1);
+	cr_assert_eq(s3_store_pick(stores, 2, "s3://lake/elsewhere/t"), -1);
+	cr_assert_eq(s3_store_pick(stores, 2, "file:///lake/wh/t"), -1);
+	cr_assert_eq(s3_store_pick(stores, 2, "/lake/wh/t"), -1);
+	cr_assert_eq(s3_store_pick(stores, 2, NULL), -1);
+	cr_assert_eq(s3_store_pick(stores, 0, "s3://lake/wh/t"), -1);
+	cr_assert_eq(s3_store_pick(NULL, 0, "s3://lake/wh/t"), -1);
+}
+
+Test(s3, store_choice_two_stores_in_one_bucket)
+{
+	const char *const stores[] = { "s3://lake/sales", "s3://lake/sales-eu" };
+
+	cr_assert_eq(s3_store_pick(stores, 2, "s3://lake/sales/orders/data/a.parquet"), 0);
+	cr_assert_eq(s3_store_pick(stores, 2, "s3://lake/sales-eu/orders/data/a.parquet"), 1);
+	cr_assert_eq(s3_store_pick(stores, 2, "s3://lake/sales-e/orders"), -1);
+	cr_assert_eq(s3_store_pick(stores, 2, "s3://lake/salesx"), -1);
+	cr_assert_eq(s3_store_pick(stores, 2, "s3://lake"), -1);
+}

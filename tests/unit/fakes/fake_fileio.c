@@ -151,8 +151,9 @@ enum fileio_vend_mode fileio_vend_mode(void)
 	return FILEIO_VEND_OFF;
 }
 
-bool fileio_vend_client(struct fileio_vend_client *out)
+bool fileio_vend_client(const char *table_location, struct fileio_vend_client *out)
 {
+	(void)table_location;
 	(void)out;
 	return false;
 }
