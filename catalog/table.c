@@ -25,10 +25,6 @@
 #include "uuid.h"
 #include "vend.h"
 
-/* The largest metadata file register reads (documented in README and
- * the API description): a bound on the memory one request can take. */
-#define METADATA_FILE_MAX ((size_t)64 * 1024 * 1024)
-
 int64_t table_now_ms(void)
 {
 	struct timespec ts;
@@ -698,13 +694,15 @@ bool table_drop(struct store *s, const struct table_env *env, const struct ns_id
 	 * created under this name meanwhile never loses a file. */
 	if (!store_begin(s, err))
 		return false;
-	if (!store_table_drop(s, ns, name, purge, &row, err)) {
+	bool keep = !purge && env->undrop_retention_s > 0;
+	if (!store_table_drop(s, ns, name, purge, keep, env->principal, &row, err)) {
 		tables_word_error(s, ns, name, NULL, false, err);
 		store_rollback(s);
 		return false;
 	}
-	json_t *details = json_pack("{s:s, s:s?, s:b}", "table-uuid", row.uuid, "metadata-location",
-				    row.metadata_location, "purge", purge);
+	json_t *details = json_pack("{s:s, s:s?, s:b, s:b}", "table-uuid", row.uuid,
+				    "metadata-location", row.metadata_location, "purge", purge,
+				    "kept-for-undrop", keep);
 	bool logged = store_event_insert(s, "table.dropped", &who, ns, name, NULL, details, err);
 	json_decref(details);
 	if (!logged || !store_commit(s, err)) {

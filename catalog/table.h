@@ -29,6 +29,11 @@ struct vend;
  */
 #define COMMIT_LOCK_STRIPES 256
 
+/* The largest metadata file floe reads (register, loads as of a time;
+ * documented in README and the API description): a bound on the memory
+ * one request can take. */
+#define METADATA_FILE_MAX ((size_t)64 * 1024 * 1024)
+
 struct commit_locks;
 
 /* New locks, or NULL when out of memory. */
@@ -69,6 +74,9 @@ struct table_env {
 	 * registerTable answer them, vended before anything is stored; NULL:
 	 * not asked. */
 	struct vend *vend;
+	/* Seconds a table dropped without purge is kept for an undrop;
+	 * 0: not kept. */
+	int undrop_retention_s;
 };
 
 /* A table's identity inside one request. */

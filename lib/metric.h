@@ -59,6 +59,7 @@ enum metric_janitor_rows {
 	METRIC_ROWS_PURGES_DONE,
 	METRIC_ROWS_PURGES_FAILED,
 	METRIC_ROWS_UNSETTLED_COMMITS,
+	METRIC_ROWS_DROPPED_TABLES,
 };
 /* Where a decision of authorization came from (catalog/authzcache.h). */
 enum metric_authz_answer { METRIC_AUTHZ_KEPT, METRIC_AUTHZ_ASKED };

@@ -34,6 +34,7 @@ enum opt_id {
 	OPT_IDEM_LEASE,
 	OPT_JANITOR_INTERVAL,
 	OPT_METRICS_RETENTION,
+	OPT_UNDROP_RETENTION,
 	OPT_PURGE_ATTEMPTS,
 	OPT_DB_STATEMENT_TIMEOUT,
 	OPT_DB_LOCK_TIMEOUT,
@@ -108,6 +109,8 @@ const struct option_def config_options[OPT_COUNT] = {
 		"Seconds between the janitor's rounds (purges of dropped tables, expired idempotency keys, old metrics reports, orphan temporary files), 1-86400" },
 	[OPT_METRICS_RETENTION] = { "metrics-retention-days", "FLOE_METRICS_RETENTION_DAYS", "7",
 		"Days a stored metrics report is kept, 1-36500" },
+	[OPT_UNDROP_RETENTION] = { "undrop-retention-seconds", "FLOE_UNDROP_RETENTION_SECONDS", "604800",
+		"Seconds a table dropped without purge is kept to be undropped (POST .../tables/{t}/undrop), 0-31536000; 0 keeps none" },
 	[OPT_PURGE_ATTEMPTS] = { "purge-max-attempts", "FLOE_PURGE_MAX_ATTEMPTS", "10",
 		"Attempts at purging a dropped table's files before its purge is marked failed, 1-1000" },
 	[OPT_DB_STATEMENT_TIMEOUT] = { "db-statement-timeout-ms", "FLOE_DB_STATEMENT_TIMEOUT_MS", "30000",
@@ -778,6 +781,9 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 	if (!parse_int(raw[OPT_METRICS_RETENTION], 1, 36500, &v))
 		return BAD(OPT_METRICS_RETENTION, "expected days from 1 to 36500");
 	cfg->metrics_retention_days = (int)v;
+	if (!parse_int(raw[OPT_UNDROP_RETENTION], 0, 31536000, &v))
+		return BAD(OPT_UNDROP_RETENTION, "expected seconds from 0 to 31536000");
+	cfg->undrop_retention_s = (int)v;
 	if (!parse_int(raw[OPT_PURGE_ATTEMPTS], 1, 1000, &v))
 		return BAD(OPT_PURGE_ATTEMPTS, "expected a count from 1 to 1000");
 	cfg->purge_max_attempts = (int)v;

@@ -169,6 +169,7 @@ struct table_env handler_env(struct http_request *req)
 		.unsettled = req->app->unsettled,
 		.hook_policy = req->app->cfg->hook_policy,
 		.hook_sealer = req->app->hook_sealer,
+		.undrop_retention_s = req->app->cfg->undrop_retention_s,
 	};
 	request_warehouse(req, &env.warehouse, &env.warehouse_path);
 	if (req->idem_claimed) {

@@ -10,6 +10,7 @@
 
 #include "delegation.h"
 #include "gzip.h"
+#include "history.h"
 #include "idem.h"
 #include "ident.h"
 #include "log.h"
@@ -176,6 +177,9 @@ void handle_table_load(struct http_request *req)
 	struct ns_ident ns = { 0 };
 	char *name = NULL;
 	char *snaps = NULL;
+	char *as_of = NULL;
+	char *as_of_version = NULL;
+	struct table_point at;
 	char etag[512];
 	enum snapshots_mode mode = SNAPSHOTS_ALL;
 	struct store *s;
@@ -184,7 +188,20 @@ void handle_table_load(struct http_request *req)
 	json_t *extra = NULL;
 
 	floe_error_clear(&err);
-	if (!table_params(req, &ns, &name, &err) || !http_query(req, "snapshots", &snaps, &err)) {
+	if (!table_params(req, &ns, &name, &err) || !http_query(req, "snapshots", &snaps, &err) ||
+	    !http_query(req, "as-of", &as_of, &err) ||
+	    !http_query(req, "as-of-version", &as_of_version, &err)) {
+		http_reply_error(req, &err);
+		goto done;
+	}
+	bool past = as_of != NULL || as_of_version != NULL;
+	bool point_ok = !past || table_point_parse(as_of, as_of_version, &at, &err);
+	if (point_ok && past && snaps != NULL && strcasecmp(snaps, "all") != 0)
+		point_ok = floe_err(
+			&err, FE_BAD_REQUEST,
+			"a load as of a point answers all snapshots: snapshots=%s cannot be combined with it",
+			snaps);
+	if (!point_ok) {
 		http_reply_error(req, &err);
 		goto done;
 	}
@@ -229,6 +246,14 @@ void handle_table_load(struct http_request *req)
 			goto done;
 		}
 	}
+	if (past) {
+		/* The past is a file that never changes again: no tag, no 304,
+		 * and nothing a cache of the current state would take. */
+		json_t *then = table_load_at(s, &ns, name, &at, extra, &err);
+		handler_release(req, s);
+		handler_answer(req, 200, then, &err);
+		goto done;
+	}
 	char *text = table_load(s, &ns, name, mode,
 				gzip_accepted(http_header(req, "Accept-Encoding")), extra, etag,
 				sizeof(etag), &len, &gzipped, &err);
@@ -263,6 +288,8 @@ void handle_table_load(struct http_request *req)
 		http_add_header(req, "Cache-Control", "no-store");
 done:
 	json_decref(extra);
+	free(as_of);
+	free(as_of_version);
 	free(snaps);
 	free(name);
 	ident_ns_clear(&ns);
@@ -409,6 +436,78 @@ void handle_table_drop(struct http_request *req)
 done:
 	free(purge);
 	free(name);
+	ident_ns_clear(&ns);
+}
+
+void handle_table_commits(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	struct page_request page = { 0 };
+	char *name = NULL, *token = NULL, *size = NULL;
+	struct store *s;
+
+	floe_error_clear(&err);
+	bool parsed = table_params(req, &ns, &name, &err) &&
+		      http_query(req, "pageToken", &token, &err) &&
+		      http_query(req, "pageSize", &size, &err) &&
+		      page_request_parse(NULL, size, &page, &err);
+	s = handler_open(req, parsed, &err);
+	if (s != NULL && handler_allowed(req, s, PRIV_TABLE_READ, &ns, name)) {
+		json_t *out = table_commits(s, &ns, name, token, page.page_size, &err);
+		handler_release(req, s);
+		handler_answer(req, 200, out, &err);
+	}
+	page_request_clear(&page);
+	free(token);
+	free(size);
+	free(name);
+	ident_ns_clear(&ns);
+}
+
+void handle_table_undrop(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	char *name = NULL;
+	struct store *s;
+
+	floe_error_clear(&err);
+	bool parsed = table_params(req, &ns, &name, &err);
+	s = handler_open(req, parsed, &err);
+	if (s != NULL && handler_allowed(req, s, PRIV_TABLE_CREATE, &ns, NULL)) {
+		struct table_env env = handler_env(req);
+		json_t *out = table_undrop(s, &env, &ns, name, &err);
+		handler_release(req, s);
+		handler_answer(req, 200, out, &err);
+	}
+	free(name);
+	ident_ns_clear(&ns);
+}
+
+void handle_dropped_list(struct http_request *req)
+{
+	struct floe_error err;
+	struct ns_ident ns = { 0 };
+	struct page_request page = { 0 };
+	char *token = NULL, *size = NULL;
+	struct store *s;
+
+	floe_error_clear(&err);
+	bool parsed = http_param_namespace(req, &ns, &err) &&
+		      http_query(req, "pageToken", &token, &err) &&
+		      http_query(req, "pageSize", &size, &err) &&
+		      page_request_parse(NULL, size, &page, &err);
+	s = handler_open(req, parsed, &err);
+	if (s != NULL && handler_allowed(req, s, PRIV_TABLE_CREATE, &ns, NULL)) {
+		struct table_env env = handler_env(req);
+		json_t *out = table_dropped_list(s, &env, &ns, token, page.page_size, &err);
+		handler_release(req, s);
+		handler_answer(req, 200, out, &err);
+	}
+	page_request_clear(&page);
+	free(token);
+	free(size);
 	ident_ns_clear(&ns);
 }
 

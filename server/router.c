@@ -50,6 +50,11 @@ static const struct route routes[] = {
 	{ "HEAD", "/v1/{prefix}/namespaces/{namespace}/views/{view}", handle_view_exists, true },
 	{ "POST", "/v1/{prefix}/views/rename", handle_view_rename, true },
 	/* floe's extensions */
+	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/commits", handle_table_commits,
+	  true },
+	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/undrop", handle_table_undrop,
+	  true },
+	{ "GET", "/v1/{prefix}/namespaces/{namespace}/dropped-tables", handle_dropped_list, true },
 	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs", handle_refs_list,
 	  true },
 	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs", handle_refs_create,

@@ -190,6 +190,32 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
  */
 bool store_reconnect(struct store *s, struct floe_error *err) FLOE_WUR;
 
+/* One commit_log row: a version of a table and the metadata file it made. */
+struct commit_row {
+	long long version;
+	char uuid[40];
+	char committed_at[40]; /* RFC 3339, UTC, milliseconds */
+	long long committed_at_ms;
+	char *metadata_location;
+	char *previous_location; /* NULL for a create or register */
+	char *principal;
+	char *request_id; /* NULL when the request had none */
+};
+
+void store_commit_row_clear(struct commit_row *row);
+void store_commit_rows_free(struct commit_row *rows, size_t count);
+
+/* The commits of table name in ns, newest first, at most limit of them
+ * (*more when there are further ones): only those at or before as_of (a
+ * timestamptz text; NULL: any time), of version `version` (< 0: any) and
+ * below version before (<= 0: no bound). No commit matching is no row.
+ * FE_NO_SUCH_TABLE when the table is missing; FE_BAD_REQUEST when
+ * PostgreSQL cannot read as_of as a time. */
+bool store_table_commits(struct store *s, const struct ns_ident *ns, const char *name,
+			 const char *as_of, long long version, long long before, long limit,
+			 struct commit_row **rows, size_t *count, bool *more,
+			 struct floe_error *err) FLOE_WUR;
+
 /* Sets *landed when the commit_log holds version `version` of table
  * table_uuid with metadata_location: that commit took effect. */
 bool store_commit_landed(struct store *s, const char *table_uuid, long long version,
@@ -246,10 +272,49 @@ bool store_table_list(struct store *s, const struct ns_ident *ns, const char *af
 void store_names_free(char **names, size_t count);
 
 /* Deletes the table; *row receives what it held. With purge, the same
- * statement records its location in purges for the janitor.
- * FE_NO_SUCH_TABLE. */
+ * statement records its location in purges for the janitor; without it
+ * and with keep, it keeps the table in dropped_tables (dropped by `by`,
+ * NULL: anonymous) for an undrop. FE_NO_SUCH_TABLE. */
 bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *name, bool purge,
-		      struct table_row *row, struct floe_error *err) FLOE_WUR;
+		      bool keep, const char *by, struct table_row *row,
+		      struct floe_error *err) FLOE_WUR;
+
+/* A table dropped without purge and kept (dropped_tables). */
+struct dropped_row {
+	long long id; /* its id in tables, which an undrop gives back */
+	char uuid[40];
+	char dropped_at[40]; /* RFC 3339, UTC */
+	long long version;
+	char *name; /* listings only */
+	char *location;
+	char *metadata_location;
+	char *metadata; /* store_dropped_find only */
+	char *dropped_by;
+};
+
+void store_dropped_row_clear(struct dropped_row *row);
+void store_dropped_rows_free(struct dropped_row *rows, size_t count);
+
+/* The newest kept drop of name in ns dropped less than within_s seconds
+ * ago, locked until the transaction ends (*found false: none). */
+bool store_dropped_find(struct store *s, const struct ns_ident *ns, const char *name, int within_s,
+			struct dropped_row *row, bool *found, struct floe_error *err) FLOE_WUR;
+
+/* Puts kept drop id back as table name of ns and forgets the kept row.
+ * FE_NO_SUCH_NAMESPACE; FE_ALREADY_EXISTS when the name is taken or the
+ * uuid registered again (sqlstate 23505). */
+bool store_table_undrop(struct store *s, long long id, const struct ns_ident *ns, const char *name,
+			struct floe_error *err) FLOE_WUR;
+
+/* The kept drops of ns dropped less than within_s seconds ago, newest
+ * first, below id before_id (<= 0: from the newest), at most limit. */
+bool store_dropped_list(struct store *s, const struct ns_ident *ns, int within_s,
+			long long before_id, long limit, struct dropped_row **rows, size_t *count,
+			bool *more, struct floe_error *err) FLOE_WUR;
+
+/* The janitor: removes up to limit kept drops older than older_than_s. */
+bool store_dropped_expire(struct store *s, int older_than_s, int limit, long *deleted,
+			  struct floe_error *err) FLOE_WUR;
 
 /* Renames a table, possibly into another namespace. FE_NO_SUCH_TABLE,
  * FE_NO_SUCH_NAMESPACE (destination), FE_ALREADY_EXISTS. */

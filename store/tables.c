@@ -40,6 +40,11 @@ enum {
 	ST_VIEW_LIST,
 	ST_VIEW_LIST_VISIBLE,
 	ST_TABLE_LOCATION,
+	ST_TABLE_COMMITS,
+	ST_DROPPED_FIND,
+	ST_TABLE_UNDROP,
+	ST_DROPPED_LIST,
+	ST_DROPPED_EXPIRE,
 	ST_COUNT
 };
 
@@ -226,11 +231,50 @@ static const struct store_statement statements[ST_COUNT] = {
 		"  WHERE n.id = t.namespace_id AND " IN_WH("n", "$4") " "
 		"  AND n.levels = " LEVELS("$1") " AND t.name = $2 AND t.kind = 'table' "
 		"  RETURNING t.id, t.table_uuid, t.metadata_location, t.metadata, t.version, "
-		"    t.location, n.levels), "
+		"    t.location, n.levels, t.refs_metadata, t.created_at), "
 		"tomb AS (INSERT INTO purges (location, table_uuid, namespace, table_name, "
 		"  warehouse) "
-		"  SELECT location, table_uuid, levels, $2, $4::text FROM del WHERE $3::boolean) "
+		"  SELECT location, table_uuid, levels, $2, $4::text FROM del WHERE $3::boolean), "
+		/* Without purge (and with a retention, $5): kept to be undropped. */
+		"kept AS (INSERT INTO dropped_tables (id, warehouse, namespace, table_name, "
+		"  table_uuid, location, metadata_location, metadata, refs_metadata, version, "
+		"  created_at, dropped_by) "
+		"  SELECT id, $4::text, levels, $2, table_uuid, location, metadata_location, "
+		"    metadata, refs_metadata, version, created_at, coalesce($6, 'anonymous') "
+		"  FROM del WHERE NOT $3::boolean AND $5::boolean "
+		"  AND metadata_location IS NOT NULL) "
 		"SELECT id, table_uuid, metadata_location, metadata, version FROM del" },
+	/* The newest kept drop of a name within $4 seconds, locked. */
+	[ST_DROPPED_FIND] = { "dropped_find",
+		"SELECT id, table_uuid, location, metadata_location, metadata, version, "
+		"  to_char(dropped_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+		"  dropped_by "
+		"FROM dropped_tables WHERE warehouse = $3::text AND namespace = " LEVELS("$1") " "
+		"AND table_name = $2 AND dropped_at > now() - make_interval(secs => $4::int) "
+		"ORDER BY dropped_at DESC, id DESC LIMIT 1 FOR UPDATE" },
+	/* Puts kept drop $1 back as $3 in namespace $2 of warehouse $4:
+	 * the namespace's count, then the rows put back (0: name taken). */
+	[ST_TABLE_UNDROP] = { "table_undrop",
+		"WITH ns AS (SELECT id FROM namespaces n "
+		"  WHERE " IN_WH("n", "$4") " AND n.levels = " LEVELS("$2") "), "
+		"ins AS (INSERT INTO tables (id, namespace_id, name, kind, table_uuid, location, "
+		"  metadata_location, metadata, refs_metadata, version, created_at) "
+		"  SELECT d.id, ns.id, $3, 'table', d.table_uuid, d.location, d.metadata_location, "
+		"    d.metadata, d.refs_metadata, d.version, d.created_at "
+		"  FROM dropped_tables d, ns WHERE d.id = $1::bigint "
+		"  ON CONFLICT (namespace_id, name) DO NOTHING RETURNING id), "
+		"del AS (DELETE FROM dropped_tables d USING ins WHERE d.id = ins.id) "
+		"SELECT (SELECT count(*) FROM ns), (SELECT count(*) FROM ins)" },
+	[ST_DROPPED_LIST] = { "dropped_list",
+		"SELECT id, table_uuid, location, metadata_location, NULL, version, "
+		"  to_char(dropped_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+		"  dropped_by, table_name "
+		"FROM dropped_tables WHERE warehouse = $2::text AND namespace = " LEVELS("$1") " "
+		"AND dropped_at > now() - make_interval(secs => $3::int) "
+		"AND ($4::bigint IS NULL OR id < $4::bigint) ORDER BY id DESC LIMIT $5::int" },
+	[ST_DROPPED_EXPIRE] = { "dropped_expire",
+		"DELETE FROM dropped_tables WHERE id IN (SELECT id FROM dropped_tables "
+		"  WHERE dropped_at < now() - make_interval(secs => $1::int) LIMIT $2::int)" },
 	[ST_TABLE_RENAME] = { "table_rename", OBJECT_RENAME("table") },
 	[ST_TABLE_LIST_VISIBLE] = { "table_list_visible", OBJECT_LIST_VISIBLE("table") },
 	[ST_NAME_KIND] = { "name_kind",
@@ -252,6 +296,22 @@ static const struct store_statement statements[ST_COUNT] = {
 		"SELECT t.location FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
 		"WHERE " IN_WH("n", "$3") " AND n.levels = " LEVELS("$1") " "
 		"AND t.name = $2 AND t.kind = 'table'" },
+	/* A table's commits, newest first: no row when the table is
+	 * missing, one NULL version when no commit matches. $4: at or
+	 * before this time; $5: this version; $6: below this version. */
+	[ST_TABLE_COMMITS] = { "table_commits",
+		"SELECT c.version, c.table_uuid, "
+		"  to_char(c.committed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+		"  floor(extract(epoch FROM c.committed_at) * 1000)::bigint, "
+		"  c.metadata_location, c.previous_location, c.principal, c.request_id "
+		"FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
+		"LEFT JOIN LATERAL (SELECT * FROM commit_log l WHERE l.table_id = t.id "
+		"  AND ($4::timestamptz IS NULL OR l.committed_at <= $4::timestamptz) "
+		"  AND ($5::bigint IS NULL OR l.version = $5::bigint) "
+		"  AND ($6::bigint IS NULL OR l.version < $6::bigint) "
+		"  ORDER BY l.version DESC LIMIT $7::int) c ON true "
+		"WHERE " IN_WH("n", "$3") " AND n.levels = " LEVELS("$1") " "
+		"AND t.name = $2 AND t.kind = 'table' ORDER BY c.version DESC" },
 };
 /* clang-format on */
 
@@ -700,7 +760,7 @@ bool store_table_list_visible(struct store *s, const long long *role_ids, size_t
 }
 
 bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *name, bool purge,
-		      struct table_row *row, struct floe_error *err)
+		      bool keep, const char *by, struct table_row *row, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	PGresult *r;
@@ -708,8 +768,10 @@ bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *na
 	memset(row, 0, sizeof(*row));
 	if (levels == NULL)
 		return false;
-	const char *params[4] = { levels, name, purge ? "true" : "false", s->warehouse };
-	r = store_exec(s, &statements[ST_TABLE_DROP], 4, params, err);
+	const char *params[6] = {
+		levels, name, purge ? "true" : "false", s->warehouse, keep ? "true" : "false", by
+	};
+	r = store_exec(s, &statements[ST_TABLE_DROP], 6, params, err);
 	free(levels);
 	return object_row_of(r, FE_NO_SUCH_TABLE, row, err);
 }
@@ -924,4 +986,213 @@ bool store_view_list_visible(struct store *s, const long long *role_ids, size_t 
 {
 	return object_list_visible(s, &statements[ST_VIEW_LIST_VISIBLE], role_ids, nroles, ns,
 				   after, limit, names, count, more, err);
+}
+
+void store_commit_row_clear(struct commit_row *row)
+{
+	free(row->metadata_location);
+	free(row->previous_location);
+	free(row->principal);
+	free(row->request_id);
+	memset(row, 0, sizeof(*row));
+}
+
+static void commit_clear(void *row)
+{
+	store_commit_row_clear(row);
+}
+
+void store_commit_rows_free(struct commit_row *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), commit_clear);
+}
+
+static bool commit_fill(PGresult *r, int i, void *dst)
+{
+	struct commit_row *row = dst;
+
+	memset(row, 0, sizeof(*row));
+	row->version = store_col_ll(r, i, 0);
+	store_col_text(r, i, 1, row->uuid, sizeof(row->uuid));
+	store_col_text(r, i, 2, row->committed_at, sizeof(row->committed_at));
+	row->committed_at_ms = store_col_ll(r, i, 3);
+	if (store_col_copy(r, i, 4, &row->metadata_location) &&
+	    store_col_copy(r, i, 5, &row->previous_location) &&
+	    store_col_copy(r, i, 6, &row->principal) && store_col_copy(r, i, 7, &row->request_id))
+		return true;
+	store_commit_row_clear(row);
+	return false;
+}
+
+bool store_table_commits(struct store *s, const struct ns_ident *ns, const char *name,
+			 const char *as_of, long long version, long long before, long limit,
+			 struct commit_row **rows, size_t *count, bool *more,
+			 struct floe_error *err)
+{
+	char *levels = store_levels_param(ns, err);
+	char v[32], b[32], lim[32];
+	void *out = NULL;
+	PGresult *r;
+
+	*rows = NULL;
+	*count = 0;
+	*more = false;
+	if (levels == NULL)
+		return false;
+	(void)snprintf(v, sizeof(v), "%lld", version);
+	(void)snprintf(b, sizeof(b), "%lld", before);
+	(void)snprintf(lim, sizeof(lim), "%ld", limit + 1);
+	const char *params[7] = {
+		levels, name, s->warehouse, as_of, version >= 0 ? v : NULL, before > 0 ? b : NULL,
+		lim
+	};
+	r = store_exec(s, &statements[ST_TABLE_COMMITS], 7, params, err);
+	free(levels);
+	if (r == NULL) {
+		/* 22xxx: PostgreSQL could not read the time as one. */
+		if (strncmp(s->sqlstate, "22", 2) == 0)
+			floe_err(err, FE_BAD_REQUEST, "as-of is not a time: %s", as_of);
+		return false;
+	}
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return floe_err(err, FE_NO_SUCH_TABLE, "no such table");
+	}
+	if (PQgetisnull(r, 0, 0)) {
+		PQclear(r);
+		return true;
+	}
+	bool ok = store_rows_read(r, store_page(r, limit, more), sizeof(**rows), commit_fill,
+				  commit_clear, &out, count, err);
+	PQclear(r);
+	*rows = out;
+	return ok;
+}
+
+void store_dropped_row_clear(struct dropped_row *row)
+{
+	free(row->name);
+	free(row->location);
+	free(row->metadata_location);
+	free(row->metadata);
+	free(row->dropped_by);
+	memset(row, 0, sizeof(*row));
+}
+
+static void dropped_clear(void *row)
+{
+	store_dropped_row_clear(row);
+}
+
+void store_dropped_rows_free(struct dropped_row *rows, size_t count)
+{
+	store_rows_free(rows, count, sizeof(*rows), dropped_clear);
+}
+
+static bool dropped_fill(PGresult *r, int i, void *dst)
+{
+	struct dropped_row *row = dst;
+
+	memset(row, 0, sizeof(*row));
+	row->id = store_col_ll(r, i, 0);
+	store_col_text(r, i, 1, row->uuid, sizeof(row->uuid));
+	row->version = store_col_ll(r, i, 5);
+	store_col_text(r, i, 6, row->dropped_at, sizeof(row->dropped_at));
+	if (store_col_copy(r, i, 2, &row->location) &&
+	    store_col_copy(r, i, 3, &row->metadata_location) &&
+	    store_col_copy(r, i, 4, &row->metadata) && store_col_copy(r, i, 7, &row->dropped_by) &&
+	    (PQnfields(r) < 9 || store_col_copy(r, i, 8, &row->name)))
+		return true;
+	store_dropped_row_clear(row);
+	return false;
+}
+
+bool store_dropped_find(struct store *s, const struct ns_ident *ns, const char *name, int within_s,
+			struct dropped_row *row, bool *found, struct floe_error *err)
+{
+	char *levels = store_levels_param(ns, err);
+	char w[16];
+
+	memset(row, 0, sizeof(*row));
+	*found = false;
+	if (levels == NULL)
+		return false;
+	(void)snprintf(w, sizeof(w), "%d", within_s);
+	const char *params[4] = { levels, name, s->warehouse, w };
+	PGresult *r = store_exec(s, &statements[ST_DROPPED_FIND], 4, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	bool ok = true;
+	if (PQntuples(r) > 0) {
+		ok = dropped_fill(r, 0, row);
+		*found = ok;
+		if (!ok)
+			floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	PQclear(r);
+	return ok;
+}
+
+bool store_table_undrop(struct store *s, long long id, const struct ns_ident *ns, const char *name,
+			struct floe_error *err)
+{
+	char *levels = store_levels_param(ns, err);
+	char idp[32];
+
+	if (levels == NULL)
+		return false;
+	(void)snprintf(idp, sizeof(idp), "%lld", id);
+	const char *params[4] = { idp, levels, name, s->warehouse };
+	PGresult *r = store_exec(s, &statements[ST_TABLE_UNDROP], 4, params, err);
+	free(levels);
+	if (r == NULL) {
+		if (strcmp(s->sqlstate, "23505") == 0) {
+			floe_err(err, FE_ALREADY_EXISTS, "the table's uuid is registered again");
+			memcpy(err->sqlstate, "23505", sizeof("23505"));
+		}
+		return false;
+	}
+	long long nss = store_col_ll(r, 0, 0), put = store_col_ll(r, 0, 1);
+	PQclear(r);
+	if (nss == 0)
+		return floe_err(err, FE_NO_SUCH_NAMESPACE, "no such namespace");
+	if (put == 0)
+		return floe_err(err, FE_ALREADY_EXISTS, "the name is taken");
+	return true;
+}
+
+bool store_dropped_list(struct store *s, const struct ns_ident *ns, int within_s,
+			long long before_id, long limit, struct dropped_row **rows, size_t *count,
+			bool *more, struct floe_error *err)
+{
+	char *levels = store_levels_param(ns, err);
+	char w[16], b[32], lim[32];
+	void *out = NULL;
+
+	*rows = NULL;
+	*count = 0;
+	*more = false;
+	if (levels == NULL)
+		return false;
+	(void)snprintf(w, sizeof(w), "%d", within_s);
+	(void)snprintf(b, sizeof(b), "%lld", before_id);
+	(void)snprintf(lim, sizeof(lim), "%ld", limit + 1);
+	const char *params[5] = { levels, s->warehouse, w, before_id > 0 ? b : NULL, lim };
+	PGresult *r = store_exec(s, &statements[ST_DROPPED_LIST], 5, params, err);
+	free(levels);
+	if (r == NULL)
+		return false;
+	bool ok = store_rows_read(r, store_page(r, limit, more), sizeof(**rows), dropped_fill,
+				  dropped_clear, &out, count, err);
+	PQclear(r);
+	*rows = out;
+	return ok;
+}
+
+bool store_dropped_expire(struct store *s, int older_than_s, int limit, long *deleted,
+			  struct floe_error *err)
+{
+	return store_exec_expire(s, &statements[ST_DROPPED_EXPIRE], older_than_s, limit, deleted,
+				 err);
 }

@@ -813,9 +813,9 @@ bool store_table_overwrite(struct store *s, const struct ns_ident *ns, const cha
 }
 
 bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *name, bool purge,
-		      struct table_row *row, struct floe_error *err)
+		      bool keep, const char *by, struct table_row *row, struct floe_error *err)
 {
-	(void)s, (void)ns, (void)name, (void)purge;
+	(void)s, (void)ns, (void)name, (void)purge, (void)keep, (void)by;
 	memset(row, 0, sizeof(*row));
 	return not_faked(__func__, err);
 }
