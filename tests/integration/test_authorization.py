@@ -361,3 +361,36 @@ def test_register_with_overwrite_needs_table_drop_on_the_table_it_replaces(authe
         assert_error(f.post(f"{table.ns_url}/register",
                             json={"name": "orders", "metadata-location": loc}),
                      409, "AlreadyExistsException")
+
+
+def test_history_and_undrop_need_their_privileges(authed, ns, table, uniq):
+    f = authed
+    where = f"{ns[0]}.orders"
+    reader = principal(f, f"hist_reader_{uniq}", [("TABLE_READ", ns)])
+    nobody = principal(f, f"hist_nobody_{uniq}")
+    creator = principal(f, f"hist_creator_{uniq}", [("TABLE_CREATE", ns)])
+    with As(f, nobody):
+        forbidden(f.get(table.url + "/commits"),
+                  f"Principal hist_nobody_{uniq} lacks TABLE_READ on table {where}")
+        forbidden(f.get(table.url, params={"as-of-version": 1}),
+                  f"Principal hist_nobody_{uniq} lacks TABLE_READ on table {where}")
+    with As(f, reader):
+        body = assert_ok_json(f.get(table.url + "/commits"))
+        assert [c["version"] for c in body["commits"]] == [2, 1]
+        assert body["commits"][0]["principal"] == f.credential.split(":", 1)[0]
+        old = assert_ok_json(f.get(table.url, params={"as-of-version": 1}))
+        assert old["metadata-location"] == body["commits"][1]["metadata-location"]
+    uuid = table.metadata()["table-uuid"]
+    assert f.delete(table.url).status_code == 204
+    with As(f, reader):
+        forbidden(f.post(table.url + "/undrop"),
+                  f"Principal hist_reader_{uniq} lacks TABLE_CREATE on namespace {ns[0]}")
+        forbidden(f.get(f"/v1/namespaces/{ns[0]}/dropped-tables"),
+                  f"Principal hist_reader_{uniq} lacks TABLE_CREATE on namespace {ns[0]}")
+    with As(f, creator):
+        kept = assert_ok_json(f.get(f"/v1/namespaces/{ns[0]}/dropped-tables"))["dropped-tables"]
+        assert [(d["name"], d["dropped-by"]) for d in kept] == [
+            ("orders", f.credential.split(":", 1)[0])]
+        back = assert_ok_json(f.post(table.url + "/undrop"))
+        assert back["metadata"]["table-uuid"] == uuid
+    assert table.metadata()["current-snapshot-id"] == table.s1
