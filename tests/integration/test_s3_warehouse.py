@@ -371,3 +371,31 @@ def test_a_lost_answer_to_a_put_is_settled_by_reading_the_object_back(postgres, 
     finally:
         _stop_and_check(f)
         proxy.down()
+
+
+def test_history_and_undrop_of_a_table_in_s3(floe_s3, s3):
+    """A load as of a version reads that commit's metadata object back from
+    the bucket; a table dropped without purge comes back with its data."""
+    f = floe_s3
+    cat = catalog(f, s3.url)
+    cat.create_namespace("hist")
+    schema = pa.schema([pa.field("id", pa.int64())])
+    table = cat.create_table("hist.t", schema=schema)
+    table.append(pa.table({"id": [1, 2]}, schema=schema))
+    first = table.current_snapshot().snapshot_id
+    table.append(pa.table({"id": [3]}, schema=schema))
+
+    commits = assert_ok_json(f.get("/v1/namespaces/hist/tables/t/commits"))["commits"]
+    assert [c["version"] for c in commits] == [3, 2, 1]
+    old = assert_ok_json(f.get("/v1/namespaces/hist/tables/t", params={"as-of-version": 2}))
+    assert old["metadata-location"] == commits[1]["metadata-location"]
+    assert old["metadata"]["current-snapshot-id"] == first
+    key = old["metadata-location"].removeprefix(f"s3://{f.bucket}/")
+    assert json.loads(s3.client().get_object(Bucket=f.bucket, Key=key)["Body"].read()) \
+        == old["metadata"]
+
+    assert f.delete("/v1/namespaces/hist/tables/t").status_code == 204
+    back = assert_ok_json(f.post("/v1/namespaces/hist/tables/t/undrop"))
+    assert back["metadata-location"] == commits[0]["metadata-location"]
+    rows = catalog(f, s3.url).load_table("hist.t").scan().to_arrow().to_pydict()
+    assert sorted(rows["id"]) == [1, 2, 3]
