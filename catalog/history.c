@@ -198,41 +198,61 @@ static json_t *commit_json(const void *p)
 			 c->principal ? c->principal : "", "request-id", nullable(c->request_id));
 }
 
+/* A page of rows as {"<field>": [...], "next-page-token"} (new
+ * reference): the token is last_key when more follow. Takes list. */
+static json_t *page_answer(const char *field, json_t *list, bool more, long long last_key,
+			   struct floe_error *err)
+{
+	json_t *next = json_null();
+	if (list != NULL && more) {
+		char t[32];
+		(void)snprintf(t, sizeof(t), "%lld", last_key);
+		next = json_string(t);
+	}
+	json_t *out = list != NULL && next != NULL
+			      ? json_pack("{s:o, s:o}", field, list, "next-page-token", next)
+			      : (json_decref(list), json_decref(next), NULL);
+	if (out == NULL)
+		floe_err(err, FE_INTERNAL, "out of memory");
+	return out;
+}
+
+/* The listing's pageToken (a key issued by page_answer; NULL or empty:
+ * from the newest) into *before, and its page size bounded. */
+static bool page_parse(const char *token, long page_size, long long *before, long *limit,
+		       struct floe_error *err)
+{
+	*before = 0;
+	*limit = page_size > HISTORY_PAGE_MAX ? HISTORY_PAGE_MAX : page_size < 1 ? 1 : page_size;
+	if (token == NULL || *token == '\0')
+		return true;
+	char *end = NULL;
+	*before = strtoll(token, &end, 10);
+	if (!isdigit((unsigned char)*token) || *end != '\0' || *before <= 0)
+		return floe_err(err, FE_BAD_REQUEST, "pageToken is not a token this server issued");
+	return true;
+}
+
 json_t *table_commits(struct store *s, const struct ns_ident *ns, const char *name,
 		      const char *token, long page_size, struct floe_error *err)
 {
 	struct commit_row *rows = NULL;
 	size_t count = 0;
 	bool more = false;
-	long long before = 0;
+	long long before;
+	long limit;
 
-	if (token != NULL && *token != '\0') {
-		char *end = NULL;
-		before = strtoll(token, &end, 10);
-		if (!isdigit((unsigned char)*token) || *end != '\0' || before <= 1)
-			return floe_err(err, FE_BAD_REQUEST,
-					"pageToken is not a token this server issued"),
-			       NULL;
-	}
-	long limit = page_size > HISTORY_PAGE_MAX ? HISTORY_PAGE_MAX : page_size;
-	if (limit < 1)
-		limit = 1;
+	if (!page_parse(token, page_size, &before, &limit, err))
+		return NULL;
 	if (!store_table_commits(s, ns, name, NULL, -1, before, limit, &rows, &count, &more, err)) {
 		if (err->kind == FE_NO_SUCH_TABLE)
 			(void)tables_word_error(s, ns, name, NULL, false, err);
 		return NULL;
 	}
 	json_t *list = rowjson_array(rows, count, sizeof(*rows), commit_json);
-	json_t *next = json_null();
-	if (list != NULL && more && count > 0) {
-		char t[32];
-		(void)snprintf(t, sizeof(t), "%lld", rows[count - 1].version);
-		next = json_string(t);
-	}
+	long long last = count > 0 ? rows[count - 1].version : 0;
 	store_commit_rows_free(rows, count);
-	if (list == NULL)
-		return json_decref(next), floe_err(err, FE_INTERNAL, "out of memory"), NULL;
-	return json_pack("{s:o, s:o}", "commits", list, "next-page-token", next);
+	return page_answer("commits", list, more && count > 0, last, err);
 }
 
 json_t *table_undrop(struct store *s, const struct table_env *env, const struct ns_ident *ns,
@@ -342,37 +362,22 @@ json_t *table_dropped_list(struct store *s, const struct table_env *env, const s
 	struct dropped_row *rows = NULL;
 	size_t count = 0;
 	bool more = false;
-	long long before = 0;
 	bool exists = false;
+	long long before;
+	long limit;
 
-	if (token != NULL && *token != '\0') {
-		char *end = NULL;
-		before = strtoll(token, &end, 10);
-		if (!isdigit((unsigned char)*token) || *end != '\0' || before <= 0)
-			return floe_err(err, FE_BAD_REQUEST,
-					"pageToken is not a token this server issued"),
-			       NULL;
-	}
+	if (!page_parse(token, page_size, &before, &limit, err))
+		return NULL;
 	if (!store_ns_exists(s, ns, &exists, err))
 		return NULL;
 	if (!exists)
 		return wording_no_such_namespace(ns, err), NULL;
-	long limit = page_size > HISTORY_PAGE_MAX ? HISTORY_PAGE_MAX : page_size;
-	if (limit < 1)
-		limit = 1;
 	if (env->undrop_retention_s > 0 &&
 	    !store_dropped_list(s, ns, env->undrop_retention_s, before, limit, &rows, &count, &more,
 				err))
 		return NULL;
 	json_t *list = rowjson_array(rows, count, sizeof(*rows), dropped_json);
-	json_t *next = json_null();
-	if (list != NULL && more && count > 0) {
-		char t[32];
-		(void)snprintf(t, sizeof(t), "%lld", rows[count - 1].id);
-		next = json_string(t);
-	}
+	long long last = count > 0 ? rows[count - 1].id : 0;
 	store_dropped_rows_free(rows, count);
-	if (list == NULL)
-		return json_decref(next), floe_err(err, FE_INTERNAL, "out of memory"), NULL;
-	return json_pack("{s:o, s:o}", "dropped-tables", list, "next-page-token", next);
+	return page_answer("dropped-tables", list, more && count > 0, last, err);
 }
