@@ -3,7 +3,8 @@
  * floe acknowledged has its row there, naming the metadata file it
  * wrote; a load as of a point reads that file back from storage, so the
  * answer is exactly what a reader saw then, as long as the file is kept
- * (write.metadata.delete-after-commit may have removed it).
+ * (write.metadata.delete-after-commit may have removed it). A drop
+ * without purge keeps the table's row, which an undrop puts back.
  */
 #include "history.h"
 

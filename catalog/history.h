@@ -1,6 +1,7 @@
 /*
- * history.h - a table's past from the commit log: the list of its
- * commits, and its metadata as it was at a time or a version.
+ * history.h - a table's past: the list of its commits and its metadata
+ * as it was at a time or a version (from the commit log), and the
+ * undrop of a table dropped without purge (from dropped_tables).
  */
 #ifndef FLOE_HISTORY_H
 #define FLOE_HISTORY_H
