@@ -287,6 +287,8 @@ static void janitor_round(struct janitor *j)
 		   store_run_expire_stale, 0, METRIC_ROWS_EXPIRED_AUDITS);
 	run_expiry(s, "dropped tables past their undrop retention forgotten", store_dropped_expire,
 		   j->cfg.undrop_retention_s, METRIC_ROWS_DROPPED_TABLES);
+	run_expiry(s, "change-feed events past their retention removed", store_feed_expire,
+		   j->cfg.events_retention_s, METRIC_ROWS_FEED_EVENTS);
 	run_visit(j, s);
 	run_checkpoint(j, s);
 	store_pool_release(j->pool, s);

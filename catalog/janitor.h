@@ -33,6 +33,7 @@ struct janitor_config {
 	int idempotency_keep_s;      /* keys older than this go */
 	int metrics_retention_days;  /* reports older than this go */
 	int undrop_retention_s;      /* kept drops older than this go */
+	int events_retention_s;      /* change-feed events older than this go */
 	int purge_max_attempts;      /* then a purge is "failed" */
 	struct unsettled *unsettled; /* commits to settle; borrowed, may be NULL */
 	/* Signs a checkpoint of the audit chain every checkpoint_interval_s

@@ -40,12 +40,12 @@ static const char *const queues[] = { "commit", "publish" };
 static const char *const janitor_rows[] = { "idempotency_keys", "metrics_reports",
 					    "expired_audits",   "purges_done",
 					    "purges_failed",    "unsettled_commits",
-					    "dropped_tables" };
+					    "dropped_tables",   "feed_events" };
 static const char *const janitor_files[] = { "purged", "temporary", "unsettled" };
 static const char *const authz_answers[] = { "kept", "asked" };
 _Static_assert(LEN(commit_outcomes) == METRIC_COMMIT_UNKNOWN + 1, "commit outcomes");
 _Static_assert(LEN(wap_outcomes) == METRIC_WAP_ERROR + 1, "WAP outcomes");
-_Static_assert(LEN(janitor_rows) == METRIC_ROWS_DROPPED_TABLES + 1, "janitor rows");
+_Static_assert(LEN(janitor_rows) == METRIC_ROWS_FEED_EVENTS + 1, "janitor rows");
 _Static_assert(LEN(janitor_files) == METRIC_FILES_UNSETTLED + 1, "janitor files");
 _Static_assert(LEN(authz_answers) == METRIC_AUTHZ_ASKED + 1, "authorization answers");
 

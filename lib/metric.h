@@ -60,6 +60,7 @@ enum metric_janitor_rows {
 	METRIC_ROWS_PURGES_FAILED,
 	METRIC_ROWS_UNSETTLED_COMMITS,
 	METRIC_ROWS_DROPPED_TABLES,
+	METRIC_ROWS_FEED_EVENTS,
 };
 /* Where a decision of authorization came from (catalog/authzcache.h). */
 enum metric_authz_answer { METRIC_AUTHZ_KEPT, METRIC_AUTHZ_ASKED };

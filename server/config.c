@@ -35,6 +35,7 @@ enum opt_id {
 	OPT_JANITOR_INTERVAL,
 	OPT_METRICS_RETENTION,
 	OPT_UNDROP_RETENTION,
+	OPT_EVENTS_RETENTION,
 	OPT_PURGE_ATTEMPTS,
 	OPT_DB_STATEMENT_TIMEOUT,
 	OPT_DB_LOCK_TIMEOUT,
@@ -111,6 +112,8 @@ const struct option_def config_options[OPT_COUNT] = {
 		"Days a stored metrics report is kept, 1-36500" },
 	[OPT_UNDROP_RETENTION] = { "undrop-retention-seconds", "FLOE_UNDROP_RETENTION_SECONDS", "604800",
 		"Seconds a table dropped without purge is kept to be undropped (POST .../tables/{t}/undrop), 0-31536000; 0 keeps none" },
+	[OPT_EVENTS_RETENTION] = { "events-retention-days", "FLOE_EVENTS_RETENTION_DAYS", "30",
+		"Days an event of the change feed (POST /v1/{prefix}/events) is kept, 1-36500" },
 	[OPT_PURGE_ATTEMPTS] = { "purge-max-attempts", "FLOE_PURGE_MAX_ATTEMPTS", "10",
 		"Attempts at purging a dropped table's files before its purge is marked failed, 1-1000" },
 	[OPT_DB_STATEMENT_TIMEOUT] = { "db-statement-timeout-ms", "FLOE_DB_STATEMENT_TIMEOUT_MS", "30000",
@@ -784,6 +787,9 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 	if (!parse_int(raw[OPT_UNDROP_RETENTION], 0, 31536000, &v))
 		return BAD(OPT_UNDROP_RETENTION, "expected seconds from 0 to 31536000");
 	cfg->undrop_retention_s = (int)v;
+	if (!parse_int(raw[OPT_EVENTS_RETENTION], 1, 36500, &v))
+		return BAD(OPT_EVENTS_RETENTION, "expected days from 1 to 36500");
+	cfg->events_retention_days = (int)v;
 	if (!parse_int(raw[OPT_PURGE_ATTEMPTS], 1, 1000, &v))
 		return BAD(OPT_PURGE_ATTEMPTS, "expected a count from 1 to 1000");
 	cfg->purge_max_attempts = (int)v;

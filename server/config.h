@@ -44,6 +44,7 @@ struct floe_config {
 	char *pg_user;    /* NULL: postgres, else nobody */
 	int janitor_interval_s;
 	int metrics_retention_days;
+	int events_retention_days;
 	int undrop_retention_s; /* 0: drops without purge are not kept */
 	int purge_max_attempts;
 	/* Resource bounds (see --help). */

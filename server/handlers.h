@@ -145,6 +145,7 @@ void handle_table_rename(struct http_request *req);
 void handle_table_metrics(struct http_request *req);
 void handle_table_credentials(struct http_request *req);
 void handle_table_commits(struct http_request *req);
+void handle_events_query(struct http_request *req);
 void handle_table_undrop(struct http_request *req);
 void handle_dropped_list(struct http_request *req);
 void handle_table_sign(struct http_request *req); /* handlers_sign.c */

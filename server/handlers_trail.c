@@ -8,6 +8,7 @@
 
 #include "app.h"
 #include "audittrail.h"
+#include "feed.h"
 #include "handlers.h"
 #include "namespace.h"
 
@@ -65,4 +66,23 @@ void handle_audit_checkpoint_create(struct http_request *req)
 		int status = json_is_true(json_object_get(out, "created")) ? 201 : 200;
 		handler_answer(req, status, out, &err);
 	}
+}
+
+/* --- the change feed --- */
+
+void handle_events_query(struct http_request *req)
+{
+	struct floe_error err;
+	json_t *in = NULL;
+	struct store *s;
+
+	floe_error_clear(&err);
+	bool parsed = http_body_json(req, &in, &err);
+	s = handler_open(req, parsed, &err);
+	if (s != NULL && handler_allowed(req, s, PRIV_AUDIT_READ, NULL, NULL)) {
+		json_t *out = feed_query(s, in, &err);
+		handler_release(req, s);
+		handler_answer(req, 200, out, &err);
+	}
+	json_decref(in);
 }

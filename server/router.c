@@ -78,6 +78,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/{prefix}/audit-hooks", handle_hooks_create, true },
 	{ "GET", "/v1/{prefix}/audit-hooks/{id}", handle_hooks_get, true },
 	{ "DELETE", "/v1/{prefix}/audit-hooks/{id}", handle_hooks_delete, true },
+	{ "POST", "/v1/{prefix}/events", handle_events_query, true },
 	{ "GET", "/v1/{prefix}/audit-log", handle_audit_log, true },
 	{ "GET", "/v1/{prefix}/audit-log/verify", handle_audit_verify, true },
 	{ "GET", "/v1/{prefix}/audit-log/checkpoints", handle_audit_checkpoints, true },

@@ -190,6 +190,47 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
  */
 bool store_reconnect(struct store *s, struct floe_error *err) FLOE_WUR;
 
+/* One event of the change feed (change_events). */
+struct feed_row {
+	long long id;
+	char xid[24];
+	long long at_ms;
+	char uuid[40];         /* "" when the event names none */
+	long long xact_events; /* events its transaction wrote */
+	char *operation;
+	char *object_type;
+	struct ns_ident ns;
+	char *name;      /* NULL for a namespace */
+	char *principal; /* NULL when not known */
+	char *details;   /* JSON text */
+};
+
+void store_feed_row_clear(struct feed_row *row);
+void store_feed_rows_free(struct feed_row *rows, size_t count);
+
+/* What a read of the feed asks for; each NULL (since_ms < 0) filter is
+ * off. Lists are joined by \x1f; objects_by_name is a JSON array of
+ * arrays of names. */
+struct feed_query {
+	char after_xid[24]; /* "" with after_id 0: from the start */
+	long long after_id;
+	long long since_ms;
+	const char *operations;
+	const char *object_types;
+	const char *objects_by_name;
+	const char *uuids;
+};
+
+/* The events after the query's position that match it, in (xid, id)
+ * order, at most limit (*more when there are further ones). */
+bool store_feed_list(struct store *s, const struct feed_query *q, long limit,
+		     struct feed_row **rows, size_t *count, bool *more,
+		     struct floe_error *err) FLOE_WUR;
+
+/* The janitor: removes up to limit events older than older_than_s. */
+bool store_feed_expire(struct store *s, int older_than_s, int limit, long *deleted,
+		       struct floe_error *err) FLOE_WUR;
+
 /* One commit_log row: a version of a table and the metadata file it made. */
 struct commit_row {
 	long long version;

@@ -60,6 +60,7 @@ extern const struct store_statements store_trail_statements;
 extern const struct store_statements store_principal_statements;
 extern const struct store_statements store_role_statements;
 extern const struct store_statements store_grant_statements;
+extern const struct store_statements store_feed_statements;
 
 /* One connection of a pool. */
 struct store {
