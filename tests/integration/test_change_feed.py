@@ -211,3 +211,34 @@ def test_concurrent_commits_all_appear(fresh):
         per_table.setdefault(op["identifier"]["name"], []).append(op["version"])
     # Every commit once, in version order per table.
     assert per_table == {t.name: [2, 3, 4, 5, 6] for t in tables}
+
+
+def test_view_changes_are_view_events(fresh):
+    from test_views import create_view
+    f = fresh
+    f.create_namespace(["v"])
+    made = assert_ok_json(create_view(f, ["v"], "daily"))
+    assert f.delete("/v1/namespaces/v/views/daily").status_code == 204
+    events, _ = read_all(f, **{"object-types": ["view"]})
+    assert ops(events) == ["create-view", "drop-view"]
+    assert events[0]["operation"]["view-uuid"] == made["metadata"]["view-uuid"]
+    assert "table-uuid" not in events[0]["operation"]
+    assert events[0]["operation"]["identifier"] == {"namespace": ["v"], "name": "daily"}
+
+
+def test_reading_the_feed_needs_audit_read(postgres):
+    from conftest import _start_floe_on_fresh_db, _stop_and_check
+    from test_authorization import As, principal
+    f = _start_floe_on_fresh_db(postgres, env={"FLOE_AUTH": "floe"})
+    try:
+        f.authenticate()
+        f.create_namespace(["s"])
+        reader = principal(f, "feedreader", [("AUDIT_READ",)])
+        other = principal(f, "tablereader", [("TABLE_READ",)])
+        with As(f, other):
+            assert_error(f.post("/v1/events", json={}), 403, "ForbiddenException")
+        with As(f, reader):
+            events, _ = read_all(f)
+        assert ["s"] in [e["operation"].get("namespace") for e in events]
+    finally:
+        _stop_and_check(f)
