@@ -642,7 +642,9 @@ json_t *table_register_with(struct store *s, const struct table_env *env, const 
 	if (key == NULL || !store_begin(s, err))
 		goto done;
 	char *refs = table_refs_text(m);
-	ok = table_location_claim(s, ns, json_string_value(name), tloc, key, uuid, err);
+	/* The change feed calls what this transaction does a register. */
+	ok = store_feed_operation(s, "register-table", err) &&
+	     table_location_claim(s, ns, json_string_value(name), tloc, key, uuid, err);
 	if (ok && json_is_true(overwrite)) {
 		bool exists = false;
 		ok = store_table_exists(s, ns, json_string_value(name), &exists, err);

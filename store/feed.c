@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ST_FEED_LIST, ST_FEED_EXPIRE, ST_COUNT };
+enum { ST_FEED_LIST, ST_FEED_EXPIRE, ST_FEED_OPERATION, ST_COUNT };
 
 /* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
@@ -39,6 +39,9 @@ static const struct store_statement statements[ST_COUNT] = {
 		"  OR (e.name IS NOT NULL AND e.namespace || e.name = w.want))) "
 		"AND ($7::text IS NULL OR e.object_uuid::text = ANY (string_to_array($7::text, E'\\x1f'))) "
 		"ORDER BY e.xid, e.id LIMIT $9::bigint" },
+	/* Read by the triggers of migration 0020 until the transaction ends. */
+	[ST_FEED_OPERATION] = { "feed_operation",
+		"SELECT set_config('floe.feed_operation', $1, true)" },
 	[ST_FEED_EXPIRE] = { "feed_expire",
 		"DELETE FROM change_events WHERE id IN (SELECT id FROM change_events "
 		"  WHERE occurred_at < now() - make_interval(secs => $1::int) LIMIT $2::int)" },
@@ -122,4 +125,12 @@ bool store_feed_expire(struct store *s, int older_than_s, int limit, long *delet
 		       struct floe_error *err)
 {
 	return store_exec_expire(s, &statements[ST_FEED_EXPIRE], older_than_s, limit, deleted, err);
+}
+
+bool store_feed_operation(struct store *s, const char *operation, struct floe_error *err)
+{
+	const char *params[1] = { operation };
+	PGresult *r = store_exec(s, &statements[ST_FEED_OPERATION], 1, params, err);
+	PQclear(r);
+	return r != NULL;
 }

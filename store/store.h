@@ -227,6 +227,11 @@ bool store_feed_list(struct store *s, const struct feed_query *q, long limit,
 		     struct feed_row **rows, size_t *count, bool *more,
 		     struct floe_error *err) FLOE_WUR;
 
+/* Names what the open transaction does for the change feed's events of
+ * table creates and commits (register-table), until it ends. Only inside
+ * store_begin ... store_commit. */
+bool store_feed_operation(struct store *s, const char *operation, struct floe_error *err) FLOE_WUR;
+
 /* The janitor: removes up to limit events older than older_than_s. */
 bool store_feed_expire(struct store *s, int older_than_s, int limit, long *deleted,
 		       struct floe_error *err) FLOE_WUR;

@@ -53,6 +53,11 @@ BEGIN
     ELSE
         RETURN NULL;
     END IF;
+    -- A register (also over an existing table) says so for its transaction.
+    IF r.kind = 'table' AND TG_OP <> 'DELETE' AND op NOT LIKE 'rename-%'
+       AND coalesce(current_setting('floe.feed_operation', true), '') <> '' THEN
+        op := current_setting('floe.feed_operation', true);
+    END IF;
     IF TG_OP <> 'DELETE' THEN
         SELECT c.principal INTO who FROM commit_log c
         WHERE c.table_id = r.id AND c.version = r.version;

@@ -242,3 +242,20 @@ def test_reading_the_feed_needs_audit_read(postgres):
         assert ["s"] in [e["operation"].get("namespace") for e in events]
     finally:
         _stop_and_check(f)
+
+
+def test_a_register_is_a_register_table_event(fresh):
+    f = fresh
+    f.create_namespace(["r"])
+    t = TableHandle(f, ["r"], "src")
+    made = t.create()
+    assert f.delete(t.url).status_code == 204
+    r = f.post("/v1/namespaces/r/register",
+               json={"name": "again", "metadata-location": made["metadata-location"]})
+    assert r.status_code == 200, r.text
+    t2 = TableHandle(f, ["r"], "again")
+    t2.add_snapshot()
+    events, _ = read_all(f, **{"object-types": ["table"]})
+    assert ops(events) == ["create-table", "drop-table", "register-table", "update-table"]
+    assert events[2]["operation"]["identifier"] == {"namespace": ["r"], "name": "again"}
+    assert events[2]["operation"]["metadata-location"] == made["metadata-location"]
