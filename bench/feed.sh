@@ -8,21 +8,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dur=${1:-15s}
-floe=${FLOE_BIN:-build/server/floe}
 port=${BENCH_PORT:-18184}
 pgbin=$(dirname "$(ls /usr/lib/postgresql/*/bin/psql | sort -V | tail -1)")
-data=$(mktemp -d /tmp/floe-bench.XXXXXX)
-chmod 755 "$data"
 base=http://127.0.0.1:$port/v1
 
-"$floe" --data-dir="$data" --listen=127.0.0.1:$port --log-level=warn --auth=none \
-	2> "$data/floe.log" &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 100); do
-	curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break
-	sleep 0.2
-done
+source bench/start-floe.sh
+start_floe "$port"
 conn="host=$data/run port=5432 user=floe dbname=floe"
 schema='{"type":"struct","fields":[{"id":1,"name":"id","type":"long","required":false}]}'
 curl -sf -X POST "$base/namespaces" -d '{"namespace":["bench"]}' >/dev/null

@@ -6,20 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dur=${1:-15s}
-floe=${FLOE_BIN:-build/server/floe}
 port=${BENCH_PORT:-18181}
-data=$(mktemp -d /tmp/floe-bench.XXXXXX)
-chmod 755 "$data"
 base=http://127.0.0.1:$port/v1
 
-"$floe" --data-dir="$data" --listen=127.0.0.1:$port --log-level=warn --auth=none \
-	${FLOE_BENCH_ARGS:-} 2> "$data/floe.log" &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 100); do
-	curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break
-	sleep 0.2
-done
+source bench/start-floe.sh
+start_floe "$port" ${FLOE_BENCH_ARGS:-}
 
 schema='{"type":"struct","fields":[{"id":1,"name":"id","type":"long","required":false},{"id":2,"name":"v","type":"string","required":false}]}'
 curl -sf -X POST "$base/namespaces" -d '{"namespace":["bench"]}' >/dev/null

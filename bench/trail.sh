@@ -13,17 +13,9 @@ secs=${1:-15}
 floe=${FLOE_BIN:-build/server/floe}
 port=${BENCH_PORT:-18183}
 pgbin=$(dirname "$(ls /usr/lib/postgresql/*/bin/pgbench | sort -V | tail -1)")
-data=$(mktemp -d /tmp/floe-bench.XXXXXX)
-chmod 755 "$data"
 
-"$floe" --data-dir="$data" --listen=127.0.0.1:$port --log-level=warn --auth=none \
-	2> "$data/floe.log" &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 100); do
-	curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break
-	sleep 0.2
-done
+source bench/start-floe.sh
+start_floe "$port"
 conn="host=$data/run port=5432 user=floe dbname=floe"
 cat > "$data/event.sql" <<'SQL'
 INSERT INTO audit_events (event, principal, request_id, namespace, table_name, details)
