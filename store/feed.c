@@ -43,8 +43,11 @@ static const struct store_statement statements[ST_COUNT] = {
 	[ST_FEED_OPERATION] = { "feed_operation",
 		"SELECT set_config('floe.feed_operation', $1, true)" },
 	[ST_FEED_EXPIRE] = { "feed_expire",
+		/* The oldest ids, of those the ones past the retention: a
+		 * bounded walk of the primary key, since ids rise with time. */
 		"DELETE FROM change_events WHERE id IN (SELECT id FROM change_events "
-		"  WHERE occurred_at < now() - make_interval(secs => $1::int) LIMIT $2::int)" },
+		"  ORDER BY id LIMIT $2::int) "
+		"AND occurred_at < now() - make_interval(secs => $1::int)" },
 };
 /* clang-format on */
 

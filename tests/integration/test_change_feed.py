@@ -259,3 +259,25 @@ def test_a_register_is_a_register_table_event(fresh):
     assert ops(events) == ["create-table", "drop-table", "register-table", "update-table"]
     assert events[2]["operation"]["identifier"] == {"namespace": ["r"], "name": "again"}
     assert events[2]["operation"]["metadata-location"] == made["metadata-location"]
+
+
+def test_janitor_removes_events_past_the_retention(postgres):
+    import psycopg
+    from conftest import _start_floe_on_fresh_db, _stop_and_check, wait_until
+    f = _start_floe_on_fresh_db(postgres, env={"FLOE_EVENTS_RETENTION_DAYS": "1",
+                                                "FLOE_JANITOR_INTERVAL_SECONDS": "1"})
+    try:
+        f.create_namespace(["old"])
+        f.create_namespace(["new"])
+        with psycopg.connect(database_url(f), autocommit=True) as conn:
+            conn.execute("UPDATE change_events SET occurred_at = now() - interval '2 days' "
+                         "WHERE namespace = '{old}'")
+
+        def left():
+            events, _ = read_all(f)
+            return [e["operation"]["namespace"] for e in events]
+        assert wait_until(lambda: left() == [["new"]], 15), left()
+        metrics = f.get("/metrics").text
+        assert 'floe_janitor_rows_total{kind="feed_events"} 1' in metrics
+    finally:
+        _stop_and_check(f)
