@@ -17,6 +17,8 @@
 
 /* The longest list of one filter, joined. */
 #define FEED_FILTER_MAX ((size_t)64 * 1024)
+/* 9999-12-31T23:59:59.999Z: the latest time a bound needs to name. */
+#define FEED_LAST_MS 253402300799999LL
 
 static const char *const operations[] = {
 	"create-table",
@@ -257,6 +259,7 @@ json_t *feed_query(struct store *s, const json_t *body, struct floe_error *err)
 	bool more = false;
 	json_t *out = NULL;
 	long limit = FEED_PAGE_DEFAULT;
+	long long asked_ms = -1;
 
 	if (!json_is_object(body))
 		return floe_err(err, FE_BAD_REQUEST,
@@ -287,7 +290,10 @@ json_t *feed_query(struct store *s, const json_t *body, struct floe_error *err)
 				       err, FE_BAD_REQUEST,
 				       "field 'after-timestamp-ms' must be milliseconds since the epoch"),
 			       NULL;
-		q.since_ms = json_integer_value(after);
+		asked_ms = json_integer_value(after);
+		/* PostgreSQL holds times up to year 294276; no event is later
+		 * than the last millisecond of 9999, so a later bound is that. */
+		q.since_ms = asked_ms > FEED_LAST_MS ? FEED_LAST_MS : asked_ms;
 	}
 	if (custom != NULL && !json_is_null(custom) &&
 	    (!json_is_object(custom) || json_object_size(custom) > 0))
@@ -304,7 +310,7 @@ json_t *feed_query(struct store *s, const json_t *body, struct floe_error *err)
 		goto done;
 	json_t *events = rowjson_array(rows, count, sizeof(*rows), event_json);
 	char next[64];
-	long long highest = q.since_ms > 0 ? q.since_ms : 0;
+	long long highest = asked_ms > 0 ? asked_ms : 0;
 	if (count > 0) {
 		(void)snprintf(next, sizeof(next), "%s.%lld", rows[count - 1].xid,
 			       rows[count - 1].id);
