@@ -659,12 +659,14 @@ static int order_cmp(const void *a, const void *b)
  */
 static bool transaction_round(struct store *s, const struct table_env *env, const json_t *changes,
 			      struct table_ident *ids, const size_t *order,
-			      struct commit_mark *marks, size_t n, bool *lost,
+			      struct commit_mark *marks, size_t n, unsigned flags,
+			      table_commit_also also, void *ctx, size_t *failed, bool *lost,
 			      struct floe_error *err)
 {
 	size_t i;
 
 	*lost = false;
+	*failed = SIZE_MAX;
 	if (!store_begin(s, err))
 		return false;
 	for (i = 0; i < n; i++) {
@@ -674,11 +676,18 @@ static bool transaction_round(struct store *s, const struct table_env *env, cons
 		const json_t *r = json_object_get(c, "requirements");
 		bool round_ok = commit_round(s, env, &ids[k].ns, ids[k].name,
 					     json_is_array(r) ? r : NULL,
-					     json_object_get(c, "updates"), 0, true, &result,
+					     json_object_get(c, "updates"), flags, true, &result,
 					     &marks[k], lost, err);
 		json_decref(result);
-		if (!round_ok)
+		if (!round_ok) {
+			*failed = k;
 			break;
+		}
+	}
+	if (i == n && also != NULL && !also(s, ctx, NULL, err)) {
+		store_rollback(s);
+		(void)commit_failed(s, env, marks, n, err);
+		return false;
 	}
 	if (i == n && env->idem_key != NULL && !table_idem_record(s, env, 204, NULL, err)) {
 		store_rollback(s);
@@ -699,13 +708,16 @@ static bool transaction_round(struct store *s, const struct table_env *env, cons
 	return false;
 }
 
-bool table_commit_transaction(struct store *s, const struct table_env *env, const json_t *body,
-			      struct floe_error *err)
+/* The engine of table_commit_transaction and table_commit_many; access:
+ * check each change against env's privileges first. */
+static bool commit_many(struct store *s, const struct table_env *env, const json_t *changes,
+			unsigned flags, table_commit_also also, void *ctx, bool access,
+			size_t *failed, struct floe_error *err)
 {
-	const json_t *changes = json_object_get(body, "table-changes");
 	size_t n, i;
 	json_t *c;
 
+	*failed = SIZE_MAX;
 	if (!json_is_array(changes) || json_array_size(changes) == 0)
 		return floe_err(err, FE_BAD_REQUEST, "'table-changes' must be a non-empty array");
 	n = json_array_size(changes);
@@ -749,7 +761,7 @@ bool table_commit_transaction(struct store *s, const struct table_env *env, cons
 		}
 	}
 	/* Every table's privileges before any is looked at. */
-	for (i = 0; i < n; i++) {
+	for (i = 0; access && i < n; i++) {
 		if (!access_check_commit(s, env->acting, &ids[i].ns, ids[i].name,
 					 json_object_get(json_array_get(changes, i), "updates"),
 					 err))
@@ -770,7 +782,8 @@ bool table_commit_transaction(struct store *s, const struct table_env *env, cons
 		for (unsigned k = 0; k < COMMIT_LOCK_STRIPES; k++)
 			if (used[k])
 				stripe_lock(env, k);
-		bool tx_ok = transaction_round(s, env, changes, ids, order, marks, n, &lost, err);
+		bool tx_ok = transaction_round(s, env, changes, ids, order, marks, n, flags, also,
+					       ctx, failed, &lost, err);
 		for (unsigned k = COMMIT_LOCK_STRIPES; k-- > 0;)
 			if (used[k])
 				stripe_unlock(env, k);
@@ -800,4 +813,20 @@ done:
 	free(marks);
 	free(order);
 	return ok;
+}
+
+bool table_commit_transaction(struct store *s, const struct table_env *env, const json_t *body,
+			      struct floe_error *err)
+{
+	size_t failed;
+
+	return commit_many(s, env, json_object_get(body, "table-changes"), 0, NULL, NULL, true,
+			   &failed, err);
+}
+
+bool table_commit_many(struct store *s, const struct table_env *env, const json_t *changes,
+		       unsigned flags, table_commit_also also, void *ctx, size_t *failed,
+		       struct floe_error *err)
+{
+	return commit_many(s, env, changes, flags, also, ctx, false, failed, err);
 }

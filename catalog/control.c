@@ -271,6 +271,14 @@ static json_t *apply_separation_of_duties(struct store *s, const struct table_en
 	return apply_property(s, env, policy_control_of(POLICY_SOD_PROPERTY), body, reason, err);
 }
 
+static json_t *apply_release_required(struct store *s, const struct table_env *env,
+				      const json_t *body, const char *reason,
+				      struct floe_error *err)
+{
+	return apply_property(s, env, policy_control_of(POLICY_RELEASE_PROPERTY), body, reason,
+			      err);
+}
+
 static json_t *apply_delete_hook(struct store *s, const struct table_env *env, const json_t *body,
 				 const char *reason, struct floe_error *err)
 {
@@ -324,6 +332,7 @@ static const struct {
 } control_actions[] = {
 	{ "wap-required", apply_wap_required },
 	{ "separation-of-duties", apply_separation_of_duties },
+	{ "release-required", apply_release_required },
 	{ "delete-hook", apply_delete_hook },
 	{ "register", apply_register },
 	{ "rename", apply_rename },
@@ -342,7 +351,7 @@ json_t *control_apply(struct store *s, const struct table_env *env, const char *
 	if (apply == NULL)
 		return floe_err(
 			       err, FE_BAD_REQUEST,
-			       "no control action %s (wap-required, separation-of-duties, delete-hook, register, rename)",
+			       "no control action %s (wap-required, separation-of-duties, release-required, delete-hook, register, rename)",
 			       action),
 		       NULL;
 	if (!json_is_object(body))

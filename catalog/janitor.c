@@ -285,6 +285,8 @@ static void janitor_round(struct janitor *j)
 		   j->cfg.metrics_retention_days, METRIC_ROWS_METRICS_REPORTS);
 	run_expiry(s, "runs left auditing past their lease failed (wap.lease-expired)",
 		   store_run_expire_stale, 0, METRIC_ROWS_EXPIRED_AUDITS);
+	run_expiry(s, "releases left auditing past their lease failed (release.lease-expired)",
+		   store_release_expire_stale, 0, METRIC_ROWS_EXPIRED_AUDITS);
 	run_expiry(s, "dropped tables past their undrop retention forgotten", store_dropped_expire,
 		   j->cfg.undrop_retention_s, METRIC_ROWS_DROPPED_TABLES);
 	run_expiry(s, "change-feed events past their retention removed", store_feed_expire,

@@ -23,6 +23,7 @@ static bool value_true(const json_t *v)
 const struct policy_control policy_controls[POLICY_NCONTROLS] = {
 	{ POLICY_PROPERTY, "wap-required", "control.wap-required" },
 	{ POLICY_SOD_PROPERTY, "separation-of-duties", "control.separation-of-duties" },
+	{ POLICY_RELEASE_PROPERTY, "release-required", "control.release-required" },
 };
 
 const struct policy_control *policy_control_of(const char *property)
@@ -41,25 +42,43 @@ bool policy_sets(const json_t *m, const char *property)
 
 bool policy_table_sets(const json_t *m)
 {
-	return policy_sets(m, POLICY_PROPERTY);
+	return policy_sets(m, POLICY_PROPERTY) || policy_sets(m, POLICY_RELEASE_PROPERTY);
+}
+
+/* rule: "the table sets P=true" or "namespace N sets P=true" for the
+ * nearest of m and ns's namespaces that sets property, or "". */
+static bool property_rule(struct store *s, const struct ns_ident *ns, const json_t *m,
+			  const char *property, char *rule, size_t len, struct floe_error *err)
+{
+	char *where = NULL;
+
+	rule[0] = '\0';
+	if (policy_sets(m, property)) {
+		(void)snprintf(rule, len, "the table sets %s=true", property);
+		return true;
+	}
+	if (!store_ns_property_true(s, ns, property, &where, err))
+		return false;
+	if (where != NULL)
+		(void)snprintf(rule, len, "namespace %s sets %s=true", where, property);
+	free(where);
+	return true;
 }
 
 bool policy_rule(struct store *s, const struct ns_ident *ns, const json_t *m, char *rule,
 		 size_t len, struct floe_error *err)
 {
-	char *where = NULL;
-
-	rule[0] = '\0';
-	if (policy_table_sets(m)) {
-		(void)snprintf(rule, len, "the table sets " POLICY_PROPERTY "=true");
-		return true;
-	}
-	if (!store_ns_wap_required(s, ns, &where, err))
+	if (!property_rule(s, ns, m, POLICY_PROPERTY, rule, len, err))
 		return false;
-	if (where != NULL)
-		(void)snprintf(rule, len, "namespace %s sets " POLICY_PROPERTY "=true", where);
-	free(where);
-	return true;
+	if (rule[0] != '\0')
+		return true;
+	return property_rule(s, ns, m, POLICY_RELEASE_PROPERTY, rule, len, err);
+}
+
+bool policy_release_rule(struct store *s, const struct ns_ident *ns, const json_t *m, char *rule,
+			 size_t len, struct floe_error *err)
+{
+	return property_rule(s, ns, m, POLICY_RELEASE_PROPERTY, rule, len, err);
 }
 
 bool policy_check_main_move(struct store *s, const struct ns_ident *ns, const char *name,
@@ -69,8 +88,11 @@ bool policy_check_main_move(struct store *s, const struct ns_ident *ns, const ch
 
 	/* The property before or after the change: a commit cannot set
 	 * it to false and move main in one go. */
-	if (policy_table_sets(m) && !policy_table_sets(base))
+	if (policy_sets(m, POLICY_PROPERTY) && !policy_table_sets(base))
 		(void)snprintf(rule, sizeof(rule), "the table sets " POLICY_PROPERTY "=true");
+	else if (policy_sets(m, POLICY_RELEASE_PROPERTY) && !policy_table_sets(base))
+		(void)snprintf(rule, sizeof(rule),
+			       "the table sets " POLICY_RELEASE_PROPERTY "=true");
 	else if (!policy_rule(s, ns, base, rule, sizeof(rule), err))
 		return false;
 	if (rule[0] == '\0')

@@ -18,6 +18,9 @@ struct store;
 
 #define POLICY_PROPERTY "floe.wap.required"
 #define POLICY_SOD_PROPERTY "floe.wap.separation-of-duties"
+/* Main moves only through a release's publish (release.h): stronger than
+ * floe.wap.required, which it implies. */
+#define POLICY_RELEASE_PROPERTY "floe.wap.release-required"
 
 /* A control property: set to true on a table or namespace it is in force;
  * weakening it (removing it, or setting anything but true) is refused
@@ -29,8 +32,9 @@ struct policy_control {
 	const char *event;
 };
 
-/* floe.wap.required and floe.wap.separation-of-duties. */
-#define POLICY_NCONTROLS 2
+/* floe.wap.required, floe.wap.separation-of-duties and
+ * floe.wap.release-required. */
+#define POLICY_NCONTROLS 3
 extern const struct policy_control policy_controls[POLICY_NCONTROLS];
 
 /* The control of property, or NULL when it is none. */
@@ -39,7 +43,8 @@ const struct policy_control *policy_control_of(const char *property);
 /* True when metadata m (may be NULL) sets property=true itself. */
 bool policy_sets(const json_t *m, const char *property);
 
-/* True when metadata m (may be NULL) sets floe.wap.required=true itself. */
+/* True when metadata m (may be NULL) sets floe.wap.required=true or
+ * floe.wap.release-required=true itself. */
 bool policy_table_sets(const json_t *m);
 
 /* rule receives what protects a table with metadata m (may be NULL: only
@@ -47,6 +52,11 @@ bool policy_table_sets(const json_t *m);
  * floe.wap.required=true", or "" when nothing does. */
 bool policy_rule(struct store *s, const struct ns_ident *ns, const json_t *m, char *rule,
 		 size_t len, struct floe_error *err) FLOE_WUR;
+
+/* policy_rule for floe.wap.release-required alone: what makes the table's
+ * main move only through a release, or "". */
+bool policy_release_rule(struct store *s, const struct ns_ident *ns, const json_t *m, char *rule,
+			 size_t len, struct floe_error *err) FLOE_WUR;
 
 /* The one policy check of every path that moves main (base -> m) outside a
  * WAP publish: FE_FORBIDDEN naming the rule when the table is protected. */

@@ -172,6 +172,16 @@ json_t *table_commit_with(struct store *s, const struct table_env *env, const st
 bool table_commit_transaction(struct store *s, const struct table_env *env, const json_t *body,
 			      struct floe_error *err) FLOE_WUR;
 
+/* The engine of commitTransaction for floe's own callers (releases):
+ * changes is a "table-changes" array, each committed under flags
+ * (TABLE_COMMIT_*), with also(ctx, NULL) in the same database transaction
+ * after every swap; every change lands or none does. Privileges are the
+ * caller's to check. When a change's requirements or rules refused it,
+ * *failed is its index in changes (else SIZE_MAX). */
+bool table_commit_many(struct store *s, const struct table_env *env, const json_t *changes,
+		       unsigned flags, table_commit_also also, void *ctx, size_t *failed,
+		       struct floe_error *err) FLOE_WUR;
+
 /* registerTable: the LoadTableResult of the registered table. */
 json_t *table_register(struct store *s, const struct table_env *env, const struct ns_ident *ns,
 		       const json_t *body, struct floe_error *err) FLOE_WUR;

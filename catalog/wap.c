@@ -7,6 +7,7 @@
  * audit event.
  */
 #include "wap.h"
+#include "wapint.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "system.h"
 #include "log.h"
 #include "metric.h"
+#include "policy.h"
 #include "ports.h"
 #include "refs.h"
 #include "auditlog.h"
@@ -45,7 +47,7 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void rfc3339_now(char *out, size_t len)
+void wap_rfc3339_now(char *out, size_t len)
 {
 	struct timespec ts;
 	struct tm tm;
@@ -56,8 +58,7 @@ static void rfc3339_now(char *out, size_t len)
 	(void)snprintf(out + n, len - n, ".%03ldZ", ts.tv_nsec / 1000000L);
 }
 
-/* A run as the API shows it (new reference). */
-static json_t *run_json(const void *row)
+json_t *wap_run_json(const void *row)
 {
 	const struct run_row *r = row;
 	json_t *run = json_pack("{s:s, s:{s:o, s:s}, s:s, s:s, s:o, s:s, s:s, s:o}", "id", r->id,
@@ -83,6 +84,8 @@ static json_t *run_json(const void *row)
 		json_object_set_new(run, "abandoned-by", json_string(r->abandoned_by));
 	json_object_set_new(run, "written-by",
 			    r->written_by ? rowjson_text(r->written_by) : json_array());
+	if (r->release_id[0] != '\0')
+		json_object_set_new(run, "release-id", json_string(r->release_id));
 	return run;
 }
 
@@ -101,7 +104,7 @@ static bool load_run(struct store *s, const char *run_id, const char *table_uuid
 	if (!found)
 		return true;
 	if (table_uuid == NULL || strcasecmp(row.table_uuid, table_uuid) == 0) {
-		*run = run_json(&row);
+		*run = wap_run_json(&row);
 		if (*run == NULL)
 			ok = floe_err(err, FE_INTERNAL, "out of memory");
 	}
@@ -135,6 +138,19 @@ static json_t *reload_run(struct store *s, const char *run_id, struct floe_error
 	return run;
 }
 
+/* A release's member moves with its release only: FE_RUN_STATE. */
+static bool member_refused(const json_t *run, const char *what, struct floe_error *err)
+{
+	const char *release = json_string_value(json_object_get(run, "release-id"));
+
+	if (release == NULL)
+		return false;
+	floe_err(err, FE_RUN_STATE,
+		 "run %s belongs to release %s and is %s only with it (/v1/{prefix}/releases/%s)",
+		 json_string_value(json_object_get(run, "id")), release, what, release);
+	return true;
+}
+
 struct stage_record {
 	const struct table_env *env;
 	const struct ns_ident *ns;
@@ -155,7 +171,7 @@ static bool stage_also(struct store *s, void *ctx, const json_t *result, struct 
 
 	(void)result;
 	if (!store_run_insert(s, r->run_id, r->table_uuid, r->ns, r->table, r->branch, r->base,
-			      r->adopted, &who, err))
+			      r->adopted, NULL, &who, err))
 		return false;
 	json_t *details = json_pack("{s:s, s:b, s:o}", "branch", r->branch, "adopted", r->adopted,
 				    "base-snapshot-id",
@@ -328,7 +344,7 @@ json_t *wap_list(struct store *s, const struct ns_ident *ns, const char *table, 
 	json_decref(m);
 	if (!ok)
 		return NULL;
-	runs = rowjson_array(rows, count, sizeof(*rows), run_json);
+	runs = rowjson_array(rows, count, sizeof(*rows), wap_run_json);
 	json_t *next = json_null();
 	if (runs != NULL && more && count > 0) {
 		char t[32];
@@ -391,6 +407,8 @@ json_t *wap_abandon(struct store *s, const struct table_env *env, const struct n
 		floe_err(err, FE_RUN_STATE, "run %s is %s and cannot be abandoned", run_id, state);
 		goto done;
 	}
+	if (member_refused(run, "abandoned", err))
+		goto done;
 	const char *branch = json_string_value(json_object_get(run, "branch"));
 	struct abandon_record rec = {
 		.env = env,
@@ -426,8 +444,7 @@ done:
 	return out;
 }
 
-/* The schema a snapshot was written with, else the current one. */
-static const json_t *snapshot_schema(const json_t *m, const json_t *snap)
+const json_t *wap_snapshot_schema(const json_t *m, const json_t *snap)
 {
 	json_t *sid = json_object_get(snap, "schema-id");
 	long long want = json_is_integer(sid)
@@ -593,8 +610,7 @@ static json_t *publish_commit(struct store *s, struct publish_record *rec, struc
 	return res;
 }
 
-/* Counts how a publish ended (lib/metric.h). */
-static void count_publish(const json_t *out, const struct floe_error *err)
+void wap_count_publish(const json_t *out, const struct floe_error *err)
 {
 	enum metric_wap_outcome o = METRIC_WAP_ERROR;
 
@@ -652,6 +668,17 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 	const char *state = json_string_value(json_object_get(run, "state"));
 	if (strcmp(state, "published") == 0 || strcmp(state, "abandoned") == 0) {
 		floe_err(err, FE_RUN_STATE, "run %s is %s and cannot be published", run_id, state);
+		goto done;
+	}
+	if (member_refused(run, "published", err))
+		goto done;
+	char rule[256];
+	if (!policy_release_rule(s, ns, m, rule, sizeof(rule), err))
+		goto done;
+	if (rule[0] != '\0') {
+		floe_err(err, FE_FORBIDDEN,
+			 "Branch main of table %s can only move through a release: %s", table,
+			 rule);
 		goto done;
 	}
 	if (!duties_check_publish(s, env, ns, table, m, run, err))
@@ -740,7 +767,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 	/* The payloads, one per hook (each has its own delivery id). */
 	const json_t *snap = tablemeta_snapshot(m, audited);
 	char now[40];
-	rfc3339_now(now, sizeof(now));
+	wap_rfc3339_now(now, sizeof(now));
 	calls = calloc(n, sizeof(*calls));
 	bodies = calloc(n, sizeof(*bodies));
 	deliveries = calloc(n, sizeof(*deliveries));
@@ -768,8 +795,8 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 			table_uuid, "branch", branch, "snapshot-id", (json_int_t)audited,
 			"parent-snapshot-id", json_is_integer(parent) ? parent : json_null(),
 			"main-snapshot-id", main_at >= 0 ? json_integer(main_at) : json_null(),
-			"snapshot", snap, "schema", snapshot_schema(m, snap), "metadata-location",
-			metadata_location, "requested-at", now, "requested-by",
+			"snapshot", snap, "schema", wap_snapshot_schema(m, snap),
+			"metadata-location", metadata_location, "requested-at", now, "requested-by",
 			audit_principal(env));
 		if (payload != NULL && env->client_id != NULL)
 			json_object_set_new(payload, "requested-by-client",
@@ -811,7 +838,7 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 	for (size_t i = 0; i < n; i++) {
 		const struct hook_target *h = &hooks[i];
 		char at[40];
-		rfc3339_now(at, sizeof(at));
+		wap_rfc3339_now(at, sizeof(at));
 		json_t *a = json_pack("{s:s, s:s, s:s, s:I, s:s}", "hook-id", h->id, "hook-name",
 				      h->name, "verdict", verdicts[calls[i].verdict], "latency-ms",
 				      (json_int_t)calls[i].latency_ms, "at", at);
@@ -914,7 +941,7 @@ done:
 	 * but the calls it made are facts an auditor must see. */
 	if (s != NULL && called != NULL && out == NULL && err->kind == FE_RUN_STATE)
 		record_lease_lost(s, env, ns, table, run_id, called);
-	count_publish(out, err);
+	wap_count_publish(out, err);
 	if (s != NULL)
 		store_pool_release(pool, s);
 	for (size_t i = 0; bodies != NULL && i < n; i++)

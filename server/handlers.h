@@ -162,6 +162,13 @@ void handle_hooks_get(struct http_request *req);
 void handle_hooks_delete(struct http_request *req);
 void handle_wap_stage(struct http_request *req);
 void handle_wap_publish(struct http_request *req);
+/* releases: write-audit-publish over many tables (handlers_release.c) */
+void handle_releases_list(struct http_request *req);
+void handle_releases_create(struct http_request *req);
+void handle_release_get(struct http_request *req);
+void handle_release_abandon(struct http_request *req);
+void handle_release_add(struct http_request *req);
+void handle_release_publish(struct http_request *req);
 void handle_wap_get(struct http_request *req);
 void handle_wap_list(struct http_request *req);
 void handle_wap_abandon(struct http_request *req);

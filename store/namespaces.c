@@ -385,9 +385,3 @@ bool store_ns_property_true(struct store *s, const struct ns_ident *ns, const ch
 	free(levels);
 	return ok;
 }
-
-bool store_ns_wap_required(struct store *s, const struct ns_ident *ns, char **where,
-			   struct floe_error *err)
-{
-	return store_ns_property_true(s, ns, "floe.wap.required", where, err);
-}

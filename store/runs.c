@@ -26,27 +26,42 @@
 	"staged_by, staged_client_id, published_by, published_client_id, " \
 	"abandoned_by, abandoned_client_id, " WRITTEN_BY
 
-#define RUN_COLUMNS                                                                     \
-	"SELECT id, table_uuid, array_to_string(namespace, E'\\x1f'), table_name, "     \
-	"branch, state, base_snapshot_id, audited_snapshot_id, published_snapshot_id, " \
-	"audits::text, " TS("created_at") ", " TS("updated_at") ", seq, " RUN_ACTORS " "
+#define RUN_COLUMNS                                                                       \
+	"SELECT id, table_uuid, array_to_string(namespace, E'\\x1f'), table_name, "       \
+	"branch, state, base_snapshot_id, audited_snapshot_id, published_snapshot_id, "   \
+	"audits::text, " TS("created_at") ", " TS("updated_at") ", seq, " RUN_ACTORS ", " \
+								"release_id "
 
-enum { ST_RUN_INSERT, ST_RUN_GET, ST_RUN_LIST, ST_RUN_TRANSITION, ST_RUN_EXPIRE_STALE, ST_COUNT };
+enum {
+	ST_RUN_INSERT,
+	ST_RUN_GET,
+	ST_RUN_LIST,
+	ST_RUN_TRANSITION,
+	ST_RUN_EXPIRE_STALE,
+	ST_RUN_MEMBERS,
+	ST_COUNT
+};
 
 /* One statement a row, its SQL laid out as SQL. */
 /* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
 	[ST_RUN_INSERT] = { "run_insert",
 		"INSERT INTO wap_runs (id, table_uuid, namespace, table_name, branch, state, "
-		"  base_snapshot_id, staged_by, staged_client_id, staged_after, warehouse) "
+		"  base_snapshot_id, staged_by, staged_client_id, staged_after, warehouse, "
+		"  release_id) "
 		"VALUES ($1::uuid, $2::uuid, " LEVELS("$3") ", $4, $5, 'staged', $6::bigint, "
 		"  coalesce($8, 'anonymous'), $9, CASE WHEN $7::boolean THEN 0 ELSE "
 		"  coalesce((SELECT max(id) FROM commit_log WHERE table_uuid = $2::uuid), 0) END, "
-		"  $10::text)" },
+		"  $10::text, $11::uuid)" },
 	[ST_RUN_GET] = { "run_get", RUN_COLUMNS "FROM wap_runs WHERE id = $1::uuid" },
 	[ST_RUN_LIST] = { "run_list", RUN_COLUMNS "FROM wap_runs "
 		"WHERE table_uuid = $1::uuid AND ($2::bigint IS NULL OR seq < $2::bigint) "
 		"ORDER BY seq DESC LIMIT $3::bigint" },
+	/* A release's members in the order their tables sort: the order a
+	 * publish takes their rows in, on every replica. */
+	[ST_RUN_MEMBERS] = { "run_members", RUN_COLUMNS "FROM wap_runs "
+		"WHERE release_id = $1::uuid ORDER BY namespace COLLATE \"C\", "
+		"table_name COLLATE \"C\" LIMIT $2::bigint" },
 	[ST_RUN_TRANSITION] = { "run_transition",
 		"UPDATE wap_runs SET state = $2, "
 		"  audited_snapshot_id = coalesce($4::bigint, audited_snapshot_id), "
@@ -113,16 +128,18 @@ static bool run_fill(PGresult *r, int i, void *dst)
 	    store_col_copy(r, i, 16, &row->published_client_id) &&
 	    store_col_copy(r, i, 17, &row->abandoned_by) &&
 	    store_col_copy(r, i, 18, &row->abandoned_client_id) &&
-	    store_col_copy(r, i, 19, &row->written_by))
+	    store_col_copy(r, i, 19, &row->written_by)) {
+		store_col_text(r, i, 20, row->release_id, sizeof(row->release_id));
 		return true;
+	}
 	store_run_row_clear(row);
 	return false;
 }
 
 bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 		      const struct ns_ident *ns, const char *table, const char *branch,
-		      long long base_snapshot, bool adopted, const struct store_actor *who,
-		      struct floe_error *err)
+		      long long base_snapshot, bool adopted, const char *release_id,
+		      const struct store_actor *who, struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	char base[32];
@@ -131,7 +148,7 @@ bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 	if (levels == NULL)
 		return false;
 	(void)snprintf(base, sizeof(base), "%lld", base_snapshot);
-	const char *params[10] = { id,
+	const char *params[11] = { id,
 				   table_uuid,
 				   levels,
 				   table,
@@ -140,8 +157,9 @@ bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 				   adopted ? "true" : "false",
 				   who->principal,
 				   who->client_id,
-				   s->warehouse };
-	r = store_exec(s, &statements[ST_RUN_INSERT], 10, params, err);
+				   s->warehouse,
+				   release_id };
+	r = store_exec(s, &statements[ST_RUN_INSERT], 11, params, err);
 	free(levels);
 	if (r == NULL)
 		return false;
@@ -170,6 +188,28 @@ bool store_run_list(struct store *s, const char *table_uuid, long long before_se
 	const char *params[3] = { table_uuid, before_seq > 0 ? before : NULL,
 				  limit < 0 ? NULL : lim };
 	r = store_exec(s, &statements[ST_RUN_LIST], 3, params, err);
+	if (r == NULL)
+		return false;
+	bool ok = store_rows_read(r, store_page(r, limit, more), sizeof(**rows), run_fill,
+				  store_run_clear, &out, count, err);
+	PQclear(r);
+	*rows = out;
+	return ok;
+}
+
+bool store_run_members(struct store *s, const char *release_id, long limit, struct run_row **rows,
+		       size_t *count, bool *more, struct floe_error *err)
+{
+	char lim[32];
+	void *out = NULL;
+	PGresult *r;
+
+	*rows = NULL;
+	*count = 0;
+	*more = false;
+	(void)snprintf(lim, sizeof(lim), "%ld", limit + 1);
+	const char *params[2] = { release_id, lim };
+	r = store_exec(s, &statements[ST_RUN_MEMBERS], 2, params, err);
 	if (r == NULL)
 		return false;
 	bool ok = store_rows_read(r, store_page(r, limit, more), sizeof(**rows), run_fill,

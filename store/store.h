@@ -504,12 +504,8 @@ bool store_idem_expire(struct store *s, int older_than_s, int limit, long *delet
 /* --- write-audit-publish --- */
 
 /* *where names the nearest namespace of ns (itself or an ancestor) with
- * floe.wap.required=true (caller frees), or NULL when none has it. */
-bool store_ns_wap_required(struct store *s, const struct ns_ident *ns, char **where,
-			   struct floe_error *err) FLOE_WUR;
-
-/* Like store_ns_wap_required for any property set to true (floe's control
- * properties: floe.wap.separation-of-duties). */
+ * property=true (caller frees), or NULL when none has it: floe's control
+ * properties (floe.wap.required and the others of catalog/policy.h). */
 bool store_ns_property_true(struct store *s, const struct ns_ident *ns, const char *property,
 			    char **where, struct floe_error *err) FLOE_WUR;
 
@@ -612,6 +608,7 @@ struct run_row {
 	 * run's branch after it was staged (adopted: all recorded) and not
 	 * after it was published or abandoned, sorted, at most 100. */
 	char *written_by;
+	char release_id[40]; /* "" unless the run is a release's member */
 };
 
 /* Frees what row holds and zeroes it. */
@@ -620,13 +617,19 @@ void store_run_row_clear(struct run_row *row);
 /* Clears each of count rows and frees the array (NULL is fine). */
 void store_run_rows_free(struct run_row *rows, size_t count);
 
-/* WAP runs: staged by who. A run that made its branch (not adopted) is
- * inserted in the transaction of the commit that made it, after it: the
- * commits to the branch after that one are its writes. */
+/* WAP runs: staged by who, a member of release_id (NULL: of none). A
+ * run that made its branch (not adopted) is inserted in the transaction
+ * of the commit that made it, after it: the commits to the branch after
+ * that one are its writes. */
 bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 		      const struct ns_ident *ns, const char *table, const char *branch,
-		      long long base_snapshot, bool adopted, const struct store_actor *who,
-		      struct floe_error *err) FLOE_WUR;
+		      long long base_snapshot, bool adopted, const char *release_id,
+		      const struct store_actor *who, struct floe_error *err) FLOE_WUR;
+/* The member runs of release_id, ordered by namespace and table name, at
+ * most limit: *rows is a new array of *count (store_run_rows_free); *more
+ * tells whether more follow. */
+bool store_run_members(struct store *s, const char *release_id, long limit, struct run_row **rows,
+		       size_t *count, bool *more, struct floe_error *err) FLOE_WUR;
 /* *found is false when there is no such run; else *row is filled
  * (store_run_row_clear). */
 bool store_run_get(struct store *s, const char *id, struct run_row *row, bool *found,
@@ -651,6 +654,59 @@ bool store_run_transition(struct store *s, const char *id, const char *from_stat
 			  const json_t *audits, long lease_ms, const char *lease_owner,
 			  const struct store_actor *who, bool *moved,
 			  struct floe_error *err) FLOE_WUR;
+
+/* One release: write-audit-publish over many tables (migration 0021). */
+struct release_row {
+	char id[40];
+	char *branch;
+	char *state;
+	char *audits;        /* JSON text of the hooks' verdicts */
+	char created_at[40]; /* RFC 3339 UTC */
+	char updated_at[40];
+	long long seq;      /* listing order */
+	char *staged_by;    /* "anonymous" when no principal staged it */
+	char *published_by; /* NULL until published */
+	char *abandoned_by; /* NULL unless abandoned */
+};
+
+/* Frees what row holds and zeroes it. */
+void store_release_row_clear(struct release_row *row);
+
+/* Clears each of count rows and frees the array (NULL is fine). */
+void store_release_rows_free(struct release_row *rows, size_t count);
+
+/* A new release id of the handle's warehouse, staged by who, its members
+ * staged on branch. */
+bool store_release_insert(struct store *s, const char *id, const char *branch,
+			  const struct store_actor *who, struct floe_error *err) FLOE_WUR;
+/* *found is false when the handle's warehouse has no release id; else
+ * *row is filled (store_release_row_clear). */
+bool store_release_get(struct store *s, const char *id, struct release_row *row, bool *found,
+		       struct floe_error *err) FLOE_WUR;
+/* Newest first, the releases of the handle's warehouse with seq below
+ * before_seq (0: from the newest), at most limit: *rows is a new array of
+ * *count (store_release_rows_free); *more tells whether more follow. */
+bool store_release_list(struct store *s, long long before_seq, long limit,
+			struct release_row **rows, size_t *count, bool *more,
+			struct floe_error *err) FLOE_WUR;
+/* store_run_transition's rules for a release (its audits, lease and
+ * who), with FOR UPDATE on its row: a transaction that moved it holds it
+ * until it ends. */
+bool store_release_transition(struct store *s, const char *id, const char *from_states,
+			      const char *to_state, const json_t *audits, long lease_ms,
+			      const char *lease_owner, const struct store_actor *who, bool *moved,
+			      struct floe_error *err) FLOE_WUR;
+/* Moves at most limit releases still "auditing" past_lease_s after their
+ * lease ran out to "audit-failed", with a release.lease-expired event
+ * each; *expired is how many. */
+bool store_release_expire_stale(struct store *s, int past_lease_s, int limit, long *expired,
+				struct floe_error *err) FLOE_WUR;
+/* The tables (not views) in ns and every namespace below it, ordered by
+ * namespace then name, at most limit: *names is a new array of *count
+ * strings "level\x1flevel\x1ename" (store_names_free); *more tells
+ * whether more follow. */
+bool store_tables_below(struct store *s, const struct ns_ident *ns, long limit, char ***names,
+			size_t *count, bool *more, struct floe_error *err) FLOE_WUR;
 
 /* The audit log (append-only), an event by who. An event that cannot be
  * written is FE_UNAVAILABLE: the change it records must be rolled back

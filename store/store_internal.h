@@ -55,6 +55,7 @@ extern const struct store_statements store_metrics_statements;
 extern const struct store_statements store_idem_statements;
 extern const struct store_statements store_hook_statements;
 extern const struct store_statements store_run_statements;
+extern const struct store_statements store_release_statements;
 extern const struct store_statements store_event_statements;
 extern const struct store_statements store_trail_statements;
 extern const struct store_statements store_principal_statements;

@@ -295,7 +295,8 @@ Test(duties, not_in_force_the_stager_publishes)
 	json_t *out = publish();
 
 	cr_assert_not_null(out, "%s", err.message);
-	cr_assert_eq(fake_calls("store_ns_property_true"), 1);
+	/* floe.wap.release-required, then floe.wap.separation-of-duties. */
+	cr_assert_eq(fake_calls("store_ns_property_true"), 2);
 	json_decref(out);
 }
 

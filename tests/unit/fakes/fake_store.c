@@ -538,15 +538,6 @@ bool store_idem_finish(struct store *s, const char *key, const char *owner, int 
 	return true;
 }
 
-bool store_ns_wap_required(struct store *s, const struct ns_ident *ns, char **where,
-			   struct floe_error *err)
-{
-	(void)s;
-	(void)ns;
-	*where = NULL;
-	return !fake_fault_due("store_ns_wap_required", err, NULL);
-}
-
 bool store_ns_property_true(struct store *s, const struct ns_ident *ns, const char *property,
 			    char **where, struct floe_error *err)
 {
@@ -894,10 +885,10 @@ bool store_view_list_visible(struct store *s, const long long *role_ids, size_t 
 
 bool store_run_insert(struct store *s, const char *id, const char *table_uuid,
 		      const struct ns_ident *ns, const char *table, const char *branch,
-		      long long base_snapshot, bool adopted, const struct store_actor *who,
-		      struct floe_error *err)
+		      long long base_snapshot, bool adopted, const char *release_id,
+		      const struct store_actor *who, struct floe_error *err)
 {
-	(void)s, (void)ns, (void)table, (void)adopted;
+	(void)s, (void)ns, (void)table, (void)adopted, (void)release_id;
 	if (fake_fault_due("store_run_insert", err, NULL))
 		return false;
 	json_t *run = json_pack("{s:s, s:s, s:s, s:s, s:s, s:[], s:I}", "id", id, "state", "staged",
@@ -939,4 +930,82 @@ bool store_feed_operation(struct store *s, const char *operation, struct floe_er
 {
 	(void)s, (void)operation, (void)err;
 	return true;
+}
+
+/* Releases are tested against PostgreSQL (test_releases.py). */
+bool store_run_members(struct store *s, const char *release_id, long limit, struct run_row **rows,
+		       size_t *count, bool *more, struct floe_error *err)
+{
+	(void)s, (void)release_id, (void)limit;
+	*rows = NULL;
+	*count = 0;
+	*more = false;
+	return not_faked(__func__, err);
+}
+
+bool store_release_insert(struct store *s, const char *id, const char *branch,
+			  const struct store_actor *who, struct floe_error *err)
+{
+	(void)s, (void)id, (void)branch, (void)who;
+	return not_faked(__func__, err);
+}
+
+bool store_release_get(struct store *s, const char *id, struct release_row *row, bool *found,
+		       struct floe_error *err)
+{
+	(void)s, (void)id;
+	memset(row, 0, sizeof(*row));
+	*found = false;
+	return not_faked(__func__, err);
+}
+
+bool store_release_list(struct store *s, long long before_seq, long limit,
+			struct release_row **rows, size_t *count, bool *more,
+			struct floe_error *err)
+{
+	(void)s, (void)before_seq, (void)limit;
+	*rows = NULL;
+	*count = 0;
+	*more = false;
+	return not_faked(__func__, err);
+}
+
+bool store_release_transition(struct store *s, const char *id, const char *from_states,
+			      const char *to_state, const json_t *audits, long lease_ms,
+			      const char *lease_owner, const struct store_actor *who, bool *moved,
+			      struct floe_error *err)
+{
+	(void)s, (void)id, (void)from_states, (void)to_state, (void)audits, (void)lease_ms;
+	(void)lease_owner, (void)who;
+	*moved = false;
+	return not_faked(__func__, err);
+}
+
+bool store_release_expire_stale(struct store *s, int past_lease_s, int limit, long *expired,
+				struct floe_error *err)
+{
+	(void)s, (void)past_lease_s, (void)limit, (void)err;
+	*expired = 0;
+	return true;
+}
+
+bool store_tables_below(struct store *s, const struct ns_ident *ns, long limit, char ***names,
+			size_t *count, bool *more, struct floe_error *err)
+{
+	(void)s, (void)ns, (void)limit;
+	*names = NULL;
+	*count = 0;
+	*more = false;
+	return not_faked(__func__, err);
+}
+
+void store_release_row_clear(struct release_row *row)
+{
+	memset(row, 0, sizeof(*row));
+}
+
+void store_release_rows_free(struct release_row *rows, size_t count)
+{
+	(void)count;
+	free(rows);
 }

@@ -1,0 +1,1164 @@
+/*
+ * release.c - write-audit-publish over many tables (release.h). A
+ * publish goes as wap.c's does, over every member at once: check each
+ * member and fix its audited snapshot, take the release's lease, release
+ * the database, call every hook in scope of any member once with all of
+ * them, then either one transaction moves every member's main (each
+ * guarded by its main at audit time) or nothing moves.
+ */
+#include "release.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "access.h"
+#include "auditlog.h"
+#include "duties.h"
+#include "emptysnap.h"
+#include "hooksecrets.h"
+#include "hookspec.h"
+#include "log.h"
+#include "ports.h"
+#include "refs.h"
+#include "rowjson.h"
+#include "system.h"
+#include "tablemeta.h"
+#include "uuid.h"
+#include "wapint.h"
+#include "wording.h"
+
+#define RELEASES_PAGE_MAX 1000
+/* As wap.c's: past the longest hook timeout and this, the audit's floe is
+ * gone and the release may be published again. */
+#define RELEASE_LEASE_MARGIN_MS 10000
+#define RELEASE_PUBLISHABLE "staged,rejected,audit-failed,auditing-stale"
+
+/* One member table while a release is staged, published or abandoned. */
+struct member {
+	struct table_ident id;
+	json_t *m;       /* its metadata */
+	char *location;  /* of m */
+	json_t *run;     /* its run as the API shows it (members of a release) */
+	char run_id[40]; /* as a run_row holds it */
+	char uuid[40];
+	long long main_at; /* -1: main has no snapshot */
+	long long audited;
+	char *manifest_list; /* staging an empty table: its empty snapshot's */
+	struct hook_target *hooks;
+	size_t nhooks;
+};
+
+static void members_free(struct member *ms, size_t n)
+{
+	for (size_t i = 0; ms != NULL && i < n; i++) {
+		table_ident_clear(&ms[i].id);
+		json_decref(ms[i].m);
+		free(ms[i].location);
+		json_decref(ms[i].run);
+		free(ms[i].manifest_list);
+		store_hook_targets_free(ms[i].hooks, ms[i].nhooks);
+	}
+	free(ms);
+}
+
+static bool no_such_release(const char *id, struct floe_error *err)
+{
+	return floe_err(err, FE_NO_SUCH_RUN, "Release does not exist: %.64s", id);
+}
+
+static json_t *table_json(const struct table_ident *t)
+{
+	return json_pack("{s:o, s:s}", "namespace", ident_ns_to_json(&t->ns), "name", t->name);
+}
+
+static bool same_table(const struct table_ident *a, const struct ns_ident *ns, const char *name)
+{
+	if (strcmp(a->name, name) != 0 || a->ns.nlevels != ns->nlevels)
+		return false;
+	for (size_t l = 0; l < ns->nlevels; l++) {
+		if (strcmp(a->ns.levels[l], ns->levels[l]) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* Appends ns.name to ms unless it is there already. */
+static bool member_add(struct member *ms, size_t *n, const struct ns_ident *ns, const char *name,
+		       struct floe_error *err)
+{
+	for (size_t i = 0; i < *n; i++) {
+		if (same_table(&ms[i].id, ns, name))
+			return true;
+	}
+	if (*n >= RELEASE_TABLES_MAX)
+		return floe_err(err, FE_BAD_REQUEST, "a release holds at most %d tables",
+				RELEASE_TABLES_MAX);
+	struct member *m = &ms[*n];
+	memset(m, 0, sizeof(*m));
+	m->id.name = strdup(name);
+	if (m->id.name == NULL || !ident_ns_copy(&m->id.ns, ns)) {
+		table_ident_clear(&m->id);
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	m->main_at = -1;
+	(*n)++;
+	return true;
+}
+
+/* Adds every table of the namespace subtree ns. */
+static bool members_below(struct store *s, const struct ns_ident *ns, struct member *ms, size_t *n,
+			  struct floe_error *err)
+{
+	char **names = NULL;
+	size_t count = 0;
+	bool more = false;
+	bool ok = store_tables_below(s, ns, RELEASE_TABLES_MAX, &names, &count, &more, err);
+
+	if (ok && more)
+		ok = floe_err(err, FE_BAD_REQUEST, "a release holds at most %d tables",
+			      RELEASE_TABLES_MAX);
+	for (size_t i = 0; ok && i < count; i++) {
+		char *sep = strchr(names[i], '\x1e');
+		struct ns_ident at = { 0 };
+		if (sep == NULL) {
+			ok = floe_err(err, FE_INTERNAL, "a table name came back unreadable");
+			break;
+		}
+		ok = ident_ns_parse(names[i], (size_t)(sep - names[i]), &at, err) &&
+		     member_add(ms, n, &at, sep + 1, err);
+		ident_ns_clear(&at);
+	}
+	store_names_free(names, count);
+	return ok;
+}
+
+/* The tables body names ("tables" and "namespaces"), at least one. */
+static bool members_parse(struct store *s, const json_t *body, struct member **out, size_t *n,
+			  struct floe_error *err)
+{
+	const json_t *tables = json_object_get(body, "tables");
+	const json_t *spaces = json_object_get(body, "namespaces");
+	size_t i;
+	json_t *v;
+
+	*out = NULL;
+	*n = 0;
+	if (tables != NULL && !json_is_null(tables) && !json_is_array(tables))
+		return floe_err(err, FE_BAD_REQUEST,
+				"field 'tables' must be an array of table identifiers");
+	if (spaces != NULL && !json_is_null(spaces) && !json_is_array(spaces))
+		return floe_err(err, FE_BAD_REQUEST,
+				"field 'namespaces' must be an array of namespaces");
+	if (json_array_size(tables) > RELEASE_TABLES_MAX ||
+	    json_array_size(spaces) > RELEASE_TABLES_MAX)
+		return floe_err(err, FE_BAD_REQUEST, "a release holds at most %d tables",
+				RELEASE_TABLES_MAX);
+	struct member *ms = calloc(RELEASE_TABLES_MAX, sizeof(*ms));
+	if (ms == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	bool ok = true;
+	json_array_foreach(tables, i, v) {
+		struct table_ident t = { 0 };
+		ok = table_ident_from_json(v, "tables", &t, err) &&
+		     member_add(ms, n, &t.ns, t.name, err);
+		table_ident_clear(&t);
+		if (!ok)
+			break;
+	}
+	json_array_foreach(spaces, i, v) {
+		if (!ok)
+			break;
+		struct ns_ident ns = { 0 };
+		size_t before = *n;
+		ok = ident_ns_from_json(v, "namespaces", &ns, err) &&
+		     members_below(s, &ns, ms, n, err);
+		/* A namespace with no table may be a typo: it must exist. */
+		bool exists = true;
+		if (ok && *n == before)
+			ok = store_ns_exists(s, &ns, &exists, err) &&
+			     (exists || wording_no_such_namespace(&ns, err));
+		ident_ns_clear(&ns);
+	}
+	if (ok && *n == 0)
+		ok = floe_err(err, FE_BAD_REQUEST,
+			      "a release needs at least one table ('tables' or 'namespaces')");
+	if (!ok) {
+		members_free(ms, *n);
+		*n = 0;
+		return false;
+	}
+	*out = ms;
+	return true;
+}
+
+/* --- reading --- */
+
+static json_t *release_row_json(const void *row)
+{
+	const struct release_row *r = row;
+	json_t *out = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "id", r->id, "branch",
+				r->branch, "state", r->state, "created-at", r->created_at,
+				"updated-at", r->updated_at, "staged-by",
+				r->staged_by ? r->staged_by : "anonymous", "audits",
+				rowjson_text(r->audits));
+
+	if (out != NULL && r->published_by != NULL)
+		json_object_set_new(out, "published-by", json_string(r->published_by));
+	if (out != NULL && r->abandoned_by != NULL)
+		json_object_set_new(out, "abandoned-by", json_string(r->abandoned_by));
+	return out;
+}
+
+/* The release id with its members (their runs) in *out, or NULL with
+ * FE_NO_SUCH_RUN. members/nmembers, when not NULL, receive the runs as
+ * struct member (identifier, run JSON, run id, table uuid). */
+static json_t *load_release(struct store *s, const char *id, struct member **members,
+			    size_t *nmembers, struct floe_error *err)
+{
+	struct release_row row;
+	struct run_row *runs = NULL;
+	size_t count = 0;
+	bool found = false, more = false;
+	json_t *out = NULL;
+
+	if (members != NULL) {
+		*members = NULL;
+		*nmembers = 0;
+	}
+	if (!hook_id_valid(id))
+		return no_such_release(id, err), NULL;
+	if (!store_release_get(s, id, &row, &found, err))
+		return NULL;
+	if (!found)
+		return no_such_release(id, err), NULL;
+	out = release_row_json(&row);
+	store_release_row_clear(&row);
+	if (out == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
+	if (!store_run_members(s, id, RELEASE_TABLES_MAX, &runs, &count, &more, err)) {
+		json_decref(out);
+		return NULL;
+	}
+	json_t *tables = rowjson_array(runs, count, sizeof(*runs), wap_run_json);
+	struct member *ms = members != NULL ? calloc(count + 1, sizeof(*ms)) : NULL;
+	bool ok = tables != NULL && (members == NULL || ms != NULL);
+	for (size_t i = 0; ok && members != NULL && i < count; i++) {
+		struct member *m = &ms[i];
+		m->main_at = -1;
+		m->id.name = strdup(runs[i].table_name);
+		ok = m->id.name != NULL && ident_ns_copy(&m->id.ns, &runs[i].ns);
+		(void)snprintf(m->run_id, sizeof(m->run_id), "%s", runs[i].id);
+		(void)snprintf(m->uuid, sizeof(m->uuid), "%s", runs[i].table_uuid);
+		m->run = json_incref(json_array_get(tables, i));
+	}
+	store_run_rows_free(runs, count);
+	if (!ok) {
+		members_free(ms, count);
+		json_decref(tables);
+		json_decref(out);
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
+	}
+	json_object_set_new(out, "tables", tables);
+	if (members != NULL) {
+		*members = ms;
+		*nmembers = count;
+	}
+	return out;
+}
+
+/* FE_FORBIDDEN unless env's principal holds priv on every member. */
+static bool members_allowed(struct store *s, const struct table_env *env, enum privilege priv,
+			    const struct member *ms, size_t n, struct floe_error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!access_check(s, env->acting, priv, &ms[i].id.ns, ms[i].id.name, err))
+			return false;
+	}
+	return true;
+}
+
+json_t *release_get(struct store *s, const struct table_env *env, const char *id,
+		    struct floe_error *err)
+{
+	struct member *ms = NULL;
+	size_t n = 0;
+	json_t *out = load_release(s, id, &ms, &n, err);
+
+	if (out != NULL && !members_allowed(s, env, PRIV_TABLE_READ, ms, n, err)) {
+		json_decref(out);
+		out = NULL;
+	}
+	members_free(ms, n);
+	return out;
+}
+
+json_t *release_list(struct store *s, const char *token, long page_size, struct floe_error *err)
+{
+	struct release_row *rows = NULL;
+	size_t count = 0;
+	bool more = false;
+	long long before = 0;
+
+	if (token != NULL && *token != '\0') {
+		char *end = NULL;
+		before = strtoll(token, &end, 10);
+		if (*end != '\0' || before <= 0)
+			return floe_err(err, FE_BAD_REQUEST,
+					"pageToken is not a token this server issued"),
+			       NULL;
+	}
+	long limit = page_size > RELEASES_PAGE_MAX ? RELEASES_PAGE_MAX : page_size;
+	if (!store_release_list(s, before, limit, &rows, &count, &more, err))
+		return NULL;
+	json_t *list = rowjson_array(rows, count, sizeof(*rows), release_row_json);
+	json_t *next = json_null();
+	if (list != NULL && more && count > 0) {
+		char t[32];
+		(void)snprintf(t, sizeof(t), "%lld", rows[count - 1].seq);
+		next = json_string(t);
+	}
+	store_release_rows_free(rows, count);
+	if (list == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
+	return json_pack("{s:o, s:o}", "releases", list, "next-page-token", next);
+}
+
+/* --- staging --- */
+
+struct stage_record {
+	const struct table_env *env;
+	const char *release_id;
+	const char *branch;
+	struct member *ms;
+	size_t n;
+	bool creating;
+};
+
+/* In the transaction that makes every member's branch: the release (when
+ * new), each member's run and their events. */
+static bool stage_also(struct store *s, void *ctx, const json_t *result, struct floe_error *err)
+{
+	struct stage_record *r = ctx;
+	struct store_actor who = audit_actor(r->env);
+	json_t *tables = json_array();
+	bool ok = tables != NULL;
+
+	(void)result;
+	if (ok && r->creating)
+		ok = store_release_insert(s, r->release_id, r->branch, &who, err);
+	for (size_t i = 0; ok && i < r->n; i++) {
+		struct member *m = &r->ms[i];
+		ok = store_run_insert(s, m->run_id, m->uuid, &m->id.ns, m->id.name, r->branch,
+				      m->main_at, false, r->release_id, &who, err);
+		json_t *details = json_pack("{s:s, s:b, s:o, s:s}", "branch", r->branch, "adopted",
+					    false, "base-snapshot-id",
+					    m->main_at >= 0 ? json_integer(m->main_at)
+							    : json_null(),
+					    "release-id", r->release_id);
+		ok = ok && store_event_insert(s, "wap.staged", &who, &m->id.ns, m->id.name,
+					      m->run_id, details, err);
+		json_decref(details);
+		json_array_append_new(tables, table_json(&m->id));
+	}
+	if (ok) {
+		json_t *details = json_pack("{s:s, s:O}", "branch", r->branch, "tables", tables);
+		ok = store_event_insert(s, r->creating ? "release.staged" : "release.tables-added",
+					&who, NULL, NULL, r->release_id, details, err);
+		json_decref(details);
+	}
+	json_decref(tables);
+	return ok;
+}
+
+/* The change that makes branch on member m at its main snapshot (an
+ * empty table: at a new empty snapshot, as wap_stage does). */
+static json_t *stage_change(struct member *m, const char *branch, struct floe_error *err)
+{
+	struct timespec ts;
+	long long at = m->main_at;
+	json_t *main_req = json_pack("{s:s, s:s}", "type", "assert-ref-snapshot-id", "ref", "main");
+	json_t *reqs = json_pack("[{s:s, s:s}, {s:s, s:s}, o]", "type", "assert-table-uuid", "uuid",
+				 m->uuid, "type", "assert-ref-snapshot-id", "ref", branch,
+				 main_req);
+	json_t *ups = json_array();
+
+	if (m->main_at >= 0)
+		json_object_set_new(main_req, "snapshot-id", json_integer(m->main_at));
+	if (m->main_at < 0) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		json_t *snap = emptysnap_create(m->m,
+						(long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+						&m->manifest_list, err);
+		if (snap == NULL) {
+			json_decref(reqs);
+			json_decref(ups);
+			return NULL;
+		}
+		at = json_integer_value(json_object_get(snap, "snapshot-id"));
+		json_array_append_new(ups, json_pack("{s:s, s:o}", "action", "add-snapshot",
+						     "snapshot", snap));
+	}
+	json_array_append_new(ups, json_pack("{s:s, s:s, s:s, s:I}", "action", "set-snapshot-ref",
+					     "ref-name", branch, "type", "branch", "snapshot-id",
+					     (json_int_t)at));
+	return json_pack("{s:o, s:o, s:o}", "identifier", table_json(&m->id), "requirements", reqs,
+			 "updates", ups);
+}
+
+/* Stages branch on each of ms in one transaction (with the release when
+ * creating). */
+static bool stage_members(struct store *s, const struct table_env *env, const char *release_id,
+			  const char *branch, struct member *ms, size_t n, bool creating,
+			  struct floe_error *err)
+{
+	json_t *changes = json_array();
+	bool ok = changes != NULL;
+	size_t failed = SIZE_MAX;
+
+	if (!ok)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	for (size_t i = 0; ok && i < n; i++) {
+		struct member *m = &ms[i];
+		ok = access_check(s, env->acting, PRIV_WAP_STAGE, &m->id.ns, m->id.name, err);
+		if (ok) {
+			m->m = table_load_metadata(s, &m->id.ns, m->id.name, NULL, err);
+			ok = m->m != NULL;
+		}
+		if (!ok)
+			break;
+		(void)snprintf(m->uuid, sizeof(m->uuid), "%s",
+			       json_string_value(json_object_get(m->m, "table-uuid")));
+		m->main_at = tablemeta_current_snapshot(m->m);
+		if (json_object_get(json_object_get(m->m, "refs"), branch) != NULL) {
+			ok = floe_err(err, FE_ALREADY_EXISTS,
+				      "table %s already has a branch or tag %s", m->id.name,
+				      branch);
+			break;
+		}
+		if (!uuid_v4(m->run_id)) {
+			ok = floe_err(err, FE_INTERNAL, "no randomness for a run id");
+			break;
+		}
+		json_t *c = stage_change(m, branch, err);
+		ok = c != NULL && json_array_append_new(changes, c) == 0;
+	}
+	if (ok) {
+		struct stage_record rec = { env, release_id, branch, ms, n, creating };
+		ok = table_commit_many(s, env, changes, 0, stage_also, &rec, &failed, err);
+		if (!ok && failed < n && err->kind == FE_COMMIT_FAILED)
+			floe_err(
+				err, FE_COMMIT_FAILED,
+				"table %s changed while the release was staged; nothing was staged, stage again",
+				ms[failed].id.name);
+	}
+	json_decref(changes);
+	if (!ok && err->kind != FE_COMMIT_STATE_UNKNOWN) {
+		for (size_t i = 0; i < n; i++) {
+			if (ms[i].manifest_list != NULL)
+				fileio_remove(ms[i].manifest_list);
+		}
+	}
+	return ok;
+}
+
+/* body.name as a branch name in out (default release-<id>). */
+static bool branch_name(const json_t *body, const char *id, char *out, size_t len,
+			struct floe_error *err)
+{
+	const json_t *name = json_object_get(body, "name");
+
+	if (name == NULL || json_is_null(name)) {
+		(void)snprintf(out, len, "release-%s", id);
+		return true;
+	}
+	if (!json_is_string(name))
+		return floe_err(err, FE_BAD_REQUEST, "field 'name' must be a string");
+	if (!ident_name_check(json_string_value(name), json_string_length(name), "name", err))
+		return false;
+	if (strcmp(json_string_value(name), "main") == 0)
+		return floe_err(err, FE_BAD_REQUEST, "Branch main cannot be a staging branch");
+	(void)snprintf(out, len, "%s", json_string_value(name));
+	return true;
+}
+
+json_t *release_create(struct store *s, const struct table_env *env, const json_t *body,
+		       struct floe_error *err)
+{
+	char id[UUID_STR_LEN];
+	char branch[300];
+	struct member *ms = NULL;
+	size_t n = 0;
+	json_t *out = NULL;
+
+	if (!json_is_object(body))
+		return floe_err(err, FE_BAD_REQUEST, "the body must be a JSON object"), NULL;
+	if (!uuid_v4(id))
+		return floe_err(err, FE_INTERNAL, "no randomness for a release id"), NULL;
+	if (!branch_name(body, id, branch, sizeof(branch), err) ||
+	    !members_parse(s, body, &ms, &n, err))
+		return NULL;
+	if (stage_members(s, env, id, branch, ms, n, true, err)) {
+		log_info("release", "release %s staged on %zu tables, branch %s rid=%s", id, n,
+			 branch, env->request_id);
+		out = load_release(s, id, NULL, NULL, err);
+	}
+	members_free(ms, n);
+	return out;
+}
+
+json_t *release_add(struct store *s, const struct table_env *env, const char *id,
+		    const json_t *body, struct floe_error *err)
+{
+	struct member *have = NULL, *ms = NULL;
+	size_t nhave = 0, n = 0;
+	json_t *out = NULL;
+
+	if (!json_is_object(body))
+		return floe_err(err, FE_BAD_REQUEST, "the body must be a JSON object"), NULL;
+	json_t *rel = load_release(s, id, &have, &nhave, err);
+	if (rel == NULL)
+		return NULL;
+	const char *state = json_string_value(json_object_get(rel, "state"));
+	const char *branch = json_string_value(json_object_get(rel, "branch"));
+	if (strcmp(state, "published") == 0 || strcmp(state, "abandoned") == 0 ||
+	    strcmp(state, "auditing") == 0) {
+		floe_err(err, FE_RUN_STATE, "release %s is %s: no table can be added", id, state);
+		goto done;
+	}
+	if (!members_parse(s, body, &ms, &n, err))
+		goto done;
+	/* Members already in the release stay as they are. */
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool known = false;
+		for (size_t j = 0; j < nhave && !known; j++)
+			known = same_table(&have[j].id, &ms[i].id.ns, ms[i].id.name);
+		if (known) {
+			table_ident_clear(&ms[i].id);
+			continue;
+		}
+		if (k != i) {
+			ms[k] = ms[i];
+			memset(&ms[i], 0, sizeof(ms[i]));
+		}
+		k++;
+	}
+	n = k;
+	if (nhave + n > RELEASE_TABLES_MAX) {
+		floe_err(err, FE_BAD_REQUEST, "a release holds at most %d tables",
+			 RELEASE_TABLES_MAX);
+		goto done;
+	}
+	if (n > 0 && !stage_members(s, env, id, branch, ms, n, false, err))
+		goto done;
+	out = load_release(s, id, NULL, NULL, err);
+done:
+	members_free(ms, n);
+	members_free(have, nhave);
+	json_decref(rel);
+	return out;
+}
+
+/* --- abandon --- */
+
+struct abandon_record {
+	const struct table_env *env;
+	const char *release_id;
+	const char *branch;
+	struct member *ms;
+	size_t n;
+};
+
+static bool abandon_also(struct store *s, void *ctx, const json_t *result, struct floe_error *err)
+{
+	struct abandon_record *a = ctx;
+	struct store_actor who = audit_actor(a->env);
+	bool moved = false;
+
+	(void)result;
+	if (!store_release_transition(s, a->release_id, RELEASE_PUBLISHABLE, "abandoned", NULL, 0,
+				      NULL, &who, &moved, err))
+		return false;
+	if (!moved)
+		return floe_err(err, FE_RUN_STATE,
+				"release %s is being audited and cannot be abandoned now",
+				a->release_id);
+	for (size_t i = 0; i < a->n; i++) {
+		struct member *m = &a->ms[i];
+		bool ok = store_run_transition(s, m->run_id, "staged,rejected,audit-failed",
+					       "abandoned", -1, -1, NULL, 0, NULL, &who, &moved,
+					       err);
+		json_t *details = json_pack("{s:s, s:b, s:s}", "branch", a->branch,
+					    "branch-dropped", m->m != NULL, "release-id",
+					    a->release_id);
+		ok = ok && store_event_insert(s, "wap.abandoned", &who, &m->id.ns, m->id.name,
+					      m->run_id, details, err);
+		json_decref(details);
+		if (!ok)
+			return false;
+	}
+	json_t *details = json_pack("{s:s, s:I}", "branch", a->branch, "tables", (json_int_t)a->n);
+	bool ok = store_event_insert(s, "release.abandoned", &who, NULL, NULL, a->release_id,
+				     details, err);
+	json_decref(details);
+	return ok;
+}
+
+json_t *release_abandon(struct store *s, const struct table_env *env, const char *id,
+			struct floe_error *err)
+{
+	struct member *ms = NULL;
+	size_t n = 0;
+	json_t *out = NULL;
+	json_t *changes = NULL;
+	json_t *rel = load_release(s, id, &ms, &n, err);
+
+	if (rel == NULL)
+		return NULL;
+	const char *state = json_string_value(json_object_get(rel, "state"));
+	const char *branch = json_string_value(json_object_get(rel, "branch"));
+	if (strcmp(state, "published") == 0 || strcmp(state, "abandoned") == 0) {
+		floe_err(err, FE_RUN_STATE, "release %s is %s and cannot be abandoned", id, state);
+		goto done;
+	}
+	if (!members_allowed(s, env, PRIV_WAP_STAGE, ms, n, err))
+		goto done;
+	changes = json_array();
+	for (size_t i = 0; i < n; i++) {
+		struct floe_error lerr;
+		/* A member dropped since has no branch left to drop. */
+		json_t *m = table_load_metadata(s, &ms[i].id.ns, ms[i].id.name, NULL, &lerr);
+		if (m != NULL &&
+		    strcasecmp(json_string_value(json_object_get(m, "table-uuid")), ms[i].uuid) ==
+			    0 &&
+		    json_object_get(json_object_get(m, "refs"), branch) != NULL) {
+			ms[i].m = m;
+			json_array_append_new(changes,
+					      json_pack("{s:o, s:[], s:[{s:s, s:s}]}", "identifier",
+							table_json(&ms[i].id), "requirements",
+							"updates", "action", "remove-snapshot-ref",
+							"ref-name", branch));
+		} else {
+			json_decref(m);
+		}
+	}
+	struct abandon_record rec = { env, id, branch, ms, n };
+	bool ok;
+	if (json_array_size(changes) > 0) {
+		size_t failed;
+		ok = table_commit_many(s, env, changes, 0, abandon_also, &rec, &failed, err);
+	} else {
+		ok = store_begin(s, err) && abandon_also(s, &rec, NULL, err) &&
+		     store_commit(s, err);
+		if (!ok && err->kind != FE_COMMIT_STATE_UNKNOWN)
+			store_rollback(s);
+	}
+	if (ok)
+		out = load_release(s, id, NULL, NULL, err);
+done:
+	json_decref(changes);
+	json_decref(rel);
+	members_free(ms, n);
+	return out;
+}
+
+/* --- publish --- */
+
+/* Moves the release from auditing to state under lease, with its audits,
+ * each member's run (to state, audited) and the events, in one
+ * transaction. details is stolen. */
+static bool finish_release(struct store *s, const struct table_env *env, const char *id,
+			   const char *lease, const char *state, const json_t *audits,
+			   const json_t *calls, struct member *ms, size_t n, const char *event,
+			   json_t *details, struct floe_error *err)
+{
+	struct store_actor who = audit_actor(env);
+	bool moved = false;
+	size_t i;
+	json_t *c;
+	bool ok = store_begin(s, err) && store_release_transition(s, id, "auditing", state, audits,
+								  0, lease, &who, &moved, err);
+
+	if (ok && !moved)
+		ok = floe_err(
+			err, FE_RUN_STATE,
+			"release %s was taken over by another publish while it was audited; its outcome is that publish's",
+			id);
+	json_array_foreach((json_t *)calls, i, c) {
+		if (ok)
+			ok = store_event_insert(s, "release.hook-called", &who, NULL, NULL, id, c,
+						err);
+	}
+	/* Each member's run says how its release's audit ended. */
+	for (i = 0; ok && strcmp(state, "staged") != 0 && i < n; i++)
+		ok = store_run_transition(s, ms[i].run_id, "staged,rejected,audit-failed", state,
+					  ms[i].audited, -1, audits, 0, NULL, &who, &moved, err);
+	if (ok && event != NULL)
+		ok = store_event_insert(s, event, &who, NULL, NULL, id, details, err);
+	if (ok)
+		ok = store_commit(s, err);
+	else if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+		store_rollback(s);
+	if (!ok)
+		log_error("release", "release %s could not move to %s: %s rid=%s", id, state,
+			  err->message, env->request_id);
+	json_decref(details);
+	return ok;
+}
+
+struct publish_record {
+	const struct table_env *env;
+	const char *id;
+	const char *branch;
+	const char *lease;
+	struct member *ms;
+	size_t n;
+	bool drop_branch;
+	const json_t *audits;
+	const json_t *calls;
+};
+
+/* In the transaction that moves every main: the release and every member
+ * become published, with their events; or nothing moves. */
+static bool publish_also(struct store *s, void *ctx, const json_t *result, struct floe_error *err)
+{
+	struct publish_record *p = ctx;
+	struct store_actor who = audit_actor(p->env);
+	bool moved = false;
+	size_t i;
+	json_t *c;
+
+	(void)result;
+	if (!store_release_transition(s, p->id, "auditing", "published", p->audits, 0, p->lease,
+				      &who, &moved, err))
+		return false;
+	if (!moved)
+		return floe_err(err, FE_RUN_STATE,
+				"release %s was taken over while it was audited; nothing published",
+				p->id);
+	json_array_foreach((json_t *)p->calls, i, c) {
+		if (!store_event_insert(s, "release.hook-called", &who, NULL, NULL, p->id, c, err))
+			return false;
+	}
+	json_t *tables = json_array();
+	for (i = 0; i < p->n; i++) {
+		struct member *m = &p->ms[i];
+		bool ok = store_run_transition(s, m->run_id, "staged,rejected,audit-failed",
+					       "published", m->audited, m->audited, p->audits, 0,
+					       NULL, &who, &moved, err);
+		if (ok && !moved)
+			ok = floe_err(err, FE_RUN_STATE, "run %s of release %s moved on its own",
+				      m->run_id, p->id);
+		json_t *details = json_pack("{s:I, s:s, s:b, s:o, s:s}", "snapshot-id",
+					    (json_int_t)m->audited, "branch", p->branch,
+					    "branch-dropped", p->drop_branch,
+					    "previous-main-snapshot-id",
+					    m->main_at >= 0 ? json_integer(m->main_at)
+							    : json_null(),
+					    "release-id", p->id);
+		ok = ok && store_event_insert(s, "wap.published", &who, &m->id.ns, m->id.name,
+					      m->run_id, details, err);
+		json_decref(details);
+		json_t *t = table_json(&m->id);
+		json_object_set_new(t, "snapshot-id", json_integer(m->audited));
+		json_array_append_new(tables, t);
+		if (!ok) {
+			json_decref(tables);
+			return false;
+		}
+	}
+	json_t *details = json_pack("{s:s, s:o}", "branch", p->branch, "tables", tables);
+	bool ok = store_event_insert(s, "release.published", &who, NULL, NULL, p->id, details, err);
+	json_decref(details);
+	return ok;
+}
+
+static bool publish_commit(struct store *s, struct publish_record *rec, size_t *failed,
+			   struct floe_error *err)
+{
+	json_t *changes = json_array();
+
+	for (size_t i = 0; i < rec->n; i++) {
+		const struct member *m = &rec->ms[i];
+		json_t *main_req = json_pack("{s:s, s:s}", "type", "assert-ref-snapshot-id", "ref",
+					     "main");
+		if (m->main_at >= 0)
+			json_object_set_new(main_req, "snapshot-id", json_integer(m->main_at));
+		json_t *reqs = json_pack("[{s:s, s:s}, o, {s:s, s:s, s:I}]", "type",
+					 "assert-table-uuid", "uuid", m->uuid, main_req, "type",
+					 "assert-ref-snapshot-id", "ref", rec->branch,
+					 "snapshot-id", (json_int_t)m->audited);
+		json_t *ups = json_pack("[{s:s, s:s, s:s, s:I}]", "action", "set-snapshot-ref",
+					"ref-name", "main", "type", "branch", "snapshot-id",
+					(json_int_t)m->audited);
+		if (rec->drop_branch)
+			json_array_append_new(ups, json_pack("{s:s, s:s}", "action",
+							     "remove-snapshot-ref", "ref-name",
+							     rec->branch));
+		json_array_append_new(changes,
+				      json_pack("{s:o, s:o, s:o}", "identifier", table_json(&m->id),
+						"requirements", reqs, "updates", ups));
+	}
+	bool ok = table_commit_many(s, rec->env, changes, TABLE_COMMIT_MAIN_MOVE, publish_also, rec,
+				    failed, err);
+	json_decref(changes);
+	return ok;
+}
+
+/* Checks member m for publishing: its table, the caller's privileges and
+ * duties, its branch; fixes its audited snapshot and main; FE_NOT_FAST_FORWARD
+ * when main is not an ancestor of the branch. */
+static bool member_check(struct store *s, const struct table_env *env, const char *branch,
+			 struct member *m, struct floe_error *err)
+{
+	if (!access_check(s, env->acting, PRIV_WAP_PUBLISH, &m->id.ns, m->id.name, err))
+		return false;
+	m->m = table_load_metadata(s, &m->id.ns, m->id.name, &m->location, err);
+	if (m->m == NULL)
+		return false;
+	if (strcasecmp(json_string_value(json_object_get(m->m, "table-uuid")), m->uuid) != 0)
+		return floe_err(
+			err, FE_RUN_STATE,
+			"table %s was dropped and created again since the release staged it",
+			m->id.name);
+	if (!duties_check_publish(s, env, &m->id.ns, m->id.name, m->m, m->run, err))
+		return false;
+	json_t *bref = json_object_get(json_object_get(m->m, "refs"), branch);
+	if (bref == NULL)
+		return floe_err(err, FE_NO_SUCH_REFERENCE,
+				"the release's branch %s no longer exists on table %s", branch,
+				m->id.name);
+	m->audited = json_integer_value(json_object_get(bref, "snapshot-id"));
+	m->main_at = tablemeta_current_snapshot(m->m);
+	if (m->main_at >= 0 && !refs_is_ancestor(m->m, m->main_at, m->audited))
+		return floe_err(
+			err, FE_NOT_FAST_FORWARD,
+			"Branch main of table %s (snapshot %lld) is not an ancestor of the audited snapshot %lld; main cannot be fast-forwarded",
+			m->id.name, m->main_at, m->audited);
+	if (!store_hooks_in_scope(s, &m->id.ns, m->id.name, &m->hooks, &m->nhooks, err))
+		return false;
+	if (m->nhooks == 0)
+		return floe_err(
+			err, FE_NO_HOOK,
+			"no audit hook covers table %s: an unaudited publish is not a publish",
+			m->id.name);
+	return true;
+}
+
+/* The members as the audit payload lists them. */
+static json_t *payload_tables(const struct member *ms, size_t n)
+{
+	json_t *tables = json_array();
+
+	for (size_t i = 0; tables != NULL && i < n; i++) {
+		const struct member *m = &ms[i];
+		const json_t *snap = tablemeta_snapshot(m->m, m->audited);
+		json_t *parent = json_object_get(snap, "parent-snapshot-id");
+		json_t *t = json_pack("{s:o, s:s, s:s, s:I, s:O, s:o, s:O, s:O, s:s?}", "table",
+				      table_json(&m->id), "table-uuid", m->uuid, "run-id",
+				      m->run_id, "snapshot-id", (json_int_t)m->audited,
+				      "parent-snapshot-id",
+				      json_is_integer(parent) ? parent : json_null(),
+				      "main-snapshot-id",
+				      m->main_at >= 0 ? json_integer(m->main_at) : json_null(),
+				      "snapshot", snap ? snap : json_null(), "schema",
+				      wap_snapshot_schema(m->m, snap), "metadata-location",
+				      m->location);
+		if (t == NULL || json_array_append_new(tables, t) != 0) {
+			json_decref(tables);
+			return NULL;
+		}
+	}
+	return tables;
+}
+
+/* The hooks in scope of any member, each once, moved out of the members'
+ * lists into *out (store_hook_targets_free). */
+static bool hooks_union(struct member *ms, size_t n, struct hook_target **out, size_t *count,
+			struct floe_error *err)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += ms[i].nhooks;
+	struct hook_target *all = calloc(total + 1, sizeof(*all));
+	if (all == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	*count = 0;
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = 0; j < ms[i].nhooks; j++) {
+			bool seen = false;
+			for (size_t k = 0; k < *count && !seen; k++)
+				seen = strcmp(all[k].id, ms[i].hooks[j].id) == 0;
+			if (seen)
+				continue;
+			all[(*count)++] = ms[i].hooks[j];
+			memset(&ms[i].hooks[j], 0, sizeof(ms[i].hooks[j]));
+		}
+	}
+	*out = all;
+	return true;
+}
+
+json_t *release_publish(struct store_pool *pool, const struct table_env *env, const char *id,
+			const json_t *body, struct floe_error *err)
+{
+	const json_t *keep = json_object_get(body, "keep-branch");
+	struct store *s = NULL;
+	struct member *ms = NULL;
+	size_t n = 0, nh = 0;
+	json_t *rel = NULL, *out = NULL, *audits = NULL, *called = NULL, *tables = NULL;
+	struct hook_target *hooks = NULL;
+	struct hook_call *calls = NULL;
+	char **opened = NULL;
+	char **bodies = NULL;
+	char(*deliveries)[UUID_STR_LEN] = NULL;
+	char lease[UUID_STR_LEN];
+	bool moved = false;
+
+	if (body != NULL && !json_is_object(body))
+		return floe_err(err, FE_BAD_REQUEST, "the body must be a JSON object"), NULL;
+	if (keep != NULL && !json_is_null(keep) && !json_is_boolean(keep))
+		return floe_err(err, FE_BAD_REQUEST, "field 'keep-branch' must be a boolean"), NULL;
+	s = system_acquire_in(pool, env->warehouse_name, err);
+	if (s == NULL)
+		return NULL;
+	rel = load_release(s, id, &ms, &n, err);
+	if (rel == NULL)
+		goto done;
+	const char *state = json_string_value(json_object_get(rel, "state"));
+	const char *branch = json_string_value(json_object_get(rel, "branch"));
+	if (strcmp(state, "published") == 0 || strcmp(state, "abandoned") == 0) {
+		floe_err(err, FE_RUN_STATE, "release %s is %s and cannot be published", id, state);
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!member_check(s, env, branch, &ms[i], err)) {
+			if (err->kind == FE_NOT_FAST_FORWARD) {
+				struct floe_error aerr;
+				if (!audit_record(s, env, "release.conflict", NULL, NULL, id,
+						  json_pack("{s:o, s:s}", "table",
+							    table_json(&ms[i].id), "reason",
+							    "main is not an ancestor"),
+						  &aerr))
+					*err = aerr;
+			}
+			goto done;
+		}
+	}
+	if (!hooks_union(ms, n, &hooks, &nh, err))
+		goto done;
+	long lease_ms = 0;
+	for (size_t i = 0; i < nh; i++) {
+		if ((long)hooks[i].timeout_ms > lease_ms)
+			lease_ms = (long)hooks[i].timeout_ms;
+	}
+	lease_ms += RELEASE_LEASE_MARGIN_MS;
+	if (!uuid_v4(lease)) {
+		floe_err(err, FE_INTERNAL, "no randomness for a lease token");
+		goto done;
+	}
+	tables = payload_tables(ms, n);
+	if (tables == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto done;
+	}
+	/* The lease and release.audit-started land together; the lease
+	 * token fences this publish from one that takes it over. */
+	struct store_actor who = audit_actor(env);
+	if (!store_begin(s, err))
+		goto done;
+	if (!store_release_transition(s, id, RELEASE_PUBLISHABLE, "auditing", NULL, lease_ms, lease,
+				      &who, &moved, err)) {
+		store_rollback(s);
+		goto done;
+	}
+	if (!moved) {
+		store_rollback(s);
+		floe_err(err, FE_RUN_STATE, "release %s is being published by another request", id);
+		goto done;
+	}
+	json_t *seen = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_t *t = table_json(&ms[i].id);
+		json_object_set_new(t, "snapshot-id", json_integer(ms[i].audited));
+		json_object_set_new(t, "main-snapshot-id",
+				    ms[i].main_at >= 0 ? json_integer(ms[i].main_at) : json_null());
+		json_array_append_new(seen, t);
+	}
+	json_t *started = json_pack("{s:s, s:o, s:I, s:I}", "branch", branch, "tables", seen,
+				    "hooks", (json_int_t)nh, "lease-ms", (json_int_t)lease_ms);
+	bool logged = store_event_insert(s, "release.audit-started", &who, NULL, NULL, id, started,
+					 err);
+	json_decref(started);
+	if (!logged) {
+		store_rollback(s);
+		goto done;
+	}
+	if (!store_commit(s, err))
+		goto done;
+
+	/* One payload per hook, each with its own delivery id. */
+	char now[40];
+	wap_rfc3339_now(now, sizeof(now));
+	calls = calloc(nh, sizeof(*calls));
+	bodies = calloc(nh, sizeof(*bodies));
+	deliveries = calloc(nh, sizeof(*deliveries));
+	if (calls == NULL || bodies == NULL || deliveries == NULL) {
+		struct floe_error ferr;
+		floe_err(err, FE_INTERNAL, "out of memory");
+		(void)finish_release(s, env, id, lease, "audit-failed", NULL, NULL, ms, n, NULL,
+				     NULL, &ferr);
+		goto done;
+	}
+	if (!hooksecrets_prepare(env->hook_sealer, hooks, nh, calls, &opened))
+		log_error("release", "release %s: out of memory opening the hooks' secrets rid=%s",
+			  id, env->request_id);
+	for (size_t i = 0; i < nh; i++) {
+		if (!uuid_v4(deliveries[i]))
+			(void)snprintf(deliveries[i], UUID_STR_LEN, "%s", id);
+		json_t *payload = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s, s:s}", "event",
+					    "release.audit", "release-id", id, "delivery-id",
+					    deliveries[i], "branch", branch, "tables", tables,
+					    "requested-at", now, "requested-by",
+					    audit_principal(env));
+		if (payload != NULL && env->client_id != NULL)
+			json_object_set_new(payload, "requested-by-client",
+					    json_string(env->client_id));
+		bodies[i] = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
+		json_decref(payload);
+		calls[i].url = hooks[i].url;
+		calls[i].delivery_id = deliveries[i];
+		calls[i].body = bodies[i]; /* NULL: an error verdict, nothing sent */
+		calls[i].timeout_ms = (long)hooks[i].timeout_ms;
+		calls[i].policy = env->hook_policy;
+	}
+
+	/* No connection, row or lock is held while the hooks run. */
+	store_pool_release(pool, s);
+	s = NULL;
+	log_info("release", "release %s: auditing %zu tables with %zu hooks rid=%s", id, n, nh,
+		 env->request_id);
+	hooks_call_all(calls, nh);
+	s = system_acquire_in(pool, env->warehouse_name, err);
+	if (s == NULL) {
+		log_error("release", "release %s: database gone after its audit rid=%s", id,
+			  env->request_id);
+		goto done;
+	}
+
+	static const char *const verdicts[] = { "pass", "reject", "error" };
+	audits = json_array();
+	called = json_array();
+	size_t rejected = nh, failed = nh;
+	for (size_t i = 0; i < nh; i++) {
+		char at[40];
+		wap_rfc3339_now(at, sizeof(at));
+		json_t *a = json_pack("{s:s, s:s, s:s, s:I, s:s}", "hook-id", hooks[i].id,
+				      "hook-name", hooks[i].name, "verdict",
+				      verdicts[calls[i].verdict], "latency-ms",
+				      (json_int_t)calls[i].latency_ms, "at", at);
+		if (calls[i].http_status > 0)
+			json_object_set_new(a, "http-status", json_integer(calls[i].http_status));
+		if (calls[i].reason[0] != '\0')
+			json_object_set_new(a, "reason", json_string(calls[i].reason));
+		json_array_append(audits, a);
+		json_t *details = json_deep_copy(a);
+		json_object_set_new(details, "attempts", json_integer(calls[i].attempts));
+		json_object_set_new(details, "delivery-id", json_string(deliveries[i]));
+		json_array_append_new(called, details);
+		json_decref(a);
+		if (calls[i].verdict == HOOK_REJECT && rejected == nh)
+			rejected = i;
+		if (calls[i].verdict == HOOK_ERROR && failed == nh)
+			failed = i;
+	}
+	if (rejected < nh) {
+		const char *hname = hooks[rejected].name;
+		if (finish_release(s, env, id, lease, "rejected", audits, called, ms, n,
+				   "release.rejected",
+				   json_pack("{s:s, s:s}", "hook", hname, "reason",
+					     calls[rejected].reason),
+				   err))
+			floe_err(err, FE_AUDIT_REJECTED,
+				 "audit hook %s rejected release %s: %s; no table moved", hname, id,
+				 calls[rejected].reason);
+		goto done;
+	}
+	if (failed < nh) {
+		const char *hname = hooks[failed].name;
+		if (finish_release(s, env, id, lease, "audit-failed", audits, called, ms, n,
+				   "release.audit-failed",
+				   json_pack("{s:s, s:s}", "hook", hname, "reason",
+					     calls[failed].reason),
+				   err))
+			floe_err(
+				err, FE_AUDIT_UNAVAILABLE,
+				"audit hook %s could not give a verdict (%s); no table moved, publish again later",
+				hname, calls[failed].reason);
+		goto done;
+	}
+
+	/* Every hook passed: one transaction moves every main. */
+	struct publish_record rec = {
+		.env = env,
+		.id = id,
+		.branch = branch,
+		.lease = lease,
+		.ms = ms,
+		.n = n,
+		.drop_branch = !json_is_true(keep),
+		.audits = audits,
+		.calls = called,
+	};
+	struct floe_error cerr;
+	size_t at = SIZE_MAX;
+	floe_error_clear(&cerr);
+	if (!publish_commit(s, &rec, &at, &cerr)) {
+		if (cerr.kind == FE_COMMIT_FAILED) {
+			const char *moved_table = at < n ? ms[at].id.name : "?";
+			json_t *which = at < n ? table_json(&ms[at].id) : json_null();
+			if (finish_release(s, env, id, lease, "staged", audits, called, ms, n,
+					   "release.conflict",
+					   json_pack("{s:o, s:s}", "table", which, "reason",
+						     "the table moved during the audit"),
+					   err))
+				floe_err(
+					err, FE_NOT_FAST_FORWARD,
+					"table %s moved during the audit (main or the release's branch); no table was published",
+					moved_table);
+		} else if (cerr.kind == FE_RUN_STATE || cerr.kind == FE_COMMIT_STATE_UNKNOWN) {
+			*err = cerr;
+		} else {
+			struct floe_error ferr;
+			(void)finish_release(s, env, id, lease, "audit-failed", audits, called, ms,
+					     n, "release.audit-failed",
+					     json_pack("{s:s}", "reason", cerr.message), &ferr);
+			*err = cerr;
+		}
+		goto done;
+	}
+	log_info("release", "release %s published %zu tables rid=%s", id, n, env->request_id);
+	out = load_release(s, id, NULL, NULL, err);
+done:
+	wap_count_publish(out, err);
+	if (s != NULL)
+		store_pool_release(pool, s);
+	for (size_t i = 0; bodies != NULL && i < nh; i++)
+		free(bodies[i]);
+	free(bodies);
+	hooksecrets_release(opened, nh);
+	free(calls);
+	free(deliveries);
+	json_decref(tables);
+	json_decref(audits);
+	json_decref(called);
+	store_hook_targets_free(hooks, nh);
+	members_free(ms, n);
+	json_decref(rel);
+	return out;
+}
