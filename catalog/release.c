@@ -1033,6 +1033,7 @@ json_t *release_publish(struct store_pool *pool, const struct table_env *env, co
 		json_decref(payload);
 		calls[i].url = hooks[i].url;
 		calls[i].delivery_id = deliveries[i];
+		calls[i].event = "release.audit";
 		calls[i].body = bodies[i]; /* NULL: an error verdict, nothing sent */
 		calls[i].timeout_ms = (long)hooks[i].timeout_ms;
 		calls[i].policy = env->hook_policy;

@@ -181,8 +181,7 @@ static bool delivery_headers(struct delivery *d)
 	struct curl_slist *h = NULL;
 	char line[160];
 	long long ts = (long long)time(NULL);
-	const char *fixed[] = { "Content-Type: application/json", "X-Floe-Event: wap.audit",
-				"Expect:", NULL };
+	const char *fixed[] = { "Content-Type: application/json", "Expect:", NULL };
 
 	curl_slist_free_all(d->headers);
 	d->headers = NULL;
@@ -192,8 +191,14 @@ static bool delivery_headers(struct delivery *d)
 			goto fail;
 		h = nh;
 	}
-	(void)snprintf(line, sizeof(line), "X-Floe-Delivery: %s", c->delivery_id);
+	(void)snprintf(line, sizeof(line), "X-Floe-Event: %.64s",
+		       c->event != NULL ? c->event : "wap.audit");
 	struct curl_slist *nh = curl_slist_append(h, line);
+	if (nh == NULL)
+		goto fail;
+	h = nh;
+	(void)snprintf(line, sizeof(line), "X-Floe-Delivery: %s", c->delivery_id);
+	nh = curl_slist_append(h, line);
 	if (nh == NULL)
 		goto fail;
 	h = nh;

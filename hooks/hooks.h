@@ -68,7 +68,8 @@ struct hook_call {
 	const char *url;
 	const char *secret; /* NULL: no signature header */
 	const char *delivery_id;
-	const char *body; /* the payload, as sent and signed; NULL: it
+	const char *event; /* X-Floe-Event; NULL: "wap.audit" */
+	const char *body;  /* the payload, as sent and signed; NULL: it
 				   * could not be built, the call is an error
 				   * without being sent */
 	long timeout_ms;

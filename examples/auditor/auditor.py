@@ -4,7 +4,9 @@
 floe calls this service during a write-audit-publish (WAP) publish. The
 service reads exactly the audited snapshot with PyIceberg, checks every row
 against named SQL-style predicates ("expectations") and answers a verdict in
-the form floe understands. It is a reference implementation to copy and
+the form floe understands. For a release (many tables published together)
+it also checks relations across the release's tables: every order line has
+its order, every currency its rate. It is a reference implementation to copy and
 adapt, not a general data-quality engine: the predicate language is a small,
 safe subset of SQL, evaluated row by row, and nothing in it can run code.
 
@@ -36,6 +38,8 @@ DEFAULT_SECRET_ENV = "FLOE_AUDIT_SECRET"
 MAX_BODY_BYTES = 16 * 1024 * 1024  # a payload carries one schema and one snapshot
 AUDIT_PATHS = ("/", "/audit")
 EVENT = "wap.audit"
+RELEASE_EVENT = "release.audit"
+RELATIONS_KEY = "relations"
 SIGNATURE_HEADER = "X-Floe-Signature-256"
 TIMESTAMP_HEADER = "X-Floe-Timestamp"
 DEFAULT_MAX_AGE = 300  # seconds a signed delivery stays acceptable (either side of now)
@@ -665,7 +669,13 @@ class ExpectationSet:
         if not isinstance(doc, dict) or not doc:
             raise ConfigError(f"{source}: must be a non-empty JSON object of table -> {{name: predicate}}")
         self.rules: Dict[str, Dict[str, Predicate]] = {}
+        self.relations: List[Relation] = []
         for key, group in doc.items():
+            if key == RELATIONS_KEY:
+                if not isinstance(group, list) or not group:
+                    raise ConfigError(f"{source}: {RELATIONS_KEY}: must be a non-empty array of relations")
+                self.relations = [Relation(r, f"{source}: {RELATIONS_KEY}[{i}]") for i, r in enumerate(group)]
+                continue
             if not isinstance(key, str) or not _valid_table_key(key):
                 raise ConfigError(
                     f"{source}: {key!r} is not a table key ('namespace.table', 'namespace.*' or '*')"
@@ -712,6 +722,83 @@ class ExpectationSet:
         for _, group in sorted(matches, key=lambda m: m[0]):
             merged.update(group)
         return merged
+
+
+class Relation:
+    """A reference across tables: every row of `table` whose `columns` are all
+    non-NULL must match some row of `references` on `referenced-columns`
+    (default the same names), as a foreign key would. Checked on releases,
+    where both tables are members and both are read at their audited
+    snapshots."""
+
+    def __init__(self, doc: Any, where: str):
+        if not isinstance(doc, dict):
+            raise ConfigError(f"{where}: must be an object")
+        unknown = set(doc) - {"name", "table", "columns", "references", "referenced-columns"}
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        self.name = doc.get("name")
+        if not isinstance(self.name, str) or not EXPECTATION_NAME_RE.match(self.name):
+            raise ConfigError(f"{where}: name must match {EXPECTATION_NAME_RE.pattern}")
+        where = f"{where} ({self.name})"
+        self.table = self._table(doc.get("table"), "table", where)
+        self.references = self._table(doc.get("references"), "references", where)
+        self.columns = self._columns(doc.get("columns"), "columns", where)
+        self.referenced = self._columns(doc.get("referenced-columns", self.columns), "referenced-columns", where)
+        if len(self.referenced) != len(self.columns):
+            raise ConfigError(f"{where}: columns and referenced-columns must be as many")
+
+    @staticmethod
+    def _table(v: Any, field: str, where: str) -> Tuple[str, ...]:
+        if not isinstance(v, str) or not _valid_table_key(v) or v.endswith("*"):
+            raise ConfigError(f"{where}: {field} must name one table, 'namespace.table'")
+        return tuple(v.split("."))
+
+    @staticmethod
+    def _columns(v: Any, field: str, where: str) -> List[str]:
+        if not isinstance(v, list) or not v or not all(isinstance(c, str) and c for c in v):
+            raise ConfigError(f"{where}: {field} must be a non-empty array of column names")
+        return list(v)
+
+    def describe(self) -> str:
+        return (f"{'.'.join(self.table)}({', '.join(self.columns)}) references "
+                f"{'.'.join(self.references)}({', '.join(self.referenced)})")
+
+
+def _column_index(columns: Sequence[str], wanted: Sequence[str], table: str) -> List[str]:
+    """The table's own spelling of each wanted column (matched case-insensitively)."""
+    by_lower = {c.lower(): c for c in columns}
+    out = []
+    for w in wanted:
+        c = w if w in columns else by_lower.get(w.lower())
+        if c is None:
+            raise ExpectationError(f"{table} has no column {w}")
+        out.append(c)
+    return out
+
+
+def check_relation(rel: Relation, child: Rows, parent: Rows) -> Tuple[int, int]:
+    """(child rows checked, child rows without a match in parent).
+
+    The parent's keys are held in memory, so a relation suits staged
+    batches and reference tables, not two tables of billions of rows.
+    """
+    child_cols, child_rows = child
+    parent_cols, parent_rows = parent
+    pk = _column_index(parent_cols, rel.referenced, ".".join(rel.references))
+    ck = _column_index(child_cols, rel.columns, ".".join(rel.table))
+    keys = set()
+    for row in parent_rows:
+        key = tuple(row[c] for c in pk)
+        if all(v is not None for v in key):
+            keys.add(key)
+    checked = orphans = 0
+    for row in child_rows:
+        checked += 1
+        key = tuple(row[c] for c in ck)
+        if all(v is not None for v in key) and key not in keys:
+            orphans += 1
+    return checked, orphans
 
 
 def _valid_table_key(key: str) -> bool:
@@ -929,8 +1016,11 @@ class Auditor:
         if refused is not None:
             return 401, {"passed": False, "reason": refused}
         event = hdrs.get("x-floe-event")
+        if event == RELEASE_EVENT:
+            return self._handle_release(body, info)
         if event != EVENT:
-            return 400, {"passed": False, "reason": f"X-Floe-Event must be {EVENT}, got {event or 'nothing'}"}
+            return 400, {"passed": False,
+                         "reason": f"X-Floe-Event must be {EVENT} or {RELEASE_EVENT}, got {event or 'nothing'}"}
         try:
             payload = _parse_payload(body)
         except PayloadError as e:
@@ -970,15 +1060,84 @@ class Auditor:
         }
 
 
-def _parse_payload(body: bytes) -> Dict[str, Any]:
+    def _handle_release(self, body: bytes, info: Dict[str, Any]) -> Tuple[int, Dict[str, Any]]:
+        """One verdict for a whole release: every member's expectations, and
+        every relation between two members, each table read at exactly its
+        audited snapshot."""
+        try:
+            payload = _parse_release_payload(body)
+        except PayloadError as e:
+            return 400, {"passed": False, "reason": str(e)}
+        members = {(*m["table"]["namespace"], m["table"]["name"]): m for m in payload["tables"]}
+        info.update(run=payload["release-id"], table=f"{len(members)} tables",
+                    snapshot=",".join(str(m["snapshot-id"]) for m in members.values()))
+        relations = [r for r in self.expectations.relations if r.table in members or r.references in members]
+        problems: List[str] = []
+        checked = 0
+        current = "-"
+        try:
+            for key, m in members.items():
+                current = ".".join(key)
+                exps = self.expectations.for_table(list(key[:-1]), key[-1])
+                related = any(key in (r.table, r.references) for r in relations)
+                if not exps and not related:
+                    problems.append(f"no expectations are configured for table {current}")
+                    continue
+                if not exps:
+                    continue
+                columns, rows = self.read_rows(m)
+                n, failures = evaluate(exps, columns, rows)
+                checked += n
+                problems += [f"{current}: {name}: {_plural(c)}" for name, c in failures.items() if c]
+            for rel in relations:
+                current = ".".join(rel.table)
+                missing = [".".join(t) for t in (rel.table, rel.references) if t not in members]
+                if missing:
+                    problems.append(f"relation {rel.name}: {', '.join(missing)} is not in the release")
+                    continue
+                n, orphans = check_relation(rel, self.read_rows(members[rel.table]),
+                                            self.read_rows(members[rel.references]))
+                checked += n
+                if orphans:
+                    problems.append(f"relation {rel.name}: {_plural(orphans)} of {'.'.join(rel.table)} "
+                                    f"without a match in {'.'.join(rel.references)}")
+        except ExpectationError as e:
+            return 422, {"passed": False, "reason": f"{current}: {e}"}
+        except Exception as e:  # ours or the storage's fault: fail closed
+            LOG.exception("reading release %s failed at %s", payload["release-id"], current)
+            detail = str(e) if isinstance(e, ReadError) else f"{type(e).__name__}: {e}"
+            if len(detail) > 300:
+                detail = detail[:297] + "..."
+            return 500, {"passed": False, "reason": f"cannot read {current}: {detail}"}
+        names = [r.name for r in relations]
+        if not problems:
+            return 200, {"passed": True, "checked-rows": checked, "relations": names}
+        return 200, {"passed": False, "reason": "; ".join(problems), "problems": problems,
+                     "checked-rows": checked, "relations": names}
+
+
+def _parse_release_payload(body: bytes) -> Dict[str, Any]:
     try:
         payload = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise PayloadError("the body is not JSON") from None
     if not isinstance(payload, dict):
         raise PayloadError("the body is not a JSON object")
-    if payload.get("event") != EVENT:
-        raise PayloadError(f"event must be {EVENT}")
+    if payload.get("event") != RELEASE_EVENT:
+        raise PayloadError(f"event must be {RELEASE_EVENT}")
+    if not isinstance(payload.get("release-id"), str):
+        raise PayloadError("release-id must be a string")
+    tables = payload.get("tables")
+    if not isinstance(tables, list) or not tables:
+        raise PayloadError("tables must be a non-empty array")
+    for m in tables:
+        if not isinstance(m, dict):
+            raise PayloadError("each member of tables must be an object")
+        _check_member(m)
+    return payload
+
+
+def _check_member(payload: Dict[str, Any]) -> None:
     table = payload.get("table")
     if (
         not isinstance(table, dict)
@@ -994,6 +1153,18 @@ def _parse_payload(body: bytes) -> Dict[str, Any]:
     loc = payload.get("metadata-location")
     if loc is not None and not isinstance(loc, str):
         raise PayloadError("metadata-location must be a string")
+
+
+def _parse_payload(body: bytes) -> Dict[str, Any]:
+    try:
+        payload = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise PayloadError("the body is not JSON") from None
+    if not isinstance(payload, dict):
+        raise PayloadError("the body is not a JSON object")
+    if payload.get("event") != EVENT:
+        raise PayloadError(f"event must be {EVENT}")
+    _check_member(payload)
     return payload
 
 
@@ -1141,6 +1312,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for key, group in expectations.rules.items():
             for name, pred in group.items():
                 print(f"{key}\t{name}\t{pred.text}")
+        for rel in expectations.relations:
+            print(f"{RELATIONS_KEY}\t{rel.name}\t{rel.describe()}")
         return 0
 
     try:

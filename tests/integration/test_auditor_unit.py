@@ -847,3 +847,142 @@ def test_cli_serves_from_environment(staged_table):
     audit_lines = [line for line in err.splitlines() if " audit run=" in line]
     assert len(audit_lines) == 3  # one line per audit, the refused ones included
     assert "verdict=reject" in audit_lines[-1] and "table=sales.orders" in audit_lines[-1]
+
+
+# ---------------------------------------------------------------------------
+# Releases: one delivery for many tables, relations across them
+
+RELEASE_RULES = {
+    "sales.orders": {"amount_positive": "amount_eur > 0 OR status = 'CANCELLED'"},
+    "relations": [
+        {"name": "line_has_order", "table": "sales.order_lines", "columns": ["order_id"],
+         "references": "sales.orders", "referenced-columns": ["id"]},
+        {"name": "currency_has_rate", "table": "sales.orders", "columns": ["currency"],
+         "references": "ref.fx_rates"},
+    ],
+}
+
+
+class TablesReader:
+    """Rows per table name, as a release's members are read."""
+
+    def __init__(self, tables):
+        self.tables, self.calls = tables, []
+
+    def __call__(self, p):
+        self.calls.append((p["table"]["name"], p["snapshot-id"]))
+        cols, rows = self.tables[p["table"]["name"]]
+        return cols, iter(rows)
+
+
+def member(ns, name, sid):
+    return {"table": {"namespace": ns, "name": name}, "table-uuid": f"uuid-{name}", "run-id": f"run-{name}",
+            "snapshot-id": sid, "parent-snapshot-id": sid - 1, "main-snapshot-id": sid - 1,
+            "snapshot": {"snapshot-id": sid}, "schema": {"type": "struct", "fields": []},
+            "metadata-location": f"file:///nowhere/{name}.metadata.json"}
+
+
+def release(*members):
+    return {"event": "release.audit", "release-id": "rel-1", "delivery-id": "d-1", "branch": "nightly",
+            "tables": list(members), "requested-at": "2026-01-01T00:00:00Z", "requested-by": "tester"}
+
+
+MEMBERS = (member(["sales"], "orders", 10), member(["sales"], "order_lines", 20),
+           member(["ref"], "fx_rates", 30))
+ORDER_COLS = ["id", "amount_eur", "currency", "status"]
+
+
+def release_tables(lines=((1, 1), (2, 1), (3, 2)), rates=("EUR", "CHF")):
+    return {
+        "orders": (ORDER_COLS, [{"id": 1, "amount_eur": 5.0, "currency": "EUR", "status": "OPEN"},
+                                {"id": 2, "amount_eur": 7.0, "currency": "CHF", "status": "OPEN"}]),
+        "order_lines": (["line_id", "order_id"], [{"line_id": a, "order_id": b} for a, b in lines]
+                        + [{"line_id": 99, "order_id": None}]),
+        "fx_rates": (["currency", "rate"], [{"currency": c, "rate": 1.0} for c in rates]),
+    }
+
+
+def test_release_passes_when_every_relation_holds(serve):
+    reader = TablesReader(release_tables())
+    status, doc = post(serve(reader, expectations=RELEASE_RULES), release(*MEMBERS),
+                       event="release.audit")
+    assert status == 200 and doc["passed"] is True, doc
+    assert doc["relations"] == ["line_has_order", "currency_has_rate"]
+    # Each member is read at exactly its audited snapshot.
+    assert set(reader.calls) == {("orders", 10), ("order_lines", 20), ("fx_rates", 30)}
+
+
+def test_release_rejects_an_orphan_line_and_a_currency_without_rate(serve):
+    reader = TablesReader(release_tables(lines=((1, 1), (2, 3), (3, 4)), rates=("EUR",)))
+    status, doc = post(serve(reader, expectations=RELEASE_RULES), release(*MEMBERS),
+                       event="release.audit")
+    assert status == 200 and doc["passed"] is False
+    assert doc["problems"] == [
+        "relation line_has_order: 2 rows of sales.order_lines without a match in sales.orders",
+        "relation currency_has_rate: 1 row of sales.orders without a match in ref.fx_rates",
+    ]
+
+
+def test_release_runs_each_members_expectations(serve):
+    tables = release_tables()
+    tables["orders"][1][0]["amount_eur"] = -1.0
+    status, doc = post(serve(TablesReader(tables), expectations=RELEASE_RULES), release(*MEMBERS),
+                       event="release.audit")
+    assert doc["passed"] is False and doc["problems"] == ["sales.orders: amount_positive: 1 row"], doc
+
+
+def test_release_refuses_a_relation_whose_table_is_not_a_member(serve):
+    status, doc = post(serve(TablesReader(release_tables()), expectations=RELEASE_RULES),
+                       release(*MEMBERS[:2]), event="release.audit")
+    assert doc["passed"] is False
+    assert "relation currency_has_rate: ref.fx_rates is not in the release" in doc["problems"]
+
+
+def test_release_member_with_no_rule_is_rejected(serve):
+    stray = member(["other"], "stray", 40)
+    status, doc = post(serve(TablesReader(release_tables()), expectations=RELEASE_RULES),
+                       release(*MEMBERS, stray), event="release.audit")
+    assert doc["passed"] is False
+    assert "no expectations are configured for table other.stray" in doc["problems"]
+
+
+def test_release_relation_on_a_missing_column_is_a_reject(serve):
+    tables = release_tables()
+    tables["order_lines"] = (["line_id"], [{"line_id": 1}])
+    status, doc = post(serve(TablesReader(tables), expectations=RELEASE_RULES), release(*MEMBERS),
+                       event="release.audit")
+    assert status == 422 and "has no column order_id" in doc["reason"], doc
+
+
+def test_release_read_error_fails_closed(serve):
+    def broken(p):
+        raise aud.ReadError("storage down")
+    status, doc = post(serve(broken, expectations=RELEASE_RULES), release(*MEMBERS), event="release.audit")
+    assert status == 500 and "storage down" in doc["reason"]
+
+
+@pytest.mark.parametrize("doc", [
+    release(),
+    {**release(*MEMBERS), "release-id": 5},
+    {**release(*MEMBERS), "tables": [{"table": "x", "snapshot-id": 1}]},
+    {**release(*MEMBERS), "event": "wap.audit"},
+])
+def test_release_malformed_payload_is_400(serve, doc):
+    status, body = post(serve(TablesReader(release_tables()), expectations=RELEASE_RULES), doc,
+                        event="release.audit")
+    assert status == 400 and body["passed"] is False
+
+
+@pytest.mark.parametrize("relations, message", [
+    ([], "non-empty array"),
+    ([{"name": "r", "table": "a.b", "columns": ["x"]}], "references must name one table"),
+    ([{"name": "r", "table": "a.*", "columns": ["x"], "references": "c.d"}], "table must name one table"),
+    ([{"name": "r", "table": "a.b", "columns": [], "references": "c.d"}], "columns must be"),
+    ([{"name": "r", "table": "a.b", "columns": ["x"], "references": "c.d",
+       "referenced-columns": ["y", "z"]}], "as many"),
+    ([{"name": "bad name", "table": "a.b", "columns": ["x"], "references": "c.d"}], "name must match"),
+    ([{"name": "r", "table": "a.b", "columns": ["x"], "references": "c.d", "on": 1}], "unknown field"),
+])
+def test_bad_relations_stop_the_auditor_at_load(relations, message):
+    with pytest.raises(aud.ConfigError, match=message):
+        aud.ExpectationSet({"relations": relations})

@@ -120,6 +120,7 @@ def test_a_release_publishes_every_member_in_one_audit(floe, three, hooks, webho
     assert rcv.count() == 1
     payload = rcv.requests[0].json()
     assert payload["event"] == "release.audit" and payload["release-id"] == rel["id"]
+    assert rcv.requests[0].header("X-Floe-Event") == "release.audit"
     assert payload["branch"] == "nightly"
     listed = {m["table"]["name"]: m for m in payload["tables"]}
     assert set(listed) == {"orders", "order_lines", "fx_rates"}
