@@ -177,8 +177,7 @@ static bool objects_by_id(const json_t *body, char **out, struct floe_error *err
 	return joined(&b, json_array_size(v), "catalog-objects-by-id", out, err);
 }
 
-/* The continuation token: "<xid>.<id>", as this server issues it. */
-static bool token_parse(const char *t, struct feed_query *q, struct floe_error *err)
+bool feed_token_parse(const char *t, struct feed_query *q, struct floe_error *err)
 {
 	const char *dot = strchr(t, '.');
 	char *end = NULL;
@@ -205,9 +204,8 @@ static json_t *identifier(const struct feed_row *e)
 			 e->name != NULL ? e->name : "");
 }
 
-static json_t *event_json(const void *p)
+json_t *feed_event_json(const struct feed_row *e)
 {
-	const struct feed_row *e = p;
 	json_t *details = rowjson_text(e->details);
 	json_t *op = NULL;
 	bool custom = strncmp(e->operation, "x-", 2) == 0;
@@ -250,10 +248,44 @@ static json_t *event_json(const void *p)
 	return ev;
 }
 
+static json_t *event_json(const void *p)
+{
+	return feed_event_json(p);
+}
+
+bool feed_filter_parse(const json_t *body, struct feed_filter *f, struct floe_error *err)
+{
+	memset(f, 0, sizeof(*f));
+	if (string_list(body, "operation-types", known_operation, "operation type", &f->operations,
+			err) &&
+	    string_list(body, "object-types", object_type, "object type", &f->object_types, err) &&
+	    objects_by_name(body, &f->objects_by_name, err) && objects_by_id(body, &f->uuids, err))
+		return true;
+	feed_filter_clear(f);
+	return false;
+}
+
+void feed_filter_clear(struct feed_filter *f)
+{
+	free(f->operations);
+	free(f->object_types);
+	free(f->objects_by_name);
+	free(f->uuids);
+	memset(f, 0, sizeof(*f));
+}
+
+void feed_filter_apply(const struct feed_filter *f, struct feed_query *q)
+{
+	q->operations = f->operations;
+	q->object_types = f->object_types;
+	q->objects_by_name = f->objects_by_name;
+	q->uuids = f->uuids;
+}
+
 json_t *feed_query(struct store *s, const json_t *body, struct floe_error *err)
 {
 	struct feed_query q = { .since_ms = -1 };
-	char *ops = NULL, *types = NULL, *names = NULL, *uuids = NULL;
+	struct feed_filter filter = { 0 };
 	struct feed_row *rows = NULL;
 	size_t count = 0;
 	bool more = false;
@@ -270,7 +302,7 @@ json_t *feed_query(struct store *s, const json_t *body, struct floe_error *err)
 	const json_t *after = json_object_get(body, "after-timestamp-ms");
 	const json_t *custom = json_object_get(body, "custom-filters");
 	if (token != NULL && !json_is_null(token) &&
-	    (!json_is_string(token) || !token_parse(json_string_value(token), &q, err))) {
+	    (!json_is_string(token) || !feed_token_parse(json_string_value(token), &q, err))) {
 		if (!json_is_string(token))
 			floe_err(err, FE_BAD_REQUEST,
 				 "field 'continuation-token' must be a string");
@@ -298,14 +330,9 @@ json_t *feed_query(struct store *s, const json_t *body, struct floe_error *err)
 	if (custom != NULL && !json_is_null(custom) &&
 	    (!json_is_object(custom) || json_object_size(custom) > 0))
 		return floe_err(err, FE_BAD_REQUEST, "floe supports no custom-filters"), NULL;
-	if (!string_list(body, "operation-types", known_operation, "operation type", &ops, err) ||
-	    !string_list(body, "object-types", object_type, "object type", &types, err) ||
-	    !objects_by_name(body, &names, err) || !objects_by_id(body, &uuids, err))
+	if (!feed_filter_parse(body, &filter, err))
 		goto done;
-	q.operations = ops;
-	q.object_types = types;
-	q.objects_by_name = names;
-	q.uuids = uuids;
+	feed_filter_apply(&filter, &q);
 	if (!store_feed_list(s, &q, limit, &rows, &count, &more, err))
 		goto done;
 	json_t *events = rowjson_array(rows, count, sizeof(*rows), event_json);
@@ -328,9 +355,6 @@ json_t *feed_query(struct store *s, const json_t *body, struct floe_error *err)
 		floe_err(err, FE_INTERNAL, "out of memory");
 done:
 	store_feed_rows_free(rows, count);
-	free(ops);
-	free(types);
-	free(names);
-	free(uuids);
+	feed_filter_clear(&filter);
 	return out;
 }

@@ -7,6 +7,8 @@
 
 #include <jansson.h>
 
+#include "ports.h"
+
 #include "error.h"
 
 struct store;
@@ -23,5 +25,32 @@ struct store;
  * request defines it.
  */
 json_t *feed_query(struct store *s, const json_t *body, struct floe_error *err) FLOE_WUR;
+
+/* The filter fields of a QueryEventsRequest (operation-types,
+ * object-types, catalog-objects-by-name, catalog-objects-by-id), each
+ * NULL when absent or empty, as the store's feed_query takes them. */
+struct feed_filter {
+	char *operations;
+	char *object_types;
+	char *objects_by_name;
+	char *uuids;
+};
+
+/* Reads the filter fields of body (a JSON object; borrowed) into f
+ * (feed_filter_clear after a success). FE_BAD_REQUEST names the field. */
+bool feed_filter_parse(const json_t *body, struct feed_filter *f, struct floe_error *err) FLOE_WUR;
+
+void feed_filter_clear(struct feed_filter *f);
+
+/* Points q's filters at f's (borrowed for as long as q is used). */
+void feed_filter_apply(const struct feed_filter *f, struct feed_query *q);
+
+/* Reads a continuation token ("<xid>.<id>", as floe issues it) into q's
+ * position; FE_BAD_REQUEST when it is none. */
+bool feed_token_parse(const char *token, struct feed_query *q, struct floe_error *err) FLOE_WUR;
+
+/* One event as the events endpoint answers it (new reference, NULL when
+ * out of memory). */
+json_t *feed_event_json(const struct feed_row *e);
 
 #endif

@@ -16,7 +16,7 @@ bool hook_id_valid(const char *id)
 	return uuid_is_canonical(id);
 }
 
-static bool url_check(const char *url, const struct hook_policy *policy, struct floe_error *err)
+bool hook_url_check(const char *url, const struct hook_policy *policy, struct floe_error *err)
 {
 	char *scheme = NULL;
 	char *host = NULL;
@@ -83,7 +83,7 @@ bool hook_spec_parse(const json_t *body, const struct hook_policy *policy, struc
 					HOOK_TIMEOUT_MAX_MS);
 		spec->timeout_ms = (long)json_integer_value(tmo);
 	}
-	if (!url_check(json_string_value(url), policy, err))
+	if (!hook_url_check(json_string_value(url), policy, err))
 		return false;
 	if (scope != NULL && !json_is_null(scope)) {
 		const json_t *ns = json_object_get(scope, "namespace");

@@ -38,6 +38,11 @@ bool hook_spec_parse(const json_t *body, const struct hook_policy *policy, struc
 
 void hook_spec_clear(struct hook_spec *spec);
 
+/* Checks a target URL as hook_spec_parse does (field 'url'): http or
+ * https, no address literal policy refuses. */
+bool hook_url_check(const char *url, const struct hook_policy *policy,
+		    struct floe_error *err) FLOE_WUR;
+
 /* True when a hook id (a path segment) has the form of a UUID. */
 bool hook_id_valid(const char *id);
 

@@ -181,7 +181,7 @@ static bool delivery_headers(struct delivery *d)
 	struct curl_slist *h = NULL;
 	char line[160];
 	long long ts = (long long)time(NULL);
-	const char *fixed[] = { "Content-Type: application/json", "Expect:", NULL };
+	const char *fixed[] = { "Expect:", NULL };
 
 	curl_slist_free_all(d->headers);
 	d->headers = NULL;
@@ -191,12 +191,25 @@ static bool delivery_headers(struct delivery *d)
 			goto fail;
 		h = nh;
 	}
-	(void)snprintf(line, sizeof(line), "X-Floe-Event: %.64s",
-		       c->event != NULL ? c->event : "wap.audit");
+	(void)snprintf(line, sizeof(line), "Content-Type: %.64s",
+		       c->content_type != NULL ? c->content_type : "application/json");
 	struct curl_slist *nh = curl_slist_append(h, line);
 	if (nh == NULL)
 		goto fail;
 	h = nh;
+	(void)snprintf(line, sizeof(line), "X-Floe-Event: %.96s",
+		       c->event != NULL ? c->event : "wap.audit");
+	nh = curl_slist_append(h, line);
+	if (nh == NULL)
+		goto fail;
+	h = nh;
+	if (c->subscription != NULL) {
+		(void)snprintf(line, sizeof(line), "X-Floe-Subscription: %.64s", c->subscription);
+		nh = curl_slist_append(h, line);
+		if (nh == NULL)
+			goto fail;
+		h = nh;
+	}
 	(void)snprintf(line, sizeof(line), "X-Floe-Delivery: %s", c->delivery_id);
 	nh = curl_slist_append(h, line);
 	if (nh == NULL)
@@ -266,7 +279,8 @@ static bool delivery_start(struct delivery *d, CURLM *multi)
 	curl_easy_setopt(d->easy, CURLOPT_OPENSOCKETFUNCTION, open_socket);
 	curl_easy_setopt(d->easy, CURLOPT_OPENSOCKETDATA, d);
 	curl_easy_setopt(d->easy, CURLOPT_ERRORBUFFER, d->errbuf);
-	curl_easy_setopt(d->easy, CURLOPT_USERAGENT, "floe-audit/1");
+	curl_easy_setopt(d->easy, CURLOPT_USERAGENT,
+			 d->call->notify ? "floe-events/1" : "floe-audit/1");
 	curl_easy_setopt(d->easy, CURLOPT_PRIVATE, d);
 	d->call->attempts++;
 	return curl_multi_add_handle(multi, d->easy) == CURLM_OK;
@@ -374,7 +388,17 @@ static bool delivery_finish(struct delivery *d, CURLcode code)
 			 c->attempts, c->reason, d->blocked ? ": " : "",
 			 d->blocked ? d->blocked : "",
 			 d->errbuf[0] ? d->errbuf : curl_easy_strerror(code));
-		return code == CURLE_COULDNT_CONNECT && d->blocked == NULL;
+		return code == CURLE_COULDNT_CONNECT && d->blocked == NULL && !c->notify;
+	}
+	if (c->notify) {
+		/* An acknowledgement: the body says nothing. */
+		c->verdict = status >= 200 && status < 300 ? HOOK_PASS : HOOK_ERROR;
+		if (c->verdict == HOOK_PASS)
+			c->reason[0] = '\0';
+		else
+			(void)snprintf(c->reason, sizeof(c->reason),
+				       "the receiver answered HTTP %ld", status);
+		return false;
 	}
 	if (status >= 200 && status < 300) {
 		if (answer_blank(d)) {
@@ -514,6 +538,8 @@ void hooks_call_all(struct hook_call *calls, size_t n)
 	}
 done:
 	for (size_t i = 0; i < n; i++) {
+		if (calls[i].notify)
+			continue; /* counted by the subscriptions' own metrics */
 		metric_add(METRIC_HOOK_CALLS, (size_t)calls[i].verdict, 1);
 		metric_observe(METRIC_HOOK_DURATION, 0, calls[i].latency_ms * 1000);
 	}

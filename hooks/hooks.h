@@ -74,6 +74,12 @@ struct hook_call {
 				   * without being sent */
 	long timeout_ms;
 	const struct hook_policy *policy; /* NULL: no allowlist */
+	/* An event delivery (a subscription's), not an audit: any 2xx
+	 * acknowledges it whatever the body, anything else is an error,
+	 * and it is made once (the subscription retries it later). */
+	bool notify;
+	const char *content_type; /* NULL: application/json */
+	const char *subscription; /* X-Floe-Subscription; NULL: none */
 	/* The call cannot be made as it must be (its secret did not open):
 	 * an error verdict with the reason already in reason, nothing sent. */
 	bool refused;

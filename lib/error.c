@@ -43,6 +43,8 @@ static const struct {
 	[FE_NO_SUCH_PRINCIPAL] = { 404, "NoSuchPrincipalException" },
 	[FE_NO_SUCH_ROLE] = { 404, "NoSuchRoleException" },
 	[FE_NO_SUCH_VIEW] = { 404, "NoSuchViewException" },
+	[FE_NO_SUCH_SUBSCRIPTION] = { 404, "NoSuchEventSubscriptionException" },
+	[FE_SUBSCRIPTION_STATE] = { 409, "EventSubscriptionStateException" },
 	[FE_ILLEGAL_ARGUMENT] = { 400, "IllegalArgumentException" },
 };
 

@@ -47,6 +47,8 @@ enum floe_errkind {
 	FE_NO_SUCH_ROLE,         /* 404 NoSuchRoleException */
 	FE_NO_SUCH_VIEW,         /* 404 NoSuchViewException */
 	FE_ILLEGAL_ARGUMENT,     /* 400 IllegalArgumentException: a view rule refused */
+	FE_NO_SUCH_SUBSCRIPTION, /* 404 NoSuchEventSubscriptionException */
+	FE_SUBSCRIPTION_STATE,   /* 409 EventSubscriptionStateException */
 	FE_KIND_COUNT
 };
 

@@ -35,7 +35,7 @@ static const char *const wap_outcomes[] = { "staged",   "published", "rejected",
 					    "conflict", "no_hook",   "abandoned", "error" };
 /* In the order of enum hook_verdict (hooks.h). */
 static const char *const verdicts[] = { "pass", "reject", "error" };
-static const char *const pools[] = { "http", "commit", "publish", "janitor" };
+static const char *const pools[] = { "http", "commit", "publish", "janitor", "events" };
 static const char *const queues[] = { "commit", "publish" };
 static const char *const janitor_rows[] = { "idempotency_keys", "metrics_reports",
 					    "expired_audits",   "purges_done",
@@ -43,11 +43,15 @@ static const char *const janitor_rows[] = { "idempotency_keys", "metrics_reports
 					    "dropped_tables",   "feed_events" };
 static const char *const janitor_files[] = { "purged", "temporary", "unsettled" };
 static const char *const authz_answers[] = { "kept", "asked" };
+static const char *const sub_states[] = { "active", "dead-letter" };
+static const char *const delivery_outcomes[] = { "delivered", "failed", "dead-lettered" };
 _Static_assert(LEN(commit_outcomes) == METRIC_COMMIT_UNKNOWN + 1, "commit outcomes");
 _Static_assert(LEN(wap_outcomes) == METRIC_WAP_ERROR + 1, "WAP outcomes");
 _Static_assert(LEN(janitor_rows) == METRIC_ROWS_FEED_EVENTS + 1, "janitor rows");
 _Static_assert(LEN(janitor_files) == METRIC_FILES_UNSETTLED + 1, "janitor files");
 _Static_assert(LEN(authz_answers) == METRIC_AUTHZ_ASKED + 1, "authorization answers");
+_Static_assert(LEN(sub_states) == METRIC_SUB_DEAD + 1, "subscription states");
+_Static_assert(LEN(delivery_outcomes) == METRIC_DELIVERY_DEAD_LETTERED + 1, "delivery outcomes");
 
 #define ROUTE_DIM                                                   \
 	{                                                           \
@@ -78,6 +82,8 @@ static atomic_llong janitor_row_counts[LEN(janitor_rows)];
 static atomic_llong janitor_file_counts[LEN(janitor_files)];
 static atomic_llong pg_errors[SQLSTATE_SLOTS];
 static atomic_llong authz_decisions[LEN(authz_answers)];
+static atomic_llong subscriptions[LEN(sub_states)];
+static atomic_llong event_deliveries[LEN(delivery_outcomes)];
 
 #define CELLS(a) (a), LEN(a)
 #define HIST_CELLS(a) (a), (LEN(a) / METRIC_HIST_STRIDE)
@@ -146,6 +152,12 @@ static const struct metric_family families[METRIC_COUNT] = {
 	[METRIC_AUTHZ_DECISIONS] = { "floe_authz_decisions_total",
 		"Decisions of authorization by where the answer came from: kept (allowed a moment ago, no query) or asked (the database)",
 		METRIC_COUNTER, 1, { LIST_DIM("answer", authz_answers) }, CELLS(authz_decisions) },
+	[METRIC_SUBSCRIPTIONS] = { "floe_event_subscriptions",
+		"Event subscriptions of every warehouse by state: active, or dead-letter (delivery stopped at a held event), as of the last delivery round",
+		METRIC_GAUGE, 1, { LIST_DIM("state", sub_states) }, CELLS(subscriptions) },
+	[METRIC_EVENT_DELIVERIES] = { "floe_event_deliveries_total",
+		"Event deliveries to subscriptions by outcome: delivered (acknowledged), failed (to be retried), dead-lettered (the last attempt failed)",
+		METRIC_COUNTER, 1, { LIST_DIM("outcome", delivery_outcomes) }, CELLS(event_deliveries) },
 };
 /* clang-format on */
 
@@ -161,6 +173,15 @@ void metric_add(enum metric_id id, size_t cell, long long delta)
 	if (f->type == METRIC_HISTOGRAM || cell >= f->ncells)
 		return;
 	atomic_fetch_add_explicit(&f->cells[cell], delta, memory_order_relaxed);
+}
+
+void metric_set(enum metric_id id, size_t cell, long long value)
+{
+	const struct metric_family *f = &families[id];
+
+	if (f->type != METRIC_GAUGE || cell >= f->ncells)
+		return;
+	atomic_store_explicit(&f->cells[cell], value, memory_order_relaxed);
 }
 
 void metric_observe(enum metric_id id, size_t cell, long long us)

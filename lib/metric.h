@@ -37,6 +37,8 @@ enum metric_id {
 	METRIC_JANITOR_FILES,    /* counter {kind} */
 	METRIC_PG_ERRORS,        /* counter {class} */
 	METRIC_AUTHZ_DECISIONS,  /* counter {answer} */
+	METRIC_SUBSCRIPTIONS,    /* gauge {state} */
+	METRIC_EVENT_DELIVERIES, /* counter {outcome} */
 	METRIC_COUNT
 };
 
@@ -64,6 +66,12 @@ enum metric_janitor_rows {
 };
 /* Where a decision of authorization came from (catalog/authzcache.h). */
 enum metric_authz_answer { METRIC_AUTHZ_KEPT, METRIC_AUTHZ_ASKED };
+enum metric_sub_state { METRIC_SUB_ACTIVE, METRIC_SUB_DEAD };
+enum metric_delivery_outcome {
+	METRIC_DELIVERY_DELIVERED,
+	METRIC_DELIVERY_FAILED,
+	METRIC_DELIVERY_DEAD_LETTERED
+};
 enum metric_janitor_files { METRIC_FILES_PURGED, METRIC_FILES_TEMPORARY, METRIC_FILES_UNSETTLED };
 
 enum metric_type { METRIC_COUNTER, METRIC_GAUGE, METRIC_HISTOGRAM };
@@ -114,6 +122,9 @@ const struct metric_family *metric_family_get(enum metric_id id);
 /* Adds delta to a counter or gauge cell; a cell out of range (such as
  * METRIC_NO_CELL) is ignored. One relaxed atomic add. */
 void metric_add(enum metric_id id, size_t cell, long long delta);
+
+/* Sets a gauge cell to value; a cell out of range is ignored. */
+void metric_set(enum metric_id id, size_t cell, long long value);
 
 /* Counts one observation of us microseconds into a histogram cell: two
  * relaxed atomic adds. A cell out of range is ignored. */

@@ -36,6 +36,8 @@ enum opt_id {
 	OPT_METRICS_RETENTION,
 	OPT_UNDROP_RETENTION,
 	OPT_EVENTS_RETENTION,
+	OPT_SUB_POLL,
+	OPT_SUB_RETRY,
 	OPT_PURGE_ATTEMPTS,
 	OPT_DB_STATEMENT_TIMEOUT,
 	OPT_DB_LOCK_TIMEOUT,
@@ -114,6 +116,10 @@ const struct option_def config_options[OPT_COUNT] = {
 		"Seconds a table dropped without purge is kept to be undropped (POST .../tables/{t}/undrop), 0-31536000; 0 keeps none" },
 	[OPT_EVENTS_RETENTION] = { "events-retention-days", "FLOE_EVENTS_RETENTION_DAYS", "30",
 		"Days an event of the change feed (POST /v1/{prefix}/events) is kept, 1-36500" },
+	[OPT_SUB_POLL] = { "subscription-poll-ms", "FLOE_SUBSCRIPTION_POLL_MS", "1000",
+		"How often the event dispatcher looks for new events when it has delivered none, 10-60000 ms" },
+	[OPT_SUB_RETRY] = { "subscription-retry-ms", "FLOE_SUBSCRIPTION_RETRY_MS", "1000",
+		"Wait before retrying a failed event delivery, 10-300000 ms; it doubles with each failure up to 5 minutes, with jitter" },
 	[OPT_PURGE_ATTEMPTS] = { "purge-max-attempts", "FLOE_PURGE_MAX_ATTEMPTS", "10",
 		"Attempts at purging a dropped table's files before its purge is marked failed, 1-1000" },
 	[OPT_DB_STATEMENT_TIMEOUT] = { "db-statement-timeout-ms", "FLOE_DB_STATEMENT_TIMEOUT_MS", "30000",
@@ -790,6 +796,12 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 	if (!parse_int(raw[OPT_EVENTS_RETENTION], 1, 36500, &v))
 		return BAD(OPT_EVENTS_RETENTION, "expected days from 1 to 36500");
 	cfg->events_retention_days = (int)v;
+	if (!parse_int(raw[OPT_SUB_POLL], 10, 60000, &v))
+		return BAD(OPT_SUB_POLL, "expected milliseconds from 10 to 60000");
+	cfg->subscription_poll_ms = (int)v;
+	if (!parse_int(raw[OPT_SUB_RETRY], 10, 300000, &v))
+		return BAD(OPT_SUB_RETRY, "expected milliseconds from 10 to 300000");
+	cfg->subscription_retry_ms = (int)v;
 	if (!parse_int(raw[OPT_PURGE_ATTEMPTS], 1, 1000, &v))
 		return BAD(OPT_PURGE_ATTEMPTS, "expected a count from 1 to 1000");
 	cfg->purge_max_attempts = (int)v;

@@ -45,7 +45,9 @@ struct floe_config {
 	int janitor_interval_s;
 	int metrics_retention_days;
 	int events_retention_days;
-	int undrop_retention_s; /* 0: drops without purge are not kept */
+	int subscription_poll_ms;  /* the event dispatcher's look at the feed */
+	int subscription_retry_ms; /* its first retry's wait */
+	int undrop_retention_s;    /* 0: drops without purge are not kept */
 	int purge_max_attempts;
 	/* Resource bounds (see --help). */
 	int db_statement_timeout_ms;

@@ -146,6 +146,11 @@ void handle_table_metrics(struct http_request *req);
 void handle_table_credentials(struct http_request *req);
 void handle_table_commits(struct http_request *req);
 void handle_events_query(struct http_request *req);
+void handle_subscriptions_list(struct http_request *req);
+void handle_subscriptions_create(struct http_request *req);
+void handle_subscription_get(struct http_request *req);
+void handle_subscription_delete(struct http_request *req);
+void handle_subscription_resume(struct http_request *req);
 void handle_table_undrop(struct http_request *req);
 void handle_dropped_list(struct http_request *req);
 void handle_table_sign(struct http_request *req); /* handlers_sign.c */

@@ -26,6 +26,7 @@
 #include "http.h"
 #include "idempotency.h"
 #include "janitor.h"
+#include "subscriptions.h"
 #include "log.h"
 #include "router.h"
 #include "sealing.h"
@@ -248,6 +249,8 @@ int main(int argc, char **argv)
 	struct app app = { 0 };
 	struct MHD_Daemon *d = NULL;
 	struct store_pool *janitor_pool = NULL; /* the janitor's own connection */
+	struct store_pool *events_pool = NULL;  /* the event dispatcher's */
+	struct dispatcher *dispatcher = NULL;
 	const char *conninfo;
 	sigset_t waitset;
 	int exit_code = 1;
@@ -430,6 +433,20 @@ int main(int argc, char **argv)
 	app.janitor = janitor_start(&jcfg);
 	if (app.janitor == NULL)
 		goto done;
+	events_pool = store_pool_new(conninfo, 1, "events");
+	if (events_pool == NULL)
+		goto done;
+	struct dispatcher_config dcfg = {
+		.pool = events_pool,
+		.sealer = app.hook_sealer,
+		.policy = cfg.hook_policy,
+		.default_name = cfg.warehouse_name,
+		.poll_ms = cfg.subscription_poll_ms,
+		.retry_ms = cfg.subscription_retry_ms,
+	};
+	dispatcher = dispatcher_start(&dcfg);
+	if (dispatcher == NULL)
+		goto done;
 	d = http_start(&app);
 	if (d == NULL)
 		goto done;
@@ -486,7 +503,9 @@ done:
 	workq_stop(&app.commits);
 	workq_stop(&app.publishes);
 	janitor_stop(&app.janitor);
+	dispatcher_stop(&dispatcher);
 	store_pool_free(&janitor_pool);
+	store_pool_free(&events_pool);
 	store_pool_free(&app.pool);
 	store_pool_free(&app.commit_pool);
 	store_pool_free(&app.publish_pool);

@@ -38,14 +38,23 @@ const struct store_statements store_pool_statements = { statements, ST_COUNT };
 
 /* Every registry, prepared on every connection; NULL ends the list. */
 static const struct store_statements *const registries[] = {
-	&store_pool_statements,      &store_ns_statements,
-	&store_table_statements,     &store_purge_statements,
-	&store_metrics_statements,   &store_idem_statements,
-	&store_hook_statements,      &store_run_statements,
-	&store_event_statements,     &store_trail_statements,
-	&store_principal_statements, &store_role_statements,
-	&store_grant_statements,     &store_feed_statements,
-	&store_release_statements,   NULL,
+	&store_pool_statements,
+	&store_ns_statements,
+	&store_table_statements,
+	&store_purge_statements,
+	&store_metrics_statements,
+	&store_idem_statements,
+	&store_hook_statements,
+	&store_run_statements,
+	&store_event_statements,
+	&store_trail_statements,
+	&store_principal_statements,
+	&store_role_statements,
+	&store_grant_statements,
+	&store_feed_statements,
+	&store_release_statements,
+	&store_sub_statements,
+	NULL,
 };
 
 struct store_pool {

@@ -62,6 +62,7 @@ extern const struct store_statements store_principal_statements;
 extern const struct store_statements store_role_statements;
 extern const struct store_statements store_grant_statements;
 extern const struct store_statements store_feed_statements;
+extern const struct store_statements store_sub_statements;
 
 /* One connection of a pool. */
 struct store {

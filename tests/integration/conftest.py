@@ -68,6 +68,8 @@ FLOE_OPTIONS = {
     "--max-pending-body-bytes": "FLOE_MAX_PENDING_BODY_BYTES",
     "--shutdown-grace-seconds": "FLOE_SHUTDOWN_GRACE_SECONDS",
     "--hook-allow": "FLOE_HOOK_ALLOW",
+    "--subscription-poll-ms": "FLOE_SUBSCRIPTION_POLL_MS",
+    "--subscription-retry-ms": "FLOE_SUBSCRIPTION_RETRY_MS",
     "--warehouse-name": "FLOE_WAREHOUSE_NAME",
     "--cors-origins": "FLOE_CORS_ORIGINS",
     "--s3-endpoint": "FLOE_S3_ENDPOINT",
