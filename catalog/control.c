@@ -21,9 +21,7 @@
 #include "rowjson.h"
 #include "wording.h"
 
-/* Ends a transaction begun by the caller: commit when ok, else roll back
- * (unless the commit's own outcome is unknown). */
-static bool finish_tx(struct store *s, bool ok, struct floe_error *err)
+bool control_finish_tx(struct store *s, bool ok, struct floe_error *err)
 {
 	if (ok && store_commit(s, err))
 		return true;
@@ -127,7 +125,7 @@ bool control_hook_register(struct store *s, const struct table_env *env, const c
 		ok = store_event_insert(s, "hook.registered", &who, NULL, NULL, NULL, details, err);
 		json_decref(details);
 	}
-	if (!finish_tx(s, ok, err)) {
+	if (!control_finish_tx(s, ok, err)) {
 		json_decref(*hook);
 		*hook = NULL;
 		return false;
@@ -169,7 +167,7 @@ bool control_hook_delete(struct store *s, const struct table_env *env, const cha
 	}
 	free(guarded);
 	json_decref(hook);
-	return finish_tx(s, ok, err);
+	return control_finish_tx(s, ok, err);
 }
 
 /* --- the control route --- */

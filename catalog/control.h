@@ -23,6 +23,10 @@ struct store;
 
 #define CONTROL_REASON_MAX 1000
 
+/* Ends a transaction begun by the caller: commit when ok, else roll back
+ * (unless the commit's own outcome is unknown). */
+bool control_finish_tx(struct store *s, bool ok, struct floe_error *err) FLOE_WUR;
+
 /* POST /audit-hooks: the hook and its hook.registered event in one
  * transaction; *hook is the new hook (new reference). */
 bool control_hook_register(struct store *s, const struct table_env *env, const char *id,

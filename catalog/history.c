@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "auditlog.h"
+#include "timefmt.h"
 #include "log.h"
 #include "ports.h"
 #include "rowjson.h"
@@ -88,14 +89,8 @@ bool table_point_parse(const char *as_of, const char *as_of_version, struct tabl
 	if (n > 0 && n <= 15 && digits(as_of, n)) {
 		/* Milliseconds since the epoch, as Iceberg's timestamp-ms. */
 		long long ms = strtoll(as_of, NULL, 10);
-		time_t secs = (time_t)(ms / 1000);
-		struct tm tm;
-		if (gmtime_r(&secs, &tm) == NULL)
+		if (!timefmt_rfc3339_ms(ms, out->timestamp, sizeof(out->timestamp)))
 			return floe_err(err, FE_BAD_REQUEST, "as-of is out of range: %s", as_of);
-		char day[32];
-		(void)strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
-		(void)snprintf(out->timestamp, sizeof(out->timestamp), "%s.%03lldZ", day,
-			       ms % 1000);
 		return true;
 	}
 	if (!rfc3339(as_of))

@@ -5,6 +5,11 @@
  * the database, call every hook in scope of any member once with all of
  * them, then either one transaction moves every member's main (each
  * guarded by its main at audit time) or nothing moves.
+ *
+ * One file past 1,000 lines on purpose: staging, adding, publishing and
+ * abandoning share the member set, its per-member checks and the lease,
+ * all static here; split, they would become an internal header of
+ * half-built state that only this file may touch.
  */
 #include "release.h"
 

@@ -22,12 +22,15 @@
 #include <unistd.h>
 
 #include "auditlog.h"
+#include "control.h"
 #include "feed.h"
 #include "hookspec.h"
 #include "log.h"
 #include "metric.h"
 #include "rowjson.h"
+#include "timefmt.h"
 #include "uuid.h"
+#include "wording.h"
 
 /* Subscriptions leased per round, and the lease's margin beyond the
  * call's own timeout. */
@@ -41,19 +44,17 @@ bool subscription_id_valid(const char *id)
 	return uuid_is_canonical(id);
 }
 
-static bool no_such(const char *id, struct floe_error *err)
+/* Writes the audit event of a subscription's change by who, taking
+ * details (NULL: out of memory). */
+static bool audit(struct store *s, const char *event, const struct store_actor *who,
+		  json_t *details, struct floe_error *err)
 {
-	return floe_err(err, FE_NO_SUCH_SUBSCRIPTION, "Event subscription does not exist: %.64s",
-			id);
-}
+	bool ok = details != NULL
+			  ? store_event_insert(s, event, who, NULL, NULL, NULL, details, err)
+			  : floe_err(err, FE_INTERNAL, "out of memory");
 
-static bool finish(struct store *s, bool ok, struct floe_error *err)
-{
-	if (ok && store_commit(s, err))
-		return true;
-	if (err->kind != FE_COMMIT_STATE_UNKNOWN)
-		store_rollback(s);
-	return false;
+	json_decref(details);
+	return ok;
 }
 
 /* --- the API's shape --- */
@@ -109,8 +110,8 @@ static json_t *sub_json(const struct sub_row *r)
 }
 
 /* The subscription id of s's warehouse as JSON into *out (NULL with
- * FE_NO_SUCH_SUBSCRIPTION when there is none). dead: its state. */
-static bool load(struct store *s, const char *id, json_t **out, bool *dead, struct floe_error *err)
+ * FE_NO_SUCH_SUBSCRIPTION when there is none). */
+static bool load(struct store *s, const char *id, json_t **out, struct floe_error *err)
 {
 	struct sub_row row;
 	bool found = false;
@@ -119,10 +120,8 @@ static bool load(struct store *s, const char *id, json_t **out, bool *dead, stru
 	if (!store_sub_get(s, id, &row, &found, err))
 		return false;
 	if (!found)
-		return no_such(id, err);
+		return wording_no_such_subscription(id, err);
 	*out = sub_json(&row);
-	if (dead != NULL)
-		*dead = row.dead;
 	store_sub_row_clear(&row);
 	return *out != NULL || floe_err(err, FE_INTERNAL, "out of memory");
 }
@@ -280,19 +279,17 @@ json_t *subscription_create(struct store *s, const struct table_env *env, const 
 	bool ok = store_begin(s, err) &&
 		  store_sub_insert(s, &row, from_token ? start.after_xid : NULL, start.after_id,
 				   err) &&
-		  load(s, row.id, &out, NULL, err);
+		  load(s, row.id, &out, err);
 	if (ok) {
-		json_t *details = json_pack("{s:s, s:s, s:s, s:O}", "subscription-id", row.id,
-					    "name", name, "url", url, "filter",
-					    json_object_get(out, "filter"));
 		struct store_actor who = audit_actor(env);
-		ok = details != NULL && store_event_insert(s, "subscription.created", &who, NULL,
-							   NULL, NULL, details, err);
-		json_decref(details);
+		ok = audit(s, "subscription.created", &who,
+			   json_pack("{s:s, s:s, s:s, s:O}", "subscription-id", row.id, "name",
+				     name, "url", url, "filter", json_object_get(out, "filter")),
+			   err);
 	}
 	free(filter);
 	free(sealed);
-	if (!finish(s, ok, err)) {
+	if (!control_finish_tx(s, ok, err)) {
 		json_decref(out);
 		return NULL;
 	}
@@ -325,7 +322,7 @@ json_t *subscription_get(struct store *s, const char *id, struct floe_error *err
 {
 	json_t *out = NULL;
 
-	return load(s, id, &out, NULL, err) ? out : NULL;
+	return load(s, id, &out, err) ? out : NULL;
 }
 
 bool subscription_delete(struct store *s, const struct table_env *env, const char *id,
@@ -336,20 +333,19 @@ bool subscription_delete(struct store *s, const struct table_env *env, const cha
 
 	if (!store_begin(s, err))
 		return false;
-	bool ok = load(s, id, &sub, NULL, err) && store_sub_delete(s, id, &deleted, err);
+	bool ok = load(s, id, &sub, err) && store_sub_delete(s, id, &deleted, err);
 	if (ok && !deleted)
-		ok = no_such(id, err);
+		ok = wording_no_such_subscription(id, err);
 	if (ok) {
-		json_t *details = json_pack("{s:s, s:O, s:O}", "subscription-id", id, "name",
-					    json_object_get(sub, "name"), "position",
-					    json_object_get(sub, "position"));
 		struct store_actor who = audit_actor(env);
-		ok = details != NULL && store_event_insert(s, "subscription.deleted", &who, NULL,
-							   NULL, NULL, details, err);
-		json_decref(details);
+		ok = audit(s, "subscription.deleted", &who,
+			   json_pack("{s:s, s:O, s:O}", "subscription-id", id, "name",
+				     json_object_get(sub, "name"), "position",
+				     json_object_get(sub, "position")),
+			   err);
 	}
 	json_decref(sub);
-	return finish(s, ok, err);
+	return control_finish_tx(s, ok, err);
 }
 
 json_t *subscription_resume(struct store *s, const struct table_env *env, const char *id,
@@ -358,7 +354,6 @@ json_t *subscription_resume(struct store *s, const struct table_env *env, const 
 	const json_t *skip = json_object_get(body, "skip-held-event");
 	json_t *before = NULL;
 	json_t *out = NULL;
-	bool dead = false;
 	bool resumed = false;
 
 	if (body != NULL && !json_is_null(body) && !json_is_object(body))
@@ -369,14 +364,8 @@ json_t *subscription_resume(struct store *s, const struct table_env *env, const 
 	bool skipping = json_is_true(skip);
 	if (!store_begin(s, err))
 		return NULL;
-	bool ok = load(s, id, &before, &dead, err);
-	if (ok && !dead)
-		ok = floe_err(
-			err, FE_SUBSCRIPTION_STATE,
-			"Event subscription %s is active: only a subscription in the dead-letter state resumes",
-			id);
-	if (ok)
-		ok = store_sub_resume(s, id, skipping, &resumed, err);
+	/* The update resumes only a dead-lettered subscription. */
+	bool ok = load(s, id, &before, err) && store_sub_resume(s, id, skipping, &resumed, err);
 	if (ok && !resumed)
 		ok = floe_err(
 			err, FE_SUBSCRIPTION_STATE,
@@ -384,18 +373,15 @@ json_t *subscription_resume(struct store *s, const struct table_env *env, const 
 			id);
 	if (ok) {
 		json_t *held = json_object_get(before, "held-event");
-		json_t *details = json_pack("{s:s, s:O, s:b}", "subscription-id", id,
-					    "held-event-id", json_object_get(held, "event-id"),
-					    "skipped", skipping);
 		struct store_actor who = audit_actor(env);
-		ok = details != NULL &&
-		     store_event_insert(s, "subscription.resumed", &who, NULL, NULL, NULL, details,
-					err) &&
-		     load(s, id, &out, NULL, err);
-		json_decref(details);
+		ok = audit(s, "subscription.resumed", &who,
+			   json_pack("{s:s, s:O, s:b}", "subscription-id", id, "held-event-id",
+				     json_object_get(held, "event-id"), "skipped", skipping),
+			   err) &&
+		     load(s, id, &out, err);
 	}
 	json_decref(before);
-	if (!finish(s, ok, err)) {
+	if (!control_finish_tx(s, ok, err)) {
 		json_decref(out);
 		return NULL;
 	}
@@ -426,48 +412,19 @@ struct delivery_job {
 	char why[256]; /* the secret did not open */
 };
 
-/* "2026-12-07T04:05:06.789Z" */
-static void rfc3339(long long ms, char *out, size_t len)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	if (gmtime_r(&t, &tm) == NULL) {
-		(void)snprintf(out, len, "1970-01-01T00:00:00.000Z");
-		return;
-	}
-	size_t n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	(void)snprintf(out + n, len - n, ".%03lldZ", ms % 1000);
-}
-
 /* The object's dotted name: its namespace's levels, then its name. */
 static char *subject_of(const struct feed_row *e)
 {
-	size_t len = 1;
+	char *ns = ident_ns_display(&e->ns);
+	char *out = NULL;
 
-	for (size_t i = 0; i < e->ns.nlevels; i++)
-		len += strlen(e->ns.levels[i]) + 1;
-	if (e->name != NULL)
-		len += strlen(e->name) + 1;
-	char *out = malloc(len);
-	if (out == NULL)
-		return NULL;
-	size_t o = 0;
-	for (size_t i = 0; i < e->ns.nlevels; i++) {
-		size_t n = strlen(e->ns.levels[i]);
-		if (o > 0)
-			out[o++] = '.';
-		memcpy(out + o, e->ns.levels[i], n);
-		o += n;
-	}
-	if (e->name != NULL) {
-		size_t n = strlen(e->name);
-		if (o > 0)
-			out[o++] = '.';
-		memcpy(out + o, e->name, n);
-		o += n;
-	}
-	out[o] = '\0';
+	if (ns == NULL || e->name == NULL)
+		return ns;
+	size_t n = strlen(ns) + strlen(e->name) + 2;
+	out = malloc(n);
+	if (out != NULL)
+		(void)snprintf(out, n, "%s%s%s", ns, ns[0] != '\0' ? "." : "", e->name);
+	free(ns);
 	return out;
 }
 
@@ -475,12 +432,12 @@ static char *subject_of(const struct feed_row *e)
 static char *cloudevent(const struct dispatcher *d, struct delivery_job *job)
 {
 	const struct feed_row *e = &job->event;
-	char time[40], source[300], sequence[64];
+	char time[TIMEFMT_RFC3339_LEN], source[300], sequence[64];
 	char *subject = subject_of(e);
 	json_t *data = feed_event_json(e);
 	char *text = NULL;
 
-	rfc3339(e->at_ms, time, sizeof(time));
+	(void)timefmt_rfc3339_ms(e->at_ms, time, sizeof(time));
 	(void)snprintf(source, sizeof(source), "/v1/%s",
 		       job->sub->warehouse != NULL && job->sub->warehouse[0] != '\0'
 			       ? job->sub->warehouse
@@ -566,16 +523,15 @@ static bool record(struct dispatcher *d, struct store *s, struct delivery_job *j
 				   call->http_status, call->reason, retry_wait(d, sub->attempts),
 				   &kept, &dead, &attempts, err);
 	if (ok && dead) {
-		json_t *details = json_pack("{s:s, s:s, s:s, s:i, s:s, s:I}", "subscription-id",
-					    sub->id, "name", sub->name, "event-id", job->event_id,
-					    "attempts", attempts, "reason", call->reason,
-					    "http-status", (json_int_t)call->http_status);
 		struct store_actor who = { NULL, "floe", NULL };
-		ok = details != NULL && store_event_insert(s, "subscription.dead-lettered", &who,
-							   NULL, NULL, NULL, details, err);
-		json_decref(details);
+		ok = audit(s, "subscription.dead-lettered", &who,
+			   json_pack("{s:s, s:s, s:s, s:i, s:s, s:I}", "subscription-id", sub->id,
+				     "name", sub->name, "event-id", job->event_id, "attempts",
+				     attempts, "reason", call->reason, "http-status",
+				     (json_int_t)call->http_status),
+			   err);
 	}
-	if (!finish(s, ok, err))
+	if (!control_finish_tx(s, ok, err))
 		return false;
 	if (!kept)
 		return true;

@@ -27,6 +27,7 @@
 #include "auditlog.h"
 #include "rowjson.h"
 #include "tablemeta.h"
+#include "timefmt.h"
 #include "uuid.h"
 #include "wording.h"
 
@@ -49,13 +50,7 @@ static long long now_ms(void)
 
 void wap_rfc3339_now(char *out, size_t len)
 {
-	struct timespec ts;
-	struct tm tm;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	size_t n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	(void)snprintf(out + n, len - n, ".%03ldZ", ts.tv_nsec / 1000000L);
+	(void)timefmt_rfc3339_ms(now_ms(), out, len);
 }
 
 json_t *wap_run_json(const void *row)

@@ -115,6 +115,12 @@ bool wording_no_such_hook(const char *id, struct floe_error *err)
 	return floe_err(err, FE_NO_SUCH_HOOK, "Audit hook does not exist: %s", id);
 }
 
+bool wording_no_such_subscription(const char *id, struct floe_error *err)
+{
+	return floe_err(err, FE_NO_SUCH_SUBSCRIPTION, "Event subscription does not exist: %.64s",
+			id);
+}
+
 bool wording_no_such_run(const char *id, struct floe_error *err)
 {
 	return floe_err(err, FE_NO_SUCH_RUN, "Write-audit-publish run does not exist: %s", id);

@@ -67,6 +67,7 @@ bool views_word_error(struct store *s, const struct ns_ident *ns, const char *na
 bool wording_no_such_ref(const char *ref, struct floe_error *err);
 bool wording_no_such_snapshot(long long id, struct floe_error *err);
 bool wording_no_such_hook(const char *id, struct floe_error *err);
+bool wording_no_such_subscription(const char *id, struct floe_error *err);
 bool wording_no_such_run(const char *id, struct floe_error *err);
 bool wording_no_such_warehouse(const char *name, struct floe_error *err);
 

@@ -12,6 +12,11 @@
  * never signed with another warehouse's keys. Each thread keeps one curl
  * handle for every store, so its connection is reused (curl keeps one per
  * host). Secrets are never logged.
+ *
+ * Past 1,000 lines on purpose: every operation goes through the one
+ * request loop here (signing, timeouts, retries, the store chosen by
+ * location); the XML, credential and signing helpers already stand apart
+ * (s3xml.c, s3cred.c, s3sign.c, s3util.c).
  */
 #include "backend.h"
 

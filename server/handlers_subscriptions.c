@@ -12,6 +12,7 @@
 #include "config.h"
 #include "handlers.h"
 #include "subscriptions.h"
+#include "wording.h"
 
 /* Both privileges of managing; false when the request has been answered. */
 static bool manageable(struct http_request *req, struct store *s)
@@ -40,8 +41,7 @@ static bool id_param(struct http_request *req, const char **id, struct floe_erro
 {
 	*id = http_param(req, "id");
 	if (*id == NULL || !subscription_id_valid(*id))
-		return floe_err(err, FE_NO_SUCH_SUBSCRIPTION,
-				"Event subscription does not exist: %.64s", *id ? *id : "");
+		return wording_no_such_subscription(*id ? *id : "", err);
 	return true;
 }
 

@@ -2,6 +2,10 @@
  * tables.c - the tables relation and its commit log: load, create,
  * the compare-and-swap of a commit, drop, rename, and the table
  * locations no two tables may share.
+ *
+ * Past 1,000 lines on purpose: its statements are one relation's and
+ * share the row readers below; the commit's compare-and-swap and the
+ * loads it races against are best read side by side.
  */
 #include "store.h"
 #include "store_internal.h"

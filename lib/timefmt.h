@@ -1,0 +1,17 @@
+/*
+ * timefmt.h - times as floe's answers write them: RFC 3339, UTC, with
+ * milliseconds ("2026-12-07T04:05:06.789Z").
+ */
+#ifndef FLOE_TIMEFMT_H
+#define FLOE_TIMEFMT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define TIMEFMT_RFC3339_LEN 32 /* room for any year gmtime_r takes, and the NUL */
+
+/* ms since the epoch into out (len >= TIMEFMT_RFC3339_LEN); false, out
+ * empty, when gmtime_r cannot take it. */
+bool timefmt_rfc3339_ms(long long ms, char *out, size_t len);
+
+#endif
