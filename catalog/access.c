@@ -82,6 +82,35 @@ access_set access_commit_needs(const json_t *updates)
 	return needs;
 }
 
+bool access_commit_creates(const json_t *requirements)
+{
+	size_t i;
+	json_t *r;
+
+	json_array_foreach((json_t *)requirements, i, r) {
+		const char *t = json_string_value(json_object_get(r, "type"));
+		if (t != NULL && strcmp(t, "assert-create") == 0)
+			return true;
+	}
+	return false;
+}
+
+access_set access_register_overwrite_needs(void)
+{
+	return ACCESS_BIT(PRIV_TABLE_DROP) | ACCESS_BIT(PRIV_TABLE_WRITE_MAIN);
+}
+
+access_set access_rename_needs(void)
+{
+	return ACCESS_BIT(PRIV_TABLE_DROP) | ACCESS_BIT(PRIV_TABLE_WRITE_MAIN);
+}
+
+access_set access_ref_needs(const char *ref)
+{
+	return ref == NULL || strcmp(ref, "main") == 0 ? ACCESS_BIT(PRIV_TABLE_WRITE_MAIN)
+						       : ACCESS_BIT(PRIV_TABLE_WRITE);
+}
+
 access_set access_ns_properties_needs(const json_t *body)
 {
 	return ACCESS_BIT(PRIV_NAMESPACE_UPDATE_PROPERTIES) |

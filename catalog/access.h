@@ -43,6 +43,24 @@ access_set access_commit_needs(const json_t *updates);
  * when a floe.* key is set or removed. */
 access_set access_ns_properties_needs(const json_t *body);
 
+/* Whether a commit's requirements (an array, or NULL) hold
+ * assert-create: the commit creates the table (a staged create's), which
+ * needs TABLE_CREATE on its namespace instead. */
+bool access_commit_creates(const json_t *requirements);
+
+/* What a register with overwrite needs on the table it replaces:
+ * TABLE_DROP, and TABLE_WRITE_MAIN since it moves that table's main. */
+access_set access_register_overwrite_needs(void);
+
+/* What a table rename needs on its source: TABLE_DROP, and
+ * TABLE_WRITE_MAIN since the destination's main moves (TABLE_CREATE on
+ * the destination's namespace besides). */
+access_set access_rename_needs(void);
+
+/* What creating, dropping or fast-forwarding ref needs (NULL: main):
+ * TABLE_WRITE_MAIN for main, TABLE_WRITE for any other. */
+access_set access_ref_needs(const char *ref);
+
 /* Checks every privilege of needs on obj, the most specific first
  * (TABLE_WRITE_MAIN, TABLE_WRITE, the property privileges, CONTROLS_MANAGE,
  * then the rest in enum order): false with authz_check's error at the

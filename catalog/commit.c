@@ -96,18 +96,6 @@ void commit_backoff(int attempt)
 
 /* True when updates holds an action that creates a table (assert-create
  * among the requirements). */
-static bool has_assert_create(const json_t *requirements)
-{
-	size_t i;
-	json_t *r;
-	json_array_foreach(requirements, i, r) {
-		const char *t = json_string_value(json_object_get(r, "type"));
-		if (t != NULL && strcmp(t, "assert-create") == 0)
-			return true;
-	}
-	return false;
-}
-
 /* The commit of a staged create: a new table from the updates alone. */
 static json_t *commit_create(struct store *s, const struct table_env *env,
 			     const struct ns_ident *ns, const char *name,
@@ -466,13 +454,10 @@ json_t *table_commit(struct store *s, const struct table_env *env, const struct 
 		return floe_err(err, FE_BAD_REQUEST, "'updates' must be an array"), NULL;
 	if (!tablemeta_check_actions(updates, err))
 		return NULL;
-	if (requirements != NULL && has_assert_create(requirements)) {
-		if (!access_check(s, env->acting, PRIV_TABLE_CREATE, ns, NULL, err))
-			return NULL;
+	/* The privileges were the gate's (server/routes.c): a staged
+	 * create's TABLE_CREATE, else what the updates need. */
+	if (requirements != NULL && access_commit_creates(requirements))
 		return commit_create(s, env, ns, name, requirements, updates, err);
-	}
-	if (!access_check_commit(s, env->acting, ns, name, updates, err))
-		return NULL;
 	struct commit_extras x = { .env = env, .ns = ns, .name = name };
 	bool control = false;
 	for (size_t i = 0; i < POLICY_NCONTROLS; i++) {
@@ -708,11 +693,12 @@ static bool transaction_round(struct store *s, const struct table_env *env, cons
 	return false;
 }
 
-/* The engine of table_commit_transaction and table_commit_many; access:
- * check each change against env's privileges first. */
+/* The engine of table_commit_transaction and table_commit_many. Each
+ * change's privileges were checked before (the gate, server/routes.c; a
+ * release's members by catalog/release.c). */
 static bool commit_many(struct store *s, const struct table_env *env, const json_t *changes,
-			unsigned flags, table_commit_also also, void *ctx, bool access,
-			size_t *failed, struct floe_error *err)
+			unsigned flags, table_commit_also also, void *ctx, size_t *failed,
+			struct floe_error *err)
 {
 	size_t n, i;
 	json_t *c;
@@ -745,7 +731,7 @@ static bool commit_many(struct store *s, const struct table_env *env, const json
 		}
 		if (!tablemeta_check_actions(u, err))
 			goto done;
-		if (r != NULL && has_assert_create(r)) {
+		if (r != NULL && access_commit_creates(r)) {
 			floe_err(err, FE_BAD_REQUEST,
 				 "a transaction cannot create tables (assert-create)");
 			goto done;
@@ -760,14 +746,6 @@ static bool commit_many(struct store *s, const struct table_env *env, const json
 			goto done;
 		}
 	}
-	/* Every table's privileges before any is looked at. */
-	for (i = 0; access && i < n; i++) {
-		if (!access_check_commit(s, env->acting, &ids[i].ns, ids[i].name,
-					 json_object_get(json_array_get(changes, i), "updates"),
-					 err))
-			goto done;
-	}
-
 	/* Every stripe involved, each once, in ascending order: two
 	 * transactions over the same tables cannot deadlock. */
 	bool used[COMMIT_LOCK_STRIPES] = { false };
@@ -820,13 +798,13 @@ bool table_commit_transaction(struct store *s, const struct table_env *env, cons
 {
 	size_t failed;
 
-	return commit_many(s, env, json_object_get(body, "table-changes"), 0, NULL, NULL, true,
-			   &failed, err);
+	return commit_many(s, env, json_object_get(body, "table-changes"), 0, NULL, NULL, &failed,
+			   err);
 }
 
 bool table_commit_many(struct store *s, const struct table_env *env, const json_t *changes,
 		       unsigned flags, table_commit_also also, void *ctx, size_t *failed,
 		       struct floe_error *err)
 {
-	return commit_many(s, env, changes, flags, also, ctx, false, failed, err);
+	return commit_many(s, env, changes, flags, also, ctx, failed, err);
 }

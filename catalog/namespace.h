@@ -63,8 +63,8 @@ bool ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error *err)
 
 /* GET /namespaces?parent=: {"namespaces", "next-page-token"}. parent may
  * be NULL for the top level. With who (NULL: authentication off), only the
- * namespaces who may see, and FE_FORBIDDEN when who may not list parent
- * (authz_check_listing). */
+ * namespaces who may see; whether who may list parent at all is asked
+ * before (access_check_listing, by the gate). */
 json_t *ns_list(struct store *s, const struct principal *who, const struct ns_ident *parent,
 		const struct page_request *page, struct floe_error *err) FLOE_WUR;
 

@@ -133,7 +133,7 @@ static bool members_below(struct store *s, const struct ns_ident *ns, struct mem
 			ok = floe_err(err, FE_INTERNAL, "a table name came back unreadable");
 			break;
 		}
-		ok = ident_ns_parse(names[i], (size_t)(sep - names[i]), &at, err) &&
+		ok = ident_ns_split(names[i], (size_t)(sep - names[i]), &at, err) &&
 		     member_add(ms, n, &at, sep + 1, err);
 		ident_ns_clear(&at);
 	}
@@ -275,12 +275,25 @@ static json_t *load_release(struct store *s, const char *id, struct member **mem
 	return out;
 }
 
-/* FE_FORBIDDEN unless env's principal holds priv on every member. */
-static bool members_allowed(struct store *s, const struct table_env *env, enum privilege priv,
-			    const struct member *ms, size_t n, struct floe_error *err)
+/* FE_FORBIDDEN unless env's principal holds what the route needs on
+ * member m (env->member_need, from the route table). */
+static bool member_allowed(struct store *s, const struct table_env *env, const struct member *m,
+			   struct floe_error *err)
+{
+	struct authz_object obj = { .kind = AUTHZ_TABLE, .ns = &m->id.ns, .table = m->id.name };
+
+	if (env->acting != NULL && env->member_need == 0)
+		return floe_err(err, FE_FORBIDDEN,
+				"No privilege is stated for a release's members");
+	return access_check_all(s, env->acting, env->member_need, &obj, err);
+}
+
+/* member_allowed for every member. */
+static bool members_allowed(struct store *s, const struct table_env *env, const struct member *ms,
+			    size_t n, struct floe_error *err)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (!access_check(s, env->acting, priv, &ms[i].id.ns, ms[i].id.name, err))
+		if (!member_allowed(s, env, &ms[i], err))
 			return false;
 	}
 	return true;
@@ -293,7 +306,7 @@ json_t *release_get(struct store *s, const struct table_env *env, const char *id
 	size_t n = 0;
 	json_t *out = load_release(s, id, &ms, &n, err);
 
-	if (out != NULL && !members_allowed(s, env, PRIV_TABLE_READ, ms, n, err)) {
+	if (out != NULL && !members_allowed(s, env, ms, n, err)) {
 		json_decref(out);
 		out = NULL;
 	}
@@ -428,7 +441,7 @@ static bool stage_members(struct store *s, const struct table_env *env, const ch
 		return floe_err(err, FE_INTERNAL, "out of memory");
 	for (size_t i = 0; ok && i < n; i++) {
 		struct member *m = &ms[i];
-		ok = access_check(s, env->acting, PRIV_WAP_STAGE, &m->id.ns, m->id.name, err);
+		ok = member_allowed(s, env, m, err);
 		if (ok) {
 			m->m = table_load_metadata(s, &m->id.ns, m->id.name, NULL, err);
 			ok = m->m != NULL;
@@ -630,7 +643,7 @@ json_t *release_abandon(struct store *s, const struct table_env *env, const char
 		floe_err(err, FE_RUN_STATE, "release %s is %s and cannot be abandoned", id, state);
 		goto done;
 	}
-	if (!members_allowed(s, env, PRIV_WAP_STAGE, ms, n, err))
+	if (!members_allowed(s, env, ms, n, err))
 		goto done;
 	changes = json_array();
 	for (size_t i = 0; i < n; i++) {
@@ -820,7 +833,7 @@ static bool publish_commit(struct store *s, struct publish_record *rec, size_t *
 static bool member_check(struct store *s, const struct table_env *env, const char *branch,
 			 struct member *m, struct floe_error *err)
 {
-	if (!access_check(s, env->acting, PRIV_WAP_PUBLISH, &m->id.ns, m->id.name, err))
+	if (!member_allowed(s, env, m, err))
 		return false;
 	m->m = table_load_metadata(s, &m->id.ns, m->id.name, &m->location, err);
 	if (m->m == NULL)

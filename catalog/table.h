@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <jansson.h>
 
+#include "access.h"
 #include "error.h"
 #include "authz.h"
 #include "ident.h"
@@ -77,6 +78,10 @@ struct table_env {
 	/* Seconds a table dropped without purge is kept for an undrop;
 	 * 0: not kept. */
 	int undrop_retention_s;
+	/* What a release's route needs on every member table (the route
+	 * table's privilege; release.c alone knows the members); with a
+	 * principal and nothing stated, a member is refused. */
+	access_set member_need;
 };
 
 /* A table's identity inside one request. */

@@ -24,8 +24,8 @@ bool tables_exists(struct store *s, const struct ns_ident *ns, const char *name,
  * length in *len): the names in ns sorting after `after` (NULL: from the
  * start), at most limit (< 0: all), and the token of the next page when
  * more follow. FE_NO_SUCH_NAMESPACE. With who (NULL: authentication off),
- * only the tables who may see, and FE_FORBIDDEN when who may not list ns
- * (authz_check_listing). */
+ * only the tables who may see; whether who may list ns at all is asked
+ * before (access_check_listing, by the gate). */
 char *tables_list_text(struct store *s, const struct principal *who, const struct ns_ident *ns,
 		       const char *after, long limit, size_t *len, struct floe_error *err) FLOE_WUR;
 

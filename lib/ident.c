@@ -122,30 +122,39 @@ static bool ns_add_level(struct ns_ident *ns, const char *s, size_t len, struct 
 	return true;
 }
 
-bool ident_ns_parse(const char *raw, size_t len, struct ns_ident *out, struct floe_error *err)
+bool ident_ns_split(const char *text, size_t len, struct ns_ident *out, struct floe_error *err)
 {
-	char *dec = NULL;
-	size_t declen = 0;
 	size_t start = 0;
 
 	out->nlevels = 0;
 	if (len == 0)
 		return floe_err(err, FE_BAD_REQUEST, "namespace must not be empty");
-	if (!url_decode(raw, len, true, &dec, &declen, err))
-		return false;
-	for (size_t i = 0; i <= declen; i++) {
-		if (i == declen || dec[i] == IDENT_SEPARATOR) {
-			if (!ns_add_level(out, dec + start, i - start, err))
-				goto fail;
+	for (size_t i = 0; i <= len; i++) {
+		if (i == len || text[i] == IDENT_SEPARATOR) {
+			if (!ns_add_level(out, text + start, i - start, err)) {
+				ident_ns_clear(out);
+				return false;
+			}
 			start = i + 1;
 		}
 	}
-	free(dec);
 	return true;
-fail:
+}
+
+bool ident_ns_parse(const char *raw, size_t len, enum ident_plus plus, struct ns_ident *out,
+		    struct floe_error *err)
+{
+	char *dec = NULL;
+	size_t declen = 0;
+
+	out->nlevels = 0;
+	if (len == 0)
+		return floe_err(err, FE_BAD_REQUEST, "namespace must not be empty");
+	if (!url_decode(raw, len, plus == IDENT_PLUS_SPACE, &dec, &declen, err))
+		return false;
+	bool ok = ident_ns_split(dec, declen, out, err);
 	free(dec);
-	ident_ns_clear(out);
-	return false;
+	return ok;
 }
 
 bool ident_ns_from_json(const json_t *array, const char *field, struct ns_ident *out,

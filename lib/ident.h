@@ -40,10 +40,22 @@ bool url_decode(const char *in, size_t len, bool plus_is_space, char **out, size
 bool ident_name_check(const char *name, size_t len, const char *what,
 		      struct floe_error *err) FLOE_WUR;
 
-/* Parses a namespace from a raw (still percent-encoded) path segment or
- * query value. Levels are split on 0x1F after decoding; '+' is a space.
- * On failure out is left empty. */
-bool ident_ns_parse(const char *raw, size_t len, struct ns_ident *out,
+/* How '+' reads where a name is percent-encoded: in a path segment it is
+ * itself (RFC 3986; iceberg-go and iceberg-rust send it so, and Java's
+ * client sends %20 for a space), in a query value it is a space (HTML
+ * form encoding, which Java's client uses there). */
+enum ident_plus { IDENT_PLUS_LITERAL, IDENT_PLUS_SPACE };
+
+/* Parses a namespace from a raw (still percent-encoded) path segment
+ * (IDENT_PLUS_LITERAL) or query value (IDENT_PLUS_SPACE). Levels are split
+ * on 0x1F after decoding. On failure out is left empty. */
+bool ident_ns_parse(const char *raw, size_t len, enum ident_plus plus, struct ns_ident *out,
+		    struct floe_error *err) FLOE_WUR;
+
+/* Splits a namespace already decoded (levels joined by 0x1F, as
+ * ident_ns_join gives them) and checks each level. On failure out is left
+ * empty. */
+bool ident_ns_split(const char *text, size_t len, struct ns_ident *out,
 		    struct floe_error *err) FLOE_WUR;
 
 /* Parses a namespace from a JSON array of strings; field names the JSON

@@ -14,22 +14,27 @@
 
 struct auth;
 struct http_request;
+struct route;
 struct store_pool;
 struct trail_key;
 struct vend;
 
 /*
- * Middleware around every route (idempotency.c's, set by main.c), so the
- * HTTP layer calls it without knowing it: run() runs a route's handler for
- * a request, finish() ends a request that was answered from another
- * thread. NULL members: the handler runs as it is.
+ * Middleware around every route (auth.c's and gate.c's, set by main.c), so
+ * the HTTP layer calls them without knowing them. NULL members: the
+ * route's handler is not run (the fuzz and unit builds that only route).
  */
 struct middleware {
 	/* Before run: false when it has answered the request itself (auth.c:
 	 * no valid token). NULL: every request goes on. */
-	bool (*admit)(struct http_request *req, void (*handler)(struct http_request *req));
-	void (*run)(struct http_request *req, void (*handler)(struct http_request *req));
+	bool (*admit)(struct http_request *req, const struct route *route);
+	/* Runs the route for the request (gate.c: parse, authorize, queue,
+	 * handler). */
+	void (*run)(struct http_request *req, const struct route *route);
+	/* Ends a request that was answered from another thread. */
 	void (*finish)(struct http_request *req);
+	/* Frees what run kept for the request, when it is done with. */
+	void (*release)(struct http_request *req);
 };
 
 struct app {

@@ -32,6 +32,7 @@
 #include "jwt.h"
 #include "log.h"
 #include "principals.h"
+#include "router.h"
 #include "secret.h"
 #include "system.h"
 
@@ -383,16 +384,19 @@ char *auth_issue(struct auth *a, const struct tokencache_entry *who, long long e
 
 enum verdict { V_OK, V_REFUSED, V_UNAVAILABLE };
 
-static bool route_is_public(const struct floe_config *cfg, void (*handler)(struct http_request *))
+/* Whether route asks for no token: its row says public, or public when
+ * --auth-public names it. */
+static bool route_is_public(const struct floe_config *cfg, const struct route *route)
 {
-	if (handler == handle_oauth_tokens || handler == handle_oauth_jwks)
+	switch (route->access) {
+	case ROUTE_PUBLIC:
 		return true;
-	if (handler == handle_health)
-		return (cfg->auth_public & CONFIG_PUBLIC_HEALTH) != 0;
-	if (handler == handle_ready)
-		return (cfg->auth_public & CONFIG_PUBLIC_READY) != 0;
-	if (handler == handle_metrics)
-		return (cfg->auth_public & CONFIG_PUBLIC_METRICS) != 0;
+	case ROUTE_PUBLIC_IF:
+		return (cfg->auth_public & route->public_bit) != 0;
+	case ROUTE_PRINCIPAL:
+	case ROUTE_PRIVILEGED:
+		break;
+	}
 	return false;
 }
 
@@ -576,14 +580,14 @@ static void refuse(struct http_request *req, const char *why, bool token_sent)
 	http_add_header(req, "WWW-Authenticate", challenge);
 }
 
-bool auth_admit(struct http_request *req, void (*handler)(struct http_request *req))
+bool auth_admit(struct http_request *req, const struct route *route)
 {
 	struct auth *a = req->app->auth;
 	const char *h;
 	char why[FLOE_ERROR_MESSAGE_MAX] = "";
 	struct floe_error err;
 
-	if (a == NULL || a->cfg->auth_none || route_is_public(a->cfg, handler))
+	if (a == NULL || a->cfg->auth_none || route_is_public(a->cfg, route))
 		return true;
 	floe_error_clear(&err);
 	h = http_header(req, "Authorization");

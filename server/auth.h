@@ -15,6 +15,8 @@
 #include "http.h"
 
 struct auth;
+struct call;
+struct route;
 struct store;
 struct vend;
 
@@ -62,7 +64,7 @@ bool auth_bootstrap(struct auth *a, struct store *s, struct floe_error *err) FLO
  * answered (401 NotAuthorizedException with WWW-Authenticate, or 503
  * when the principal could not be looked up).
  */
-bool auth_admit(struct http_request *req, void (*handler)(struct http_request *req));
+bool auth_admit(struct http_request *req, const struct route *route);
 
 /* The external issuer's token endpoint when req was authenticated by
  * that issuer's token (for /v1/config's oauth2-server-uri), else NULL. */
@@ -72,7 +74,7 @@ const char *auth_external_token_endpoint(struct http_request *req);
 void auth_reload_keys(struct auth *a);
 
 /* POST /v1/oauth/tokens and GET /v1/oauth/jwks (handlers_oauth.c). */
-void handle_oauth_tokens(struct http_request *req);
-void handle_oauth_jwks(struct http_request *req);
+void handle_oauth_tokens(struct call *c);
+void handle_oauth_jwks(struct call *c);
 
 #endif

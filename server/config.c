@@ -899,6 +899,10 @@ bool config_load(struct floe_config *cfg, int argc, char **argv, config_getenv_f
 			cfg->action = CONFIG_PRINT_ROUTES;
 			continue;
 		}
+		if (strcmp(arg, "--print-routes=json") == 0) {
+			cfg->action = CONFIG_PRINT_ROUTES_JSON;
+			continue;
+		}
 		if (strcmp(arg, "--print-man") == 0) {
 			cfg->action = CONFIG_PRINT_MAN;
 			continue;

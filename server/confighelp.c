@@ -21,10 +21,13 @@ void config_print_help(FILE *out, const char *argv0)
 		if (o->defval != NULL)
 			(void)fprintf(out, "  %-38s default: \"%s\"\n", "", o->defval);
 	}
-	(void)fprintf(out, "\n  --help               print this text and exit\n"
-			   "  --version            print the version and exit\n"
-			   "  --print-routes       print every route floe serves and exit\n"
-			   "  --print-man          print the manual page (roff) and exit\n");
+	(void)fprintf(out,
+		      "\n  --help               print this text and exit\n"
+		      "  --version            print the version and exit\n"
+		      "  --print-routes       print every route floe serves, with the privileges\n"
+		      "                       it needs and their object, and exit (=json: all of\n"
+		      "                       the route table, as JSON)\n"
+		      "  --print-man          print the manual page (roff) and exit\n");
 	(void)fputs("\n  auth verify-token    check an external issuer's tokens (auth --help)\n"
 		    "  audit verify         verify the audit log's hash chain (audit --help)\n"
 		    "  audit export         export the audit log, verifiable offline\n",
@@ -86,7 +89,8 @@ void config_print_man(FILE *out, const char *version)
 	(void)fputs(
 		".TP\n.B \\-\\-help\nPrint the options and exit.\n"
 		".TP\n.B \\-\\-version\nPrint the version and exit.\n"
-		".TP\n.B \\-\\-print\\-routes\nPrint every route floe serves and exit.\n"
+		".TP\n.B \\-\\-print\\-routes\\fR[\\fB=json\\fR]\nPrint every route floe serves, with the privileges it needs and the object "
+		"they apply to, and exit; with =json, the whole route table as JSON.\n"
 		".TP\n.B \\-\\-print\\-man\nPrint this manual page and exit.\n"
 		".SH SIGNALS\n"
 		"SIGTERM or SIGINT stops floe cleanly: in\\-flight requests get\n"

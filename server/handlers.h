@@ -1,36 +1,24 @@
 /*
- * handlers.h - route handlers. Each turns one HTTP request into calls on
- * catalog/ and answers it; none holds SQL or domain rules of its own.
+ * handlers.h - route handlers. Each is run by the gate (gate.h) with its
+ * request already authenticated, parsed and authorized, turns it into
+ * calls on catalog/ and answers it; none checks a privilege, and none
+ * holds SQL or domain rules of its own. The route table (routes.c) names
+ * them.
  */
 #ifndef FLOE_HANDLERS_H
 #define FLOE_HANDLERS_H
 
+#include "gate.h"
 #include "http.h"
-#include "access.h"
+#include "namespace.h"
 #include "table.h"
 
 struct store;
 
-/* Borrows a database connection from the pool of the thread the request
- * runs on, or answers 503 and returns NULL. */
-struct store *handler_acquire(struct http_request *req);
-
-/* The usual start of a handler: parsed tells whether the request's
- * parameters were read; when they were, borrows a connection as
- * handler_acquire does, and when not, answers err. NULL when the request
- * has been answered. */
-struct store *handler_open(struct http_request *req, bool parsed, const struct floe_error *err);
-
-/* Gives the connection back. */
-void handler_release(struct http_request *req, struct store *s);
-
-/* Runs fn(arg, NULL) on a commit thread with req suspended, borrowing
- * from the commit threads' pool; fn answers and ends with
- * http_async_complete(req). When the queue is full or stopping, fn(arg,
- * err) is called here and now and answers 503 at once. */
-void handler_defer(struct http_request *req, workq_fn fn, void *arg);
-
-/* The same on queue q, borrowing from pool. */
+/* Runs fn(arg, NULL) on queue q with req suspended, borrowing from pool;
+ * fn answers and ends with http_async_complete(req). When the queue is
+ * full or stopping, fn(arg, err) is called here and now and answers 503 at
+ * once. (The gate's, for a route's queue, and call_defer's.) */
 void handler_defer_to(struct http_request *req, struct workq *q, struct store_pool *pool,
 		      workq_fn fn, void *arg);
 
@@ -50,22 +38,6 @@ void handler_answer_done(struct http_request *req, bool ok, const struct floe_er
 /* The request's principal for authz_check (catalog/authz.h), or NULL
  * when authentication is off or the route is public. */
 const struct principal *handler_principal(struct http_request *req);
-
-/* Whether the request's principal holds priv on the table ns.name, on
- * the namespace ns (name NULL) or on the catalog (ns NULL); true with
- * authentication off. When not, gives s back and answers the 403 naming
- * the privilege and the object (or the store's failure). */
-bool handler_allowed(struct http_request *req, struct store *s, enum privilege priv,
-		     const struct ns_ident *ns, const char *name);
-
-/* The same for a set of privileges (catalog/access.h) on obj. */
-bool handler_allowed_all(struct http_request *req, struct store *s, access_set needs,
-			 const struct authz_object *obj);
-
-/* Parses {namespace} and {table} from the path (*name new, ns owned);
- * false with err set when either is malformed. (handlers_table.c) */
-bool handler_table_params(struct http_request *req, struct ns_ident *ns, char **name,
-			  struct floe_error *err);
 
 /* Whether --s3-remote-signing is on and the client's
  * X-Iceberg-Access-Delegation names remote-signing. (handlers_sign.c) */
@@ -94,23 +66,24 @@ bool handler_warehouse_named(const struct http_request *req, const char *name, c
 /* The request's warehouse's location (canonical). */
 const char *handler_warehouse_location(const struct http_request *req);
 
-void handle_health(struct http_request *req);
-void handle_ready(struct http_request *req);
-void handle_metrics(struct http_request *req); /* prometheus.c */
-void handle_config(struct http_request *req);
-void handle_purges_list(struct http_request *req);
+/* The request's page: pageToken and pageSize as given (new strings, NULL
+ * when absent) and parsed into page (page_request_parse; with_token: the
+ * token is a namespace listing's). False with err set. */
+bool handler_page(struct call *c, bool with_token, struct page_request *page, char **token,
+		  char **size, struct floe_error *err) FLOE_WUR;
 
-void handle_ns_list(struct http_request *req);
-void handle_ns_create(struct http_request *req);
-void handle_ns_load(struct http_request *req);
-void handle_ns_exists(struct http_request *req);
-void handle_ns_drop(struct http_request *req);
-void handle_ns_update_properties(struct http_request *req);
+void handle_health(struct call *c);
+void handle_ready(struct call *c);
+void handle_metrics(struct call *c); /* prometheus.c */
+void handle_config(struct call *c);
+void handle_purges_list(struct call *c);
 
-/* Parses {namespace} and the path parameter param (a table's or a
- * view's name; what names it in errors) from the path. */
-bool handler_object_params(struct http_request *req, const char *param, const char *what,
-			   struct ns_ident *ns, char **name, struct floe_error *err) FLOE_WUR;
+void handle_ns_list(struct call *c);
+void handle_ns_create(struct call *c);
+void handle_ns_load(struct call *c);
+void handle_ns_exists(struct call *c);
+void handle_ns_drop(struct call *c);
+void handle_ns_update_properties(struct call *c);
 
 /* A lister of names in a namespace (tables_list_text, views_list_text). */
 typedef char *(*handler_lister)(struct store *s, const struct principal *who,
@@ -118,69 +91,68 @@ typedef char *(*handler_lister)(struct store *s, const struct principal *who,
 				size_t *len, struct floe_error *err);
 
 /* GET .../tables and .../views: the page the query asks for. */
-void handler_list_names(struct http_request *req, handler_lister list);
+void handler_list_names(struct call *c, handler_lister list);
 
-/* The body of a single-object commit (json, new reference); an
- * identifier in it, when given, must name the path's table or view (what).
- * NULL with err set. */
-json_t *handler_commit_body(struct http_request *req, const struct ns_ident *ns, const char *name,
-			    const char *what, struct floe_error *err);
+/* The body of a single-object commit (c->body); an identifier in it,
+ * when given, must name the path's table or view (what). False with err
+ * set. */
+bool handler_commit_body(const struct call *c, const char *what, struct floe_error *err) FLOE_WUR;
 
-void handle_view_list(struct http_request *req);
-void handle_view_create(struct http_request *req);
-void handle_view_register(struct http_request *req);
-void handle_view_load(struct http_request *req);
-void handle_view_exists(struct http_request *req);
-void handle_view_commit(struct http_request *req);
-void handle_view_drop(struct http_request *req);
-void handle_view_rename(struct http_request *req);
-void handle_table_list(struct http_request *req);
-void handle_table_create(struct http_request *req);
-void handle_table_register(struct http_request *req);
-void handle_table_load(struct http_request *req);
-void handle_table_exists(struct http_request *req);
-void handle_table_commit(struct http_request *req);
-void handle_table_drop(struct http_request *req);
-void handle_table_rename(struct http_request *req);
-void handle_table_metrics(struct http_request *req);
-void handle_table_credentials(struct http_request *req);
-void handle_table_commits(struct http_request *req);
-void handle_events_query(struct http_request *req);
-void handle_subscriptions_list(struct http_request *req);
-void handle_subscriptions_create(struct http_request *req);
-void handle_subscription_get(struct http_request *req);
-void handle_subscription_delete(struct http_request *req);
-void handle_subscription_resume(struct http_request *req);
-void handle_table_undrop(struct http_request *req);
-void handle_dropped_list(struct http_request *req);
-void handle_table_sign(struct http_request *req); /* handlers_sign.c */
-void handle_transaction_commit(struct http_request *req);
+void handle_view_list(struct call *c);
+void handle_view_create(struct call *c);
+void handle_view_register(struct call *c);
+void handle_view_load(struct call *c);
+void handle_view_exists(struct call *c);
+void handle_view_commit(struct call *c);
+void handle_view_drop(struct call *c);
+void handle_view_rename(struct call *c);
+void handle_table_list(struct call *c);
+void handle_table_create(struct call *c);
+void handle_table_register(struct call *c);
+void handle_table_load(struct call *c);
+void handle_table_exists(struct call *c);
+void handle_table_commit(struct call *c);
+void handle_table_drop(struct call *c);
+void handle_table_rename(struct call *c);
+void handle_table_metrics(struct call *c);
+void handle_table_credentials(struct call *c);
+void handle_table_commits(struct call *c);
+void handle_events_query(struct call *c);
+void handle_subscriptions_list(struct call *c);
+void handle_subscriptions_create(struct call *c);
+void handle_subscription_get(struct call *c);
+void handle_subscription_delete(struct call *c);
+void handle_subscription_resume(struct call *c);
+void handle_table_undrop(struct call *c);
+void handle_dropped_list(struct call *c);
+void handle_table_sign(struct call *c); /* handlers_sign.c */
+void handle_transaction_commit(struct call *c);
 
-void handle_refs_list(struct http_request *req);
-void handle_refs_create(struct http_request *req);
-void handle_refs_get(struct http_request *req);
-void handle_refs_drop(struct http_request *req);
-void handle_refs_fast_forward(struct http_request *req);
-void handle_hooks_create(struct http_request *req);
-void handle_hooks_list(struct http_request *req);
-void handle_hooks_get(struct http_request *req);
-void handle_hooks_delete(struct http_request *req);
-void handle_wap_stage(struct http_request *req);
-void handle_wap_publish(struct http_request *req);
+void handle_refs_list(struct call *c);
+void handle_refs_create(struct call *c);
+void handle_refs_get(struct call *c);
+void handle_refs_drop(struct call *c);
+void handle_refs_fast_forward(struct call *c);
+void handle_hooks_create(struct call *c);
+void handle_hooks_list(struct call *c);
+void handle_hooks_get(struct call *c);
+void handle_hooks_delete(struct call *c);
+void handle_wap_stage(struct call *c);
+void handle_wap_publish(struct call *c);
 /* releases: write-audit-publish over many tables (handlers_release.c) */
-void handle_releases_list(struct http_request *req);
-void handle_releases_create(struct http_request *req);
-void handle_release_get(struct http_request *req);
-void handle_release_abandon(struct http_request *req);
-void handle_release_add(struct http_request *req);
-void handle_release_publish(struct http_request *req);
-void handle_wap_get(struct http_request *req);
-void handle_wap_list(struct http_request *req);
-void handle_wap_abandon(struct http_request *req);
-void handle_audit_log(struct http_request *req);
-void handle_audit_verify(struct http_request *req);
-void handle_audit_checkpoints(struct http_request *req);
-void handle_audit_checkpoint_create(struct http_request *req);
-void handle_control(struct http_request *req);
+void handle_releases_list(struct call *c);
+void handle_releases_create(struct call *c);
+void handle_release_get(struct call *c);
+void handle_release_abandon(struct call *c);
+void handle_release_add(struct call *c);
+void handle_release_publish(struct call *c);
+void handle_wap_get(struct call *c);
+void handle_wap_list(struct call *c);
+void handle_wap_abandon(struct call *c);
+void handle_audit_log(struct call *c);
+void handle_audit_verify(struct call *c);
+void handle_audit_checkpoints(struct call *c);
+void handle_audit_checkpoint_create(struct call *c);
+void handle_control(struct call *c);
 
 #endif

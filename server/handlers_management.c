@@ -1,7 +1,7 @@
 /*
- * handlers_management.c - the routes of /management/v1: each checks that
- * the caller holds ADMIN on the catalog, reads the request and hands it to
- * catalog/management.c. A new secret is made and hashed on the
+ * handlers_management.c - the routes of /management/v1, for principals
+ * holding ADMIN on the catalog (the route table asks it): each reads the
+ * request and hands it to catalog/management.c. A new secret is made and hashed on the
  * authentication hashing queue (the hash takes about 0.1 s and 32 MiB),
  * never on an HTTP worker, and is answered once. After a change to a
  * principal's standing, a role, a membership or a grant the token cache
@@ -22,45 +22,6 @@
 #include "management.h"
 #include "secret.h"
 #include "system.h"
-
-/* Borrows a connection and checks that the caller holds ADMIN on the
- * catalog; NULL when the request has been answered. */
-static struct store *mgmt_open(struct http_request *req)
-{
-	static const struct authz_object catalog = { .kind = AUTHZ_CATALOG };
-	struct floe_error err;
-	struct store *s = handler_acquire(req);
-
-	if (s == NULL)
-		return NULL;
-	floe_error_clear(&err);
-	if (!authz_check(s, handler_principal(req), PRIV_ADMIN, &catalog, &err)) {
-		handler_release(req, s);
-		http_reply_error(req, &err);
-		return NULL;
-	}
-	return s;
-}
-
-/* Route parameter name, percent-decoded, as a new string in *out. */
-static bool mgmt_param(struct http_request *req, const char *name, char **out,
-		       struct floe_error *err)
-{
-	const char *raw = http_param(req, name);
-	size_t len = 0;
-
-	*out = NULL;
-	if (raw == NULL)
-		return floe_err(err, FE_BAD_REQUEST, "no %s given", name);
-	if (!url_decode(raw, strlen(raw), false, out, &len, err))
-		return false;
-	if (strlen(*out) != len) {
-		free(*out);
-		*out = NULL;
-		return floe_err(err, FE_BAD_REQUEST, "a %s must not hold a NUL byte", name);
-	}
-	return true;
-}
 
 /* Forgets every resolved token and kept decision of this floe (a role,
  * membership or grant changed) at once; the other replicas forget when
@@ -88,16 +49,11 @@ static bool mgmt_no_replay(struct http_request *req, struct floe_error *err)
 
 /* --- a new secret, on the hashing queue --- */
 
-struct secret_job {
-	struct http_request *req;
-	bool rotate; /* rotate-secret; else create a client */
-	char name[MGMT_NAME_MAX + 1];
-};
-
-static void secret_job_run(void *arg, const struct floe_error *refused)
+/* Makes a secret and, with it, the client name (rotate: a new secret for
+ * the principal name). On the hashing queue. */
+static void secret_make(struct call *c, const char *name, bool rotate)
 {
-	struct secret_job *job = arg;
-	struct http_request *req = job->req;
+	struct http_request *req = c->req;
 	char secret[SECRET_RANDOM_LEN + 1];
 	char *hash = NULL;
 	struct floe_error err;
@@ -105,10 +61,6 @@ static void secret_job_run(void *arg, const struct floe_error *refused)
 	struct store *s = NULL;
 
 	floe_error_clear(&err);
-	if (refused != NULL) {
-		handler_refuse(req, refused);
-		goto done;
-	}
 	if (!secret_random(secret)) {
 		floe_err(&err, FE_UNAVAILABLE, "no randomness for a secret; retry");
 		http_reply_error(req, &err);
@@ -120,23 +72,22 @@ static void secret_job_run(void *arg, const struct floe_error *refused)
 		http_reply_error(req, &err);
 		goto done;
 	}
-	s = handler_acquire(req);
+	s = call_store(c);
 	if (s == NULL)
 		goto done;
-	struct table_env env = handler_env(req);
-	out = job->rotate ? mgmt_principal_rotate(s, &env, job->name, hash, &err)
-			  : mgmt_principal_create(s, &env, job->name, "client", hash, &err);
-	handler_release(req, s);
+	out = rotate ? mgmt_principal_rotate(s, &c->env, name, hash, &err)
+		     : mgmt_principal_create(s, &c->env, name, "client", hash, &err);
+	call_release(c);
 	if (out == NULL) {
 		http_reply_error(req, &err);
 		goto done;
 	}
 	/* Shown once: floe keeps only the hash. */
-	size_t len = strlen(job->name) + 1 + strlen(secret) + 1;
+	size_t len = strlen(name) + 1 + strlen(secret) + 1;
 	char *credential = malloc(len);
 	json_t *shown = NULL;
 	if (credential != NULL) {
-		(void)snprintf(credential, len, "%s:%s", job->name, secret);
+		(void)snprintf(credential, len, "%s:%s", name, secret);
 		shown = json_string(credential);
 	}
 	if (shown == NULL || json_object_set_new(out, "credential", shown) != 0) {
@@ -152,79 +103,69 @@ static void secret_job_run(void *arg, const struct floe_error *refused)
 	free(credential);
 	/* The tokens of the old secret end at once here (the other floes
 	 * hear the change from the database). */
-	if (job->rotate)
+	if (rotate)
 		mgmt_cache_clear(req);
-	http_reply_json(req, job->rotate ? 200 : 201, out);
+	http_reply_json(req, rotate ? 200 : 201, out);
 	http_add_header(req, "Cache-Control", "no-store");
-	log_info("auth", "%s the secret of %s rid=%s", job->rotate ? "rotated" : "made", job->name,
+	log_info("auth", "%s the secret of %s rid=%s", rotate ? "rotated" : "made", name,
 		 req->request_id);
 done:
 	OPENSSL_cleanse(secret, sizeof(secret));
 	free(hash);
-	free(job);
-	http_async_complete(req);
 }
 
-/* Makes or replaces the secret of name off the HTTP worker. */
-static void mgmt_defer_secret(struct http_request *req, const char *name, bool rotate)
+static void secret_create_job(struct call *c)
 {
-	struct auth *a = req->app->auth;
-	struct secret_job *job = calloc(1, sizeof(*job));
-	struct floe_error err;
+	secret_make(c, json_string_value(json_object_get(c->body, "name")), false);
+}
 
-	if (job == NULL) {
-		floe_err(&err, FE_INTERNAL, "out of memory");
-		http_reply_error(req, &err);
-		return;
-	}
-	job->req = req;
-	job->rotate = rotate;
-	(void)snprintf(job->name, sizeof(job->name), "%s", name);
+static void secret_rotate_job(struct call *c)
+{
+	secret_make(c, c->arg, true);
+}
+
+/* Makes or replaces a secret off the HTTP worker: the hash takes about
+ * 0.1 s and 32 MiB. */
+static void mgmt_defer_secret(struct call *c, route_handler job)
+{
+	struct auth *a = c->req->app->auth;
+
 	/* With authentication off there is no hashing queue: the commit
 	 * threads take it. */
 	if (a != NULL && a->hashes != NULL)
-		handler_defer_to(req, a->hashes, req->app->pool, secret_job_run, job);
+		call_defer(c, a->hashes, c->req->app->pool, job);
 	else
-		handler_defer(req, secret_job_run, job);
+		call_defer(c, c->req->app->commits, c->req->app->commit_pool, job);
 }
 
 /* --- principals --- */
 
-void handle_mgmt_principal_create(struct http_request *req)
+void handle_mgmt_principal_create(struct call *c)
 {
 	struct floe_error err;
-	json_t *in = NULL;
 	const char *name = NULL;
 	const char *kind = NULL;
 	struct store *s;
 
 	floe_error_clear(&err);
-	s = mgmt_open(req);
-	if (s == NULL)
+	if (!mgmt_principal_spec(c->body, &name, &kind, &err) ||
+	    (strcmp(kind, "client") == 0 && !mgmt_no_replay(c->req, &err))) {
+		http_reply_error(c->req, &err);
 		return;
-	if (!http_body_json(req, &in, &err) || !mgmt_principal_spec(in, &name, &kind, &err) ||
-	    (strcmp(kind, "client") == 0 && !mgmt_no_replay(req, &err))) {
-		handler_release(req, s);
-		http_reply_error(req, &err);
-		goto done;
 	}
 	if (strcmp(kind, "client") == 0) {
-		handler_release(req, s);
-		mgmt_defer_secret(req, name, false);
-		goto done;
+		mgmt_defer_secret(c, secret_create_job);
+		return;
 	}
-	struct table_env env = handler_env(req);
-	json_t *out = mgmt_principal_create(s, &env, name, kind, NULL, &err);
-	handler_release(req, s);
-	handler_answer(req, 201, out, &err);
-done:
-	json_decref(in);
+	s = call_store(c);
+	if (s != NULL)
+		handler_answer(c->req, 201,
+			       mgmt_principal_create(s, &c->env, name, kind, NULL, &err), &err);
 }
 
 /* A paged list: pageToken and pageSize, then list's answer. */
-static void mgmt_list(struct http_request *req,
-		      json_t *(*list)(struct store *s, const char *token, const char *size,
-				      struct floe_error *err))
+static void mgmt_list(struct call *c, json_t *(*list)(struct store *s, const char *token,
+						      const char *size, struct floe_error *err))
 {
 	struct floe_error err;
 	char *token = NULL;
@@ -232,127 +173,104 @@ static void mgmt_list(struct http_request *req,
 	struct store *s;
 
 	floe_error_clear(&err);
-	s = mgmt_open(req);
-	if (s == NULL)
-		return;
-	json_t *out = NULL;
-	if (http_query(req, "pageToken", &token, &err) && http_query(req, "pageSize", &size, &err))
-		out = list(s, token, size, &err);
-	handler_release(req, s);
-	handler_answer(req, 200, out, &err);
+	if (!http_query(c->req, "pageToken", &token, &err) ||
+	    !http_query(c->req, "pageSize", &size, &err))
+		http_reply_error(c->req, &err);
+	else if ((s = call_store(c)) != NULL)
+		handler_answer(c->req, 200, list(s, token, size, &err), &err);
 	free(token);
 	free(size);
 }
 
-void handle_mgmt_principal_list(struct http_request *req)
+void handle_mgmt_principal_list(struct call *c)
 {
-	mgmt_list(req, mgmt_principal_list);
+	mgmt_list(c, mgmt_principal_list);
 }
 
-void handle_mgmt_principal_get(struct http_request *req)
+void handle_mgmt_principal_get(struct call *c)
 {
 	struct floe_error err;
-	char *name = NULL;
-	struct store *s;
+	struct store *s = call_store(c);
 
-	floe_error_clear(&err);
-	s = mgmt_open(req);
-	if (s == NULL)
-		return;
-	json_t *out = NULL;
-	if (mgmt_param(req, "name", &name, &err))
-		out = mgmt_principal_get(s, name, &err);
-	handler_release(req, s);
-	handler_answer(req, 200, out, &err);
-	free(name);
+	if (s != NULL)
+		handler_answer(c->req, 200, mgmt_principal_get(s, c->arg, &err), &err);
 }
 
-static void principal_set_disabled(struct http_request *req, bool disabled)
+static void principal_set_disabled(struct call *c, bool disabled)
 {
 	struct floe_error err;
-	char *name = NULL;
 	long long id = 0;
-	struct store *s;
+	struct store *s = call_store(c);
 
 	floe_error_clear(&err);
-	s = mgmt_open(req);
 	if (s == NULL)
 		return;
-	json_t *out = NULL;
-	struct table_env env = handler_env(req);
-	if (mgmt_param(req, "name", &name, &err))
-		out = mgmt_principal_set_disabled(s, &env, name, disabled, &id, &err);
-	handler_release(req, s);
+	json_t *out = mgmt_principal_set_disabled(s, &c->env, c->arg, disabled, &id, &err);
+	call_release(c);
 	/* Its tokens stop at once here; other floes re-check within
 	 * AUTH_RECHECK_SECONDS. */
-	struct auth *a = req->app->auth;
+	struct auth *a = c->req->app->auth;
 	if (out != NULL && disabled && a != NULL && a->cache != NULL)
 		(void)tokencache_drop_principal(a->cache, id);
-	handler_answer(req, 200, out, &err);
-	free(name);
+	handler_answer(c->req, 200, out, &err);
 }
 
-void handle_mgmt_principal_disable(struct http_request *req)
+void handle_mgmt_principal_disable(struct call *c)
 {
-	principal_set_disabled(req, true);
+	principal_set_disabled(c, true);
 }
 
-void handle_mgmt_principal_enable(struct http_request *req)
+void handle_mgmt_principal_enable(struct call *c)
 {
-	principal_set_disabled(req, false);
+	principal_set_disabled(c, false);
 }
 
-void handle_mgmt_principal_rotate(struct http_request *req)
+void handle_mgmt_principal_rotate(struct call *c)
 {
 	struct floe_error err;
-	char *name = NULL;
-	struct store *s;
+	struct store *s = call_store(c);
 
 	floe_error_clear(&err);
-	s = mgmt_open(req);
 	if (s == NULL)
 		return;
-	bool ok = mgmt_param(req, "name", &name, &err) && mgmt_no_replay(req, &err) &&
-		  mgmt_rotate_check(s, name, &err);
-	handler_release(req, s);
+	bool ok = mgmt_no_replay(c->req, &err) && mgmt_rotate_check(s, c->arg, &err);
+	call_release(c);
 	if (ok)
-		mgmt_defer_secret(req, name, true);
+		mgmt_defer_secret(c, secret_rotate_job);
 	else
-		http_reply_error(req, &err);
-	free(name);
+		http_reply_error(c->req, &err);
 }
 
-void handle_mgmt_principal_privileges(struct http_request *req)
+void handle_mgmt_principal_privileges(struct call *c)
 {
+	struct http_request *req = c->req;
 	struct floe_error err;
-	char *name = NULL;
 	char *table = NULL;
+	char *warehouse = NULL;
 	struct ns_ident ns = { 0 };
-	struct store *s;
+	const char *key = "";
 	const char *raw = http_query_raw(req, "namespace");
+	struct store *s;
 
 	floe_error_clear(&err);
-	s = mgmt_open(req);
-	if (s == NULL)
-		return;
 	json_t *out = NULL;
-	char *warehouse = NULL;
-	const char *key = "";
-	bool ok = mgmt_param(req, "name", &name, &err) && http_query(req, "table", &table, &err) &&
+	bool ok = http_query(req, "table", &table, &err) &&
 		  http_query(req, "warehouse", &warehouse, &err) &&
 		  (warehouse == NULL || handler_warehouse_named(req, warehouse, &key, &err)) &&
-		  (raw == NULL || ident_ns_parse(raw, strlen(raw), &ns, &err));
-	if (ok)
-		system_use(s, key);
+		  (raw == NULL || ident_ns_parse(raw, strlen(raw), IDENT_PLUS_SPACE, &ns, &err));
 	if (ok && table != NULL && raw == NULL)
 		ok = floe_err(&err, FE_BAD_REQUEST, "a table needs its namespace");
 	if (ok && table != NULL)
 		ok = ident_name_check(table, strlen(table), "table name", &err);
-	if (ok)
-		out = mgmt_privileges(s, name, raw != NULL ? &ns : NULL, table, &err);
-	handler_release(req, s);
-	handler_answer(req, 200, out, &err);
-	free(name);
+	if (!ok) {
+		http_reply_error(req, &err);
+	} else if ((s = call_store(c)) != NULL) {
+		system_use(s, key);
+		out = mgmt_privileges(s, c->arg, raw != NULL ? &ns : NULL, table, &err);
+		/* The connection goes back to the request's own warehouse. */
+		system_use(s, handler_warehouse_name(req));
+		handler_answer(req, 200, out, &err);
+	}
 	free(table);
 	free(warehouse);
 	ident_ns_clear(&ns);
@@ -360,83 +278,62 @@ void handle_mgmt_principal_privileges(struct http_request *req)
 
 /* --- roles and members --- */
 
-void handle_mgmt_role_create(struct http_request *req)
+void handle_mgmt_role_create(struct call *c)
 {
 	struct floe_error err;
-	json_t *in = NULL;
-	struct store *s;
+	struct store *s = call_store(c);
 
-	floe_error_clear(&err);
-	s = mgmt_open(req);
 	if (s == NULL)
 		return;
-	json_t *out = NULL;
-	struct table_env env = handler_env(req);
-	if (http_body_json(req, &in, &err))
-		out = mgmt_role_create(s, &env, in, &err);
-	handler_release(req, s);
+	json_t *out = mgmt_role_create(s, &c->env, c->body, &err);
+	call_release(c);
 	if (out != NULL)
-		mgmt_cache_clear(req);
-	handler_answer(req, 201, out, &err);
-	json_decref(in);
+		mgmt_cache_clear(c->req);
+	handler_answer(c->req, 201, out, &err);
 }
 
-void handle_mgmt_role_list(struct http_request *req)
+void handle_mgmt_role_list(struct call *c)
 {
-	mgmt_list(req, mgmt_role_list);
+	mgmt_list(c, mgmt_role_list);
 }
 
-void handle_mgmt_role_delete(struct http_request *req)
+void handle_mgmt_role_delete(struct call *c)
 {
 	struct floe_error err;
-	char *role = NULL;
-	struct store *s;
+	struct store *s = call_store(c);
 
-	floe_error_clear(&err);
-	s = mgmt_open(req);
 	if (s == NULL)
 		return;
-	struct table_env env = handler_env(req);
-	bool ok = mgmt_param(req, "role", &role, &err) && mgmt_role_delete(s, &env, role, &err);
-	handler_release(req, s);
+	bool ok = mgmt_role_delete(s, &c->env, c->arg, &err);
+	call_release(c);
 	if (ok)
-		mgmt_cache_clear(req);
-	handler_answer_done(req, ok, &err);
-	free(role);
+		mgmt_cache_clear(c->req);
+	handler_answer_done(c->req, ok, &err);
 }
 
-static void member_set(struct http_request *req, bool add)
+static void member_set(struct call *c, bool add)
 {
 	struct floe_error err;
-	char *role = NULL;
-	char *principal = NULL;
 	bool changed = false;
-	struct store *s;
+	struct store *s = call_store(c);
 
-	floe_error_clear(&err);
-	s = mgmt_open(req);
 	if (s == NULL)
 		return;
-	struct table_env env = handler_env(req);
-	bool ok = mgmt_param(req, "role", &role, &err) &&
-		  mgmt_param(req, "principal", &principal, &err) &&
-		  mgmt_member_set(s, &env, role, principal, add, &changed, &err);
-	handler_release(req, s);
+	bool ok = mgmt_member_set(s, &c->env, c->arg, c->arg2, add, &changed, &err);
+	call_release(c);
 	if (changed)
-		mgmt_cache_clear(req);
-	handler_answer_done(req, ok, &err);
-	free(role);
-	free(principal);
+		mgmt_cache_clear(c->req);
+	handler_answer_done(c->req, ok, &err);
 }
 
-void handle_mgmt_member_add(struct http_request *req)
+void handle_mgmt_member_add(struct call *c)
 {
-	member_set(req, true);
+	member_set(c, true);
 }
 
-void handle_mgmt_member_remove(struct http_request *req)
+void handle_mgmt_member_remove(struct call *c)
 {
-	member_set(req, false);
+	member_set(c, false);
 }
 
 /* --- grants --- */
@@ -461,60 +358,48 @@ static bool grant_warehouse(struct http_request *req, struct store *s, const jso
 	return true;
 }
 
-static void grant_set(struct http_request *req, bool add)
+static void grant_set(struct call *c, bool add)
 {
 	struct floe_error err;
-	json_t *in = NULL;
-	char *role = NULL;
 	bool changed = false;
-	struct store *s;
+	struct store *s = call_store(c);
 
 	floe_error_clear(&err);
-	s = mgmt_open(req);
 	if (s == NULL)
 		return;
 	json_t *out = NULL;
-	struct table_env env = handler_env(req);
-	if (mgmt_param(req, "role", &role, &err) && http_body_json(req, &in, &err) &&
-	    grant_warehouse(req, s, in, &env, &err))
-		out = mgmt_grant_set(s, &env, role, in, add, &changed, &err);
-	handler_release(req, s);
+	struct table_env env = c->env;
+	if (grant_warehouse(c->req, s, c->body, &env, &err))
+		out = mgmt_grant_set(s, &env, c->arg, c->body, add, &changed, &err);
+	call_release(c);
 	if (changed)
-		mgmt_cache_clear(req);
-	handler_answer(req, add && changed ? 201 : 200, out, &err);
-	free(role);
-	json_decref(in);
+		mgmt_cache_clear(c->req);
+	handler_answer(c->req, add && changed ? 201 : 200, out, &err);
 }
 
-void handle_mgmt_grant_add(struct http_request *req)
+void handle_mgmt_grant_add(struct call *c)
 {
-	grant_set(req, true);
+	grant_set(c, true);
 }
 
-void handle_mgmt_grant_revoke(struct http_request *req)
+void handle_mgmt_grant_revoke(struct call *c)
 {
-	grant_set(req, false);
+	grant_set(c, false);
 }
 
-void handle_mgmt_grant_list(struct http_request *req)
+void handle_mgmt_grant_list(struct call *c)
 {
 	struct floe_error err;
-	char *role = NULL;
 	char *token = NULL;
 	char *size = NULL;
 	struct store *s;
 
 	floe_error_clear(&err);
-	s = mgmt_open(req);
-	if (s == NULL)
-		return;
-	json_t *out = NULL;
-	if (mgmt_param(req, "role", &role, &err) && http_query(req, "pageToken", &token, &err) &&
-	    http_query(req, "pageSize", &size, &err))
-		out = mgmt_grant_list(s, role, token, size, &err);
-	handler_release(req, s);
-	handler_answer(req, 200, out, &err);
-	free(role);
+	if (!http_query(c->req, "pageToken", &token, &err) ||
+	    !http_query(c->req, "pageSize", &size, &err))
+		http_reply_error(c->req, &err);
+	else if ((s = call_store(c)) != NULL)
+		handler_answer(c->req, 200, mgmt_grant_list(s, c->arg, token, size, &err), &err);
 	free(token);
 	free(size);
 }

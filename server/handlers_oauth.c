@@ -277,8 +277,9 @@ done:
 	return ok;
 }
 
-void handle_oauth_tokens(struct http_request *req)
+void handle_oauth_tokens(struct call *c)
 {
+	struct http_request *req = c->req;
 	struct auth *a = req->app->auth;
 	const char *ctype = http_header(req, "Content-Type");
 	struct form form = { 0 };
@@ -419,8 +420,9 @@ done:
 	form_free(&form);
 }
 
-void handle_oauth_jwks(struct http_request *req)
+void handle_oauth_jwks(struct call *c)
 {
+	struct http_request *req = c->req;
 	struct auth *a = req->app->auth;
 	struct floe_error err;
 

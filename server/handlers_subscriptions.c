@@ -1,124 +1,78 @@
 /*
  * handlers_subscriptions.c - the event subscriptions' routes (README
- * "Event subscriptions"): managing one needs HOOKS_MANAGE and AUDIT_READ
- * on the catalog (a subscription reads the whole change feed), reading
- * them either of the two.
+ * "Event subscriptions"). The route table says who may: managing one
+ * needs HOOKS_MANAGE and AUDIT_READ on the catalog (a subscription reads
+ * the whole change feed), reading them either of the two.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "access.h"
 #include "app.h"
 #include "config.h"
 #include "handlers.h"
 #include "subscriptions.h"
 #include "wording.h"
 
-/* Both privileges of managing; false when the request has been answered. */
-static bool manageable(struct http_request *req, struct store *s)
-{
-	return handler_allowed(req, s, PRIV_AUDIT_READ, NULL, NULL) &&
-	       handler_allowed(req, s, PRIV_HOOKS_MANAGE, NULL, NULL);
-}
-
-/* AUDIT_READ, else HOOKS_MANAGE (the 403 names it); false when the
- * request has been answered. */
-static bool readable(struct http_request *req, struct store *s)
+/* The store of the request when {id} names a subscription id at all;
+ * NULL when the request has been answered (404, or no connection). */
+static struct store *subscription_store(struct call *c)
 {
 	struct floe_error err;
 
-	floe_error_clear(&err);
-	if (access_check(s, handler_principal(req), PRIV_AUDIT_READ, NULL, NULL, &err))
-		return true;
-	if (err.kind == FE_FORBIDDEN)
-		return handler_allowed(req, s, PRIV_HOOKS_MANAGE, NULL, NULL);
-	handler_release(req, s);
-	http_reply_error(req, &err);
-	return false;
-}
-
-static bool id_param(struct http_request *req, const char **id, struct floe_error *err)
-{
-	*id = http_param(req, "id");
-	if (*id == NULL || !subscription_id_valid(*id))
-		return wording_no_such_subscription(*id ? *id : "", err);
-	return true;
-}
-
-void handle_subscriptions_create(struct http_request *req)
-{
-	struct floe_error err;
-	json_t *in = NULL;
-
-	floe_error_clear(&err);
-	bool parsed = http_body_json(req, &in, &err);
-	struct store *s = handler_open(req, parsed, &err);
-	if (s != NULL && manageable(req, s)) {
-		struct table_env env = handler_env(req);
-		json_t *out = subscription_create(s, &env, in, &err);
-		handler_release(req, s);
-		handler_answer(req, 201, out, &err);
+	if (c->arg == NULL || !subscription_id_valid(c->arg)) {
+		wording_no_such_subscription(c->arg != NULL ? c->arg : "", &err);
+		http_reply_error(c->req, &err);
+		return NULL;
 	}
-	json_decref(in);
+	return call_store(c);
 }
 
-void handle_subscriptions_list(struct http_request *req)
+void handle_subscriptions_create(struct call *c)
 {
 	struct floe_error err;
-	struct store *s = handler_acquire(req);
+	struct store *s = call_store(c);
 
-	floe_error_clear(&err);
-	if (s == NULL || !readable(req, s))
-		return;
-	json_t *out = subscription_list(s, &err);
-	handler_release(req, s);
-	handler_answer(req, 200, out, &err);
+	if (s != NULL)
+		handler_answer(c->req, 201, subscription_create(s, &c->env, c->body, &err), &err);
 }
 
-void handle_subscription_get(struct http_request *req)
+void handle_subscriptions_list(struct call *c)
 {
 	struct floe_error err;
-	const char *id = NULL;
+	struct store *s = call_store(c);
 
 	floe_error_clear(&err);
-	struct store *s = handler_open(req, id_param(req, &id, &err), &err);
-	if (s == NULL || !readable(req, s))
-		return;
-	json_t *out = subscription_get(s, id, &err);
-	handler_release(req, s);
-	handler_answer(req, 200, out, &err);
+	if (s != NULL)
+		handler_answer(c->req, 200, subscription_list(s, &err), &err);
 }
 
-void handle_subscription_delete(struct http_request *req)
+void handle_subscription_get(struct call *c)
 {
 	struct floe_error err;
-	const char *id = NULL;
+	struct store *s = subscription_store(c);
 
 	floe_error_clear(&err);
-	struct store *s = handler_open(req, id_param(req, &id, &err), &err);
-	if (s == NULL || !manageable(req, s))
-		return;
-	struct table_env env = handler_env(req);
-	bool ok = subscription_delete(s, &env, id, &err);
-	handler_release(req, s);
-	handler_answer_done(req, ok, &err);
+	if (s != NULL)
+		handler_answer(c->req, 200, subscription_get(s, c->arg, &err), &err);
 }
 
-void handle_subscription_resume(struct http_request *req)
+void handle_subscription_delete(struct call *c)
 {
 	struct floe_error err;
-	const char *id = NULL;
-	json_t *in = NULL;
+	struct store *s = subscription_store(c);
 
 	floe_error_clear(&err);
-	bool parsed = id_param(req, &id, &err) &&
-		      (req->body_len == 0 || http_body_json(req, &in, &err));
-	struct store *s = handler_open(req, parsed, &err);
-	if (s != NULL && manageable(req, s)) {
-		struct table_env env = handler_env(req);
-		json_t *out = subscription_resume(s, &env, id, in, &err);
-		handler_release(req, s);
-		handler_answer(req, 200, out, &err);
-	}
-	json_decref(in);
+	if (s != NULL)
+		handler_answer_done(c->req, subscription_delete(s, &c->env, c->arg, &err), &err);
+}
+
+void handle_subscription_resume(struct call *c)
+{
+	struct floe_error err;
+	struct store *s = subscription_store(c);
+
+	floe_error_clear(&err);
+	if (s != NULL)
+		handler_answer(c->req, 200, subscription_resume(s, &c->env, c->arg, c->body, &err),
+			       &err);
 }

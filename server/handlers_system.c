@@ -55,30 +55,6 @@ bool handler_warehouse_named(const struct http_request *req, const char *name, c
 	return true;
 }
 
-struct store *handler_acquire(struct http_request *req)
-{
-	struct floe_error err;
-	struct store *s = system_acquire_in(req->pool, handler_warehouse_name(req), &err);
-
-	if (s == NULL)
-		http_reply_error(req, &err);
-	return s;
-}
-
-struct store *handler_open(struct http_request *req, bool parsed, const struct floe_error *err)
-{
-	if (!parsed) {
-		http_reply_error(req, err);
-		return NULL;
-	}
-	return handler_acquire(req);
-}
-
-void handler_release(struct http_request *req, struct store *s)
-{
-	system_release(req->pool, s);
-}
-
 void handler_answer(struct http_request *req, int status, json_t *body,
 		    const struct floe_error *err)
 {
@@ -121,40 +97,9 @@ void handler_refuse(struct http_request *req, const struct floe_error *refused)
 	http_reply_error(req, refused);
 }
 
-void handler_defer(struct http_request *req, workq_fn fn, void *arg)
-{
-	handler_defer_to(req, req->app->commits, req->app->commit_pool, fn, arg);
-}
-
 const struct principal *handler_principal(struct http_request *req)
 {
 	return req->principal != NULL ? &req->acting : NULL;
-}
-
-bool handler_allowed(struct http_request *req, struct store *s, enum privilege priv,
-		     const struct ns_ident *ns, const char *name)
-{
-	struct floe_error err;
-
-	floe_error_clear(&err);
-	if (access_check(s, handler_principal(req), priv, ns, name, &err))
-		return true;
-	handler_release(req, s);
-	http_reply_error(req, &err);
-	return false;
-}
-
-bool handler_allowed_all(struct http_request *req, struct store *s, access_set needs,
-			 const struct authz_object *obj)
-{
-	struct floe_error err;
-
-	floe_error_clear(&err);
-	if (access_check_all(s, handler_principal(req), needs, obj, &err))
-		return true;
-	handler_release(req, s);
-	http_reply_error(req, &err);
-	return false;
 }
 
 struct table_env handler_env(struct http_request *req)
@@ -172,32 +117,37 @@ struct table_env handler_env(struct http_request *req)
 		.undrop_retention_s = req->app->cfg->undrop_retention_s,
 	};
 	request_warehouse(req, &env.warehouse, &env.warehouse_path);
-	if (req->idem_claimed) {
-		env.idem_key = http_header(req, "Idempotency-Key");
-		env.idem_owner = req->idem_owner;
-	}
 	return env;
 }
 
-void handle_health(struct http_request *req)
+bool handler_page(struct call *c, bool with_token, struct page_request *page, char **token,
+		  char **size, struct floe_error *err)
 {
-	http_reply_json(req, 200, json_pack("{s:s}", "status", "ok"));
+	return http_query(c->req, "pageToken", token, err) &&
+	       http_query(c->req, "pageSize", size, err) &&
+	       page_request_parse(with_token ? *token : NULL, *size, page, err);
 }
 
-void handle_ready(struct http_request *req)
+void handle_health(struct call *c)
+{
+	http_reply_json(c->req, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+void handle_ready(struct call *c)
 {
 	struct floe_error err;
 
 	/* Whatever failed, the answer to "ready?" is no. */
-	if (!system_ready(req->app->pool, &err)) {
-		http_reply_error(req, &err);
+	if (!system_ready(c->req->app->pool, &err)) {
+		http_reply_error(c->req, &err);
 		return;
 	}
-	http_reply_json(req, 200, json_pack("{s:s}", "status", "ready"));
+	http_reply_json(c->req, 200, json_pack("{s:s}", "status", "ready"));
 }
 
-void handle_config(struct http_request *req)
+void handle_config(struct call *c)
 {
+	struct http_request *req = c->req;
 	struct floe_error err;
 	char *warehouse = NULL;
 	json_t *endpoints = NULL;

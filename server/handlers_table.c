@@ -40,16 +40,9 @@ static bool refresh_config(struct http_request *req, const struct ns_ident *ns, 
 	return vend_refresh_config(vended, http_param(req, "prefix"), ns, name, err);
 }
 
-/* Parses {namespace} and {table} from the path. */
-static bool table_params(struct http_request *req, struct ns_ident *ns, char **name,
-			 struct floe_error *err)
+void handle_table_list(struct call *c)
 {
-	return handler_table_params(req, ns, name, err);
-}
-
-void handle_table_list(struct http_request *req)
-{
-	handler_list_names(req, tables_list_text);
+	handler_list_names(c, tables_list_text);
 }
 
 /* Answers 200 with a LoadTableResult or a CommitTableResponse (stolen)
@@ -66,35 +59,20 @@ static void reply_table_result(struct http_request *req, json_t *out)
 }
 
 /* createTable and registerTable: a namespace, a body, a LoadTableResult. */
-static void on_namespace_body(struct http_request *req,
+static void on_namespace_body(struct call *c,
 			      json_t *(*op)(struct store *s, const struct table_env *env,
 					    const struct ns_ident *ns, const json_t *body,
-					    struct floe_error *err),
-			      access_set needs)
+					    struct floe_error *err))
 {
+	struct http_request *req = c->req;
 	struct floe_error err;
-	struct ns_ident ns = { 0 };
-	json_t *in = NULL;
-	struct store *s;
+	struct store *s = call_store(c);
 
-	floe_error_clear(&err);
-	if (!http_param_namespace(req, &ns, &err) || !http_body_json(req, &in, &err)) {
-		http_reply_error(req, &err);
-		goto done;
-	}
-	s = handler_acquire(req);
-	struct authz_object obj = { .kind = AUTHZ_NAMESPACE, .ns = &ns, .table = NULL };
-	if (s == NULL || !handler_allowed_all(req, s, needs, &obj))
-		goto done;
-	/* A register that overwrites replaces a table: TABLE_DROP on it. */
-	const char *replaced = json_string_value(json_object_get(in, "name"));
-	if (op == table_register && json_is_true(json_object_get(in, "overwrite")) &&
-	    replaced != NULL && !handler_allowed(req, s, PRIV_TABLE_DROP, &ns, replaced))
-		goto done;
-	struct table_env env = handler_env(req);
-	env.vend = vend_asked(req);
-	json_t *out = op(s, &env, &ns, in, &err);
-	handler_release(req, s);
+	if (s == NULL)
+		return;
+	c->env.vend = vend_asked(req);
+	json_t *out = op(s, &c->env, &c->ns, c->body, &err);
+	call_release(c);
 	if (out != NULL && req->idem_claimed &&
 	    json_object_get(out, "storage-credentials") != NULL &&
 	    json_is_null(json_object_get(out, "metadata-location"))) {
@@ -108,14 +86,15 @@ static void on_namespace_body(struct http_request *req,
 	/* The table exists now: a config that cannot be added (out of
 	 * memory) leaves the answer without it, never a failure. */
 	struct floe_error unsigned_err;
-	const char *created = json_string_value(json_object_get(in, "name"));
+	const char *created = json_string_value(json_object_get(c->body, "name"));
 	if (out != NULL && op == table_create &&
-	    !handler_sign_config(req, &ns, created, json_object_get(out, "config"), &unsigned_err))
+	    !handler_sign_config(req, &c->ns, created, json_object_get(out, "config"),
+				 &unsigned_err))
 		log_warn("sign", "the created table's answer lacks its remote-signing config: %s",
 			 unsigned_err.message);
 	/* Likewise where an engine refreshes the credentials it was given. */
 	bool vended = out != NULL && json_object_get(out, "storage-credentials") != NULL;
-	if (vended && !refresh_config(req, &ns, created, out, &unsigned_err))
+	if (vended && !refresh_config(req, &c->ns, created, out, &unsigned_err))
 		log_warn("vend", "the table's answer lacks its credentials' refresh endpoint: %s",
 			 unsigned_err.message);
 	if (out == NULL) {
@@ -125,19 +104,16 @@ static void on_namespace_body(struct http_request *req,
 		if (vended)
 			http_add_header(req, "Cache-Control", "no-store");
 	}
-done:
-	json_decref(in);
-	ident_ns_clear(&ns);
 }
 
-void handle_table_create(struct http_request *req)
+void handle_table_create(struct call *c)
 {
-	on_namespace_body(req, table_create, ACCESS_BIT(PRIV_TABLE_CREATE));
+	on_namespace_body(c, table_create);
 }
 
-void handle_table_register(struct http_request *req)
+void handle_table_register(struct call *c)
 {
-	on_namespace_body(req, table_register, ACCESS_BIT(PRIV_TABLE_CREATE));
+	on_namespace_body(c, table_register);
 }
 
 /* True when an If-None-Match header lists etag followed by suffix; with
@@ -171,11 +147,12 @@ static bool etag_matches(const char *header, const char *etag)
 	return etag_listed(header, NULL, "") || etag_listed(header, etag, "");
 }
 
-void handle_table_load(struct http_request *req)
+void handle_table_load(struct call *c)
 {
+	struct http_request *req = c->req;
+	const struct ns_ident *ns = &c->ns;
+	const char *name = c->name;
 	struct floe_error err;
-	struct ns_ident ns = { 0 };
-	char *name = NULL;
 	char *snaps = NULL;
 	char *as_of = NULL;
 	char *as_of_version = NULL;
@@ -188,7 +165,7 @@ void handle_table_load(struct http_request *req)
 	json_t *extra = NULL;
 
 	floe_error_clear(&err);
-	if (!table_params(req, &ns, &name, &err) || !http_query(req, "snapshots", &snaps, &err) ||
+	if (!http_query(req, "snapshots", &snaps, &err) ||
 	    !http_query(req, "as-of", &as_of, &err) ||
 	    !http_query(req, "as-of-version", &as_of_version, &err)) {
 		http_reply_error(req, &err);
@@ -216,18 +193,17 @@ void handle_table_load(struct http_request *req)
 			goto done;
 		}
 	}
-	s = handler_acquire(req);
-	if (s == NULL || !handler_allowed(req, s, PRIV_TABLE_READ, &ns, name))
+	s = call_store(c);
+	if (s == NULL)
 		goto done;
 	struct vend *vend = vend_asked(req);
 	if (vend != NULL) {
-		extra = vend_table(vend, s, handler_principal(req), &ns, name, NULL, &err);
-		if (extra != NULL && !refresh_config(req, &ns, name, extra, &err)) {
+		extra = vend_table(vend, s, handler_principal(req), ns, name, NULL, &err);
+		if (extra != NULL && !refresh_config(req, ns, name, extra, &err)) {
 			json_decref(extra);
 			extra = NULL;
 		}
 		if (extra == NULL) {
-			handler_release(req, s);
 			http_reply_error(req, &err);
 			goto done;
 		}
@@ -238,10 +214,9 @@ void handle_table_load(struct http_request *req)
 		if (extra == NULL)
 			extra = json_pack("{s:{}}", "config");
 		if (extra == NULL ||
-		    !handler_sign_config(req, &ns, name, json_object_get(extra, "config"), &err)) {
+		    !handler_sign_config(req, ns, name, json_object_get(extra, "config"), &err)) {
 			if (extra == NULL)
 				floe_err(&err, FE_INTERNAL, "out of memory");
-			handler_release(req, s);
 			http_reply_error(req, &err);
 			goto done;
 		}
@@ -249,15 +224,13 @@ void handle_table_load(struct http_request *req)
 	if (past) {
 		/* The past is a file that never changes again: no tag, no 304,
 		 * and nothing a cache of the current state would take. */
-		json_t *then = table_load_at(s, &ns, name, &at, extra, &err);
-		handler_release(req, s);
+		json_t *then = table_load_at(s, ns, name, &at, extra, &err);
 		handler_answer(req, 200, then, &err);
 		goto done;
 	}
-	char *text = table_load(s, &ns, name, mode,
+	char *text = table_load(s, ns, name, mode,
 				gzip_accepted(http_header(req, "Accept-Encoding")), extra, etag,
 				sizeof(etag), &len, &gzipped, &err);
-	handler_release(req, s);
 	if (text == NULL) {
 		http_reply_error(req, &err);
 		goto done;
@@ -291,308 +264,204 @@ done:
 	free(as_of);
 	free(as_of_version);
 	free(snaps);
-	free(name);
-	ident_ns_clear(&ns);
 }
 
 /* Whether the table the path names exists, in *exists; false when the
- * request has been answered instead (a bad path, no connection, or the
- * database could not tell). */
-static bool path_table_exists(struct http_request *req, struct ns_ident *ns, char **name,
-			      bool *exists)
+ * request has been answered instead (no connection, or the database could
+ * not tell). */
+static bool path_table_exists(struct call *c, bool *exists)
 {
 	struct floe_error err;
-	struct store *s = handler_open(req, table_params(req, ns, name, &err), &err);
+	struct store *s = call_store(c);
 
-	if (s == NULL || !handler_allowed(req, s, PRIV_TABLE_READ, ns, *name))
+	if (s == NULL)
 		return false;
-	bool ok = tables_exists(s, ns, *name, exists, &err);
-	handler_release(req, s);
-	if (!ok)
-		http_reply_error(req, &err);
-	return ok;
+	if (tables_exists(s, &c->ns, c->name, exists, &err))
+		return true;
+	http_reply_error(c->req, &err);
+	return false;
 }
 
-void handle_table_exists(struct http_request *req)
+void handle_table_exists(struct call *c)
 {
-	struct ns_ident ns = { 0 };
-	char *name = NULL;
 	bool exists = false;
 
-	if (path_table_exists(req, &ns, &name, &exists))
-		http_reply_empty(req, exists ? 204 : 404);
-	free(name);
-	ident_ns_clear(&ns);
+	if (path_table_exists(c, &exists))
+		http_reply_empty(c->req, exists ? 204 : 404);
 }
 
-/* A commit, taken from the request and run on a commit thread. While it
- * waits it holds no more than the request's own body: the body is parsed
- * on the commit thread. */
-struct commit_job {
-	struct http_request *req;
-	struct ns_ident ns;
-	char *name; /* NULL: a multi-table transaction */
-};
-
-static void commit_job_run(void *arg, const struct floe_error *refused)
+/* On a commit thread (the route's queue). */
+void handle_table_commit(struct call *c)
 {
-	struct commit_job *job = arg;
-	struct http_request *req = job->req;
 	struct floe_error err;
-	json_t *in = NULL;
-	struct store *s = NULL;
+	struct store *s;
 
-	floe_error_clear(&err);
-	if (refused != NULL) {
-		handler_refuse(req, refused);
-		goto done;
+	if (!handler_commit_body(c, "table", &err)) {
+		http_reply_error(c->req, &err);
+		return;
 	}
-	if (job->name != NULL)
-		in = handler_commit_body(req, &job->ns, job->name, "table", &err);
-	else if (!http_body_json(req, &in, &err))
-		in = NULL;
-	if (in == NULL) {
-		http_reply_error(req, &err);
-		goto done;
-	}
-	s = handler_acquire(req);
+	s = call_store(c);
 	if (s == NULL)
-		goto done;
-	struct table_env env = handler_env(req);
-	if (job->name != NULL) {
-		json_t *out = table_commit(s, &env, &job->ns, job->name, in, &err);
-		handler_release(req, s);
-		if (out == NULL)
-			http_reply_error(req, &err);
-		else
-			reply_table_result(req, out);
-	} else {
-		bool ok = table_commit_transaction(s, &env, in, &err);
-		handler_release(req, s);
-		handler_answer_done(req, ok, &err);
-	}
-done:
-	json_decref(in);
-	free(job->name);
-	ident_ns_clear(&job->ns);
-	free(job);
-	http_async_complete(req);
+		return;
+	json_t *out = table_commit(s, &c->env, &c->ns, c->name, c->body, &err);
+	call_release(c);
+	if (out == NULL)
+		http_reply_error(c->req, &err);
+	else
+		reply_table_result(c->req, out);
 }
 
-void handle_table_commit(struct http_request *req)
+/* On a commit thread (the route's queue). */
+void handle_transaction_commit(struct call *c)
 {
 	struct floe_error err;
-	struct ns_ident ns = { 0 };
-	char *name = NULL;
+	struct store *s = call_store(c);
 
-	floe_error_clear(&err);
-	if (!table_params(req, &ns, &name, &err)) {
-		http_reply_error(req, &err);
-		return;
+	if (s != NULL) {
+		bool ok = table_commit_transaction(s, &c->env, c->body, &err);
+		call_release(c);
+		handler_answer_done(c->req, ok, &err);
 	}
-	struct commit_job *job = calloc(1, sizeof(*job));
-	if (job == NULL) {
-		floe_err(&err, FE_INTERNAL, "out of memory");
-		http_reply_error(req, &err);
-		free(name);
-		ident_ns_clear(&ns);
-		return;
-	}
-	job->req = req;
-	job->ns = ns;
-	job->name = name;
-	handler_defer(req, commit_job_run, job);
 }
 
-void handle_table_drop(struct http_request *req)
+void handle_table_drop(struct call *c)
 {
+	struct http_request *req = c->req;
 	struct floe_error err;
-	struct ns_ident ns = { 0 };
-	char *name = NULL;
 	char *purge = NULL;
 	struct store *s;
 
 	floe_error_clear(&err);
-	if (!table_params(req, &ns, &name, &err) ||
-	    !http_query(req, "purgeRequested", &purge, &err)) {
+	if (!http_query(req, "purgeRequested", &purge, &err)) {
 		http_reply_error(req, &err);
-		goto done;
+		return;
 	}
 	if (purge != NULL && strcasecmp(purge, "true") != 0 && strcasecmp(purge, "false") != 0) {
 		floe_err(&err, FE_BAD_REQUEST, "purgeRequested must be true or false");
 		http_reply_error(req, &err);
-		goto done;
+		free(purge);
+		return;
 	}
-	s = handler_acquire(req);
-	if (s == NULL || !handler_allowed(req, s, PRIV_TABLE_DROP, &ns, name))
-		goto done;
-	struct table_env env = handler_env(req);
 	bool purging = purge != NULL && strcasecmp(purge, "true") == 0;
-	bool ok = table_drop(s, &env, &ns, name, purging, &err);
-	handler_release(req, s);
+	free(purge);
+	s = call_store(c);
+	if (s == NULL)
+		return;
+	bool ok = table_drop(s, &c->env, &c->ns, c->name, purging, &err);
+	call_release(c);
 	if (ok && purging)
 		janitor_wake(req->app->janitor);
 	handler_answer_done(req, ok, &err);
-done:
-	free(purge);
-	free(name);
-	ident_ns_clear(&ns);
 }
 
-void handle_table_commits(struct http_request *req)
+void handle_table_commits(struct call *c)
 {
 	struct floe_error err;
-	struct ns_ident ns = { 0 };
-	struct page_request page = { 0 };
-	char *name = NULL, *token = NULL, *size = NULL;
-	struct store *s;
-
-	floe_error_clear(&err);
-	bool parsed = table_params(req, &ns, &name, &err) &&
-		      http_query(req, "pageToken", &token, &err) &&
-		      http_query(req, "pageSize", &size, &err) &&
-		      page_request_parse(NULL, size, &page, &err);
-	s = handler_open(req, parsed, &err);
-	if (s != NULL && handler_allowed(req, s, PRIV_TABLE_READ, &ns, name)) {
-		json_t *out = table_commits(s, &ns, name, token, page.page_size, &err);
-		handler_release(req, s);
-		handler_answer(req, 200, out, &err);
-	}
-	page_request_clear(&page);
-	free(token);
-	free(size);
-	free(name);
-	ident_ns_clear(&ns);
-}
-
-void handle_table_undrop(struct http_request *req)
-{
-	struct floe_error err;
-	struct ns_ident ns = { 0 };
-	char *name = NULL;
-	struct store *s;
-
-	floe_error_clear(&err);
-	bool parsed = table_params(req, &ns, &name, &err);
-	s = handler_open(req, parsed, &err);
-	if (s != NULL && handler_allowed(req, s, PRIV_TABLE_CREATE, &ns, NULL)) {
-		struct table_env env = handler_env(req);
-		json_t *out = table_undrop(s, &env, &ns, name, &err);
-		handler_release(req, s);
-		handler_answer(req, 200, out, &err);
-	}
-	free(name);
-	ident_ns_clear(&ns);
-}
-
-void handle_dropped_list(struct http_request *req)
-{
-	struct floe_error err;
-	struct ns_ident ns = { 0 };
 	struct page_request page = { 0 };
 	char *token = NULL, *size = NULL;
 	struct store *s;
 
 	floe_error_clear(&err);
-	bool parsed = http_param_namespace(req, &ns, &err) &&
-		      http_query(req, "pageToken", &token, &err) &&
-		      http_query(req, "pageSize", &size, &err) &&
-		      page_request_parse(NULL, size, &page, &err);
-	s = handler_open(req, parsed, &err);
-	if (s != NULL && handler_allowed(req, s, PRIV_TABLE_CREATE, &ns, NULL)) {
-		struct table_env env = handler_env(req);
-		json_t *out = table_dropped_list(s, &env, &ns, token, page.page_size, &err);
-		handler_release(req, s);
-		handler_answer(req, 200, out, &err);
-	}
+	if (!handler_page(c, false, &page, &token, &size, &err))
+		http_reply_error(c->req, &err);
+	else if ((s = call_store(c)) != NULL)
+		handler_answer(c->req, 200,
+			       table_commits(s, &c->ns, c->name, token, page.page_size, &err),
+			       &err);
 	page_request_clear(&page);
 	free(token);
 	free(size);
-	ident_ns_clear(&ns);
 }
 
-void handle_table_rename(struct http_request *req)
+void handle_table_undrop(struct call *c)
 {
 	struct floe_error err;
-	json_t *in = NULL;
-	struct store *s;
+	struct store *s = call_store(c);
 
-	s = handler_open(req, http_body_json(req, &in, &err), &err);
-	if (s != NULL) {
-		struct table_env env = handler_env(req);
-		bool ok = table_rename(s, &env, in, NULL, &err);
-		handler_release(req, s);
-		handler_answer_done(req, ok, &err);
-	}
-	json_decref(in);
+	if (s != NULL)
+		handler_answer(c->req, 200, table_undrop(s, &c->env, &c->ns, c->name, &err), &err);
 }
 
-void handle_table_metrics(struct http_request *req)
+void handle_dropped_list(struct call *c)
 {
 	struct floe_error err;
-	struct ns_ident ns = { 0 };
-	char *name = NULL;
-	json_t *in = NULL;
+	struct page_request page = { 0 };
+	char *token = NULL, *size = NULL;
 	struct store *s;
 
 	floe_error_clear(&err);
-	if (!table_params(req, &ns, &name, &err) || !http_body_json(req, &in, &err)) {
-		http_reply_error(req, &err);
-		goto done;
-	}
-	const char *type = json_string_value(json_object_get(in, "report-type"));
-	if (type == NULL) {
-		floe_err(&err, FE_BAD_REQUEST, "missing required field 'report-type'");
-		http_reply_error(req, &err);
-		goto done;
-	}
-	s = handler_acquire(req);
-	if (s == NULL || !handler_allowed(req, s, PRIV_TABLE_READ, &ns, name))
-		goto done;
-	bool ok = tables_report_metrics(s, &ns, name, req->body, &err);
-	handler_release(req, s);
-	handler_answer_done(req, ok, &err);
-done:
-	json_decref(in);
-	free(name);
-	ident_ns_clear(&ns);
+	if (!handler_page(c, false, &page, &token, &size, &err))
+		http_reply_error(c->req, &err);
+	else if ((s = call_store(c)) != NULL)
+		handler_answer(c->req, 200,
+			       table_dropped_list(s, &c->env, &c->ns, token, page.page_size, &err),
+			       &err);
+	page_request_clear(&page);
+	free(token);
+	free(size);
 }
 
-void handle_table_credentials(struct http_request *req)
+void handle_table_rename(struct call *c)
 {
 	struct floe_error err;
-	struct ns_ident ns = { 0 };
-	char *name = NULL;
+	struct store *s = call_store(c);
+
+	if (s != NULL)
+		handler_answer_done(c->req, table_rename(s, &c->env, c->body, NULL, &err), &err);
+}
+
+void handle_table_metrics(struct call *c)
+{
+	struct floe_error err;
+	struct store *s;
+
+	if (json_string_value(json_object_get(c->body, "report-type")) == NULL) {
+		floe_err(&err, FE_BAD_REQUEST, "missing required field 'report-type'");
+		http_reply_error(c->req, &err);
+		return;
+	}
+	s = call_store(c);
+	if (s != NULL)
+		handler_answer_done(c->req,
+				    tables_report_metrics(s, &c->ns, c->name, c->req->body, &err),
+				    &err);
+}
+
+void handle_table_credentials(struct call *c)
+{
+	struct http_request *req = c->req;
+	struct floe_error err;
 	bool exists = false;
 
 	floe_error_clear(&err);
 	if (req->app->vend == NULL) {
-		if (path_table_exists(req, &ns, &name, &exists)) {
-			/* Nothing is vended: an empty list. */
-			if (exists) {
-				http_reply_json(req, 200,
-						json_pack("{s:[]}", "storage-credentials"));
-			} else {
-				wording_no_such_table(&ns, name, &err);
-				http_reply_error(req, &err);
-			}
+		if (!path_table_exists(c, &exists))
+			return;
+		/* Nothing is vended: an empty list. */
+		if (exists) {
+			http_reply_json(req, 200, json_pack("{s:[]}", "storage-credentials"));
+		} else {
+			wording_no_such_table(&c->ns, c->name, &err);
+			http_reply_error(req, &err);
 		}
-		goto done;
+		return;
 	}
 	/* loadCredentials: fresh credentials under loadTable's rules, the
 	 * header not needed (asking is the request itself). */
-	struct store *s = handler_open(req, table_params(req, &ns, &name, &err), &err);
-	if (s == NULL || !handler_allowed(req, s, PRIV_TABLE_READ, &ns, name))
-		goto done;
-	json_t *got = vend_table(req->app->vend, s, handler_principal(req), &ns, name, NULL, &err);
-	handler_release(req, s);
-	if (got != NULL && !vend_refresh_config(got, http_param(req, "prefix"), &ns, name, &err)) {
+	struct store *s = call_store(c);
+	if (s == NULL)
+		return;
+	json_t *got = vend_table(req->app->vend, s, handler_principal(req), &c->ns, c->name, NULL,
+				 &err);
+	call_release(c);
+	if (got != NULL &&
+	    !vend_refresh_config(got, http_param(req, "prefix"), &c->ns, c->name, &err)) {
 		json_decref(got);
 		got = NULL;
 	}
 	if (got == NULL) {
 		http_reply_error(req, &err);
-		goto done;
+		return;
 	}
 	json_t *list = json_object_get(got, "storage-credentials");
 	http_reply_json(req, 200,
@@ -600,21 +469,4 @@ void handle_table_credentials(struct http_request *req)
 				     : json_pack("{s:[]}", "storage-credentials"));
 	http_add_header(req, "Cache-Control", "no-store");
 	json_decref(got);
-done:
-	free(name);
-	ident_ns_clear(&ns);
-}
-
-void handle_transaction_commit(struct http_request *req)
-{
-	struct floe_error err;
-	struct commit_job *job = calloc(1, sizeof(*job));
-
-	if (job == NULL) {
-		floe_err(&err, FE_INTERNAL, "out of memory");
-		http_reply_error(req, &err);
-		return;
-	}
-	job->req = req;
-	handler_defer(req, commit_job_run, job);
 }

@@ -129,6 +129,8 @@ static bool body_reserve(struct http_request *req, size_t total)
 
 static void request_free(struct http_request *req)
 {
+	if (req->app->middleware.release != NULL)
+		req->app->middleware.release(req);
 	if (req->body_reserved > 0)
 		atomic_fetch_sub(&req->app->body_bytes, (long long)req->body_reserved);
 	if (req->response != NULL)
@@ -380,15 +382,6 @@ bool http_body_json(struct http_request *req, json_t **out, struct floe_error *e
 	return true;
 }
 
-bool http_param_namespace(struct http_request *req, struct ns_ident *ns, struct floe_error *err)
-{
-	const char *raw = http_param(req, "namespace");
-
-	if (raw == NULL)
-		return floe_err(err, FE_BAD_REQUEST, "namespace is missing");
-	return ident_ns_parse(raw, strlen(raw), ns, err);
-}
-
 /* --- libmicrohttpd callbacks --- */
 
 /* Keeps paths and query values percent-encoded: segments are split first
@@ -491,15 +484,12 @@ static void dispatch(struct http_request *req)
 	switch (router_match(req, &route, allow, sizeof(allow))) {
 	case ROUTE_FOUND:
 		req->route_slot = router_slot(route);
-		if (req->app->middleware.admit != NULL &&
-		    !req->app->middleware.admit(req, route->handler))
+		if (req->app->middleware.admit != NULL && !req->app->middleware.admit(req, route))
 			return;
 		if (!prefix_admit(req))
 			return;
 		if (req->app->middleware.run != NULL)
-			req->app->middleware.run(req, route->handler);
-		else
-			route->handler(req);
+			req->app->middleware.run(req, route);
 		if (!req->suspended && req->response == NULL) {
 			floe_err(&err, FE_INTERNAL, "no answer was produced");
 			floe_error_set_outcome(&err, FO_UNKNOWN);

@@ -19,6 +19,7 @@
 struct MHD_Connection;
 struct MHD_Response;
 struct MHD_Daemon;
+struct call;
 
 #define HTTP_MAX_SEGMENTS 16
 #define HTTP_MAX_PARAMS 6
@@ -72,6 +73,7 @@ struct http_request {
 	bool idem_claimed;   /* an Idempotency-Key awaits the answer */
 	char idem_owner[40]; /* this request's claim on the key */
 	bool suspended;      /* answered later, from another thread */
+	struct call *call;   /* the gate's (gate.h), freed with the request */
 	char *captured;
 	size_t captured_len;
 };
@@ -119,10 +121,6 @@ const char *http_header(struct http_request *req, const char *name);
 /* Parses the body as a JSON object. FE_BAD_REQUEST when empty, malformed
  * or not an object. *out is a new reference. */
 bool http_body_json(struct http_request *req, json_t **out, struct floe_error *err) FLOE_WUR;
-
-/* Parses the route parameter "namespace" into ns. */
-bool http_param_namespace(struct http_request *req, struct ns_ident *ns,
-			  struct floe_error *err) FLOE_WUR;
 
 /* Answers with a JSON body; steals body. */
 void http_reply_json(struct http_request *req, int status, json_t *body);

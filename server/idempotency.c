@@ -1,7 +1,7 @@
 /*
  * idempotency.c - claims a key before the handler runs and records the
- * answer after it. The store connection is released while the handler
- * runs, because the handler borrows one of its own (catalog/idem.c).
+ * answer after it. The claim borrows a connection of its own for a moment
+ * (catalog/idem.c), so the gate holds none while it asks.
  */
 #include "idempotency.h"
 
@@ -55,7 +55,7 @@ static void replay(struct http_request *req, int status, char *response)
 		 http_header(req, "Idempotency-Key"), req->request_id);
 }
 
-void idempotent_run(struct http_request *req, void (*handler)(struct http_request *req))
+bool idempotent_begin(struct http_request *req)
 {
 	const char *key = http_header(req, "Idempotency-Key");
 	struct floe_error err;
@@ -65,21 +65,17 @@ void idempotent_run(struct http_request *req, void (*handler)(struct http_reques
 	char *response = NULL;
 
 	floe_error_clear(&err);
-	/* Only the methods that change the catalog take a key. */
-	if (key == NULL ||
-	    (strcmp(req->method, "POST") != 0 && strcmp(req->method, "DELETE") != 0)) {
-		handler(req);
-		return;
-	}
+	if (key == NULL)
+		return true;
 	if (!key_is_uuid(key)) {
 		floe_err(&err, FE_BAD_REQUEST, "Idempotency-Key must be a UUID (36 characters)");
 		http_reply_error(req, &err);
-		return;
+		return false;
 	}
 	if (!uuid_v4(req->idem_owner)) {
 		floe_err(&err, FE_UNAVAILABLE, "no randomness for an idempotency claim; retry");
 		http_reply_error(req, &err);
-		return;
+		return false;
 	}
 	/* The same key with another body is another request: refused. */
 	unsigned long long h = 1469598103934665603ULL;
@@ -95,11 +91,11 @@ void idempotent_run(struct http_request *req, void (*handler)(struct http_reques
 			req->app->cfg->idempotency_lease_seconds, &claimed, &status, &response,
 			&err)) {
 		http_reply_error(req, &err);
-		return;
+		return false;
 	}
 	if (!claimed && status != 0) {
 		replay(req, status, response);
-		return;
+		return false;
 	}
 	free(response);
 	if (!claimed) {
@@ -108,16 +104,11 @@ void idempotent_run(struct http_request *req, void (*handler)(struct http_reques
 		floe_err(&err, FE_UNAVAILABLE,
 			 "a request with Idempotency-Key %s is still running; retry later", key);
 		http_reply_error(req, &err);
-		return;
+		return false;
 	}
-
 	req->capture = true;
 	req->idem_claimed = true;
-	handler(req);
-	/* A handler that went on in another thread records its answer when
-	 * it is done (http_async_complete). */
-	if (!req->suspended)
-		idempotent_finish(req);
+	return true;
 }
 
 void idempotent_finish(struct http_request *req)

@@ -12,16 +12,19 @@
 #define IDEMPOTENCY_LIFETIME "PT30M"
 #define IDEMPOTENCY_LIFETIME_SECONDS (30 * 60)
 
-/* Runs handler under req's Idempotency-Key (as it is when the request
- * has none, or is not a POST or DELETE): replays a finished answer,
- * answers 503 with Retry-After while the first request still runs, else
- * runs it and records what it answered (2xx and 4xx; a 5xx is not
- * recorded, so a retry runs again, and table commits record theirs in the
- * commit's own transaction). */
-void idempotent_run(struct http_request *req, void (*handler)(struct http_request *req));
+/* Claims req's Idempotency-Key, when it has one, for a route that changes
+ * the catalog (the gate asks once the request is authorized): true when
+ * the route is to run (no key, or the key is now this request's); false
+ * when req has been answered: the first request's answer replayed, 503
+ * with Retry-After while the first request still runs, or 400/422 for a
+ * key that is no UUID or was used for another request. */
+bool idempotent_begin(struct http_request *req);
 
-/* Records the answer of a request whose key idempotent_run claimed (done
- * by idempotent_run itself unless the handler suspended the request). */
+/* Records the answer of a request whose key idempotent_begin claimed
+ * (2xx and 4xx; a 5xx gives the key back, so a retry runs again; table
+ * commits record theirs in the commit's own transaction). Called when
+ * the answer is made: by the gate, or on completion of a deferred one
+ * (struct middleware's finish). */
 void idempotent_finish(struct http_request *req);
 
 #endif

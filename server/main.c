@@ -24,6 +24,7 @@
 #include "hooks.h"
 #include "hooksecrets.h"
 #include "http.h"
+#include "gate.h"
 #include "idempotency.h"
 #include "janitor.h"
 #include "subscriptions.h"
@@ -274,7 +275,8 @@ int main(int argc, char **argv)
 		config_free(&cfg);
 		return 0;
 	case CONFIG_PRINT_ROUTES:
-		router_print(stdout);
+	case CONFIG_PRINT_ROUTES_JSON:
+		router_print(stdout, cfg.action == CONFIG_PRINT_ROUTES_JSON);
 		config_free(&cfg);
 		return 0;
 	case CONFIG_PRINT_MAN:
@@ -363,8 +365,9 @@ int main(int argc, char **argv)
 
 	app.cfg = &cfg;
 	app.middleware.admit = auth_admit;
-	app.middleware.run = idempotent_run;
+	app.middleware.run = gate_run;
 	app.middleware.finish = idempotent_finish;
+	app.middleware.release = gate_release;
 	atomic_init(&app.inflight, 0);
 	atomic_init(&app.async, 0);
 	atomic_init(&app.body_bytes, 0);

@@ -195,8 +195,9 @@ bool prom_render(struct buf *out)
 	return out->status == BUF_OK;
 }
 
-void handle_metrics(struct http_request *req)
+void handle_metrics(struct call *c)
 {
+	struct http_request *req = c->req;
 	struct buf page;
 	size_t len = 0;
 

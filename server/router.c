@@ -1,126 +1,17 @@
 /*
- * router.c - the route table and the matcher. Paths are compared segment
- * by segment on the raw (still percent-encoded) path, so an encoded '/'
- * inside a namespace level never splits a segment.
+ * router.c - the matcher of the route table (routes.c) and its printing.
+ * Paths are compared segment by segment on the raw (still percent-encoded)
+ * path, so an encoded '/' inside a namespace level never splits a segment.
  */
 #include "router.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "handlers.h"
-#include "handlers_management.h"
-#include "metric.h"
+#include "authz.h"
 
-static const struct route routes[] = {
-	{ "GET", "/health", handle_health, false },
-	{ "GET", "/ready", handle_ready, false },
-	{ "GET", "/metrics", handle_metrics, false },
-	{ "GET", "/v1/config", handle_config, false },
-	{ "POST", "/v1/oauth/tokens", handle_oauth_tokens, false },
-	{ "GET", "/v1/oauth/jwks", handle_oauth_jwks, false },
-	{ "GET", "/v1/{prefix}/namespaces", handle_ns_list, true },
-	{ "POST", "/v1/{prefix}/namespaces", handle_ns_create, true },
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}", handle_ns_load, true },
-	{ "HEAD", "/v1/{prefix}/namespaces/{namespace}", handle_ns_exists, true },
-	{ "DELETE", "/v1/{prefix}/namespaces/{namespace}", handle_ns_drop, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/properties", handle_ns_update_properties,
-	  true },
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables", handle_table_list, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables", handle_table_create, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/register", handle_table_register, true },
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", handle_table_load, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", handle_table_commit, true },
-	{ "DELETE", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", handle_table_drop, true },
-	{ "HEAD", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", handle_table_exists, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
-	  handle_table_metrics, true },
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
-	  handle_table_credentials, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/sign", handle_table_sign,
-	  true },
-	{ "POST", "/v1/{prefix}/tables/rename", handle_table_rename, true },
-	{ "POST", "/v1/{prefix}/transactions/commit", handle_transaction_commit, true },
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}/views", handle_view_list, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/views", handle_view_create, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/register-view", handle_view_register, true },
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}/views/{view}", handle_view_load, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/views/{view}", handle_view_commit, true },
-	{ "DELETE", "/v1/{prefix}/namespaces/{namespace}/views/{view}", handle_view_drop, true },
-	{ "HEAD", "/v1/{prefix}/namespaces/{namespace}/views/{view}", handle_view_exists, true },
-	{ "POST", "/v1/{prefix}/views/rename", handle_view_rename, true },
-	/* floe's extensions */
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/commits", handle_table_commits,
-	  true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/undrop", handle_table_undrop,
-	  true },
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}/dropped-tables", handle_dropped_list, true },
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs", handle_refs_list,
-	  true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs", handle_refs_create,
-	  true },
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs/{ref}", handle_refs_get,
-	  true },
-	{ "DELETE", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs/{ref}",
-	  handle_refs_drop, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/refs/{ref}/fast-forward",
-	  handle_refs_fast_forward, true },
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/wap", handle_wap_list, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/wap", handle_wap_stage,
-	  true },
-	{ "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/wap/{run}", handle_wap_get,
-	  true },
-	{ "DELETE", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/wap/{run}",
-	  handle_wap_abandon, true },
-	{ "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/wap/{run}/publish",
-	  handle_wap_publish, true },
-	{ "GET", "/v1/{prefix}/releases", handle_releases_list, true },
-	{ "POST", "/v1/{prefix}/releases", handle_releases_create, true },
-	{ "GET", "/v1/{prefix}/releases/{release}", handle_release_get, true },
-	{ "DELETE", "/v1/{prefix}/releases/{release}", handle_release_abandon, true },
-	{ "POST", "/v1/{prefix}/releases/{release}/tables", handle_release_add, true },
-	{ "POST", "/v1/{prefix}/releases/{release}/publish", handle_release_publish, true },
-	{ "GET", "/v1/{prefix}/audit-hooks", handle_hooks_list, true },
-	{ "POST", "/v1/{prefix}/audit-hooks", handle_hooks_create, true },
-	{ "GET", "/v1/{prefix}/audit-hooks/{id}", handle_hooks_get, true },
-	{ "DELETE", "/v1/{prefix}/audit-hooks/{id}", handle_hooks_delete, true },
-	{ "POST", "/v1/{prefix}/events", handle_events_query, true },
-	{ "GET", "/v1/{prefix}/event-subscriptions", handle_subscriptions_list, true },
-	{ "POST", "/v1/{prefix}/event-subscriptions", handle_subscriptions_create, true },
-	{ "GET", "/v1/{prefix}/event-subscriptions/{id}", handle_subscription_get, true },
-	{ "DELETE", "/v1/{prefix}/event-subscriptions/{id}", handle_subscription_delete, true },
-	{ "POST", "/v1/{prefix}/event-subscriptions/{id}/resume", handle_subscription_resume,
-	  true },
-	{ "GET", "/v1/{prefix}/audit-log", handle_audit_log, true },
-	{ "GET", "/v1/{prefix}/audit-log/verify", handle_audit_verify, true },
-	{ "GET", "/v1/{prefix}/audit-log/checkpoints", handle_audit_checkpoints, true },
-	{ "POST", "/v1/{prefix}/audit-log/checkpoints", handle_audit_checkpoint_create, true },
-	{ "GET", "/v1/{prefix}/purges", handle_purges_list, true },
-	{ "POST", "/v1/{prefix}/controls/{action}", handle_control, true },
-	/* the management API (docs/auth.md): not Iceberg catalog endpoints */
-	{ "POST", "/management/v1/principals", handle_mgmt_principal_create, false },
-	{ "GET", "/management/v1/principals", handle_mgmt_principal_list, false },
-	{ "GET", "/management/v1/principals/{name}", handle_mgmt_principal_get, false },
-	{ "POST", "/management/v1/principals/{name}/disable", handle_mgmt_principal_disable,
-	  false },
-	{ "POST", "/management/v1/principals/{name}/enable", handle_mgmt_principal_enable, false },
-	{ "POST", "/management/v1/principals/{name}/rotate-secret", handle_mgmt_principal_rotate,
-	  false },
-	{ "GET", "/management/v1/principals/{name}/privileges", handle_mgmt_principal_privileges,
-	  false },
-	{ "POST", "/management/v1/roles", handle_mgmt_role_create, false },
-	{ "GET", "/management/v1/roles", handle_mgmt_role_list, false },
-	{ "DELETE", "/management/v1/roles/{role}", handle_mgmt_role_delete, false },
-	{ "PUT", "/management/v1/roles/{role}/members/{principal}", handle_mgmt_member_add, false },
-	{ "DELETE", "/management/v1/roles/{role}/members/{principal}", handle_mgmt_member_remove,
-	  false },
-	{ "POST", "/management/v1/roles/{role}/grants", handle_mgmt_grant_add, false },
-	{ "GET", "/management/v1/roles/{role}/grants", handle_mgmt_grant_list, false },
-	{ "POST", "/management/v1/roles/{role}/grants/revoke", handle_mgmt_grant_revoke, false },
-};
-
-#define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
-_Static_assert(ROUTE_COUNT < METRIC_ROUTE_SLOTS, "a metrics slot for every route");
+#define routes routes_table
+#define ROUTE_COUNT routes_table_len
 
 /* Matches pattern against req's segments; with_prefix decides whether the
  * {prefix} segment is present. Fills req's params on success. */
@@ -214,10 +105,142 @@ enum route_result router_match(struct http_request *req, const struct route **ro
 	return path_seen ? ROUTE_BAD_METHOD : ROUTE_NO_PATH;
 }
 
-void router_print(FILE *out)
+static const char *access_name(enum route_access a)
 {
-	for (size_t i = 0; i < ROUTE_COUNT; i++)
-		(void)fprintf(out, "%s %s\n", routes[i].method, routes[i].pattern);
+	switch (a) {
+	case ROUTE_PUBLIC:
+		return "public";
+	case ROUTE_PUBLIC_IF:
+		return "public-if-configured";
+	case ROUTE_PRINCIPAL:
+		return "any-principal";
+	case ROUTE_PRIVILEGED:
+		break;
+	}
+	return "privileged";
+}
+
+static const char *object_name(enum route_object on)
+{
+	static const char *const names[] = {
+		[ROUTE_ON_NONE] = "-",
+		[ROUTE_ON_CATALOG] = "catalog",
+		[ROUTE_ON_NAMESPACE] = "namespace",
+		[ROUTE_ON_TABLE] = "table",
+		[ROUTE_ON_LISTING] = "listing",
+		[ROUTE_ON_FILTER] = "filter",
+		[ROUTE_ON_BODY] = "body",
+		[ROUTE_ON_HOOK] = "hook-scope",
+		[ROUTE_ON_MEMBERS] = "release-members",
+	};
+	return (size_t)on < sizeof(names) / sizeof(names[0]) ? names[on] : "?";
+}
+
+static const char *queue_name(enum route_queue q)
+{
+	switch (q) {
+	case ROUTE_QUEUE_COMMIT:
+		return "commit";
+	case ROUTE_QUEUE_PUBLISH:
+		return "publish";
+	case ROUTE_QUEUE_HTTP:
+		break;
+	}
+	return "http";
+}
+
+/* The route's privileges as names into a new JSON array. */
+static json_t *need_names(const struct route *r)
+{
+	json_t *arr = json_array();
+
+	for (int p = 0; arr != NULL && p < PRIV_COUNT; p++) {
+		if ((r->need & ACCESS_BIT(p)) &&
+		    json_array_append_new(arr, json_string(privilege_name((enum privilege)p))) !=
+			    0) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+/* One route as a JSON object (new reference; NULL when out of memory). */
+static json_t *route_json(const struct route *r)
+{
+	json_t *flags = json_array();
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} names[] = {
+		{ ROUTE_ADVERTISE, "advertised" },
+		{ ROUTE_BODY, "body" },
+		{ ROUTE_BODY_OPT, "optional-body" },
+		{ ROUTE_MUTATES, "mutating" },
+		{ ROUTE_IDEM_IN_TX, "idempotent-in-transaction" },
+		{ ROUTE_ANY_OF, "any-of" },
+	};
+
+	for (size_t i = 0; flags != NULL && i < sizeof(names) / sizeof(names[0]); i++) {
+		if ((r->flags & names[i].bit) &&
+		    json_array_append_new(flags, json_string(names[i].name)) != 0) {
+			json_decref(flags);
+			flags = NULL;
+		}
+	}
+	json_t *need = need_names(r);
+	if (flags == NULL || need == NULL) {
+		json_decref(flags);
+		json_decref(need);
+		return NULL;
+	}
+	/* Absent words are null, so every row has every key. */
+	json_t *demands = r->demands_doc != NULL ? json_string(r->demands_doc) : json_null();
+	json_t *audit = r->audit != NULL ? json_string(r->audit) : json_null();
+	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:o, s:s, s:o, s:o}", "method", r->method,
+			 "path", r->pattern, "access", access_name(r->access), "privileges", need,
+			 "object", object_name(r->on), "demands", demands, "queue",
+			 queue_name(r->queue), "flags", flags, "audit-event", audit);
+}
+
+void router_print(FILE *out, bool json)
+{
+	if (json) {
+		json_t *all = json_array();
+		for (size_t i = 0; all != NULL && i < ROUTE_COUNT; i++) {
+			if (json_array_append_new(all, route_json(&routes[i])) != 0) {
+				json_decref(all);
+				all = NULL;
+			}
+		}
+		char *text = all != NULL ? json_dumps(all, JSON_INDENT(1)) : NULL;
+		json_decref(all);
+		if (text != NULL)
+			(void)fprintf(out, "%s\n", text);
+		free(text);
+		return;
+	}
+	for (size_t i = 0; i < ROUTE_COUNT; i++) {
+		const struct route *r = &routes[i];
+		char need[512] = "";
+		size_t n = 0;
+		for (int p = 0; p < PRIV_COUNT; p++) {
+			if ((r->need & ACCESS_BIT(p)) == 0 || n >= sizeof(need))
+				continue;
+			/* "A|B": either; "A,B": both. */
+			const char *sep = (r->flags & ROUTE_ANY_OF) ? "|" : ",";
+			int w = snprintf(need + n, sizeof(need) - n, "%s%s", n ? sep : "",
+					 privilege_name((enum privilege)p));
+			if (w > 0)
+				n += (size_t)w;
+		}
+		if (r->access != ROUTE_PRIVILEGED)
+			(void)snprintf(need, sizeof(need), "%s", access_name(r->access));
+		else if (r->demands != NULL && n < sizeof(need))
+			(void)snprintf(need + n, sizeof(need) - n, "%sfrom-body", n ? "+" : "");
+		(void)fprintf(out, "%-6s %-70s %-34s %s\n", r->method, r->pattern, need,
+			      object_name(r->on));
+	}
 }
 
 json_t *router_endpoints(void)
@@ -228,7 +251,7 @@ json_t *router_endpoints(void)
 	if (arr == NULL)
 		return NULL;
 	for (size_t i = 0; i < ROUTE_COUNT; i++) {
-		if (!routes[i].advertise)
+		if ((routes[i].flags & ROUTE_ADVERTISE) == 0)
 			continue;
 		(void)snprintf(buf, sizeof(buf), "%s %s", routes[i].method, routes[i].pattern);
 		if (json_array_append_new(arr, json_string(buf)) != 0) {

@@ -1,7 +1,12 @@
 /*
- * router.h - the route table: every route floe serves, matched against a
- * request path with and without the optional /v1/{prefix} segment. The
- * same table prints --print-routes and fills /v1/config "endpoints".
+ * router.h - the route table: every route floe serves, with the contract
+ * the gate (gate.h) enforces before its handler runs: who may call it,
+ * which privilege it needs on which object, what its body is, which queue
+ * it runs on, whether it changes the catalog and which audit event it
+ * writes. routes.c holds the table; this file matches a request path
+ * against it with and without the optional /v1/{prefix} segment. The same
+ * table prints --print-routes, fills /v1/config "endpoints" and labels
+ * /metrics.
  */
 #ifndef FLOE_ROUTER_H
 #define FLOE_ROUTER_H
@@ -11,16 +16,79 @@
 #include <stdio.h>
 #include <jansson.h>
 
+#include "access.h"
 #include "http.h"
 
-typedef void (*route_handler)(struct http_request *req);
+struct call;
+
+/* A route's handler: what differs between routes, run by the gate once
+ * the request is authenticated, parsed and authorized (gate.h). */
+typedef void (*route_handler)(struct call *c);
+
+/* The privileges a route needs that only its body (or the object its path
+ * names) can tell: gate_demand (gate.h) is asked for each; false with err
+ * set (the refusal, or a 400 when the body cannot say). */
+typedef bool (*route_demands)(struct call *c, struct floe_error *err);
+
+/* Who may call a route at all. */
+enum route_access {
+	ROUTE_PRIVILEGED, /* a principal holding the route's privileges */
+	ROUTE_PRINCIPAL,  /* any authenticated principal: no privilege */
+	ROUTE_PUBLIC,     /* no token is asked for */
+	ROUTE_PUBLIC_IF,  /* public when --auth-public names it (public_bit) */
+};
+
+/* What a route's privileges are checked on. */
+enum route_object {
+	ROUTE_ON_NONE,      /* nothing: a public or any-principal route */
+	ROUTE_ON_CATALOG,   /* the catalog of the request's warehouse */
+	ROUTE_ON_NAMESPACE, /* the path's {namespace} */
+	ROUTE_ON_TABLE,     /* the path's {namespace} and {table} (or {view}) */
+	ROUTE_ON_LISTING,   /* the namespace listed (the path's, or ?parent=):
+			     * visible by a grant on, above or below it */
+	ROUTE_ON_FILTER,    /* what ?namespace= and ?table= name; the catalog
+			     * when no namespace is given */
+	ROUTE_ON_BODY,      /* only what the body names: the route's demands */
+	ROUTE_ON_HOOK,      /* the scope of the audit hook {id} names */
+	ROUTE_ON_MEMBERS,   /* every member table of the release: checked by
+			     * catalog/release.c, which alone knows them */
+};
+
+/* Which threads run the handler. */
+enum route_queue {
+	ROUTE_QUEUE_HTTP,    /* the HTTP worker that read the request */
+	ROUTE_QUEUE_COMMIT,  /* the commit threads and their connections */
+	ROUTE_QUEUE_PUBLISH, /* the publish threads: an audit waits on hooks */
+};
+
+/* Flags. */
+#define ROUTE_ADVERTISE 0x01u /* listed in /v1/config endpoints */
+#define ROUTE_BODY 0x02u      /* a JSON object body is required */
+#define ROUTE_BODY_OPT 0x04u  /* a JSON object body, or none (then {}) */
+#define ROUTE_MUTATES 0x08u   /* changes the catalog; takes an Idempotency-Key */
+#define ROUTE_IDEM_IN_TX \
+	0x10u              /* its Idempotency-Key answer is recorded in
+				* the change's own transaction */
+#define ROUTE_ANY_OF 0x20u /* need: any one of the privileges, else all */
 
 struct route {
 	const char *method;
 	const char *pattern; /* "/v1/{prefix}/namespaces/{namespace}" */
 	route_handler handler;
-	bool advertise; /* listed in /v1/config endpoints */
+	enum route_access access;
+	access_set need; /* on `on`: all of them, or one with ROUTE_ANY_OF */
+	enum route_object on;
+	route_demands demands;   /* more, from the body; NULL: none */
+	const char *demands_doc; /* what demands asks for, in words */
+	enum route_queue queue;
+	unsigned flags;
+	unsigned public_bit; /* ROUTE_PUBLIC_IF: the --auth-public bit */
+	const char *audit;   /* the audit event it writes; NULL: none */
 };
+
+/* The table (routes.c) and its length. */
+extern const struct route routes_table[];
+extern const size_t routes_table_len;
 
 enum route_result {
 	ROUTE_FOUND,
@@ -34,8 +102,10 @@ enum route_result {
 enum route_result router_match(struct http_request *req, const struct route **route, char *allow,
 			       size_t allowlen);
 
-/* Prints "METHOD PATTERN" for every route, one a line. */
-void router_print(FILE *out);
+/* Prints every route, one a line: method, pattern, who may call it, the
+ * privileges and their object, flags; with json, one JSON array of
+ * objects (docs/auth.md and the tests read it). */
+void router_print(FILE *out, bool json);
 
 /* The endpoints list of /v1/config: a new JSON array. */
 json_t *router_endpoints(void);

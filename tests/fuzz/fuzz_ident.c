@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)ident_name_check(out, outlen, "name", &err);
 		free(out);
 	}
-	if (!ident_ns_parse(in, size, &ns, &err))
+	if (!ident_ns_parse(in, size, IDENT_PLUS_SPACE, &ns, &err))
 		return 0;
 	if (ns.nlevels == 0 || ns.nlevels > IDENT_MAX_LEVELS)
 		abort();

@@ -351,7 +351,7 @@ def test_a_transaction_is_refused_whole_when_one_table_is_not_allowed(authed, un
 def test_register_with_overwrite_needs_table_drop_on_the_table_it_replaces(authed, ns, table, uniq):
     f = authed
     who = f"reg_{uniq}"
-    tok = principal(f, who, [("TABLE_CREATE", ns)])
+    tok = principal(f, who, [("TABLE_CREATE", ns), ("TABLE_WRITE_MAIN", ns)])
     loc = table.load()["metadata-location"]
     with As(f, tok):
         forbidden(f.post(f"{table.ns_url}/register",
@@ -363,12 +363,35 @@ def test_register_with_overwrite_needs_table_drop_on_the_table_it_replaces(authe
                      409, "AlreadyExistsException")
 
 
+def test_register_with_overwrite_needs_table_write_main(authed, ns, table, uniq):
+    """A register that overwrites moves the replaced table's main: with
+    TABLE_CREATE and TABLE_DROP but not TABLE_WRITE_MAIN it is refused, and
+    main stays where it was."""
+    f = authed
+    who = f"regmain_{uniq}"
+    tok = principal(f, who, [("TABLE_CREATE", ns), ("TABLE_DROP", ns)])
+    before = table.load()
+    first = before["metadata"]["metadata-log"][0]["metadata-file"]
+    with As(f, tok):
+        forbidden(f.post(f"{table.ns_url}/register",
+                         json={"name": "orders", "metadata-location": first, "overwrite": True}),
+                  f"Principal {who} lacks TABLE_WRITE_MAIN on table {ns[0]}.orders")
+    assert table.load()["metadata-location"] == before["metadata-location"]
+    grant(f, f"r_{who}", "TABLE_WRITE_MAIN", ns, "orders")
+    with As(f, tok):
+        moved = assert_ok_json(f.post(f"{table.ns_url}/register", json={
+            "name": "orders", "metadata-location": first, "overwrite": True}))
+        assert moved["metadata-location"] == first
+
+
 def test_history_and_undrop_need_their_privileges(authed, ns, table, uniq):
     f = authed
     where = f"{ns[0]}.orders"
     reader = principal(f, f"hist_reader_{uniq}", [("TABLE_READ", ns)])
     nobody = principal(f, f"hist_nobody_{uniq}")
     creator = principal(f, f"hist_creator_{uniq}", [("TABLE_CREATE", ns)])
+    restorer = principal(f, f"hist_restorer_{uniq}",
+                         [("TABLE_CREATE", ns), ("TABLE_WRITE_MAIN", ns)])
     with As(f, nobody):
         forbidden(f.get(table.url + "/commits"),
                   f"Principal hist_nobody_{uniq} lacks TABLE_READ on table {where}")
@@ -391,6 +414,10 @@ def test_history_and_undrop_need_their_privileges(authed, ns, table, uniq):
         kept = assert_ok_json(f.get(f"/v1/namespaces/{ns[0]}/dropped-tables"))["dropped-tables"]
         assert [(d["name"], d["dropped-by"]) for d in kept] == [
             ("orders", f.credential.split(":", 1)[0])]
+        # An undrop puts main back where it was: it moves main.
+        forbidden(f.post(table.url + "/undrop"),
+                  f"Principal hist_creator_{uniq} lacks TABLE_WRITE_MAIN on table {where}")
+    with As(f, restorer):
         back = assert_ok_json(f.post(table.url + "/undrop"))
         assert back["metadata"]["table-uuid"] == uuid
     assert table.metadata()["current-snapshot-id"] == table.s1

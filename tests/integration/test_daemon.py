@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import json
 import pwd
 import re
 import shutil
@@ -120,20 +121,64 @@ def test_version(tmp_path):
 
 
 def test_print_routes(tmp_path):
+    """--print-routes: one line a route, METHOD PATH WHO-OR-PRIVILEGES OBJECT,
+    read from the route table the gate enforces."""
     res = run_floe(["--print-routes"], cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    lines = [l.strip() for l in res.stdout.splitlines() if l.strip()]
-    for l in lines:
-        assert re.fullmatch(r"(GET|HEAD|POST|PUT|DELETE|PATCH) /\S*", l), f"bad route line {l!r}"
+    rows = [l.split() for l in res.stdout.splitlines() if l.strip()]
+    for r in rows:
+        assert len(r) == 4, f"bad route line {r!r}"
+        assert re.fullmatch(r"(GET|HEAD|POST|PUT|DELETE|PATCH)", r[0]), r
+        assert r[1].startswith("/"), r
+    lines = [f"{r[0]} {r[1]}" for r in rows]
     assert len(lines) == len(set(lines)), "duplicate routes"
-    for must in ("GET /health", "GET /ready", "GET /v1/config"):
-        assert must in lines, lines
-    normal = {re.sub(r"^(\w+) /v1/(?!\{prefix\}/)(?!config$)", r"\1 /v1/{prefix}/", l) for l in lines}
+    by_route = {f"{r[0]} {r[1]}": (r[2], r[3]) for r in rows}
+    assert by_route["GET /health"] == ("public-if-configured", "-")
+    assert by_route["GET /v1/config"] == ("any-principal", "-")
+    assert by_route["POST /v1/oauth/tokens"] == ("public", "-")
+    assert by_route["GET /v1/{prefix}/namespaces/{namespace}/tables/{table}"] == (
+        "TABLE_READ", "table")
+    assert by_route["DELETE /v1/{prefix}/namespaces/{namespace}"] == ("NAMESPACE_DROP", "namespace")
+    assert by_route["POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"] == (
+        "from-body", "table")
+    assert by_route["POST /v1/{prefix}/namespaces/{namespace}/register"] == (
+        "TABLE_CREATE+from-body", "namespace")
+    assert by_route["GET /v1/{prefix}/audit-hooks"] == ("AUDIT_READ|HOOKS_MANAGE", "catalog")
+    assert by_route["POST /v1/{prefix}/event-subscriptions"] == (
+        "AUDIT_READ,HOOKS_MANAGE", "catalog")
+    assert by_route["GET /management/v1/roles"] == ("ADMIN", "catalog")
     for route in ("GET /v1/{prefix}/namespaces", "POST /v1/{prefix}/namespaces",
                   "GET /v1/{prefix}/namespaces/{namespace}", "HEAD /v1/{prefix}/namespaces/{namespace}",
                   "DELETE /v1/{prefix}/namespaces/{namespace}",
                   "POST /v1/{prefix}/namespaces/{namespace}/properties"):
-        assert route in normal, f"{route} missing from --print-routes:\n{res.stdout}"
+        assert route in lines, f"{route} missing from --print-routes:\n{res.stdout}"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_print_routes_json(tmp_path):
+    """--print-routes=json: the whole route table, the rows --print-routes shows."""
+    res = run_floe(["--print-routes=json"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    table = json.loads(res.stdout)
+    text = run_floe(["--print-routes"], cwd=tmp_path).stdout
+    assert [f"{r['method']} {r['path']}" for r in table] == [
+        " ".join(l.split()[:2]) for l in text.splitlines() if l.strip()]
+    keys = {"method", "path", "access", "privileges", "object", "demands", "queue", "flags",
+            "audit-event"}
+    for r in table:
+        assert set(r) == keys, r
+    commit = next(r for r in table if r["method"] == "POST"
+                  and r["path"] == "/v1/{prefix}/namespaces/{namespace}/tables/{table}")
+    assert commit["queue"] == "commit"
+    assert commit["privileges"] == [] and "access_commit_needs" in commit["demands"]
+    assert set(commit["flags"]) == {"advertised", "body", "mutating",
+                                    "idempotent-in-transaction"}
+    publish = next(r for r in table if r["path"].endswith("/wap/{run}/publish"))
+    assert (publish["privileges"], publish["object"], publish["queue"]) == (
+        ["WAP_PUBLISH"], "table", "publish")
+    drop = next(r for r in table if r["method"] == "DELETE"
+                and r["path"] == "/v1/{prefix}/namespaces/{namespace}/tables/{table}")
+    assert drop["audit-event"] == "table.dropped"
     assert list(tmp_path.iterdir()) == []
 
 

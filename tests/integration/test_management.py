@@ -323,6 +323,27 @@ def test_unknown_names_are_404(authed):
     assert_error(f.post(f"{M}/roles", json={"name": "r" * 256}), 400, None, "at most 255")
 
 
+@pytest.mark.parametrize("method,path,what", [
+    ("GET", f"{M}/principals/%FF", "principal name"),
+    ("POST", f"{M}/principals/%FF/disable", "principal name"),
+    ("POST", f"{M}/principals/%FF/enable", "principal name"),
+    ("POST", f"{M}/principals/%FF/rotate-secret", "principal name"),
+    ("GET", f"{M}/principals/%C3%28/privileges", "principal name"),
+    ("DELETE", f"{M}/roles/%FF", "role name"),
+    ("PUT", f"{M}/roles/%FF/members/admin", "role name"),
+    ("DELETE", f"{M}/roles/admin/members/%ED%A0%80", "principal name"),
+    ("POST", f"{M}/roles/%FF/grants", "role name"),
+    ("GET", f"{M}/roles/%FF/grants", "role name"),
+    ("POST", f"{M}/roles/%FF/grants/revoke", "role name"),
+])
+def test_a_name_that_is_not_utf8_is_400(authed, method, path, what):
+    """A path name that is not valid UTF-8 is the caller's error (400), not
+    the database's (it used to reach PostgreSQL and come back 500 or 503)."""
+    body = {"privilege": "TABLE_READ", "on": {"kind": "catalog"}} if method == "POST" else None
+    r = authed.request(method, path, json=body)
+    assert_error(r, 400, "BadRequestException", f"The {what} is not valid UTF-8")
+
+
 def test_a_credential_is_never_replayed(authed):
     r = authed.post(f"{M}/principals", json={"name": "idem", "kind": "client"},
                     headers={"Idempotency-Key": "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"})

@@ -4,6 +4,7 @@ server-side retries, write-audit-publish runs and audit hook calls."""
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import threading
@@ -155,9 +156,9 @@ def test_requests_are_counted_by_route_pattern_and_status(floe, uniq):
     assert delta("floe_http_request_duration_seconds_count", **NS_ROUTE) == 6
     # Bounded cardinality: the raw path is never a label value.
     assert uniq not in after.text
-    routes = {ln.split(" ", 1)[1] for ln in subprocess.run(
-        [str(floe_binary()), "--print-routes"], capture_output=True, text=True,
-        check=True).stdout.splitlines()}
+    routes = {r["path"] for r in json.loads(subprocess.run(
+        [str(floe_binary()), "--print-routes=json"], capture_output=True, text=True,
+        check=True).stdout)}
     for (name, labels), _ in after.samples.items():
         labels = dict(labels)
         if "route" in labels and labels["route"] != "unrouted":

@@ -101,16 +101,10 @@ def test_config_shape(floe, query):
 
 
 def _print_routes():
-    res = subprocess.run([str(floe_binary()), "--print-routes"], capture_output=True, text=True, timeout=20)
+    res = subprocess.run([str(floe_binary()), "--print-routes=json"], capture_output=True,
+                         text=True, timeout=20)
     assert res.returncode == 0, res.stderr
-    routes = []
-    for line in res.stdout.splitlines():
-        if not line.strip():
-            continue
-        m = re.fullmatch(r"([A-Z]+) (/\S*)", line.strip())
-        assert m, f"--print-routes line not 'METHOD PATH': {line!r}"
-        routes.append((m.group(1), m.group(2)))
-    return routes
+    return [(r["method"], r["path"]) for r in json.loads(res.stdout)]
 
 
 def test_config_endpoints_are_exactly_the_routes(floe):
@@ -287,23 +281,49 @@ def test_special_level_round_trip(floe, base, uniq, level):
     assert body["namespace"] == [uniq + level]
 
 
-def test_plus_decodes_to_space(floe, uniq):
+def test_plus_in_a_path_is_itself(floe, uniq):
+    """RFC 3986: in a path only percent-decoding applies, so '+' is a plus
+    sign (iceberg-go and iceberg-rust send it so); %20 is a space."""
     floe.create_namespace([uniq])
     floe.create_namespace([uniq, "a b"])
     floe.create_namespace([uniq, "a+b"])
     body = assert_ok_json(floe.get(f"/v1/namespaces/{uniq}%1Fa+b"))
-    assert body["namespace"] == [uniq, "a b"]
+    assert body["namespace"] == [uniq, "a+b"]
     body = assert_ok_json(floe.get(f"/v1/namespaces/{uniq}%1Fa%2Bb"))
     assert body["namespace"] == [uniq, "a+b"]
     body = assert_ok_json(floe.get(f"/v1/namespaces/{uniq}%1Fa%20b"))
     assert body["namespace"] == [uniq, "a b"]
+    # Dropping "a+b" by its literal name leaves "a b" alone.
+    assert floe.delete(f"/v1/namespaces/{uniq}%1Fa+b").status_code == 204
+    assert floe.head(f"/v1/namespaces/{uniq}%1Fa%20b").status_code == 204
+    assert floe.head(f"/v1/namespaces/{uniq}%1Fa%2Bb").status_code == 404
+
+
+def test_plus_in_a_query_is_a_space(floe, uniq):
+    """In a query value (form encoding, as Java's client sends ?parent=)
+    '+' stays a space."""
+    floe.create_namespace([uniq + " p"])
+    floe.create_namespace([uniq + " p", "child"])
+    resp = assert_ok_json(floe.get(f"/v1/namespaces?parent={uniq}+p"))
+    assert resp["namespaces"] == [[uniq + " p", "child"]]
+
+
+def test_a_namespace_named_plus_is_reached_again(floe, uniq):
+    """A namespace whose name holds '+' can be created and then reached by
+    its name in a path (before, '+' read as a space made it unreachable)."""
+    floe.create_namespace([uniq + "+x"])
+    body = assert_ok_json(floe.get(f"/v1/namespaces/{uniq}+x"))
+    assert body["namespace"] == [uniq + "+x"]
 
 
 def test_plus_only_level(floe, uniq):
     floe.create_namespace([uniq])
     floe.create_namespace([uniq, " "])
-    body = assert_ok_json(floe.get(f"/v1/namespaces/{uniq}%1F+"))
+    floe.create_namespace([uniq, "+"])
+    body = assert_ok_json(floe.get(f"/v1/namespaces/{uniq}%1F%20"))
     assert body["namespace"] == [uniq, " "]
+    body = assert_ok_json(floe.get(f"/v1/namespaces/{uniq}%1F+"))
+    assert body["namespace"] == [uniq, "+"]
 
 
 def test_encoded_slash_stays_in_level(floe, uniq):
@@ -590,7 +610,7 @@ def test_update_properties_unknown_namespace_is_404(floe, base, uniq):
 def test_update_properties_nested(floe, uniq):
     floe.create_namespace([uniq])
     floe.create_namespace([uniq, "a b"], {"k": "v"})
-    body = assert_ok_json(floe.post(f"/v1/namespaces/{uniq}%1Fa+b/properties",
+    body = assert_ok_json(floe.post(f"/v1/namespaces/{uniq}%1Fa%20b/properties",
                                     json={"updates": {"k": "w"}, "removals": []}))
     assert body["updated"] == ["k"]
     assert user_properties(floe.get(f"/v1/namespaces/{ns_path([uniq, 'a b'])}").json()["properties"]) == {"k": "w"}

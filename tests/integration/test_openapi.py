@@ -2,9 +2,11 @@
 lists exactly the routes floe serves, and every listed route answers on a
 live daemon (with and without the optional /{prefix} segment)."""
 
+import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,24 +72,93 @@ def test_operation_ids_are_unique():
     assert len(ids) == len(set(ids)), ids
 
 
-def test_document_routes_match_floe_route_table():
+def route_table():
+    """floe's route table (`--print-routes=json`): {(METHOD, path): row}."""
     if not FLOE_BIN.exists():
         pytest.fail(f"floe binary not found at {FLOE_BIN}; build it or set FLOE_BIN")
     out = subprocess.run(
-        [str(FLOE_BIN), "--print-routes"],
+        [str(FLOE_BIN), "--print-routes=json"],
         capture_output=True, text=True, timeout=30, check=True,
     ).stdout
-    served = set()
-    for line in out.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        method, sep, path = line.partition(" ")
-        assert sep and path.startswith("/"), f"unexpected route line: {line!r}"
-        served.add((method.upper(), path.strip()))
+    return {(r["method"], r["path"]): r for r in json.loads(out)}
+
+
+def operations():
+    for path, item in SPEC["paths"].items():
+        for method, op in item.items():
+            if method in HTTP_METHODS:
+                yield method.upper(), path, op
+
+
+def test_document_routes_match_floe_route_table():
+    served = set(route_table())
     documented = set(ROUTES)
     assert not served - documented, f"served but not documented: {sorted(served - documented)}"
     assert not documented - served, f"documented but not served: {sorted(documented - served)}"
+
+
+def test_every_route_states_a_privilege_or_is_public():
+    """No route is left without a privilege, an explicit public, or an
+    explicit 'any authenticated principal'."""
+    for (method, path), r in route_table().items():
+        if r["access"] in ("public", "public-if-configured", "any-principal"):
+            assert not r["privileges"] and r["demands"] is None, (method, path, r)
+            continue
+        assert r["access"] == "privileged", (method, path, r)
+        assert r["privileges"] or r["demands"], f"{method} {path} demands nothing: {r}"
+        assert r["object"] != "-", (method, path, r)
+
+
+def test_security_matches_route_table():
+    """A public route says `security: []`; every other one keeps the
+    document's bearer security."""
+    table = route_table()
+    assert SPEC["security"] == [{"BearerAuth": []}, {"OAuth2": ["catalog"]}]
+    for method, path, op in operations():
+        r = table[(method, path)]
+        public = r["access"] in ("public", "public-if-configured")
+        if public:
+            assert op.get("security") == [], f"{method} {path} is public: security: []"
+        else:
+            assert op.get("security", SPEC["security"]) == SPEC["security"], (
+                f"{method} {path} needs a token, the document says {op.get('security')}")
+
+
+def test_authorization_matches_route_table():
+    """Each operation's x-floe-authorization is its row of the route table:
+    who may call it, the privileges, their object, what the body adds."""
+    table = route_table()
+    for method, path, op in operations():
+        r = table[(method, path)]
+        got = op.get("x-floe-authorization")
+        assert got is not None, f"{method} {path} has no x-floe-authorization"
+        want = {"access": r["access"]}
+        if r["access"] == "privileged":
+            want["privileges"] = r["privileges"]
+            want["object"] = r["object"]
+            if "any-of" in r["flags"]:
+                want["any-of"] = True
+            if r["demands"] is not None:
+                want["demands"] = r["demands"]
+        assert got == want, f"{method} {path}: document {got}, route table {want}"
+
+
+def test_idempotency_key_on_exactly_the_mutating_routes():
+    table = route_table()
+    for method, path, op in operations():
+        takes_key = any(p.get("$ref", "").endswith("/idempotencyKey")
+                        for p in op.get("parameters", []))
+        mutating = "mutating" in table[(method, path)]["flags"]
+        assert takes_key == mutating, (
+            f"{method} {path}: Idempotency-Key documented {takes_key}, route mutating {mutating}")
+
+
+def test_route_documents_are_current():
+    """scripts/route-table.py --check: api-spec/openapi.yaml and
+    docs/auth.md say what the route table says."""
+    res = subprocess.run([sys.executable, str(REPO / "scripts" / "route-table.py"), "--check",
+                          str(FLOE_BIN)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
 
 
 def _error_type(resp):

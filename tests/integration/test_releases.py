@@ -281,6 +281,20 @@ def test_namespace_subtrees_and_added_tables(floe, uniq, hooks, webhooks):
                  409, "WapRunStateException")
 
 
+def test_a_namespace_subtree_whose_names_hold_plus_and_percent(floe, uniq):
+    """The members found below a namespace are the tables there, whatever
+    their names hold: '+' and '%' are characters of a name, not escapes."""
+    ns = [uniq + "+q"]
+    floe.create_namespace(ns)
+    floe.create_namespace(ns + ["50%25 off"])
+    a = new_table(floe, ns, "a+b")
+    b = new_table(floe, ns + ["50%25 off"], "c%2Fd")
+    rel = assert_ok_json(create(floe, namespaces=[ns]), 201)
+    assert set(members(rel)) == {(tuple(ns), "a+b"), (tuple(ns + ["50%25 off"]), "c%2Fd")}
+    assert rel["branch"] in a.load()["metadata"]["refs"]
+    assert rel["branch"] in b.load()["metadata"]["refs"]
+
+
 def test_abandon_drops_every_branch(floe, three):
     ns, tables = three
     rel = assert_ok_json(create(floe, tables), 201)

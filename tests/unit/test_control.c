@@ -43,7 +43,7 @@ Test(control, namespace_property_weakening)
 	json_t *set_true = json_pack("{s:s}", POLICY_PROPERTY, "True");
 	json_t *empty = json_object();
 
-	cr_assert(ident_ns_parse("sales", 5, &ns, &err));
+	cr_assert(ident_ns_parse("sales", 5, IDENT_PLUS_SPACE, &ns, &err));
 	cr_assert(policy_check_ns_properties(&ns, old, other, empty, &err));
 	cr_assert(policy_check_ns_properties(&ns, old, none, set_true, &err));
 	cr_assert_not(policy_check_ns_properties(&ns, old, removal, empty, &err));

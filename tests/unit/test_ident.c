@@ -55,7 +55,7 @@ Test(ns_parse, splits_levels_on_unit_separator)
 	struct ns_ident ns = { 0 };
 	const char *raw = "accounting%1Ftax+2024%1Fa%2Fb";
 
-	cr_assert(ident_ns_parse(raw, strlen(raw), &ns, &err));
+	cr_assert(ident_ns_parse(raw, strlen(raw), IDENT_PLUS_SPACE, &ns, &err));
 	cr_assert_eq(ns.nlevels, 3);
 	cr_assert_str_eq(ns.levels[0], "accounting");
 	cr_assert_str_eq(ns.levels[1], "tax 2024");
@@ -64,18 +64,49 @@ Test(ns_parse, splits_levels_on_unit_separator)
 	cr_assert_eq(ns.nlevels, 0);
 }
 
+Test(ns_parse, plus_is_itself_in_a_path)
+{
+	struct ns_ident ns = { 0 };
+	const char *raw = "p+q%1Fa%20b%1F%2B";
+
+	cr_assert(ident_ns_parse(raw, strlen(raw), IDENT_PLUS_LITERAL, &ns, &err));
+	cr_assert_eq(ns.nlevels, 3);
+	cr_assert_str_eq(ns.levels[0], "p+q");
+	cr_assert_str_eq(ns.levels[1], "a b");
+	cr_assert_str_eq(ns.levels[2], "+");
+	ident_ns_clear(&ns);
+}
+
+Test(ns_split, splits_decoded_text_without_decoding_it)
+{
+	struct ns_ident ns = { 0 };
+	const char text[] = "a+b\x1f"
+			    "50%25\x1f"
+			    "c d";
+
+	cr_assert(ident_ns_split(text, sizeof(text) - 1, &ns, &err), "%s", err.message);
+	cr_assert_eq(ns.nlevels, 3);
+	cr_assert_str_eq(ns.levels[0], "a+b");
+	cr_assert_str_eq(ns.levels[1], "50%25");
+	cr_assert_str_eq(ns.levels[2], "c d");
+	ident_ns_clear(&ns);
+	cr_assert_not(ident_ns_split("a\x1f", 2, &ns, &err));
+	cr_assert_eq(ns.nlevels, 0);
+	cr_assert_not(ident_ns_split("", 0, &ns, &err));
+}
+
 Test(ns_parse, rejects_empty_levels_and_control_characters)
 {
 	struct ns_ident ns = { 0 };
 
-	cr_assert_not(ident_ns_parse("", 0, &ns, &err));
-	cr_assert_not(ident_ns_parse("a%1F%1Fb", 8, &ns, &err));
+	cr_assert_not(ident_ns_parse("", 0, IDENT_PLUS_SPACE, &ns, &err));
+	cr_assert_not(ident_ns_parse("a%1F%1Fb", 8, IDENT_PLUS_SPACE, &ns, &err));
 	cr_assert_eq(err.kind, FE_BAD_REQUEST);
 	cr_assert(strstr(err.message, "empty") != NULL, "%s", err.message);
-	cr_assert_not(ident_ns_parse("a%1F", 4, &ns, &err));
-	cr_assert_not(ident_ns_parse("a%00b", 5, &ns, &err));
+	cr_assert_not(ident_ns_parse("a%1F", 4, IDENT_PLUS_SPACE, &ns, &err));
+	cr_assert_not(ident_ns_parse("a%00b", 5, IDENT_PLUS_SPACE, &ns, &err));
 	cr_assert(strstr(err.message, "control") != NULL, "%s", err.message);
-	cr_assert_not(ident_ns_parse("a%FFb", 5, &ns, &err));
+	cr_assert_not(ident_ns_parse("a%FFb", 5, IDENT_PLUS_SPACE, &ns, &err));
 	cr_assert(strstr(err.message, "UTF-8") != NULL, "%s", err.message);
 	cr_assert_eq(ns.nlevels, 0);
 }
@@ -88,19 +119,19 @@ Test(ns_parse, enforces_length_and_depth_limits)
 
 	memset(name, 'x', sizeof(name) - 1);
 	name[sizeof(name) - 1] = '\0';
-	cr_assert_not(ident_ns_parse(name, strlen(name), &ns, &err));
+	cr_assert_not(ident_ns_parse(name, strlen(name), IDENT_PLUS_SPACE, &ns, &err));
 	cr_assert(strstr(err.message, "255") != NULL, "%s", err.message);
-	cr_assert(ident_ns_parse(name, IDENT_MAX_NAME_BYTES, &ns, &err));
+	cr_assert(ident_ns_parse(name, IDENT_MAX_NAME_BYTES, IDENT_PLUS_SPACE, &ns, &err));
 	ident_ns_clear(&ns);
 
 	size_t used = 0;
 	for (int i = 0; i <= IDENT_MAX_LEVELS; i++)
 		used += (size_t)snprintf(deep + used, sizeof(deep) - used, "%s",
 					 i == 0 ? "a" : "%1Fa");
-	cr_assert_not(ident_ns_parse(deep, strlen(deep), &ns, &err));
+	cr_assert_not(ident_ns_parse(deep, strlen(deep), IDENT_PLUS_SPACE, &ns, &err));
 	cr_assert(strstr(err.message, "levels") != NULL, "%s", err.message);
 	deep[strlen(deep) - 4] = '\0';
-	cr_assert(ident_ns_parse(deep, strlen(deep), &ns, &err));
+	cr_assert(ident_ns_parse(deep, strlen(deep), IDENT_PLUS_SPACE, &ns, &err));
 	cr_assert_eq(ns.nlevels, IDENT_MAX_LEVELS);
 	ident_ns_clear(&ns);
 }

@@ -34,7 +34,7 @@ Test(page, token_round_trips)
 	struct page_request page;
 	const char *raw = "a%1Fb c%1F%C3%A9";
 
-	cr_assert(ident_ns_parse(raw, strlen(raw), &last, &err));
+	cr_assert(ident_ns_parse(raw, strlen(raw), IDENT_PLUS_SPACE, &last, &err));
 	char *token = page_token_encode(&last);
 	cr_assert(page_request_parse(token, "2", &page, &err), "%s", err.message);
 	cr_assert_eq(page.page_size, 2);
@@ -95,7 +95,7 @@ Test(properties, key_both_set_and_removed_is_unprocessable)
 	struct ns_ident ns = { 0 };
 	const char *raw = "x";
 
-	cr_assert(ident_ns_parse(raw, 1, &ns, &err));
+	cr_assert(ident_ns_parse(raw, 1, IDENT_PLUS_SPACE, &ns, &err));
 	/* Refused before the store is touched, so no store is needed. */
 	cr_assert_null(ns_update_properties(NULL, &ns, body, NULL, NULL, &err));
 	cr_assert_eq(err.kind, FE_UNPROCESSABLE);
