@@ -18,10 +18,11 @@
 struct store;
 
 /*
- * Whether env's principal may publish run (the run as the API shows it,
- * with "staged-by" and "written-by") of table (metadata m) in ns. True
+ * Whether env's principal may publish run (the run as the API shows it:
+ * its "id" and "branch" are read) of table (metadata m) in ns. True
  * when separation of duties is not in force or the principal neither
- * staged nor wrote the run. Otherwise FE_FORBIDDEN, and a
+ * staged nor wrote the run, as the store tells (store_run_acted: every
+ * writer, not the 100 the run's "written-by" shows). Otherwise FE_FORBIDDEN, and a
  * wap.publish-refused audit event naming the principal is written: the
  * principal staged the run, wrote to its branch, or there is none (no
  * authentication: the rule cannot be decided, so it fails closed). The

@@ -1,15 +1,16 @@
 /*
  * release.c - write-audit-publish over many tables (release.h). A
  * publish goes as wap.c's does, over every member at once: check each
- * member and fix its audited snapshot, take the release's lease, release
- * the database, call every hook in scope of any member once with all of
- * them, then either one transaction moves every member's main (each
- * guarded by its main at audit time) or nothing moves.
+ * member and fix its audited snapshot, run the audit round of
+ * auditround.h (the release's lease, every hook in scope of any member
+ * called once with all of them, the database released meanwhile), then
+ * either one transaction moves every member's main (each guarded by its
+ * main at audit time) or nothing moves.
  *
  * One file past 1,000 lines on purpose: staging, adding, publishing and
- * abandoning share the member set, its per-member checks and the lease,
- * all static here; split, they would become an internal header of
- * half-built state that only this file may touch.
+ * abandoning share the member set and its per-member checks, all static
+ * here; split, they would become an internal header of half-built state
+ * that only this file may touch.
  */
 #include "release.h"
 
@@ -22,9 +23,9 @@
 
 #include "access.h"
 #include "auditlog.h"
+#include "auditround.h"
 #include "duties.h"
 #include "emptysnap.h"
-#include "hooksecrets.h"
 #include "hookspec.h"
 #include "log.h"
 #include "ports.h"
@@ -37,9 +38,6 @@
 #include "wording.h"
 
 #define RELEASES_PAGE_MAX 1000
-/* As wap.c's: past the longest hook timeout and this, the audit's floe is
- * gone and the release may be published again. */
-#define RELEASE_LEASE_MARGIN_MS 10000
 #define RELEASE_PUBLISHABLE "staged,rejected,audit-failed,auditing-stale"
 
 /* One member table while a release is staged, published or abandoned. */
@@ -686,98 +684,107 @@ done:
 
 /* --- publish --- */
 
-/* Moves the release from auditing to state under lease, with its audits,
- * each member's run (to state, audited) and the events, in one
- * transaction. details is stolen. */
-static bool finish_release(struct store *s, const struct table_env *env, const char *id,
-			   const char *lease, const char *state, const json_t *audits,
-			   const json_t *calls, struct member *ms, size_t n, const char *event,
-			   json_t *details, struct floe_error *err)
-{
-	struct store_actor who = audit_actor(env);
-	bool moved = false;
-	size_t i;
-	json_t *c;
-	bool ok = store_begin(s, err) && store_release_transition(s, id, "auditing", state, audits,
-								  0, lease, &who, &moved, err);
-
-	if (ok && !moved)
-		ok = floe_err(
-			err, FE_RUN_STATE,
-			"release %s was taken over by another publish while it was audited; its outcome is that publish's",
-			id);
-	json_array_foreach((json_t *)calls, i, c) {
-		if (ok)
-			ok = store_event_insert(s, "release.hook-called", &who, NULL, NULL, id, c,
-						err);
-	}
-	/* Each member's run says how its release's audit ended. */
-	for (i = 0; ok && strcmp(state, "staged") != 0 && i < n; i++)
-		ok = store_run_transition(s, ms[i].run_id, "staged,rejected,audit-failed", state,
-					  ms[i].audited, -1, audits, 0, NULL, &who, &moved, err);
-	if (ok && event != NULL)
-		ok = store_event_insert(s, event, &who, NULL, NULL, id, details, err);
-	if (ok)
-		ok = store_commit(s, err);
-	else if (err->kind != FE_COMMIT_STATE_UNKNOWN)
-		store_rollback(s);
-	if (!ok)
-		log_error("release", "release %s could not move to %s: %s rid=%s", id, state,
-			  err->message, env->request_id);
-	json_decref(details);
-	return ok;
-}
-
-struct publish_record {
+/* What a release's audit round needs of it (struct auditround_ops). */
+struct release_round {
 	const struct table_env *env;
 	const char *id;
 	const char *branch;
-	const char *lease;
 	struct member *ms;
 	size_t n;
-	bool drop_branch;
-	const json_t *audits;
-	const json_t *calls;
+	const json_t *tables; /* the members as the payload lists them */
 };
 
-/* In the transaction that moves every main: the release and every member
- * become published, with their events; or nothing moves. */
+static bool release_move(struct store *s, void *ctx, const char *from, const char *to,
+			 const json_t *audits, long lease_ms, const char *lease, bool *moved,
+			 struct floe_error *err)
+{
+	const struct release_round *w = ctx;
+	struct store_actor who = audit_actor(w->env);
+
+	return store_release_transition(s, w->id, from, to, audits, lease_ms, lease, &who, moved,
+					err);
+}
+
+static char *release_payload(void *ctx, const struct hook_target *h, const char *delivery_id,
+			     const char *now)
+{
+	const struct release_round *w = ctx;
+	char *body = NULL;
+	json_t *payload = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s, s:s}", "event", "release.audit",
+				    "release-id", w->id, "delivery-id", delivery_id, "branch",
+				    w->branch, "tables", w->tables, "requested-at", now,
+				    "requested-by", audit_principal(w->env));
+
+	if (payload != NULL && w->env->client_id != NULL)
+		json_object_set_new(payload, "requested-by-client", json_string(w->env->client_id));
+	if (payload != NULL)
+		body = json_dumps(payload, JSON_COMPACT);
+	json_decref(payload);
+	if (body == NULL)
+		log_error(
+			"release",
+			"release %s: the payload for hook %s cannot be built; the audit fails rid=%s",
+			w->id, h->name, w->env->request_id);
+	return body;
+}
+
+/* Each member's run says how its release's audit ended (a conflict
+ * leaves them staged). */
+static bool release_settle(struct store *s, void *ctx, const char *state, const json_t *audits,
+			   struct floe_error *err)
+{
+	const struct release_round *w = ctx;
+	struct store_actor who = audit_actor(w->env);
+	bool moved = false;
+	bool ok = true;
+
+	for (size_t i = 0; ok && strcmp(state, "staged") != 0 && i < w->n; i++)
+		ok = store_run_transition(s, w->ms[i].run_id, "staged,rejected,audit-failed", state,
+					  w->ms[i].audited, -1, audits, 0, NULL, &who, &moved, err);
+	return ok;
+}
+
+static const struct auditround_ops release_round_ops = {
+	.move = release_move,
+	.payload = release_payload,
+	.settle = release_settle,
+};
+
+struct publish_record {
+	const struct release_round *w;
+	struct auditround *round;
+	bool drop_branch;
+};
+
+/* In the transaction that moves every main: the release (while its lease
+ * holds) and every member become published, with the hook calls and
+ * their events; or nothing moves. */
 static bool publish_also(struct store *s, void *ctx, const json_t *result, struct floe_error *err)
 {
 	struct publish_record *p = ctx;
-	struct store_actor who = audit_actor(p->env);
+	const struct release_round *w = p->w;
+	struct store_actor who = audit_actor(w->env);
 	bool moved = false;
-	size_t i;
-	json_t *c;
 
 	(void)result;
-	if (!store_release_transition(s, p->id, "auditing", "published", p->audits, 0, p->lease,
-				      &who, &moved, err))
+	if (!auditround_publish(s, p->round, err))
 		return false;
-	if (!moved)
-		return floe_err(err, FE_RUN_STATE,
-				"release %s was taken over while it was audited; nothing published",
-				p->id);
-	json_array_foreach((json_t *)p->calls, i, c) {
-		if (!store_event_insert(s, "release.hook-called", &who, NULL, NULL, p->id, c, err))
-			return false;
-	}
 	json_t *tables = json_array();
-	for (i = 0; i < p->n; i++) {
-		struct member *m = &p->ms[i];
+	for (size_t i = 0; i < w->n; i++) {
+		struct member *m = &w->ms[i];
 		bool ok = store_run_transition(s, m->run_id, "staged,rejected,audit-failed",
-					       "published", m->audited, m->audited, p->audits, 0,
-					       NULL, &who, &moved, err);
+					       "published", m->audited, m->audited,
+					       p->round->audits, 0, NULL, &who, &moved, err);
 		if (ok && !moved)
 			ok = floe_err(err, FE_RUN_STATE, "run %s of release %s moved on its own",
-				      m->run_id, p->id);
+				      m->run_id, w->id);
 		json_t *details = json_pack("{s:I, s:s, s:b, s:o, s:s}", "snapshot-id",
-					    (json_int_t)m->audited, "branch", p->branch,
+					    (json_int_t)m->audited, "branch", w->branch,
 					    "branch-dropped", p->drop_branch,
 					    "previous-main-snapshot-id",
 					    m->main_at >= 0 ? json_integer(m->main_at)
 							    : json_null(),
-					    "release-id", p->id);
+					    "release-id", w->id);
 		ok = ok && store_event_insert(s, "wap.published", &who, &m->id.ns, m->id.name,
 					      m->run_id, details, err);
 		json_decref(details);
@@ -789,8 +796,8 @@ static bool publish_also(struct store *s, void *ctx, const json_t *result, struc
 			return false;
 		}
 	}
-	json_t *details = json_pack("{s:s, s:o}", "branch", p->branch, "tables", tables);
-	bool ok = store_event_insert(s, "release.published", &who, NULL, NULL, p->id, details, err);
+	json_t *details = json_pack("{s:s, s:o}", "branch", w->branch, "tables", tables);
+	bool ok = store_event_insert(s, "release.published", &who, NULL, NULL, w->id, details, err);
 	json_decref(details);
 	return ok;
 }
@@ -798,30 +805,31 @@ static bool publish_also(struct store *s, void *ctx, const json_t *result, struc
 static bool publish_commit(struct store *s, struct publish_record *rec, size_t *failed,
 			   struct floe_error *err)
 {
+	const struct release_round *w = rec->w;
 	json_t *changes = json_array();
 
-	for (size_t i = 0; i < rec->n; i++) {
-		const struct member *m = &rec->ms[i];
+	for (size_t i = 0; i < w->n; i++) {
+		const struct member *m = &w->ms[i];
 		json_t *main_req = json_pack("{s:s, s:s}", "type", "assert-ref-snapshot-id", "ref",
 					     "main");
 		if (m->main_at >= 0)
 			json_object_set_new(main_req, "snapshot-id", json_integer(m->main_at));
 		json_t *reqs = json_pack("[{s:s, s:s}, o, {s:s, s:s, s:I}]", "type",
 					 "assert-table-uuid", "uuid", m->uuid, main_req, "type",
-					 "assert-ref-snapshot-id", "ref", rec->branch,
-					 "snapshot-id", (json_int_t)m->audited);
+					 "assert-ref-snapshot-id", "ref", w->branch, "snapshot-id",
+					 (json_int_t)m->audited);
 		json_t *ups = json_pack("[{s:s, s:s, s:s, s:I}]", "action", "set-snapshot-ref",
 					"ref-name", "main", "type", "branch", "snapshot-id",
 					(json_int_t)m->audited);
 		if (rec->drop_branch)
 			json_array_append_new(ups, json_pack("{s:s, s:s}", "action",
 							     "remove-snapshot-ref", "ref-name",
-							     rec->branch));
+							     w->branch));
 		json_array_append_new(changes,
 				      json_pack("{s:o, s:o, s:o}", "identifier", table_json(&m->id),
 						"requirements", reqs, "updates", ups));
 	}
-	bool ok = table_commit_many(s, rec->env, changes, TABLE_COMMIT_MAIN_MOVE, publish_also, rec,
+	bool ok = table_commit_many(s, w->env, changes, TABLE_COMMIT_MAIN_MOVE, publish_also, rec,
 				    failed, err);
 	json_decref(changes);
 	return ok;
@@ -929,14 +937,9 @@ json_t *release_publish(struct store_pool *pool, const struct table_env *env, co
 	struct store *s = NULL;
 	struct member *ms = NULL;
 	size_t n = 0, nh = 0;
-	json_t *rel = NULL, *out = NULL, *audits = NULL, *called = NULL, *tables = NULL;
+	json_t *rel = NULL, *out = NULL, *tables = NULL;
 	struct hook_target *hooks = NULL;
-	struct hook_call *calls = NULL;
-	char **opened = NULL;
-	char **bodies = NULL;
-	char(*deliveries)[UUID_STR_LEN] = NULL;
-	char lease[UUID_STR_LEN];
-	bool moved = false;
+	struct auditround round = { 0 };
 
 	if (body != NULL && !json_is_object(body))
 		return floe_err(err, FE_BAD_REQUEST, "the body must be a JSON object"), NULL;
@@ -970,36 +973,31 @@ json_t *release_publish(struct store_pool *pool, const struct table_env *env, co
 	}
 	if (!hooks_union(ms, n, &hooks, &nh, err))
 		goto done;
-	long lease_ms = 0;
-	for (size_t i = 0; i < nh; i++) {
-		if ((long)hooks[i].timeout_ms > lease_ms)
-			lease_ms = (long)hooks[i].timeout_ms;
-	}
-	lease_ms += RELEASE_LEASE_MARGIN_MS;
-	if (!uuid_v4(lease)) {
-		floe_err(err, FE_INTERNAL, "no randomness for a lease token");
-		goto done;
-	}
 	tables = payload_tables(ms, n);
 	if (tables == NULL) {
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto done;
 	}
-	/* The lease and release.audit-started land together; the lease
-	 * token fences this publish from one that takes it over. */
-	struct store_actor who = audit_actor(env);
-	if (!store_begin(s, err))
-		goto done;
-	if (!store_release_transition(s, id, RELEASE_PUBLISHABLE, "auditing", NULL, lease_ms, lease,
-				      &who, &moved, err)) {
-		store_rollback(s);
-		goto done;
-	}
-	if (!moved) {
-		store_rollback(s);
-		floe_err(err, FE_RUN_STATE, "release %s is being published by another request", id);
-		goto done;
-	}
+
+	/* The audit round: lease, hook calls, verdicts (auditround.h). */
+	struct release_round w = {
+		.env = env,
+		.id = id,
+		.branch = branch,
+		.ms = ms,
+		.n = n,
+		.tables = tables,
+	};
+	round = (struct auditround){
+		.ops = &release_round_ops,
+		.ctx = &w,
+		.env = env,
+		.kind = "release",
+		.noun = "release",
+		.id = id,
+		.hooks = hooks,
+		.n = nh,
+	};
 	json_t *seen = json_array();
 	for (size_t i = 0; i < n; i++) {
 		json_t *t = table_json(&ms[i].id);
@@ -1008,131 +1006,42 @@ json_t *release_publish(struct store_pool *pool, const struct table_env *env, co
 				    ms[i].main_at >= 0 ? json_integer(ms[i].main_at) : json_null());
 		json_array_append_new(seen, t);
 	}
-	json_t *started = json_pack("{s:s, s:o, s:I, s:I}", "branch", branch, "tables", seen,
-				    "hooks", (json_int_t)nh, "lease-ms", (json_int_t)lease_ms);
-	bool logged = store_event_insert(s, "release.audit-started", &who, NULL, NULL, id, started,
-					 err);
-	json_decref(started);
-	if (!logged) {
-		store_rollback(s);
+	if (!auditround_claim(s, &round, RELEASE_PUBLISHABLE,
+			      json_pack("{s:s, s:o}", "branch", branch, "tables", seen), err))
 		goto done;
-	}
-	if (!store_commit(s, err))
-		goto done;
-
-	/* One payload per hook, each with its own delivery id. */
-	char now[40];
-	wap_rfc3339_now(now, sizeof(now));
-	calls = calloc(nh, sizeof(*calls));
-	bodies = calloc(nh, sizeof(*bodies));
-	deliveries = calloc(nh, sizeof(*deliveries));
-	if (calls == NULL || bodies == NULL || deliveries == NULL) {
-		struct floe_error ferr;
-		floe_err(err, FE_INTERNAL, "out of memory");
-		(void)finish_release(s, env, id, lease, "audit-failed", NULL, NULL, ms, n, NULL,
-				     NULL, &ferr);
-		goto done;
-	}
-	if (!hooksecrets_prepare(env->hook_sealer, hooks, nh, calls, &opened))
-		log_error("release", "release %s: out of memory opening the hooks' secrets rid=%s",
-			  id, env->request_id);
-	for (size_t i = 0; i < nh; i++) {
-		if (!uuid_v4(deliveries[i]))
-			(void)snprintf(deliveries[i], UUID_STR_LEN, "%s", id);
-		json_t *payload = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s, s:s}", "event",
-					    "release.audit", "release-id", id, "delivery-id",
-					    deliveries[i], "branch", branch, "tables", tables,
-					    "requested-at", now, "requested-by",
-					    audit_principal(env));
-		if (payload != NULL && env->client_id != NULL)
-			json_object_set_new(payload, "requested-by-client",
-					    json_string(env->client_id));
-		bodies[i] = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
-		json_decref(payload);
-		calls[i].url = hooks[i].url;
-		calls[i].delivery_id = deliveries[i];
-		calls[i].event = "release.audit";
-		calls[i].body = bodies[i]; /* NULL: an error verdict, nothing sent */
-		calls[i].timeout_ms = (long)hooks[i].timeout_ms;
-		calls[i].policy = env->hook_policy;
-	}
-
-	/* No connection, row or lock is held while the hooks run. */
-	store_pool_release(pool, s);
-	s = NULL;
 	log_info("release", "release %s: auditing %zu tables with %zu hooks rid=%s", id, n, nh,
 		 env->request_id);
-	hooks_call_all(calls, nh);
-	s = system_acquire_in(pool, env->warehouse_name, err);
-	if (s == NULL) {
-		log_error("release", "release %s: database gone after its audit rid=%s", id,
-			  env->request_id);
+	if (!auditround_call(pool, &s, &round, err))
 		goto done;
-	}
 
-	static const char *const verdicts[] = { "pass", "reject", "error" };
-	audits = json_array();
-	called = json_array();
-	size_t rejected = nh, failed = nh;
-	for (size_t i = 0; i < nh; i++) {
-		char at[40];
-		wap_rfc3339_now(at, sizeof(at));
-		json_t *a = json_pack("{s:s, s:s, s:s, s:I, s:s}", "hook-id", hooks[i].id,
-				      "hook-name", hooks[i].name, "verdict",
-				      verdicts[calls[i].verdict], "latency-ms",
-				      (json_int_t)calls[i].latency_ms, "at", at);
-		if (calls[i].http_status > 0)
-			json_object_set_new(a, "http-status", json_integer(calls[i].http_status));
-		if (calls[i].reason[0] != '\0')
-			json_object_set_new(a, "reason", json_string(calls[i].reason));
-		json_array_append(audits, a);
-		json_t *details = json_deep_copy(a);
-		json_object_set_new(details, "attempts", json_integer(calls[i].attempts));
-		json_object_set_new(details, "delivery-id", json_string(deliveries[i]));
-		json_array_append_new(called, details);
-		json_decref(a);
-		if (calls[i].verdict == HOOK_REJECT && rejected == nh)
-			rejected = i;
-		if (calls[i].verdict == HOOK_ERROR && failed == nh)
-			failed = i;
-	}
-	if (rejected < nh) {
-		const char *hname = hooks[rejected].name;
-		if (finish_release(s, env, id, lease, "rejected", audits, called, ms, n,
-				   "release.rejected",
-				   json_pack("{s:s, s:s}", "hook", hname, "reason",
-					     calls[rejected].reason),
-				   err))
+	size_t which = 0;
+	enum hook_verdict verdict = auditround_verdict(&round, &which);
+	if (verdict != HOOK_PASS) {
+		const char *hname = hooks[which].name;
+		const char *reason = auditround_reason(&round, which);
+		bool rejected = verdict == HOOK_REJECT;
+		if (!auditround_finish(s, &round, rejected ? "rejected" : "audit-failed",
+				       rejected ? "release.rejected" : "release.audit-failed",
+				       json_pack("{s:s, s:s}", "hook", hname, "reason", reason),
+				       err))
+			goto done;
+		if (rejected)
 			floe_err(err, FE_AUDIT_REJECTED,
 				 "audit hook %s rejected release %s: %s; no table moved", hname, id,
-				 calls[rejected].reason);
-		goto done;
-	}
-	if (failed < nh) {
-		const char *hname = hooks[failed].name;
-		if (finish_release(s, env, id, lease, "audit-failed", audits, called, ms, n,
-				   "release.audit-failed",
-				   json_pack("{s:s, s:s}", "hook", hname, "reason",
-					     calls[failed].reason),
-				   err))
+				 reason);
+		else
 			floe_err(
 				err, FE_AUDIT_UNAVAILABLE,
 				"audit hook %s could not give a verdict (%s); no table moved, publish again later",
-				hname, calls[failed].reason);
+				hname, reason);
 		goto done;
 	}
 
 	/* Every hook passed: one transaction moves every main. */
 	struct publish_record rec = {
-		.env = env,
-		.id = id,
-		.branch = branch,
-		.lease = lease,
-		.ms = ms,
-		.n = n,
+		.w = &w,
+		.round = &round,
 		.drop_branch = !json_is_true(keep),
-		.audits = audits,
-		.calls = called,
 	};
 	struct floe_error cerr;
 	size_t at = SIZE_MAX;
@@ -1140,12 +1049,12 @@ json_t *release_publish(struct store_pool *pool, const struct table_env *env, co
 	if (!publish_commit(s, &rec, &at, &cerr)) {
 		if (cerr.kind == FE_COMMIT_FAILED) {
 			const char *moved_table = at < n ? ms[at].id.name : "?";
-			json_t *which = at < n ? table_json(&ms[at].id) : json_null();
-			if (finish_release(s, env, id, lease, "staged", audits, called, ms, n,
-					   "release.conflict",
-					   json_pack("{s:o, s:s}", "table", which, "reason",
-						     "the table moved during the audit"),
-					   err))
+			json_t *which_table = at < n ? table_json(&ms[at].id) : json_null();
+			if (auditround_finish(s, &round, "staged", "release.conflict",
+					      json_pack("{s:o, s:s}", "table", which_table,
+							"reason",
+							"the table moved during the audit"),
+					      err))
 				floe_err(
 					err, FE_NOT_FAST_FORWARD,
 					"table %s moved during the audit (main or the release's branch); no table was published",
@@ -1154,9 +1063,8 @@ json_t *release_publish(struct store_pool *pool, const struct table_env *env, co
 			*err = cerr;
 		} else {
 			struct floe_error ferr;
-			(void)finish_release(s, env, id, lease, "audit-failed", audits, called, ms,
-					     n, "release.audit-failed",
-					     json_pack("{s:s}", "reason", cerr.message), &ferr);
+			(void)auditround_finish(s, &round, "audit-failed", "release.audit-failed",
+						json_pack("{s:s}", "reason", cerr.message), &ferr);
 			*err = cerr;
 		}
 		goto done;
@@ -1164,18 +1072,11 @@ json_t *release_publish(struct store_pool *pool, const struct table_env *env, co
 	log_info("release", "release %s published %zu tables rid=%s", id, n, env->request_id);
 	out = load_release(s, id, NULL, NULL, err);
 done:
+	auditround_end(s, &round);
 	wap_count_publish(out, err);
 	if (s != NULL)
 		store_pool_release(pool, s);
-	for (size_t i = 0; bodies != NULL && i < nh; i++)
-		free(bodies[i]);
-	free(bodies);
-	hooksecrets_release(opened, nh);
-	free(calls);
-	free(deliveries);
 	json_decref(tables);
-	json_decref(audits);
-	json_decref(called);
 	store_hook_targets_free(hooks, nh);
 	members_free(ms, n);
 	json_decref(rel);

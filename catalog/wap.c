@@ -1,7 +1,8 @@
 /*
  * wap.c - write-audit-publish. A publish goes: check the run and the
- * branch, fix the audited snapshot, release the database, call the hooks
- * in parallel, then either one atomic commit moves main to exactly the
+ * branch, fix the audited snapshot, run the audit round (auditround.h:
+ * the lease, the hooks called with the database released, every call and
+ * verdict kept), then either one atomic commit moves main to exactly the
  * audited snapshot (guarded by main's snapshot at audit time) or nothing
  * moves. The run's state machine lives in wap_runs; every step is an
  * audit event.
@@ -14,9 +15,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "auditround.h"
 #include "duties.h"
 #include "emptysnap.h"
-#include "hooksecrets.h"
 #include "hookspec.h"
 #include "system.h"
 #include "log.h"
@@ -32,9 +33,6 @@
 #include "wording.h"
 
 #define RUNS_PAGE_MAX 1000
-/* An audit lasts at most its longest hook timeout; past that and this
- * margin its floe is gone and the run may be published again. */
-#define AUDIT_LEASE_MARGIN_MS 10000
 
 /* The states a publish or an abandon may start from; a run left auditing
  * by an interrupted floe counts once its lease has run out. */
@@ -454,119 +452,93 @@ const json_t *wap_snapshot_schema(const json_t *m, const json_t *snap)
 	return json_null();
 }
 
-/* Appends one wap.hook-called event per hook call (calls: their details,
- * borrowed) inside the caller's transaction. */
-static bool record_calls(struct store *s, const struct table_env *env, const struct ns_ident *ns,
-			 const char *table, const char *run_id, const json_t *calls,
-			 struct floe_error *err)
-{
-	struct store_actor who = audit_actor(env);
-	size_t i;
-	json_t *d;
-
-	json_array_foreach((json_t *)calls, i, d) {
-		if (!store_event_insert(s, "wap.hook-called", &who, ns, table, run_id, d, err))
-			return false;
-	}
-	return true;
-}
-
-/* The hook calls of a publish whose lease was taken over, with a
- * wap.lease-lost event, in one transaction; a failure is logged (the
- * client is told 409 either way and nothing else changes). */
-static void record_lease_lost(struct store *s, const struct table_env *env,
-			      const struct ns_ident *ns, const char *table, const char *run_id,
-			      const json_t *calls)
-{
-	struct floe_error err;
-	struct store_actor who = audit_actor(env);
-	json_t *details = json_pack("{s:I}", "hook-calls", (json_int_t)json_array_size(calls));
-	bool ok = store_begin(s, &err) && record_calls(s, env, ns, table, run_id, calls, &err) &&
-		  store_event_insert(s, "wap.lease-lost", &who, ns, table, run_id, details, &err) &&
-		  store_commit(s, &err);
-
-	json_decref(details);
-	if (!ok) {
-		store_rollback(s);
-		log_error(
-			"wap",
-			"run %s: the hook calls of a publish that lost its lease are not recorded: %s rid=%s",
-			run_id, err.message, env->request_id);
-	}
-}
-
-/* Moves the run from auditing to state (while lease still holds the
- * lease), records its audits, its hook calls and event (when not NULL) in
- * one transaction. On failure nothing of it is recorded and err says why;
- * the run stays auditing until its lease runs out. details is stolen. */
-static bool finish_run(struct store *s, const struct table_env *env, const struct ns_ident *ns,
-		       const char *table, const char *run_id, const char *lease, const char *state,
-		       long long audited, const json_t *audits, const json_t *calls,
-		       const char *event, json_t *details, struct floe_error *err)
-{
-	bool moved = false;
-	struct store_actor who = audit_actor(env);
-	bool ok = store_begin(s, err) &&
-		  store_run_transition(s, run_id, "auditing", state, audited, -1, audits, 0, lease,
-				       &who, &moved, err);
-	if (ok && !moved)
-		ok = floe_err(
-			err, FE_RUN_STATE,
-			"run %s was taken over by another publish while it was audited; its outcome is that publish's",
-			run_id);
-	if (ok && calls != NULL)
-		ok = record_calls(s, env, ns, table, run_id, calls, err);
-	if (ok && event != NULL)
-		ok = store_event_insert(s, event, &who, ns, table, run_id, details, err);
-	if (ok)
-		ok = store_commit(s, err);
-	else if (err->kind != FE_COMMIT_STATE_UNKNOWN)
-		store_rollback(s);
-	if (!ok)
-		log_error("wap", "run %s could not move to %s: %s rid=%s", run_id, state,
-			  err->message, env->request_id);
-	json_decref(details);
-	return ok;
-}
-
-/* What the publish commit records atomically with moving main. */
-struct publish_record {
+/* What a run's audit round needs of it (struct auditround_ops). */
+struct run_round {
 	const struct table_env *env;
 	const struct ns_ident *ns;
 	const char *table;
+	const char *table_uuid;
 	const char *run_id;
 	const char *branch;
+	const json_t *m;    /* the table's metadata */
+	const json_t *snap; /* the audited snapshot, in m */
+	const char *metadata_location;
 	long long audited;
-	long long main_at;
-	bool drop_branch;
-	const json_t *audits;
-	const json_t *calls;
-	const char *lease;
+	long long main_at; /* -1: main has no snapshot */
 };
 
-/* In the publish commit's transaction: the run becomes published and the
- * wap.published event is written, or main does not move. */
+static bool run_move(struct store *s, void *ctx, const char *from, const char *to,
+		     const json_t *audits, long lease_ms, const char *lease, bool *moved,
+		     struct floe_error *err)
+{
+	const struct run_round *w = ctx;
+	struct store_actor who = audit_actor(w->env);
+	long long published = strcmp(to, "published") == 0 ? w->audited : -1;
+
+	return store_run_transition(s, w->run_id, from, to, w->audited, published, audits, lease_ms,
+				    lease, &who, moved, err);
+}
+
+static char *run_payload(void *ctx, const struct hook_target *h, const char *delivery_id,
+			 const char *now)
+{
+	const struct run_round *w = ctx;
+	const json_t *parent = json_object_get(w->snap, "parent-snapshot-id");
+	char *body = NULL;
+	json_t *payload = json_pack(
+		"{s:s, s:s, s:s, s:{s:o, s:s}, s:s, s:s, s:I, s:O, s:o, s:O, s:O, s:s, s:s, s:s}",
+		"event", "wap.audit", "run-id", w->run_id, "delivery-id", delivery_id, "table",
+		"namespace", ident_ns_to_json(w->ns), "name", w->table, "table-uuid", w->table_uuid,
+		"branch", w->branch, "snapshot-id", (json_int_t)w->audited, "parent-snapshot-id",
+		json_is_integer(parent) ? parent : json_null(), "main-snapshot-id",
+		w->main_at >= 0 ? json_integer(w->main_at) : json_null(), "snapshot", w->snap,
+		"schema", wap_snapshot_schema(w->m, w->snap), "metadata-location",
+		w->metadata_location, "requested-at", now, "requested-by", audit_principal(w->env));
+
+	if (payload != NULL && w->env->client_id != NULL)
+		json_object_set_new(payload, "requested-by-client", json_string(w->env->client_id));
+	if (payload != NULL)
+		body = json_dumps(payload, JSON_COMPACT);
+	json_decref(payload);
+	if (body == NULL)
+		log_error(
+			"wap",
+			"run %s: the payload for hook %s cannot be built (snapshot %lld, metadata location %s); the audit fails rid=%s",
+			w->run_id, h->name, w->audited, w->metadata_location ? "known" : "missing",
+			w->env->request_id);
+	return body;
+}
+
+static const struct auditround_ops run_round_ops = {
+	.move = run_move,
+	.payload = run_payload,
+	.settle = NULL,
+};
+
+/* What the publish commit records atomically with moving main. */
+struct publish_record {
+	const struct run_round *w;
+	struct auditround *round;
+	bool drop_branch;
+};
+
+/* In the publish commit's transaction: the run becomes published (while
+ * its lease holds), its hook calls and the wap.published event are
+ * written, or main does not move. */
 static bool publish_also(struct store *s, void *ctx, const json_t *result, struct floe_error *err)
 {
 	struct publish_record *p = ctx;
-	struct store_actor who = audit_actor(p->env);
-	bool moved = false;
+	const struct run_round *w = p->w;
+	struct store_actor who = audit_actor(w->env);
 
 	(void)result;
-	if (!store_run_transition(s, p->run_id, "auditing", "published", p->audited, p->audited,
-				  p->audits, 0, p->lease, &who, &moved, err))
+	if (!auditround_publish(s, p->round, err))
 		return false;
-	if (!moved)
-		return floe_err(err, FE_RUN_STATE,
-				"run %s was taken over while it was audited; nothing published",
-				p->run_id);
-	if (!record_calls(s, p->env, p->ns, p->table, p->run_id, p->calls, err))
-		return false;
-	json_t *details = json_pack("{s:I, s:s, s:b, s:o}", "snapshot-id", (json_int_t)p->audited,
-				    "branch", p->branch, "branch-dropped", p->drop_branch,
+	json_t *details = json_pack("{s:I, s:s, s:b, s:o}", "snapshot-id", (json_int_t)w->audited,
+				    "branch", w->branch, "branch-dropped", p->drop_branch,
 				    "previous-main-snapshot-id",
-				    p->main_at >= 0 ? json_integer(p->main_at) : json_null());
-	bool ok = store_event_insert(s, "wap.published", &who, p->ns, p->table, p->run_id, details,
+				    w->main_at >= 0 ? json_integer(w->main_at) : json_null());
+	bool ok = store_event_insert(s, "wap.published", &who, w->ns, w->table, w->run_id, details,
 				     err);
 	json_decref(details);
 	return ok;
@@ -574,32 +546,26 @@ static bool publish_also(struct store *s, void *ctx, const json_t *result, struc
 
 static json_t *publish_commit(struct store *s, struct publish_record *rec, struct floe_error *err)
 {
-	const struct table_env *env = rec->env;
-	const struct ns_ident *ns = rec->ns;
-	const char *table = rec->table;
-	const char *branch = rec->branch;
-	long long main_at = rec->main_at;
-	long long audited = rec->audited;
-	bool drop_branch = rec->drop_branch;
+	const struct run_round *w = rec->w;
 	json_t *reqs = json_array();
 	json_t *ups = json_array();
 	json_t *main_req = json_pack("{s:s, s:s}", "type", "assert-ref-snapshot-id", "ref", "main");
 
-	if (main_at >= 0)
-		json_object_set_new(main_req, "snapshot-id", json_integer(main_at));
+	if (w->main_at >= 0)
+		json_object_set_new(main_req, "snapshot-id", json_integer(w->main_at));
 	json_array_append_new(reqs, main_req);
 	json_array_append_new(ups, json_pack("{s:s, s:s, s:s, s:I}", "action", "set-snapshot-ref",
 					     "ref-name", "main", "type", "branch", "snapshot-id",
-					     (json_int_t)audited));
-	if (drop_branch) {
-		json_array_append_new(reqs,
-				      json_pack("{s:s, s:s, s:I}", "type", "assert-ref-snapshot-id",
-						"ref", branch, "snapshot-id", (json_int_t)audited));
+					     (json_int_t)w->audited));
+	if (rec->drop_branch) {
+		json_array_append_new(reqs, json_pack("{s:s, s:s, s:I}", "type",
+						      "assert-ref-snapshot-id", "ref", w->branch,
+						      "snapshot-id", (json_int_t)w->audited));
 		json_array_append_new(ups, json_pack("{s:s, s:s}", "action", "remove-snapshot-ref",
-						     "ref-name", branch));
+						     "ref-name", w->branch));
 	}
-	json_t *res = table_commit_with(s, env, ns, table, reqs, ups, TABLE_COMMIT_MAIN_MOVE,
-					publish_also, rec, err);
+	json_t *res = table_commit_with(s, w->env, w->ns, w->table, reqs, ups,
+					TABLE_COMMIT_MAIN_MOVE, publish_also, rec, err);
 	json_decref(reqs);
 	json_decref(ups);
 	return res;
@@ -632,17 +598,10 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 	json_t *m = NULL;
 	json_t *run = NULL;
 	struct hook_target *hooks = NULL;
-	json_t *audits = NULL;
 	json_t *out = NULL;
 	char *metadata_location = NULL;
-	struct hook_call *calls = NULL;
-	char **opened = NULL; /* the secrets opened for the calls */
-	char **bodies = NULL;
-	char(*deliveries)[UUID_STR_LEN] = NULL;
-	char lease[UUID_STR_LEN];
-	json_t *called = NULL;
+	struct auditround round = { 0 };
 	size_t n = 0;
-	bool moved = false;
 
 	if (want != NULL && !json_is_null(want) && !json_is_integer(want))
 		return floe_err(err, FE_BAD_REQUEST, "field 'snapshot-id' must be an integer"),
@@ -717,182 +676,73 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 			 table);
 		goto done;
 	}
-	/* The audit's lease: the longest hook timeout and a margin. */
-	long lease_ms = 0;
-	for (size_t i = 0; i < n; i++) {
-		long t = (long)hooks[i].timeout_ms;
-		if (t > lease_ms)
-			lease_ms = t;
-	}
-	lease_ms += AUDIT_LEASE_MARGIN_MS;
-	/* The lease and its wap.audit-started event land together. The
-	 * lease token fences this publish: once another publish has taken
-	 * the lease over, nothing this one learns is written. */
-	if (!uuid_v4(lease)) {
-		floe_err(err, FE_INTERNAL, "no randomness for a lease token");
-		goto done;
-	}
-	if (!store_begin(s, err))
-		goto done;
-	struct store_actor who = audit_actor(env);
-	if (!store_run_transition(s, run_id, RUN_PUBLISHABLE, "auditing", audited, -1, NULL,
-				  lease_ms, lease, &who, &moved, err)) {
-		store_rollback(s);
-		goto done;
-	}
-	if (!moved) {
-		store_rollback(s);
-		floe_err(err, FE_RUN_STATE, "run %s is being published by another request", run_id);
-		goto done;
-	}
-	json_t *started = json_pack("{s:I, s:s, s:o, s:I, s:I}", "snapshot-id", (json_int_t)audited,
-				    "branch", branch, "main-snapshot-id",
-				    main_at >= 0 ? json_integer(main_at) : json_null(), "hooks",
-				    (json_int_t)n, "lease-ms", (json_int_t)lease_ms);
-	bool logged = store_event_insert(s, "wap.audit-started", &who, ns, table, run_id, started,
-					 err);
-	json_decref(started);
-	if (!logged) {
-		store_rollback(s);
-		goto done;
-	}
-	if (!store_commit(s, err))
-		goto done;
 
-	/* The payloads, one per hook (each has its own delivery id). */
-	const json_t *snap = tablemeta_snapshot(m, audited);
-	char now[40];
-	wap_rfc3339_now(now, sizeof(now));
-	calls = calloc(n, sizeof(*calls));
-	bodies = calloc(n, sizeof(*bodies));
-	deliveries = calloc(n, sizeof(*deliveries));
-	if (calls == NULL || bodies == NULL || deliveries == NULL) {
-		struct floe_error ferr;
-		floe_err(err, FE_INTERNAL, "out of memory");
-		(void)finish_run(s, env, ns, table, run_id, lease, "audit-failed", -1, NULL, NULL,
-				 NULL, NULL, &ferr);
+	/* The audit round: lease, hook calls, verdicts (auditround.h). */
+	struct run_round w = {
+		.env = env,
+		.ns = ns,
+		.table = table,
+		.table_uuid = table_uuid,
+		.run_id = run_id,
+		.branch = branch,
+		.m = m,
+		.snap = tablemeta_snapshot(m, audited),
+		.metadata_location = metadata_location,
+		.audited = audited,
+		.main_at = main_at,
+	};
+	round = (struct auditround){
+		.ops = &run_round_ops,
+		.ctx = &w,
+		.env = env,
+		.kind = "wap",
+		.noun = "run",
+		.id = run_id,
+		.ns = ns,
+		.table = table,
+		.hooks = hooks,
+		.n = n,
+		.call_extra = json_pack("{s:I}", "snapshot-id", (json_int_t)audited),
+	};
+	json_t *started = json_pack("{s:I, s:s, s:o}", "snapshot-id", (json_int_t)audited, "branch",
+				    branch, "main-snapshot-id",
+				    main_at >= 0 ? json_integer(main_at) : json_null());
+	if (!auditround_claim(s, &round, RUN_PUBLISHABLE, started, err))
 		goto done;
-	}
-	/* Each secret opened for these calls only; one that does not open
-	 * refuses its call (never sent unsigned). */
-	if (!hooksecrets_prepare(env->hook_sealer, hooks, n, calls, &opened))
-		log_error("wap", "run %s: out of memory opening the hooks' secrets rid=%s", run_id,
-			  env->request_id);
-	json_t *parent = json_object_get(snap, "parent-snapshot-id");
-	for (size_t i = 0; i < n; i++) {
-		const struct hook_target *h = &hooks[i];
-		if (!uuid_v4(deliveries[i]))
-			(void)snprintf(deliveries[i], UUID_STR_LEN, "%s", run_id);
-		json_t *payload = json_pack(
-			"{s:s, s:s, s:s, s:{s:o, s:s}, s:s, s:s, s:I, s:O, s:o, s:O, s:O, s:s, s:s, s:s}",
-			"event", "wap.audit", "run-id", run_id, "delivery-id", deliveries[i],
-			"table", "namespace", ident_ns_to_json(ns), "name", table, "table-uuid",
-			table_uuid, "branch", branch, "snapshot-id", (json_int_t)audited,
-			"parent-snapshot-id", json_is_integer(parent) ? parent : json_null(),
-			"main-snapshot-id", main_at >= 0 ? json_integer(main_at) : json_null(),
-			"snapshot", snap, "schema", wap_snapshot_schema(m, snap),
-			"metadata-location", metadata_location, "requested-at", now, "requested-by",
-			audit_principal(env));
-		if (payload != NULL && env->client_id != NULL)
-			json_object_set_new(payload, "requested-by-client",
-					    json_string(env->client_id));
-		bodies[i] = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
-		json_decref(payload);
-		if (bodies[i] == NULL)
-			log_error(
-				"wap",
-				"run %s: the payload for hook %s cannot be built (snapshot %lld, metadata location %s); the audit fails rid=%s",
-				run_id, h->name, audited, metadata_location ? "known" : "missing",
-				env->request_id);
-		calls[i].url = h->url;
-		calls[i].delivery_id = deliveries[i];
-		/* NULL: the call is an error verdict and nothing is sent. */
-		calls[i].body = bodies[i];
-		calls[i].timeout_ms = (long)h->timeout_ms;
-		calls[i].policy = env->hook_policy;
-	}
-
-	/* No connection, row or lock is held while the hooks run. */
-	store_pool_release(pool, s);
-	s = NULL;
 	log_info("wap", "run %s: auditing snapshot %lld of %s with %zu hooks rid=%s", run_id,
 		 audited, table, n, env->request_id);
-	hooks_call_all(calls, n);
-	s = system_acquire_in(pool, env->warehouse_name, err);
-	if (s == NULL) {
-		/* The run stays "auditing"; see the closing remark in the log. */
-		log_error("wap", "run %s: database gone after its audit rid=%s", run_id,
-			  env->request_id);
+	if (!auditround_call(pool, &s, &round, err))
 		goto done;
-	}
 
-	static const char *const verdicts[] = { "pass", "reject", "error" };
-	audits = json_array();
-	called = json_array();
-	size_t rejected = n, failed = n;
-	for (size_t i = 0; i < n; i++) {
-		const struct hook_target *h = &hooks[i];
-		char at[40];
-		wap_rfc3339_now(at, sizeof(at));
-		json_t *a = json_pack("{s:s, s:s, s:s, s:I, s:s}", "hook-id", h->id, "hook-name",
-				      h->name, "verdict", verdicts[calls[i].verdict], "latency-ms",
-				      (json_int_t)calls[i].latency_ms, "at", at);
-		if (calls[i].http_status > 0)
-			json_object_set_new(a, "http-status", json_integer(calls[i].http_status));
-		if (calls[i].reason[0] != '\0')
-			json_object_set_new(a, "reason", json_string(calls[i].reason));
-		json_array_append(audits, a);
-		json_t *details = json_deep_copy(a);
-		json_object_set_new(details, "attempts", json_integer(calls[i].attempts));
-		json_object_set_new(details, "delivery-id", json_string(deliveries[i]));
-		json_object_set_new(details, "snapshot-id", json_integer(audited));
-		json_array_append_new(called, details);
-		json_decref(a);
-		if (calls[i].verdict == HOOK_REJECT && rejected == n)
-			rejected = i;
-		if (calls[i].verdict == HOOK_ERROR && failed == n)
-			failed = i;
-	}
-	if (rejected < n) {
-		const char *hname = hooks[rejected].name;
-		if (finish_run(s, env, ns, table, run_id, lease, "rejected", audited, audits,
-			       called, "wap.rejected",
-			       json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
-					 calls[rejected].reason, "snapshot-id",
-					 (json_int_t)audited),
-			       err))
+	size_t which = 0;
+	enum hook_verdict verdict = auditround_verdict(&round, &which);
+	if (verdict != HOOK_PASS) {
+		const char *hname = hooks[which].name;
+		const char *reason = auditround_reason(&round, which);
+		bool rejected = verdict == HOOK_REJECT;
+		if (!auditround_finish(s, &round, rejected ? "rejected" : "audit-failed",
+				       rejected ? "wap.rejected" : "wap.audit-failed",
+				       json_pack("{s:s, s:s, s:I}", "hook", hname, "reason", reason,
+						 "snapshot-id", (json_int_t)audited),
+				       err))
+			goto done;
+		if (rejected)
 			floe_err(err, FE_AUDIT_REJECTED, "audit hook %s rejected snapshot %lld: %s",
-				 hname, audited, calls[rejected].reason);
-		goto done;
-	}
-	if (failed < n) {
-		const char *hname = hooks[failed].name;
-		if (finish_run(s, env, ns, table, run_id, lease, "audit-failed", audited, audits,
-			       called, "wap.audit-failed",
-			       json_pack("{s:s, s:s, s:I}", "hook", hname, "reason",
-					 calls[failed].reason, "snapshot-id", (json_int_t)audited),
-			       err))
+				 hname, audited, reason);
+		else
 			floe_err(
 				err, FE_AUDIT_UNAVAILABLE,
 				"audit hook %s could not give a verdict (%s); nothing was published, publish again later",
-				hname, calls[failed].reason);
+				hname, reason);
 		goto done;
 	}
 
 	/* Every hook passed: one commit moves main, guarded by main at audit
 	 * time. The branch goes unless kept or moved on meanwhile. */
 	struct publish_record rec = {
-		.env = env,
-		.ns = ns,
-		.table = table,
-		.run_id = run_id,
-		.branch = branch,
-		.audited = audited,
-		.main_at = main_at,
+		.w = &w,
+		.round = &round,
 		.drop_branch = !json_is_true(keep),
-		.audits = audits,
-		.calls = called,
-		.lease = lease,
 	};
 	struct floe_error cerr;
 	floe_error_clear(&cerr);
@@ -905,11 +755,11 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 	}
 	if (res == NULL) {
 		if (cerr.kind == FE_COMMIT_FAILED) {
-			if (finish_run(s, env, ns, table, run_id, lease, "staged", audited, audits,
-				       called, "wap.conflict",
-				       json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)audited,
-						 "reason", "main moved during the audit"),
-				       err))
+			if (auditround_finish(s, &round, "staged", "wap.conflict",
+					      json_pack("{s:I, s:s}", "snapshot-id",
+							(json_int_t)audited, "reason",
+							"main moved during the audit"),
+					      err))
 				floe_err(
 					err, FE_NOT_FAST_FORWARD,
 					"Branch main moved during the audit; nothing was published (%s)",
@@ -918,11 +768,10 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 			*err = cerr;
 		} else {
 			struct floe_error ferr;
-			(void)finish_run(s, env, ns, table, run_id, lease, "audit-failed", audited,
-					 audits, called, "wap.audit-failed",
-					 json_pack("{s:s, s:I}", "reason", cerr.message,
-						   "snapshot-id", (json_int_t)audited),
-					 &ferr);
+			(void)auditround_finish(s, &round, "audit-failed", "wap.audit-failed",
+						json_pack("{s:s, s:I}", "reason", cerr.message,
+							  "snapshot-id", (json_int_t)audited),
+						&ferr);
 			*err = cerr;
 		}
 		goto done;
@@ -932,22 +781,11 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 		 table, env->request_id);
 	out = reload_run(s, run_id, err);
 done:
-	/* Taken over while its hooks ran: this publish writes no outcome,
-	 * but the calls it made are facts an auditor must see. */
-	if (s != NULL && called != NULL && out == NULL && err->kind == FE_RUN_STATE)
-		record_lease_lost(s, env, ns, table, run_id, called);
+	auditround_end(s, &round);
 	wap_count_publish(out, err);
 	if (s != NULL)
 		store_pool_release(pool, s);
-	for (size_t i = 0; bodies != NULL && i < n; i++)
-		free(bodies[i]);
-	free(bodies);
-	hooksecrets_release(opened, n);
-	free(calls);
-	free(deliveries);
 	free(metadata_location);
-	json_decref(audits);
-	json_decref(called);
 	store_hook_targets_free(hooks, n);
 	json_decref(run);
 	json_decref(m);

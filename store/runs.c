@@ -9,16 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The distinct principals of the commits that set the run's branch after
+/* The commits c that wrote to the run: they set the run's branch after
  * the run's staged_after (commit_log.refs, migration 0009) and, once it is
- * published or abandoned, not after that (a kept branch may be written on),
- * as a JSON array text. */
+ * published or abandoned, not after that (a kept branch may be written on). */
+#define WROTE_TO_RUN                                                           \
+	"c.table_uuid = wap_runs.table_uuid AND c.id > wap_runs.staged_after " \
+	"AND wap_runs.branch = ANY (c.refs) AND (wap_runs.state NOT IN "       \
+	"('published', 'abandoned') OR c.committed_at <= wap_runs.updated_at)"
+
+/* The distinct principals of the commits that wrote to the run, as a JSON
+ * array text: the first 100 by name, for display only (separation of
+ * duties asks ST_RUN_ACTED, which reads every one). */
 #define WRITTEN_BY                                                                     \
 	"(SELECT coalesce(json_agg(w.p ORDER BY w.p), '[]')::text FROM ("              \
-	"  SELECT DISTINCT c.principal AS p FROM commit_log c "                        \
-	"  WHERE c.table_uuid = wap_runs.table_uuid AND c.id > wap_runs.staged_after " \
-	"  AND wap_runs.branch = ANY (c.refs) AND (wap_runs.state NOT IN "             \
-	"  ('published', 'abandoned') OR c.committed_at <= wap_runs.updated_at) "      \
+	"  SELECT DISTINCT c.principal AS p FROM commit_log c WHERE " WROTE_TO_RUN " " \
 	"  ORDER BY 1 LIMIT 100) w)"
 
 /* Who staged, published and abandoned the run, and who wrote to it. */
@@ -39,6 +43,7 @@ enum {
 	ST_RUN_TRANSITION,
 	ST_RUN_EXPIRE_STALE,
 	ST_RUN_MEMBERS,
+	ST_RUN_ACTED,
 	ST_COUNT
 };
 
@@ -62,6 +67,12 @@ static const struct store_statement statements[ST_COUNT] = {
 	[ST_RUN_MEMBERS] = { "run_members", RUN_COLUMNS "FROM wap_runs "
 		"WHERE release_id = $1::uuid ORDER BY namespace COLLATE \"C\", "
 		"table_name COLLATE \"C\" LIMIT $2::bigint" },
+	/* Whether $2 staged the run, and whether any commit by $2 wrote to
+	 * it: one exact answer, however many others wrote. */
+	[ST_RUN_ACTED] = { "run_acted",
+		"SELECT wap_runs.staged_by = $2, EXISTS (SELECT 1 FROM commit_log c "
+		"  WHERE c.principal = $2 AND " WROTE_TO_RUN ") "
+		"FROM wap_runs WHERE id = $1::uuid" },
 	[ST_RUN_TRANSITION] = { "run_transition",
 		"UPDATE wap_runs SET state = $2, "
 		"  audited_snapshot_id = coalesce($4::bigint, audited_snapshot_id), "
@@ -217,6 +228,25 @@ bool store_run_members(struct store *s, const char *release_id, long limit, stru
 	PQclear(r);
 	*rows = out;
 	return ok;
+}
+
+bool store_run_acted(struct store *s, const char *id, const char *principal, bool *staged,
+		     bool *wrote, struct floe_error *err)
+{
+	const char *params[2] = { id, principal };
+	PGresult *r;
+
+	*staged = false;
+	*wrote = false;
+	r = store_exec(s, &statements[ST_RUN_ACTED], 2, params, err);
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 1) {
+		*staged = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+		*wrote = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+	}
+	PQclear(r);
+	return true;
 }
 
 bool store_run_transition(struct store *s, const char *id, const char *from_states,

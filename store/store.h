@@ -563,7 +563,8 @@ struct run_row {
 	char *abandoned_client_id; /* NULL when none */
 	/* JSON text: the distinct principals of the commits that set the
 	 * run's branch after it was staged (adopted: all recorded) and not
-	 * after it was published or abandoned, sorted, at most 100. */
+	 * after it was published or abandoned, sorted, at most 100: for
+	 * display only, store_run_acted decides. */
 	char *written_by;
 	char release_id[40]; /* "" unless the run is a release's member */
 };
@@ -597,6 +598,12 @@ bool store_run_get(struct store *s, const char *id, struct run_row *row, bool *f
 bool store_run_list(struct store *s, const char *table_uuid, long long before_seq, long limit,
 		    struct run_row **rows, size_t *count, bool *more,
 		    struct floe_error *err) FLOE_WUR;
+/* Whether principal staged run id (*staged) and whether any commit of
+ * principal wrote to the run (*wrote: a commit counted as written_by
+ * counts them, over every writer, not only the 100 written_by shows).
+ * Both false when there is no such run. */
+bool store_run_acted(struct store *s, const char *id, const char *principal, bool *staged,
+		     bool *wrote, struct floe_error *err) FLOE_WUR;
 /* Moves run id to to_state if its state is one of from_states (comma
  * separated; "auditing-stale" matches a run whose audit lease ran out:
  * the floe auditing it stopped). audited/published < 0 and audits NULL

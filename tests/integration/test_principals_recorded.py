@@ -329,3 +329,64 @@ def test_principals_are_recorded_and_separation_of_duties_decides(authed, hooks,
     rows = commit_rows(psql_bin, f, t)
     assert {r[1] for r in rows} >= {"admin", "alice", "bob", "carol"}, rows
     assert all(r[1] == r[2] for r in rows), "each commit names its token's client id"
+
+
+
+def test_a_writer_behind_a_hundred_others_still_may_not_publish(authed, hooks, webhooks):
+    """written-by shows at most 100 names; the rule reads every writer.
+
+    101 writers whose names sort before hers commit to a run's branch and
+    to a release's branch, then she writes to both too: she may publish
+    neither, though she is not among the 100 names the run shows."""
+    f = authed
+    admin = f.token
+    f.create_namespace(["sod100"])
+    t = TableHandle(f, ["sod100"], "orders")
+    t.create()
+    t.s1 = t.add_snapshot("main")
+    lines = TableHandle(f, ["sod100"], "lines")
+    lines.create()
+    lines.s1 = lines.add_snapshot("main")
+    rcv = webhooks(PASS)
+    hooks(f, "auditor", rcv.url, scope={"namespace": ["sod100"]})
+    assert_ok_json(set_ns_props(f, ["sod100"], {SOD: "true"}))
+    run = t.stage()
+    rel = assert_ok_json(f.post("/v1/releases", json={
+        "tables": [{"namespace": ["sod100"], "name": "lines"}], "name": "nightly"}), 201)
+    member = rel["tables"][0]
+
+    writers = [f"a{i:03d}" for i in range(101)] + ["zoe"]
+    tokens = {}
+    for name in writers:
+        tokens[name] = client_token(f, make_client(f, name))
+        acting(f, tokens[name])
+        t.add_snapshot(run["branch"])
+        lines.add_snapshot("nightly")
+    acting(f, admin)
+    assert t.run(run["id"])["written-by"] == writers[:100], "the first 100 names, sorted"
+    rule = "namespace sod100 sets floe.wap.separation-of-duties=true"
+
+    acting(f, tokens["zoe"])
+    r = t.publish(run["id"])
+    assert_error(r, 403, "ForbiddenException")
+    assert r.json()["error"]["message"] == (
+        f"Separation of duties: zoe wrote to branch {run['branch']} of run {run['id']} "
+        f"and may not publish it ({rule})"), describe(r)
+    r = f.post(f"/v1/releases/{rel['id']}/publish", json={}, timeout=60)
+    assert_error(r, 403, "ForbiddenException")
+    assert r.json()["error"]["message"] == (
+        f"Separation of duties: zoe wrote to branch nightly of run {member['id']} "
+        f"and may not publish it ({rule})"), describe(r)
+    assert rcv.count() == 0, "no hook is called for a refused publish"
+    assert t.head("main") == t.s1 and lines.head("main") == lines.s1
+
+    acting(f, admin)
+    refused = [e for e in audit_events(f, namespace="sod100") if e["event"] == "wap.publish-refused"]
+    assert [(e["principal"], e["run-id"], e["details"]["reason"]) for e in refused] == [
+        ("zoe", run["id"], "wrote to the run's branch"),
+        ("zoe", member["id"], "wrote to the run's branch")], refused
+    # Who neither staged nor wrote still publishes both.
+    acting(f, client_token(f, make_client(f, "carol")))
+    assert assert_ok_json(t.publish(run["id"]))["state"] == "published"
+    assert assert_ok_json(f.post(f"/v1/releases/{rel['id']}/publish", json={},
+                                 timeout=60))["state"] == "published"

@@ -503,3 +503,53 @@ def test_a_crash_inside_the_publish_transaction_moves_every_member_or_none(postg
         for d in daemons:
             d.kill()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.mark.parametrize("first", [Reply(200, {"passed": True}, delay=3.0),
+                                   Reply(200, {"passed": False, "reason": "late"}, delay=3.0)],
+                         ids=["passing", "rejecting"])
+def test_a_release_whose_lease_was_taken_over_records_the_calls_it_made(floe, uniq, webhooks, first):
+    ns = [uniq]
+    floe.create_namespace(ns)
+    tables = [new_table(floe, ns, "orders"), new_table(floe, ns, "order_lines")]
+    rcv = webhooks(PASS, script=[first, Reply(200, {"passed": True}, delay=7.0)])
+    register_hook(floe, "slow", rcv.url, scope={"namespace": ns}, timeout_ms=20000)
+    rel = assert_ok_json(create(floe, tables), 201)
+    heads = [t.add_snapshot(rel["branch"]) for t in tables]
+    results = {}
+
+    def go(key):
+        results[key] = publish(Client(floe), rel["id"])
+
+    loser = threading.Thread(target=go, args=("first",))
+    loser.start()
+    assert len(rcv.wait_for(1, 10)) == 1
+    # The first publish's lease runs out while its hook still thinks.
+    with psycopg.connect(database_url(floe), autocommit=True) as conn:
+        conn.execute("UPDATE releases SET lease_until = now() - interval '1 second' "
+                     "WHERE id = %s", (rel["id"],))
+    winner = threading.Thread(target=go, args=("second",))
+    winner.start()
+    assert len(rcv.wait_for(2, 10)) == 2
+    loser.join(30)
+    assert_error(results["first"], 409, "WapRunStateException")
+    assert "was taken over" in results["first"].json()["error"]["message"], describe(results["first"])
+    assert [t.head("main") for t in tables] == [t.s1 for t in tables], "the loser moved a table"
+    winner.join(30)
+    done = assert_ok_json(results["second"])
+    assert done["state"] == "published", done
+    assert [t.head("main") for t in tables] == heads
+
+    events = audit_events(floe, run=rel["id"])
+    kinds = [e["event"] for e in events]
+    # Both publishes' calls are on record, the loser's with release.lease-lost.
+    assert kinds.count("release.hook-called") == 2 and kinds.count("release.lease-lost") == 1, kinds
+    assert kinds.index("release.lease-lost") < kinds.index("release.published"), kinds
+    assert "release.rejected" not in kinds, "the loser wrote an outcome"
+    lost = next(e for e in events if e["event"] == "release.lease-lost")
+    assert lost["details"]["hook-calls"] == 1, lost
+    called = [e["details"] for e in events if e["event"] == "release.hook-called"]
+    sent = [r.header("X-Floe-Delivery") for r in rcv.requests]
+    assert sorted(c["delivery-id"] for c in called) == sorted(sent), (called, sent)
+    verdict = "pass" if first.body["passed"] else "reject"
+    assert called[0]["verdict"] == verdict and called[0]["delivery-id"] == sent[0], called

@@ -720,6 +720,30 @@ bool store_run_get(struct store *s, const char *id, struct run_row *row, bool *f
 	return true;
 }
 
+/* The fake's runs hold their writers in "written-by", uncut. */
+bool store_run_acted(struct store *s, const char *id, const char *principal, bool *staged,
+		     bool *wrote, struct floe_error *err)
+{
+	const json_t *r = json_object_get(json_object_get(state, "runs"), id);
+	size_t i;
+	json_t *v;
+
+	(void)s;
+	*staged = false;
+	*wrote = false;
+	if (fake_fault_due("store_run_acted", err, NULL))
+		return false;
+	if (r == NULL)
+		return true;
+	*staged = json_is_string(json_object_get(r, "staged-by")) &&
+		  strcmp(json_string_value(json_object_get(r, "staged-by")), principal) == 0;
+	json_array_foreach(json_object_get(r, "written-by"), i, v) {
+		if (json_is_string(v) && strcmp(json_string_value(v), principal) == 0)
+			*wrote = true;
+	}
+	return true;
+}
+
 /* True when state is one of the comma-separated from_states; *stale when
  * it matched as "auditing-stale" (a lease that ran out). */
 static bool state_in(const json_t *run, const char *from_states, bool *stale)
