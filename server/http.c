@@ -18,6 +18,7 @@
 #include <microhttpd.h>
 
 #include "cors.h"
+#include "framing.h"
 #include "gzip.h"
 #include "log.h"
 #include "metric.h"
@@ -544,6 +545,25 @@ static unsigned long long content_length(struct http_request *req)
 	return v;
 }
 
+static enum MHD_Result framing_each(void *cls, enum MHD_ValueKind kind, const char *name,
+				    size_t name_len, const char *value, size_t value_len)
+{
+	(void)kind;
+	return framing_field(cls, name, name_len, value, value_len) ? MHD_YES : MHD_NO;
+}
+
+/* Whether every parser reads the request's body length as libmicrohttpd
+ * does (framing.h); else err says why, and the caller answers and closes
+ * before any body byte is read. Called on the first callback. */
+static bool framing_admit(struct http_request *req, const char *version, struct floe_error *err)
+{
+	struct framing f;
+
+	framing_init(&f);
+	(void)MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, framing_each, &f);
+	return framing_verdict(&f, strcmp(version, MHD_HTTP_VERSION_1_0) == 0, err);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **req_cls)
@@ -551,7 +571,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct app *app = cls;
 	struct http_request *req = *req_cls;
 
-	(void)version;
 	if (req == NULL) {
 		req = request_new(app, conn, url, method);
 		if (req == NULL)
@@ -561,7 +580,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		unsigned long long cl = content_length(req);
 		struct floe_error err;
 		floe_error_clear(&err);
-		if (cl > (unsigned long long)app->cfg->max_body_bytes)
+		if (!framing_admit(req, version, &err))
+			log_warn("http",
+				 "%s %s: ambiguous framing refused, connection closed: %s rid=%s",
+				 method, req->path, err.message, req->request_id);
+		else if (cl > (unsigned long long)app->cfg->max_body_bytes)
 			floe_err(&err, FE_TOO_LARGE, "request body exceeds the limit of %lld bytes",
 				 app->cfg->max_body_bytes);
 		else if (cl > 0 && !body_reserve(req, (size_t)cl + 1))
@@ -569,7 +592,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				 "too many request bodies are being received; retry");
 		if (err.kind != FE_NONE) {
 			/* Answer now, without reading the body; the connection
-			 * closes afterwards. */
+			 * closes afterwards (libmicrohttpd discards the rest of
+			 * what was sent on it), so no byte after these headers
+			 * is read as another request. */
 			http_reply_error(req, &err);
 			http_add_header(req, "Connection", "close");
 			return queue(req);
