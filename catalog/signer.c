@@ -1,8 +1,9 @@
 /*
  * signer.c - which S3 requests floe signs for whom (signer.h): the
  * table's own objects and listings, with GET and HEAD for readers and
- * PUT, POST and DELETE for writers. Reading the URI and computing the
- * signature are fileio's (s3sign.h).
+ * PUT, POST and DELETE for writers, and only headers that act on the
+ * object the URI names. Reading the URI and computing the signature are
+ * fileio's (s3sign.h).
  */
 #include "signer.h"
 
@@ -124,12 +125,14 @@ static bool key_under(const struct sign_scope *sc, const char *key)
 	return kl > 0 && strncmp(key, sc->key, kl) == 0 && key[kl] == '/' && key[kl + 1] != '\0';
 }
 
-/* A listing prefix under the table: "wh/t/" or longer. */
+/* A listing prefix under the table: "wh/t/" or longer, with no empty,
+ * "." or ".." segment after it. */
 static bool prefix_under(const struct sign_scope *sc, const char *prefix)
 {
 	size_t kl = strlen(sc->key);
 
-	return kl > 0 && strncmp(prefix, sc->key, kl) == 0 && prefix[kl] == '/';
+	return kl > 0 && strncmp(prefix, sc->key, kl) == 0 && prefix[kl] == '/' &&
+	       fileio_s3_key_segments_ok(prefix, true);
 }
 
 static bool refuse_key(const struct sign_scope *sc, const char *key, struct floe_error *err)
@@ -190,6 +193,119 @@ static bool method_writes(const char *m, bool *writes, struct floe_error *err)
 		return floe_err(err, FE_FORBIDDEN, "floe does not sign %s requests", m);
 	return floe_err(err, FE_BAD_REQUEST,
 			"'method' must be one of PUT, GET, HEAD, POST, DELETE, PATCH, OPTIONS");
+}
+
+/*
+ * The headers floe signs besides those fileio leaves unsigned: the ones
+ * S3 reads for a read, a write or a listing of the one object (or prefix)
+ * the URI names. A header that is not here is refused, whatever it does:
+ * an S3 server acts on the x-amz-* headers it is sent, and one a vendor
+ * adds later may name a second object. Refused by name, with their own
+ * words: those of a copy (x-amz-copy-source* names the object to read,
+ * which may be any object floe's credentials reach) and of a rename, and
+ * the metadata MinIO reads as "unpack this archive" (Snowball).
+ */
+static const struct {
+	const char *name;
+	bool prefix; /* name is a prefix: x-amz-meta-<anything> */
+} signer_headers[] = {
+	{ "content-type", false },
+	{ "content-md5", false },
+	{ "content-encoding", false },
+	{ "content-language", false },
+	{ "content-disposition", false },
+	{ "expires", false },
+	{ "range", false },
+	{ "if-match", false },
+	{ "if-none-match", false },
+	{ "if-modified-since", false },
+	{ "if-unmodified-since", false },
+	{ "x-amz-date", false },
+	{ "x-amz-content-sha256", false },
+	{ "x-amz-decoded-content-length", false },
+	{ "x-amz-trailer", false },
+	{ "x-amz-sdk-checksum-algorithm", false },
+	{ "x-amz-checksum-", true },
+	{ "x-amz-storage-class", false },
+	{ "x-amz-server-side-encryption", true },
+	{ "x-amz-tagging", false },
+	{ "x-amz-meta-", true },
+	{ "x-amz-expected-bucket-owner", false },
+	{ "x-amz-request-payer", false },
+	{ "x-amz-object-attributes", false },
+	{ "x-amz-optional-object-attributes", false },
+	{ "x-amz-max-parts", false },
+	{ "x-amz-part-number-marker", false },
+	{ "x-amz-mp-object-size", false },
+	{ "x-amz-if-match-last-modified-time", false },
+	{ "x-amz-if-match-size", false },
+	{ "x-amz-if-match-initiated-time", false },
+	{ "x-amz-te", false },  /* append-md5: Iceberg Java's GETs */
+	{ "x-amz-acl", false }, /* checked below: private ones only */
+};
+
+/* Canned ACLs that keep an object to its owner (floe's credentials). */
+static bool acl_private(const char *v)
+{
+	return strcmp(v, "private") == 0 || strcmp(v, "bucket-owner-read") == 0 ||
+	       strcmp(v, "bucket-owner-full-control") == 0;
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Whether floe signs header name (lower case) with value (its values
+ * ','-joined): fileio's admit callback (s3sign.h); FE_FORBIDDEN naming
+ * the header otherwise. */
+static bool header_ok(const char *name, const char *value, struct floe_error *err)
+{
+	if (has_prefix(name, "x-amz-copy-source") || has_prefix(name, "x-amz-rename-source") ||
+	    strcmp(name, "x-amz-metadata-directive") == 0 ||
+	    strcmp(name, "x-amz-tagging-directive") == 0 ||
+	    strcmp(name, "x-amz-source-expected-bucket-owner") == 0)
+		return floe_err(
+			err, FE_FORBIDDEN,
+			"floe signs no copy of an object (CopyObject, UploadPartCopy): header %.64s names a second object, which may lie outside the table; write the data instead",
+			name);
+	/* User metadata, but MinIO (and servers following it) unpacks an
+	 * object carrying it as an archive into objects of any key. */
+	if (has_prefix(name, "x-amz-meta-snowball-") || has_prefix(name, "x-amz-meta-minio-"))
+		return floe_err(
+			err, FE_FORBIDDEN,
+			"floe does not sign header %.64s: an S3 server may read it to unpack the object into objects of other keys",
+			name);
+	for (size_t i = 0; i < sizeof(signer_headers) / sizeof(signer_headers[0]); i++) {
+		bool match = signer_headers[i].prefix ? has_prefix(name, signer_headers[i].name)
+						      : strcmp(name, signer_headers[i].name) == 0;
+		if (!match)
+			continue;
+		if (strcmp(name, "x-amz-acl") != 0 || acl_private(value))
+			return true;
+		return floe_err(
+			err, FE_FORBIDDEN,
+			"floe signs no ACL but private, bucket-owner-read or bucket-owner-full-control: x-amz-acl '%.64s' would let others than floe read or write the table's objects",
+			value);
+	}
+	return floe_err(
+		err, FE_FORBIDDEN,
+		"floe does not sign header %.64s: it signs only the headers of a read, write or listing of the table's own objects (see floe's storage documentation, Remote signing)",
+		name);
+}
+
+/* Subresources of an object floe does not sign a write of: its ACL (who
+ * else may read it) and its lock (which floe could then not lift). */
+static bool object_request_ok(bool writes, const struct fileio_s3_target *t, struct floe_error *err)
+{
+	static const char *const refused[] = { "acl", "retention", "legal-hold" };
+
+	for (size_t i = 0; writes && i < sizeof(refused) / sizeof(refused[0]); i++) {
+		if (fileio_s3_target_param(t, refused[i]) != NULL)
+			return floe_err(err, FE_FORBIDDEN, "floe signs no change of an object's %s",
+					refused[i]);
+	}
+	return true;
 }
 
 /* The request's own fields, checked for type before anything is read. */
@@ -266,7 +382,8 @@ json_t *signer_sign(struct store *s, const struct principal *p, const struct ns_
 			 t.bucket);
 		goto done;
 	}
-	bool allowed = t.key[0] != '\0' ? key_under(&sc, t.key) || refuse_key(&sc, t.key, err)
+	bool allowed = t.key[0] != '\0' ? (key_under(&sc, t.key) || refuse_key(&sc, t.key, err)) &&
+						  object_request_ok(writes, &t, err)
 					: bucket_request_ok(&sc, method, &t, body, err);
 	if (!allowed)
 		goto done;
@@ -275,7 +392,21 @@ json_t *signer_sign(struct store *s, const struct principal *p, const struct ns_
 		if (!authz_check(s, p, PRIV_TABLE_WRITE, &obj, err))
 			goto done;
 	}
-	out = fileio_s3_sign(method, &t, json_object_get(body, "headers"), now, err);
+	/* A DeleteObjects is signed for exactly the body whose keys were
+	 * checked; any other request without its body. */
+	const json_t *checked = t.key[0] == '\0' && method_is(method, "POST")
+					? json_object_get(body, "body")
+					: NULL;
+	struct fileio_s3_sign_request req = {
+		.method = method,
+		.target = &t,
+		.headers = json_object_get(body, "headers"),
+		.admit = header_ok,
+		.body = json_string_value(checked),
+		.body_len = json_is_string(checked) ? json_string_length(checked) : 0,
+		.now = now,
+	};
+	out = fileio_s3_sign(&req, err);
 done:
 	fileio_s3_target_clear(&t);
 	free(location);

@@ -41,13 +41,18 @@ bool signer_table_config(json_t *config, const char *warehouse, const char *pref
  * signRequest for table ns.name: body is a RemoteSignRequest {region,
  * uri, method, headers, body?, provider?}; the caller p may read the
  * table (the route checked). Returns the RemoteSignResult {uri, headers}
- * (new reference), signed at now (seconds since the epoch). Errors:
- * FE_BAD_REQUEST for a malformed request; FE_NO_SUCH_TABLE; FE_FORBIDDEN
- * naming what is refused (an object outside the table's location, another
- * server or bucket, a bucket-level request other than a listing under the
- * table or a DeleteObjects of its keys, a write method without
- * TABLE_WRITE); FE_UNSUPPORTED when the warehouse is not on S3; the
- * store's failure.
+ * (new reference), signed at now (seconds since the epoch); a
+ * DeleteObjects is signed with the SHA-256 of the body whose keys were
+ * checked, so it holds for no other body. Errors: FE_BAD_REQUEST for a
+ * malformed request (a DeleteObjects body that is not a plain Delete
+ * document, a key with an empty, "." or ".." segment); FE_NO_SUCH_TABLE;
+ * FE_FORBIDDEN naming what is refused (an object outside the table's
+ * location, another server or bucket, a bucket-level request other than a
+ * listing under the table or a DeleteObjects of its keys, a write method
+ * without TABLE_WRITE, a header that does not act on the object named
+ * alone: a copy's source above all, a payload hash or Content-MD5 that is
+ * not the checked body's); FE_UNSUPPORTED when the warehouse is not on
+ * S3; the store's failure.
  */
 json_t *signer_sign(struct store *s, const struct principal *p, const struct ns_ident *ns,
 		    const char *name, const json_t *body, long long now,

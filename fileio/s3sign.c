@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 
 #include "ident.h"
 #include "location.h"
@@ -108,13 +109,14 @@ static bool parse_query(const char *q, struct fileio_s3_target *t, struct floe_e
 	return t->canonical_query != NULL || floe_err(err, FE_INTERNAL, "out of memory");
 }
 
-/* Every segment of a key is a name: no empty, "." or ".." one. */
-static bool key_segments_ok(const char *key)
+bool fileio_s3_key_segments_ok(const char *key, bool prefix)
 {
 	if (key[0] == '\0')
 		return true;
 	for (const char *p = key;;) {
 		size_t n = strcspn(p, "/");
+		if (n == 0 && prefix && p != key && p[0] == '\0')
+			return true; /* "a/b/": a listing's prefix may end in '/' */
 		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
 			return false;
 		if (p[n] == '\0')
@@ -142,7 +144,7 @@ static bool split_path(const char *path, bool path_style, struct fileio_s3_targe
 	if (strlen(t->key) > S3_KEY_MAX)
 		return floe_err(err, FE_BAD_REQUEST,
 				"the request URI's key is longer than %d bytes", S3_KEY_MAX);
-	if (!key_segments_ok(t->key))
+	if (!fileio_s3_key_segments_ok(t->key, false))
 		return floe_err(err, FE_BAD_REQUEST,
 				"the request URI's key has an empty, '.' or '..' segment");
 	return true;
@@ -239,9 +241,7 @@ done:
 	return ok;
 }
 
-/* Headers never signed: a client, its HTTP library or a proxy may set or
- * change them after signing (or they are floe's own, set below). */
-static bool unsigned_header(const char *lower)
+bool fileio_s3_header_unsigned(const char *name)
 {
 	static const char *const names[] = {
 		"host",
@@ -250,13 +250,17 @@ static bool unsigned_header(const char *lower)
 		"connection",
 		"content-length",
 		"transfer-encoding",
+		"accept",
+		"accept-encoding",
 		"x-amzn-trace-id",
+		"traceparent",
+		"tracestate",
 		"amz-sdk-invocation-id",
 		"amz-sdk-request",
 		"cache-control" /* a signer answer's, never the request's */,
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(lower, names[i]) == 0)
+		if (strcmp(name, names[i]) == 0)
 			return true;
 	}
 	return false;
@@ -269,6 +273,7 @@ struct sign_headers {
 	size_t nowned;
 	const char *date;
 	const char *payload;
+	const char *md5;
 };
 
 static char *keep(struct sign_headers *s, char *text)
@@ -353,14 +358,19 @@ static bool engine_headers(const json_t *headers, struct sign_headers *s, struct
 		char *lower = keep(s, strdup(name));
 		if (lower == NULL)
 			return floe_err(err, FE_INTERNAL, "out of memory");
-		for (size_t i = 0; i < nl; i++)
-			lower[i] = (char)tolower((unsigned char)lower[i]);
+		for (size_t i = 0; i < nl; i++) {
+			unsigned char c = (unsigned char)lower[i];
+			if (!isalnum(c) && strchr("!#$%&'*+-.^_`|~", c) == NULL)
+				return floe_err(err, FE_BAD_REQUEST,
+						"the header name '%.128s' is not a token", name);
+			lower[i] = (char)tolower(c);
+		}
 		if (strcmp(lower, "authorization") == 0 ||
 		    strcmp(lower, "x-amz-security-token") == 0)
 			return floe_err(err, FE_BAD_REQUEST,
 					"the request to sign may not carry its own %s header",
 					lower);
-		if (unsigned_header(lower))
+		if (fileio_s3_header_unsigned(lower))
 			continue;
 		char *value = keep(s, joined_values(name, v, err));
 		if (value == NULL)
@@ -372,8 +382,22 @@ static bool engine_headers(const json_t *headers, struct sign_headers *s, struct
 			s->date = value;
 		} else if (strcmp(lower, "x-amz-content-sha256") == 0) {
 			s->payload = value;
+		} else if (strcmp(lower, "content-md5") == 0) {
+			s->md5 = value;
 		}
 		s->h[s->n++] = (struct sigv4_header){ lower, value };
+	}
+	return true;
+}
+
+/* The caller's say on each header, once all are known to be well formed
+ * (a malformed request is a 400 whatever else it holds). */
+static bool admitted(const struct fileio_s3_sign_request *r, const struct sign_headers *s,
+		     struct floe_error *err)
+{
+	for (size_t i = 0; r->admit != NULL && i < s->n; i++) {
+		if (!r->admit(s->h[i].name, s->h[i].value, err))
+			return false;
 	}
 	return true;
 }
@@ -391,9 +415,47 @@ static bool add_answer_header(json_t *h, const char *name, const char *value)
 	return json_object_set_new(h, name, json_pack("[s]", value)) == 0;
 }
 
-json_t *fileio_s3_sign(const char *method, const struct fileio_s3_target *t, const json_t *headers,
-		       long long now, struct floe_error *err)
+/* The SHA-256 (hex) and MD5 (base64, as Content-MD5 has it) of a body. */
+static bool body_digests(const char *body, size_t len, char sha_hex[65], char md5_b64[25])
 {
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned int dl = 0;
+
+	if (EVP_Digest(body, len, d, &dl, EVP_sha256(), NULL) != 1 || dl != 32)
+		return false;
+	sigv4_hex(d, dl, sha_hex);
+	if (EVP_Digest(body, len, d, &dl, EVP_md5(), NULL) != 1 || dl != 16)
+		return false;
+	return EVP_EncodeBlock((unsigned char *)md5_b64, d, 16) == 24;
+}
+
+/* The payload hash of a request whose body the caller checked: that
+ * body's, and the engine's own x-amz-content-sha256 and Content-MD5 must
+ * be that body's too, or the signature would hold for another body. */
+static bool bind_body(struct sign_headers *s, const char *body, size_t len, char sha_hex[65],
+		      struct floe_error *err)
+{
+	char md5[25];
+
+	if (!body_digests(body, len, sha_hex, md5))
+		return floe_err(err, FE_INTERNAL, "cannot hash the request's body");
+	if (s->payload != NULL && strcmp(s->payload, sha_hex) != 0)
+		return floe_err(
+			err, FE_FORBIDDEN,
+			"floe signs a DeleteObjects request only with the SHA-256 of the body it checked; the request's x-amz-content-sha256 '%.80s' is not that body's",
+			s->payload);
+	if (s->md5 != NULL && strcmp(s->md5, md5) != 0)
+		return floe_err(
+			err, FE_FORBIDDEN,
+			"the request's Content-MD5 '%.80s' is not the MD5 of the body floe checked",
+			s->md5);
+	return true;
+}
+
+json_t *fileio_s3_sign(const struct fileio_s3_sign_request *r, struct floe_error *err)
+{
+	const struct fileio_s3_target *t = r->target;
+	char body_sha[65];
 	struct s3_signing cfg;
 	struct sign_headers s = { .n = 0 };
 	char date[SIGV4_DATE_LEN];
@@ -409,10 +471,11 @@ json_t *fileio_s3_sign(const char *method, const struct fileio_s3_target *t, con
 			 "remote signing needs an s3:// warehouse; this one is not on S3");
 		goto done;
 	}
-	if (!engine_headers(headers, &s, err))
+	if (!engine_headers(r->headers, &s, err) || !admitted(r, &s, err) ||
+	    (r->body != NULL && !bind_body(&s, r->body, r->body_len, body_sha, err)))
 		goto done;
 	add = json_object();
-	if (add == NULL || !sigv4_date(now, date)) {
+	if (add == NULL || !sigv4_date(r->now, date)) {
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto done;
 	}
@@ -426,7 +489,9 @@ json_t *fileio_s3_sign(const char *method, const struct fileio_s3_target *t, con
 		ok = add_answer_header(add, "x-amz-date", date);
 	}
 	if (s.payload == NULL) {
-		s.payload = SIGV4_UNSIGNED_PAYLOAD;
+		/* The body's own hash when floe checked it: S3 then refuses
+		 * the request with any other body. */
+		s.payload = r->body != NULL ? body_sha : SIGV4_UNSIGNED_PAYLOAD;
 		s.h[s.n++] = (struct sigv4_header){ "x-amz-content-sha256", s.payload };
 		ok = ok && add_answer_header(add, "x-amz-content-sha256", s.payload);
 	}
@@ -440,8 +505,8 @@ json_t *fileio_s3_sign(const char *method, const struct fileio_s3_target *t, con
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto done;
 	}
-	struct sigv4_request r = {
-		.method = method,
+	struct sigv4_request sr = {
+		.method = r->method,
 		.canonical_uri = canonical_uri,
 		.canonical_query = t->canonical_query,
 		.headers = s.h,
@@ -452,7 +517,7 @@ json_t *fileio_s3_sign(const char *method, const struct fileio_s3_target *t, con
 		.service = "s3",
 	};
 	struct sigv4_key k = { cfg.cred->access_key_id, cfg.cred->secret_access_key };
-	if (!sigv4_sign(&r, &k, auth, sizeof(auth))) {
+	if (!sigv4_sign(&sr, &k, auth, sizeof(auth))) {
 		floe_err(
 			err, FE_BAD_REQUEST,
 			"the request cannot be signed: a header name is not a token or is repeated");
@@ -479,17 +544,47 @@ struct delete_walk {
 	void *ctx;
 	struct floe_error *err;
 	size_t n;
-	bool refused; /* each said no: err is its */
+	bool refused; /* a key was refused: err says why */
 };
+
+/* Whether path is an element of a Delete document S3 reads: anything
+ * else (an element inside Key, a Key spelt otherwise, another root) may
+ * be read by S3 in a way floe cannot see, and is refused. */
+static bool delete_path_known(const char *path)
+{
+	static const char *const known[] = {
+		"Delete/Quiet",
+		"Delete/Object/Key",
+		"Delete/Object/VersionId",
+		"Delete/Object/ETag",
+		"Delete/Object/LastModifiedTime",
+		"Delete/Object/Size",
+	};
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		if (strcmp(path, known[i]) == 0)
+			return true;
+	}
+	return false;
+}
 
 static bool delete_leaf(void *ctx, const char *path, const char *text, size_t len)
 {
 	struct delete_walk *w = ctx;
 
+	if (!delete_path_known(path))
+		return false;
 	if (strcmp(path, "Delete/Object/Key") != 0)
 		return true;
 	if (++w->n > SIGN_DELETE_KEYS_MAX || strlen(text) != len)
 		return false;
+	if (len == 0 || len > S3_KEY_MAX || !fileio_s3_key_segments_ok(text, false)) {
+		floe_err(
+			w->err, FE_BAD_REQUEST,
+			"the DeleteObjects body's key '%.1024s' is empty, longer than %d bytes or has an empty, '.' or '..' segment",
+			text, S3_KEY_MAX);
+		w->refused = true;
+		return false;
+	}
 	if (!w->each(w->ctx, text, w->err)) {
 		w->refused = true;
 		return false;
@@ -511,8 +606,9 @@ bool fileio_s3_delete_keys(const char *body, size_t len,
 	if (w.refused)
 		return false;
 	if (!ok || w.n == 0)
-		return floe_err(err, FE_BAD_REQUEST,
-				"the DeleteObjects body is not a Delete document of 1 to %d keys",
-				SIGN_DELETE_KEYS_MAX);
+		return floe_err(
+			err, FE_BAD_REQUEST,
+			"the DeleteObjects body is not a Delete document of 1 to %d keys (only its elements, no text mixed with them)",
+			SIGN_DELETE_KEYS_MAX);
 	return true;
 }

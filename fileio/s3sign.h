@@ -67,26 +67,65 @@ const char *fileio_s3_target_param(const struct fileio_s3_target *t, const char 
 
 void fileio_s3_target_clear(struct fileio_s3_target *t);
 
+/* Whether floe leaves header name (lower case) out of the signatures it
+ * makes: one a client, its HTTP library or a proxy may set or change on
+ * the way (user-agent, content-length, trace headers, ...), or floe's own
+ * (host). S3 acts on none of them. */
+bool fileio_s3_header_unsigned(const char *name);
+
+/* Whether every '/'-separated segment of key is a name: no empty, "." or
+ * ".." segment; with prefix, a last empty segment (a trailing '/') is
+ * allowed, as in a listing's prefix. "" is one. */
+bool fileio_s3_key_segments_ok(const char *key, bool prefix);
+
+/* A request to sign; every pointer is borrowed. */
+struct fileio_s3_sign_request {
+	const char *method;
+	const struct fileio_s3_target *target;
+	const json_t *headers; /* name -> array of strings (or a string) */
+	/* The caller's say on each header to be signed (name in lower case,
+	 * its values ','-joined): false with err refuses the request. NULL
+	 * admits every header. */
+	bool (*admit)(const char *name, const char *value, struct floe_error *err);
+	/* The body the request carries, when the caller checked it
+	 * (DeleteObjects); NULL: none. */
+	const char *body;
+	size_t body_len;
+	long long now; /* seconds since the epoch */
+};
+
 /*
- * Signs method on t with the credentials and region of the store holding
- * t's table at time now (seconds since
- * the epoch), over the headers the engine sent (headers: a JSON object of
- * name -> array of strings, at most 64 names, each value at most 8 KiB;
- * those a client or proxy may change on the way, such as user-agent,
- * are left unsigned) and host, x-amz-date, x-amz-content-sha256 (the
- * engine's, else UNSIGNED-PAYLOAD), x-amz-security-token when floe's
- * credentials are temporary. Returns the RemoteSignResult {"uri",
- * "headers"} (new reference): the headers to add, Authorization among
- * them. FE_BAD_REQUEST for malformed headers or one the engine may not
- * set (its own x-amz-security-token or Authorization).
+ * Signs r->method on r->target with the credentials and region of the
+ * store holding the target's table at r->now, over the headers the engine
+ * sent (at most 60 names, each value at most 8 KiB, each name a token;
+ * those fileio_s3_header_unsigned names are left unsigned, every other
+ * one is signed once r->admit let it) and host, x-amz-date,
+ * x-amz-content-sha256 and x-amz-security-token when floe's credentials
+ * are temporary.
+ *
+ * With r->body, its SHA-256 is the payload hash signed, and an
+ * x-amz-content-sha256 or Content-MD5 of the engine's that is not that
+ * body's (UNSIGNED-PAYLOAD among them) is refused (FE_FORBIDDEN): the
+ * signature then holds only for exactly that body, on an S3 server that
+ * checks the payload hash. Without, the payload hash is the engine's,
+ * else UNSIGNED-PAYLOAD.
+ *
+ * Returns the RemoteSignResult {"uri", "headers"} (new reference): the
+ * headers to add, Authorization among them. FE_BAD_REQUEST for malformed
+ * headers or one the engine may not set (its own x-amz-security-token or
+ * Authorization); r->admit's error.
  */
-json_t *fileio_s3_sign(const char *method, const struct fileio_s3_target *t, const json_t *headers,
-		       long long now, struct floe_error *err) FLOE_WUR;
+json_t *fileio_s3_sign(const struct fileio_s3_sign_request *r, struct floe_error *err) FLOE_WUR;
 
 /*
  * Calls each(ctx, key) for every Delete/Object/Key of a DeleteObjects
- * body (XML, at most 1,000 keys); false when the body is not one, holds
- * none or too many (FE_BAD_REQUEST), or when each said no (its err).
+ * body (XML, at most 1,000 keys). The document must hold nothing S3 could
+ * read as a key that each is not shown: only the elements of a Delete
+ * document (Quiet, Object with Key, VersionId, ETag, LastModifiedTime,
+ * Size), no text mixed with elements (s3xml.c refuses it).
+ * FE_BAD_REQUEST when the body is not such a document, holds none or too
+ * many keys, or a key with an empty, "." or ".." segment; FE_FORBIDDEN
+ * without a body; each's err when each said no.
  */
 bool fileio_s3_delete_keys(const char *body, size_t len,
 			   bool (*each)(void *ctx, const char *key, struct floe_error *err),

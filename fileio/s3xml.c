@@ -3,7 +3,9 @@
  * DeleteObjects, Error): a bounded walk that reports each element
  * holding only text, with the path of element names leading to it.
  * Not a general XML parser: no DTD, no external entity, no namespace
- * prefixes beyond dropping them; anything else is refused.
+ * prefixes beyond dropping them, no text mixed with elements (S3 never
+ * writes it, and parsers differ in what they make of it); anything else
+ * is refused.
  */
 #include "s3.h"
 
@@ -188,12 +190,25 @@ static bool attributes(struct walk *w, bool *empty)
 	return false;
 }
 
+/* Whether the text gathered so far holds more than white space. */
+static bool text_significant(const struct walk *w)
+{
+	for (size_t i = 0; i < w->tlen; i++) {
+		if (strchr(" \t\r\n", w->text[i]) == NULL)
+			return true;
+	}
+	return false;
+}
+
 static bool start_tag(struct walk *w)
 {
 	char n[S3XML_NAME_MAX + 1];
 	size_t len;
 	bool empty;
 
+	/* <a>text<b/></a>: text before an element is mixed content. */
+	if (w->depth > 0 && w->text_ok && text_significant(w))
+		return false;
 	w->p++; /* '<' */
 	if (!name(w, n, &len) || !attributes(w, &empty))
 		return false;
@@ -263,6 +278,8 @@ bool s3xml_walk(const char *text, size_t len, s3xml_leaf_fn leaf, void *ctx)
 				if (strchr(" \t\r\n", c) == NULL)
 					return false; /* text outside the root */
 				w.p++;
+			} else if (!w.text_ok && (c == '&' || strchr(" \t\r\n", c) == NULL)) {
+				return false; /* text after an element: mixed content */
 			} else if (c == '&') {
 				if (!entity(&w))
 					return false;
@@ -289,6 +306,8 @@ bool s3xml_walk(const char *text, size_t len, s3xml_leaf_fn leaf, void *ctx)
 			size_t n = (size_t)(w.p - 3 - from);
 			if (memchr(from, '\0', n) != NULL)
 				return false; /* no NUL in text, raw or not */
+			if (!w.text_ok && n > 0)
+				return false; /* mixed content */
 			if (w.text_ok && !text_add(&w, from, n))
 				return false;
 		} else if (starts(&w, "<!")) {

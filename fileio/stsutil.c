@@ -75,7 +75,7 @@ char *sts_session_policy(const char *bucket, const char *key, bool write, struct
 	}
 	json_t *objects = arn_string("arn:aws:s3:::", bucket, key, "/*");
 	json_t *bucket_arn = arn_string("arn:aws:s3:::", bucket, NULL, "");
-	json_t *prefixes = json_pack("[o, o]", arn_string("", key, NULL, ""),
+	json_t *prefixes = json_pack("[o, o]", arn_string("", key, NULL, "/"),
 				     arn_string("", key, NULL, "/*"));
 	json_t *statements = json_array();
 	if (objects == NULL || bucket_arn == NULL || prefixes == NULL || statements == NULL)
@@ -93,8 +93,8 @@ char *sts_session_policy(const char *bucket, const char *key, bool write, struct
 						      "s3:ListMultipartUploadParts"),
 					    json_incref(objects), NULL)) != 0)
 		goto oom;
-	/* key and key/..., so a listing of the table's directory works
-	 * whether an engine sends the prefix with its slash or without. */
+	/* key/ and key/...: a listing with the prefix key (no slash) would
+	 * also list key2/..., another table's objects. */
 	if (json_array_append_new(statements,
 				  statement("ListTablePrefix", json_string("s3:ListBucket"),
 					    json_incref(bucket_arn),

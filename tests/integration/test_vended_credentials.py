@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 
 import pyarrow as pa
@@ -340,7 +341,7 @@ def test_a_reader_gets_credentials_the_storage_refuses_for_a_write(postgres, own
         resources = [st["Resource"] for st in ro_policy["Statement"]]
         assert f"arn:aws:s3:::lake/{prefix}/*" in resources, resources
         listing = [st for st in ro_policy["Statement"] if st["Action"] == "s3:ListBucket"][0]
-        assert listing["Condition"] == {"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}}
+        assert listing["Condition"] == {"StringLike": {"s3:prefix": [f"{prefix}/", f"{prefix}/*"]}}
         rw_policy = json.loads(sessions[(RW_ROLE, "floe-admin")]["policy"])
         rw_actions = {a for st in rw_policy["Statement"] for a in
                       (st["Action"] if isinstance(st["Action"], list) else [st["Action"]])}
@@ -368,6 +369,54 @@ def test_a_reader_gets_credentials_the_storage_refuses_for_a_write(postgres, own
         assert wait_until(upgraded, 10), "the grant did not reach the vended credentials"
         s3_as(iam_s3, upgraded()).put_object(Bucket="lake", Key=f"{prefix}/data/now.parquet",
                                              Body=b"x")
+    finally:
+        _stop_and_check(f)
+
+
+def string_like(pattern: str, value: str) -> bool:
+    """IAM's StringLike: '*' any run of characters, '?' one, and ${*},
+    ${?}, ${$} the literal characters."""
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith(("${*}", "${?}", "${$}"), i):
+            out += re.escape(pattern[i + 2])
+            i += 4
+        elif pattern[i] == "*":
+            out, i = out + ".*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + ".", i + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.fullmatch(out, value, re.S) is not None
+
+
+def test_a_session_policy_lists_the_table_and_no_sibling(postgres, own_iam_s3):
+    """The s3:prefix a vended session may list: the table's key and a '/',
+    never the bare key, which lists every table whose name starts with
+    this one's (t lists t2). moto does not enforce session policies, so
+    the policy STS was sent is evaluated as IAM evaluates StringLike."""
+    iam_s3 = own_iam_s3
+    f = start(postgres, iam_s3, "sts")
+    try:
+        f.create_namespace(["ls"])
+        for name in ("t", "t2"):
+            assert create_table(f, "ls", name).status_code == 200
+        assert_ok_json(f.get("/v1/namespaces/ls/tables/t/credentials"))
+        key = f"{f.warehouse[len('s3://lake/'):]}/ls/t"
+        policies = [json.loads(s["policy"]) for s in assumed_roles(iam_s3)
+                    if f'"{key}/*"' in s["policy"]]
+        assert policies, "no session policy for the table was sent to STS"
+        for policy in policies:
+            [listing] = [st for st in policy["Statement"] if st["Action"] == "s3:ListBucket"]
+            patterns = listing["Condition"]["StringLike"]["s3:prefix"]
+
+            def may_list(prefix: str) -> bool:
+                return any(string_like(p, prefix) for p in patterns)
+
+            for prefix in (f"{key}/", f"{key}/data/", f"{key}/metadata/00001"):
+                assert may_list(prefix), (prefix, patterns)
+            for prefix in (key, f"{key}2/", f"{key}2", f"{key}2/data/", key[:-1], ""):
+                assert not may_list(prefix), f"the session may list {prefix!r}: {patterns}"
     finally:
         _stop_and_check(f)
 

@@ -1,12 +1,14 @@
 /* The pure parts of the S3 backend: keys and request URLs, the canonical
- * query, the retry decision and its backoff, the shared-credentials file
- * and the bounded walk of S3's XML answers. */
+ * query, the retry decision and its backoff, the shared-credentials file,
+ * the bounded walk of S3's XML answers and the keys of a DeleteObjects
+ * body the remote signer checks. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "s3.h"
+#include "s3sign.h"
 
 Test(s3, split_and_urls)
 {
@@ -208,6 +210,13 @@ Test(s3, xml_refused)
 		"<1><2><3><4><5><6><7><8><9></9></8></7></6></5></4></3></2></1>",
 		"<a>x</a>trailing",
 		"<a></a><?pi after?>",
+		/* Text mixed with elements: parsers differ in what they make
+		 * of it (Go's keeps the text and drops the elements). */
+		"<a>x<b/></a>",
+		"<a><b/>x</a>",
+		"<a>x<b>y</b>z</a>",
+		"<a><b>y</b>&amp;</a>",
+		"<a><b>y</b><![CDATA[z]]></a>",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_assert_null(walk(bad[i]), "case %zu accepted: %s", i, bad[i]);
@@ -228,6 +237,83 @@ Test(s3, xml_refused)
 	char name[200];
 	(void)snprintf(name, sizeof(name), "<%070d></%070d>", 0, 0);
 	cr_assert_null(walk(name));
+}
+
+Test(s3, xml_white_space_between_elements_is_no_text)
+{
+	const char *got = walk("<a>\n  <b>x</b>\r\n\t<c> y </c>\n</a>");
+	cr_assert_not_null(got);
+	cr_assert_str_eq(got, "a/b=x;a/c= y ;");
+}
+
+static bool take_key(void *ctx, const char *key, struct floe_error *err)
+{
+	struct collected *c = ctx;
+	size_t have = strlen(c->text);
+
+	(void)err;
+	(void)snprintf(c->text + have, sizeof(c->text) - have, "%s;", key);
+	c->count++;
+	return true;
+}
+
+static const char *delete_keys(const char *xml, struct floe_error *err)
+{
+	static struct collected c;
+
+	memset(&c, 0, sizeof(c));
+	floe_error_clear(err);
+	if (!fileio_s3_delete_keys(xml, strlen(xml), take_key, &c, err))
+		return NULL;
+	return c.text;
+}
+
+/* Every key S3 could read in a DeleteObjects body is one floe is shown. */
+Test(s3, delete_body_keys)
+{
+	struct floe_error err;
+	const char *got = delete_keys(
+		"<?xml version=\"1.0\"?><Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+		"<Quiet>true</Quiet><Object><Key>wh/t/a</Key><VersionId>1</VersionId></Object>"
+		"<Object><Key>wh/t/&#98;</Key></Object></Delete>",
+		&err);
+	cr_assert_not_null(got, "%s", err.message);
+	cr_assert_str_eq(got, "wh/t/a;wh/t/b;");
+
+	static const char *const bad[] = {
+		"<Delete><Object><Key>wh/t2/<i>x</i>b</Key></Object></Delete>",
+		"<Delete><Object><Key>wh/t2/<i/>b</Key></Object></Delete>",
+		"<Delete><Object><Key>wh/t/a</Key><key>wh/t2/b</key></Object></Delete>",
+		"<Delete><Object><Name>wh/t2/b</Name></Object></Delete>",
+		"<Delete><Key>wh/t2/b</Key></Delete>",
+		"<Remove><Object><Key>wh/t/a</Key></Object></Remove>",
+		"<Delete><Quiet>true</Quiet></Delete>",
+		"<Delete><Object><Key>wh/t/../t2/b</Key></Object></Delete>",
+		"<Delete><Object><Key>wh/t//b</Key></Object></Delete>",
+		"<Delete><Object><Key>wh/t/./b</Key></Object></Delete>",
+		"<Delete><Object><Key>/wh/t/b</Key></Object></Delete>",
+		"<Delete><Object><Key></Key></Object></Delete>",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_null(delete_keys(bad[i], &err), "case %zu accepted: %s", i, bad[i]);
+		cr_assert_eq(err.kind, FE_BAD_REQUEST, "case %zu: %s", i, err.message);
+	}
+	cr_assert_null(delete_keys("", &err));
+	cr_assert_eq(err.kind, FE_FORBIDDEN);
+}
+
+Test(s3, key_segments)
+{
+	cr_assert(fileio_s3_key_segments_ok("wh/t/a", false));
+	cr_assert(fileio_s3_key_segments_ok("", false));
+	cr_assert(fileio_s3_key_segments_ok("wh/t/", true));
+	cr_assert(fileio_s3_key_segments_ok("wh/t/..x/.a", false));
+	cr_assert_not(fileio_s3_key_segments_ok("wh/t/", false));
+	cr_assert_not(fileio_s3_key_segments_ok("wh//t/", true));
+	cr_assert_not(fileio_s3_key_segments_ok("/wh/t", true));
+	cr_assert_not(fileio_s3_key_segments_ok("wh/t/../", true));
+	cr_assert_not(fileio_s3_key_segments_ok("wh/t/..", true));
+	cr_assert_not(fileio_s3_key_segments_ok("wh/./t", false));
 }
 
 Test(s3, xml_delete_answer)
