@@ -32,6 +32,7 @@
 #include "jwt.h"
 #include "log.h"
 #include "principals.h"
+#include "scope.h"
 #include "secret.h"
 #include "system.h"
 
@@ -257,20 +258,6 @@ fail:
 
 /* --- principals and their roles --- */
 
-/* Whether scope (space-separated) holds tok. */
-static bool scope_has(const char *scope, const char *tok, size_t toklen)
-{
-	for (const char *p = scope; *p != '\0';) {
-		while (*p == ' ')
-			p++;
-		size_t len = strcspn(p, " ");
-		if (len == toklen && strncmp(p, tok, len) == 0)
-			return true;
-		p += len;
-	}
-	return false;
-}
-
 bool auth_principal_roles(struct store *s, const struct principal_row *row, const char *scope,
 			  struct tokencache_entry *who, char *why, size_t whylen, bool *unavailable,
 			  struct floe_error *err)
@@ -290,16 +277,7 @@ bool auth_principal_roles(struct store *s, const struct principal_row *row, cons
 	 * "role:NAME"; other words (clients' defaults such as DuckDB's
 	 * PRINCIPAL_ROLE:ALL) are ignored, as RFC 6749 section 3.3 allows:
 	 * they narrow nothing. */
-	bool narrowed = false;
-	for (const char *p = scope != NULL ? scope : ""; *p != '\0';) {
-		while (*p == ' ')
-			p++;
-		size_t len = strcspn(p, " ");
-		if (len > 5 && strncmp(p, "role:", 5) == 0)
-			narrowed = true;
-		p += len;
-	}
-	bool all = !narrowed;
+	bool all = !scope_narrows(scope);
 	if (!identity_roles(s, row->id, &ids, &names, &n, err)) {
 		*unavailable = true;
 		return false;

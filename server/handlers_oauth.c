@@ -25,6 +25,7 @@
 #include "identity.h"
 #include "jwt.h"
 #include "log.h"
+#include "scope.h"
 #include "secret.h"
 #include "system.h"
 
@@ -105,6 +106,7 @@ struct token_job {
 	bool have_secret;
 	char scope[AUTH_SCOPE_MAX + 1];
 	char subject_sub[256]; /* the exchanged token's principal */
+	char subject_scope[AUTH_SCOPE_MAX + 1];
 	char subject_client[256];
 	long long subject_epoch; /* the exchanged token's epoch */
 	char addr_key[80];       /* "ip:ADDR" of the backoff table */
@@ -269,8 +271,13 @@ static bool subject_token(struct auth *a, const char *token, struct token_job *j
 	job->subject_epoch = auth_token_epoch(jwt->claims);
 	(void)snprintf(job->subject_client, sizeof(job->subject_client), "%s",
 		       client != NULL ? client : "");
-	if (job->scope[0] == '\0' && scope != NULL)
-		(void)snprintf(job->scope, sizeof(job->scope), "%s", scope);
+	/* floe issues no longer scope; a longer one is not a token of floe's. */
+	if (scope != NULL && strlen(scope) >= sizeof(job->subject_scope)) {
+		(void)snprintf(why, whylen, "The subject token's scope is too long");
+		goto done;
+	}
+	(void)snprintf(job->subject_scope, sizeof(job->subject_scope), "%s",
+		       scope != NULL ? scope : "");
 	ok = true;
 done:
 	jwt_free(jwt);
@@ -380,6 +387,16 @@ void handle_oauth_tokens(struct http_request *req)
 				    "The subject token is not this client's");
 			goto done;
 		}
+		/* The new token carries no more than the subject token, whatever
+		 * the credentials sent beside it: a client that wants more
+		 * asks by client credentials. */
+		char narrowed[AUTH_SCOPE_MAX + 1];
+		if (!scope_exchange(job->subject_scope, scope, narrowed, sizeof(narrowed), why,
+				    sizeof(why))) {
+			oauth_error(req, 400, "invalid_scope", why);
+			goto done;
+		}
+		(void)snprintf(job->scope, sizeof(job->scope), "%s", narrowed);
 	} else if (id == NULL || secret == NULL) {
 		oauth_error(req, 400, "invalid_request",
 			    "client_id and client_secret are required");

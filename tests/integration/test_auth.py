@@ -314,6 +314,64 @@ def test_token_exchange_of_an_expired_token_needs_the_client(authed):
     assert r.status_code == 200, describe(r)
 
 
+EXCHANGE = {"grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+            "subject_token_type": "urn:ietf:params:oauth:token-type:access_token"}
+
+
+def exchange(f, subject, scope=None, auth=None):
+    data = {**EXCHANGE, "subject_token": subject}
+    if scope is not None:
+        data["scope"] = scope
+    return requests.post(f.url + TOKEN_PATH, data=data, auth=auth, timeout=15)
+
+
+def test_token_exchange_never_widens_a_narrowed_token(authed):
+    """A token narrowed to role:writer is exchanged for one carrying no more
+    than role:writer: scope=catalog keeps it narrowed (the answer says so),
+    and a role the subject token lacks is invalid_scope, with or without the
+    client's secret (RFC 8693: the exchange is about the subject token)."""
+    f = authed.authenticate()
+    r = f.post("/management/v1/roles", json={"name": "writer"})
+    assert r.status_code == 201, describe(r)
+    r = f.post("/management/v1/roles/writer/grants",
+               json={"privilege": "NAMESPACE_READ", "on": {"kind": "catalog"}})
+    assert r.status_code == 201, describe(r)
+    cred = make_client(f, "both", roles=("admin", "writer"))
+    cid, secret = cred.split(":", 1)
+    narrow = client_token(f, cred, scope="role:writer")
+    assert_error(f.get("/management/v1/principals", headers=bearer(narrow)), 403,
+                 "ForbiddenException", "lacks ADMIN")
+
+    r = exchange(f, narrow, scope="catalog")
+    assert r.status_code == 200, describe(r)
+    assert r.json()["scope"] == "role:writer", describe(r)
+    fresh = r.json()["access_token"]
+    assert_error(f.get("/management/v1/principals", headers=bearer(fresh)), 403,
+                 "ForbiddenException", "lacks ADMIN")
+    assert f.get("/v1/namespaces", headers=bearer(fresh)).status_code == 200
+    # No scope at all keeps the subject token's scope too.
+    r = exchange(f, narrow)
+    assert r.status_code == 200 and r.json()["scope"] == "role:writer", describe(r)
+
+    for auth in (None, (cid, secret)):
+        for scope in ("role:admin", "role:writer role:admin"):
+            r = exchange(f, narrow, scope=scope, auth=auth)
+            assert r.status_code == 400, describe(r)
+            assert r.json()["error"] == "invalid_scope", describe(r)
+            assert "role:writer" in r.json()["error_description"], describe(r)
+            assert "admin" in r.json()["error_description"], describe(r)
+    # Narrowing stays open: a token of every role yields one of fewer.
+    wide = client_token(f, cred)
+    r = exchange(f, wide, scope="role:writer")
+    assert r.status_code == 200 and r.json()["scope"] == "role:writer", describe(r)
+    assert_error(f.get("/management/v1/principals",
+                       headers=bearer(r.json()["access_token"])), 403, "ForbiddenException")
+    r = exchange(f, wide, scope="catalog")
+    assert r.status_code == 200, describe(r)
+    assert f.get("/management/v1/principals",
+                 headers=bearer(r.json()["access_token"])).status_code == 200
+
+
 def test_token_exchange_refuses_an_actor(authed):
     token = admin_token(authed)
     r = requests.post(authed.url + TOKEN_PATH, timeout=15, data={
