@@ -52,9 +52,6 @@
 #define AUTH_DECISION_SLOTS 8192
 #define AUTH_DECISION_TTL_MS 30000
 
-/* Keys of the failure backoff table. */
-#define AUTH_BACKOFF_ENTRIES 4096
-
 long long auth_token_epoch(const json_t *claims)
 {
 	const json_t *epoch = json_object_get(claims, "epoch");
@@ -100,9 +97,9 @@ struct auth *auth_new(const struct floe_config *cfg, struct floe_error *err)
 		goto fail;
 	a->cache = tokencache_new(AUTH_CACHE_ENTRIES);
 	a->decisions = authz_cache_new(AUTH_DECISION_SLOTS, AUTH_DECISION_TTL_MS);
-	a->backoff = backoff_new(AUTH_BACKOFF_ENTRIES);
+	a->guard = guard_new();
 	a->hashes = workq_start("auth", AUTH_HASH_THREADS, AUTH_HASH_QUEUE);
-	if (a->cache == NULL || a->decisions == NULL || a->backoff == NULL || a->hashes == NULL) {
+	if (a->cache == NULL || a->decisions == NULL || a->guard == NULL || a->hashes == NULL) {
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto fail;
 	}
@@ -138,7 +135,7 @@ void auth_free(struct auth *a)
 	workq_stop(&a->hashes);
 	authz_cache_free(a->decisions);
 	oidc_free(a->oidc);
-	backoff_free(a->backoff);
+	guard_free(a->guard);
 	tokencache_free(a->cache);
 	keyring_close(a->keys);
 	free(a);

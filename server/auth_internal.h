@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "auth.h"
-#include "backoff.h"
+#include "guard.h"
 #include "keys.h"
 #include "oidc.h"
 #include "tokencache.h"
@@ -24,7 +24,7 @@ struct auth {
 	const struct floe_config *cfg;
 	struct keyring *keys;          /* floe's signing keys; NULL with --auth=none */
 	struct tokencache *cache;      /* verified tokens */
-	struct backoff *backoff;       /* failed client authentications */
+	struct guard *guard;           /* failed client authentications */
 	struct oidc *oidc;             /* the external issuer; NULL: none */
 	struct workq *hashes;          /* runs the scrypt checks of the token endpoint */
 	struct authz_cache *decisions; /* kept decisions of authorization */

@@ -109,7 +109,7 @@ struct token_job {
 	char subject_scope[AUTH_SCOPE_MAX + 1];
 	char subject_client[256];
 	long long subject_epoch; /* the exchanged token's epoch */
-	char addr_key[80];       /* "ip:ADDR" of the backoff table */
+	char addr[64];           /* the client's address, for the guard */
 };
 
 static void token_job_free(struct token_job *job)
@@ -177,21 +177,23 @@ static void token_job_run(void *arg, const struct floe_error *refused)
 		 * secret does, and is answered the same. */
 		const char *stored = found && !row.disabled ? row.secret_hash : NULL;
 		bool match = secret_verify(job->secret, strlen(job->secret), stored);
-		if (!match || (job->exchange && strcmp(row.name, job->subject_sub) != 0)) {
+		if (!match) {
 			system_release(req->pool, s);
-			backoff_fail(a->backoff, job->client_id, auth_now());
-			backoff_fail(a->backoff, job->addr_key, auth_now());
-			log_info("auth", "client authentication failed for %s rid=%s",
-				 job->client_id, req->request_id);
-			if (match)
-				oauth_error(req, 400, "invalid_grant",
-					    "The subject token is not this client's");
-			else
-				oauth_error(req, 401, "invalid_client",
-					    "Client authentication failed");
+			guard_fail(a->guard, job->client_id, job->addr, auth_now());
+			log_info("auth", "client authentication failed for %s from %s rid=%s",
+				 job->client_id, job->addr, req->request_id);
+			oauth_error(req, 401, "invalid_client", "Client authentication failed");
 			goto done;
 		}
-		backoff_clear(a->backoff, job->client_id);
+		/* The client proved its secret: whatever follows, this pair and
+		 * this address start afresh. */
+		guard_succeed(a->guard, job->client_id, job->addr);
+		if (job->exchange && strcmp(row.name, job->subject_sub) != 0) {
+			system_release(req->pool, s);
+			oauth_error(req, 400, "invalid_grant",
+				    "The subject token is not this client's");
+			goto done;
+		}
 	} else if (!found || row.disabled) {
 		system_release(req->pool, s);
 		oauth_error(req, 400, "invalid_grant",
@@ -410,13 +412,9 @@ void handle_oauth_tokens(struct http_request *req)
 		(void)snprintf(job->client_id, sizeof(job->client_id), "%s", id);
 		(void)snprintf(job->secret, sizeof(job->secret), "%s", secret);
 		job->have_secret = true;
-		char addr[64] = "";
-		(void)http_client_address(req, addr, sizeof(addr));
-		(void)snprintf(job->addr_key, sizeof(job->addr_key), "ip:%s", addr);
-		long long now = auth_now();
-		long long w1 = backoff_wait(a->backoff, job->client_id, now);
-		long long w2 = backoff_wait(a->backoff, job->addr_key, now);
-		long long wait = w1 > w2 ? w1 : w2;
+		/* An address that cannot be read is one address: "". */
+		(void)http_client_address(req, job->addr, sizeof(job->addr));
+		long long wait = guard_wait(a->guard, job->client_id, job->addr, auth_now());
 		if (wait > 0) {
 			char retry[24];
 			floe_err(&err, FE_TOO_MANY_REQUESTS,

@@ -286,6 +286,68 @@ def test_failures_back_off_and_the_right_secret_waits_too(authed):
     assert "Too many failed authentications" in r.json()["error"]["message"]
 
 
+def token_from(f, source, client_id, secret):
+    """A client_credentials request sent from the loopback address source
+    (127.0.0.0/8 is all loopback, and floe listens on 127.0.0.1): (status,
+    body as JSON, headers)."""
+    import http.client
+    import urllib.parse
+    conn = http.client.HTTPConnection(f.host, f.port, timeout=30, source_address=(source, 0))
+    try:
+        conn.request("POST", TOKEN_PATH, urllib.parse.urlencode({
+            "grant_type": "client_credentials", "client_id": client_id,
+            "client_secret": secret}), {"Content-Type": FORM})
+        r = conn.getresponse()
+        return r.status, json.loads(r.read() or b"null"), dict(r.getheaders())
+    finally:
+        conn.close()
+
+
+def test_failures_elsewhere_never_lock_out_the_real_client(authed):
+    """Failures are counted per (client, address): someone guessing at the
+    admin client from one address waits there, while the admin's right
+    secret from an address that has not failed is answered, and so is
+    another client behind the failing address; a success clears the count."""
+    f = authed
+    cid, secret = admin_credential(f)
+    cred = make_client(f, "neighbour", roles=())
+    ncid, nsecret = cred.split(":", 1)
+    attacker = "127.0.0.2"
+    for _ in range(6):
+        status, body, _ = token_from(f, attacker, cid, "guess")
+        assert status == 401 and body["error"] == "invalid_client", body
+    status, body, headers = token_from(f, attacker, cid, secret)
+    assert status == 429, "the guessing pair waits, even with the right secret"
+    assert int(headers["Retry-After"]) >= 1
+    status, body, _ = token_from(f, "127.0.0.3", cid, secret)
+    assert status == 200, f"the real client on another address: {body}"
+    status, body, _ = token_from(f, attacker, ncid, nsecret)
+    assert status == 200, f"another client behind the failing address: {body}"
+
+    # A success clears the count: five failures, a success, five more, and
+    # the right secret still passes (a forgotten password, then fixed).
+    for _ in range(2):
+        for _ in range(5):
+            assert token_from(f, "127.0.0.4", cid, "typo")[0] == 401
+        status, body, _ = token_from(f, "127.0.0.4", cid, secret)
+        assert status == 200, body
+
+
+def test_an_address_spraying_client_ids_waits(authed):
+    """One address trying a secret on many client ids fails once per pair;
+    past 50 failures in a row the address waits, whichever client it names,
+    and only that address."""
+    f = authed
+    cid, secret = admin_credential(f)
+    for i in range(51):
+        status, body, _ = token_from(f, "127.0.0.5", f"guess-{i}", "password")
+        assert status == 401, (i, body)
+    status, body, headers = token_from(f, "127.0.0.5", cid, secret)
+    assert status == 429 and int(headers["Retry-After"]) >= 1, body
+    assert body["error"]["type"] == "TooManyRequestsException", body
+    assert token_from(f, "127.0.0.6", cid, secret)[0] == 200
+
+
 def test_token_exchange_refreshes_a_token(authed):
     token = admin_token(authed)
     r = requests.post(authed.url + TOKEN_PATH, timeout=15, headers=bearer(token), data={
