@@ -465,14 +465,23 @@ static enum verdict issuer_token(struct auth *a, struct http_request *req, const
 		v = unavailable ? V_UNAVAILABLE : V_REFUSED;
 	} else {
 		/* The roles the issuer names, where floe has a role of that
-		 * name (an issuer names roles; it does not make them). */
+		 * name that the issuer may grant (an issuer names roles; it
+		 * does not make them, and never grants ADMIN). */
+		char left_out[512];
 		who->external = true;
 		if (!identity_add_roles(s, (const char *const *)roles, nroles, who->roles,
-					&who->nroles, TOKENCACHE_MAX_ROLES, err)) {
+					&who->nroles, TOKENCACHE_MAX_ROLES, left_out,
+					sizeof(left_out), err)) {
 			system_release(req->pool, s);
 			v = V_UNAVAILABLE;
 			goto done;
 		}
+		if (left_out[0] != '\0')
+			log_info(
+				"auth",
+				"the issuer's token for %s names roles it may not grant, left out: "
+				"%s (no such role, not issuer-grantable, or holding ADMIN) rid=%s",
+				name, left_out, req->request_id);
 		long long exp = (long long)json_integer_value(json_object_get(claims, "exp")) +
 				a->cfg->auth_leeway_seconds;
 		who->exp = exp < now + AUTH_RECHECK_SECONDS ? exp : now + AUTH_RECHECK_SECONDS;

@@ -175,7 +175,7 @@ const struct option_def config_options[OPT_COUNT] = {
 	[OPT_OIDC_PRINCIPAL_CLAIM] = { "oidc-principal-claim", "FLOE_OIDC_PRINCIPAL_CLAIM", "sub",
 		"The claim of an external issuer's token that names the principal" },
 	[OPT_OIDC_ROLES_CLAIM] = { "oidc-roles-claim", "FLOE_OIDC_ROLES_CLAIM", "",
-		"The claim of an external issuer's token that lists floe role names (an array of strings or a space-separated string); empty: roles come from floe's grants only" },
+		"The claim of an external issuer's token that lists floe role names (an array of strings or a space-separated string); it grants only roles marked issuer-grantable, never one holding ADMIN; empty: roles come from floe's grants only" },
 	[OPT_S3_ENDPOINT] = { "s3-endpoint", "FLOE_S3_ENDPOINT", "",
 		"With an s3:// warehouse: the S3-compatible server, https://host[:port] (or http://, unencrypted: for a server on loopback or a private network); empty: AWS's endpoint of --s3-region. Credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, else from the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, default ~/.aws/credentials)" },
 	[OPT_S3_REGION] = { "s3-region", "FLOE_S3_REGION", "us-east-1",

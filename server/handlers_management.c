@@ -381,6 +381,31 @@ void handle_mgmt_role_create(struct http_request *req)
 	json_decref(in);
 }
 
+void handle_mgmt_role_update(struct http_request *req)
+{
+	struct floe_error err;
+	json_t *in = NULL;
+	char *role = NULL;
+	bool changed = false;
+	struct store *s;
+
+	floe_error_clear(&err);
+	s = mgmt_open(req);
+	if (s == NULL)
+		return;
+	json_t *out = NULL;
+	struct table_env env = handler_env(req);
+	if (mgmt_param(req, "role", &role, &err) && http_body_json(req, &in, &err))
+		out = mgmt_role_update(s, &env, role, in, &changed, &err);
+	handler_release(req, s);
+	/* The issuers' tokens resolved with the old mark are forgotten. */
+	if (changed)
+		mgmt_cache_clear(req);
+	handler_answer(req, 200, out, &err);
+	json_decref(in);
+	free(role);
+}
+
 void handle_mgmt_role_list(struct http_request *req)
 {
 	mgmt_list(req, mgmt_role_list);

@@ -17,6 +17,7 @@ void handle_mgmt_principal_rotate(struct http_request *req);
 void handle_mgmt_principal_privileges(struct http_request *req);
 void handle_mgmt_role_create(struct http_request *req);
 void handle_mgmt_role_list(struct http_request *req);
+void handle_mgmt_role_update(struct http_request *req);
 void handle_mgmt_role_delete(struct http_request *req);
 void handle_mgmt_member_add(struct http_request *req);
 void handle_mgmt_member_remove(struct http_request *req);

@@ -110,6 +110,7 @@ static const struct route routes[] = {
 	  false },
 	{ "POST", "/management/v1/roles", handle_mgmt_role_create, false },
 	{ "GET", "/management/v1/roles", handle_mgmt_role_list, false },
+	{ "PATCH", "/management/v1/roles/{role}", handle_mgmt_role_update, false },
 	{ "DELETE", "/management/v1/roles/{role}", handle_mgmt_role_delete, false },
 	{ "PUT", "/management/v1/roles/{role}/members/{principal}", handle_mgmt_member_add, false },
 	{ "DELETE", "/management/v1/roles/{role}/members/{principal}", handle_mgmt_member_remove,
