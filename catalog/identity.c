@@ -101,6 +101,12 @@ bool identity_add_roles(struct store *s, const char *const *names, size_t nnames
 	return true;
 }
 
+bool identity_upgrade_secret(struct store *s, long long id, const char *old_hash,
+			     const char *new_hash, bool *done, struct floe_error *err)
+{
+	return store_principal_upgrade_secret(s, id, old_hash, new_hash, done, err);
+}
+
 bool identity_count(struct store *s, long long *n, struct floe_error *err)
 {
 	return store_principal_count(s, n, err);

@@ -48,6 +48,13 @@ bool identity_add_roles(struct store *s, const char *const *names, size_t nnames
 			size_t *n, size_t max, char *left_out, size_t left_out_len,
 			struct floe_error *err) FLOE_WUR;
 
+/* Stores new_hash, another form of the same secret, in place of
+ * old_hash for principal id (the token endpoint upgrading a slow hash of
+ * a random secret to the keyed one); *done false when another change
+ * came first. Its tokens stay valid. */
+bool identity_upgrade_secret(struct store *s, long long id, const char *old_hash,
+			     const char *new_hash, bool *done, struct floe_error *err) FLOE_WUR;
+
 /* Sets *n to the number of principals. */
 bool identity_count(struct store *s, long long *n, struct floe_error *err) FLOE_WUR;
 

@@ -122,6 +122,17 @@ fail:
 	return NULL;
 }
 
+void auth_use_secret_key(struct auth *a, const struct secret_key *k)
+{
+	a->secret_key = *k;
+	a->have_secret_key = true;
+}
+
+const struct secret_key *auth_secret_key(const struct auth *a)
+{
+	return a != NULL && a->have_secret_key ? &a->secret_key : NULL;
+}
+
 void auth_forget_vended(struct auth *a, struct vend *v)
 {
 	a->vended = v;
@@ -133,6 +144,7 @@ void auth_free(struct auth *a)
 		return;
 	auth_watch_stop(a);
 	workq_stop(&a->hashes);
+	secret_key_clear(&a->secret_key);
 	authz_cache_free(a->decisions);
 	oidc_free(a->oidc);
 	guard_free(a->guard);
@@ -211,7 +223,10 @@ bool auth_bootstrap(struct auth *a, struct store *s, struct floe_error *err)
 			       cfg->admin_credential);
 		(void)snprintf(secret, sizeof(secret), "%s", colon + 1);
 	}
-	hash = secret_hash(secret, strlen(secret));
+	/* A generated secret is random: the keyed hash. One given by the
+	 * operator may be anything: scrypt, unless it has the generated
+	 * shape. */
+	hash = secret_hash_for(auth_secret_key(a), secret, strlen(secret));
 	if (hash == NULL) {
 		OPENSSL_cleanse(secret, sizeof(secret));
 		return floe_err(err, FE_INTERNAL, "cannot hash the admin secret");

@@ -145,7 +145,7 @@ const struct option_def config_options[OPT_COUNT] = {
 	[OPT_HOOK_ALLOW] = { "hook-allow", "FLOE_HOOK_ALLOW", "",
 		"Comma-separated hosts and networks (address or address/prefix) audit hooks may reach although they are loopback, private, link-local, CGNAT, unique-local or otherwise internal; empty: none" },
 	[OPT_HOOK_SECRETS_KEY] = { "hook-secrets-key", "FLOE_HOOK_SECRETS_KEY", "",
-		"File holding the 32-byte key that seals audit hook secrets at rest (AES-256-GCM), mode 0600, owned by floe's user; it must exist. Replicas with separate data directories must share one key. Empty: <data dir>/auth/hook-secrets.key, made on the first start" },
+		"File holding the 32-byte key that seals audit hook secrets at rest (AES-256-GCM) and keys the hashes of floe's client secrets, mode 0600, owned by floe's user; it must exist. Replicas with separate data directories must share one key. Empty: <data dir>/auth/hook-secrets.key, made on the first start" },
 	[OPT_AUDIT_SIGNING_KEY] = { "audit-signing-key", "FLOE_AUDIT_SIGNING_KEY", "",
 		"File holding the Ed25519 private key (PEM, mode 0600, owned by floe's user) that signs checkpoints of the audit log's hash chain; keep it out of the database's reach. Make one with: openssl genpkey -algorithm ed25519 -out FILE. Empty: no checkpoints are signed (the chain is still kept and verified)" },
 	[OPT_AUDIT_CHECKPOINT_INTERVAL] = { "audit-checkpoint-interval-seconds", "FLOE_AUDIT_CHECKPOINT_INTERVAL_SECONDS", "300",

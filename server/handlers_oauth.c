@@ -6,9 +6,11 @@
  *
  * 400 and 401 answers carry the OAuth2 error body of RFC 6749 section 5.2
  * (Java's and PyIceberg's clients read that one for those codes); 429 and
- * 503 the Iceberg error body. The scrypt check of a secret (32 MiB, about
- * a tenth of a second) runs on the hashing queue of its own, never on an
- * HTTP worker; a full queue answers 503 at once.
+ * 503 the Iceberg error body. The check of a secret runs on the hashing
+ * queue of its own, never on an HTTP worker (an operator's secret is still
+ * checked by scrypt: 32 MiB, about a tenth of a second); a full queue
+ * answers 503 at once. Failures back off per client and address
+ * (auth/guard.h).
  */
 #include "auth_internal.h"
 
@@ -140,6 +142,28 @@ static void answer_token(struct http_request *req, struct auth *a,
 	free(token);
 }
 
+/* A random secret still under scrypt, just proved: stores its keyed hash
+ * instead, so that its next grants cost microseconds. A failure only
+ * leaves the slow hash in place. */
+static void upgrade_secret(struct store *s, const struct principal_row *row,
+			   const struct secret_key *key, const char *secret, const char *rid)
+{
+	struct floe_error err;
+	bool done = false;
+	char *hash = secret_hash_keyed(key, secret, strlen(secret));
+
+	floe_error_clear(&err);
+	if (hash == NULL)
+		return;
+	if (!identity_upgrade_secret(s, row->id, row->secret_hash, hash, &done, &err))
+		log_warn("auth", "the secret of %s stays under scrypt: %s rid=%s", row->name,
+			 err.message, rid);
+	else if (done)
+		log_info("auth", "the secret of %s is now checked by its keyed hash rid=%s",
+			 row->name, rid);
+	free(hash);
+}
+
 static void token_job_run(void *arg, const struct floe_error *refused)
 {
 	struct token_job *job = arg;
@@ -174,9 +198,29 @@ static void token_job_run(void *arg, const struct floe_error *refused)
 	}
 	if (job->have_secret) {
 		/* An unknown client or a disabled one spends the time a wrong
-		 * secret does, and is answered the same. */
+		 * secret of a floe client does, and is answered the same. */
 		const char *stored = found && !row.disabled ? row.secret_hash : NULL;
-		bool match = secret_verify(job->secret, strlen(job->secret), stored);
+		const struct secret_key *key = auth_secret_key(a);
+		char other[SECRET_KEY_ID_LEN + 1] = "";
+		bool rehash = false;
+		enum secret_verdict verdict = secret_check(key, job->secret, strlen(job->secret),
+							   stored, other, &rehash);
+		if (verdict == SECRET_OTHER_KEY) {
+			/* Not the client's failure: floe cannot decide. */
+			system_release(req->pool, s);
+			log_error(
+				"auth",
+				"the secret of client %s was hashed under key %s; this floe has key "
+				"%s (derived from --hook-secrets-key): every floe of a catalog needs "
+				"the same key file rid=%s",
+				job->client_id, other, key != NULL ? key->id : "none",
+				req->request_id);
+			oauth_error(req, 401, "invalid_client", "Client authentication failed");
+			goto done;
+		}
+		bool match = verdict == SECRET_MATCH;
+		if (match && rehash)
+			upgrade_secret(s, &row, key, job->secret, req->request_id);
 		if (!match) {
 			system_release(req->pool, s);
 			guard_fail(a->guard, job->client_id, job->addr, auth_now());

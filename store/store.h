@@ -828,6 +828,13 @@ bool store_principal_set_disabled(struct store *s, const char *name, bool disabl
 bool store_principal_set_secret(struct store *s, const char *name, const char *secret_hash,
 				bool *found, struct floe_error *err) FLOE_WUR;
 
+/* Replaces principal id's secret hash old_hash by new_hash, another form
+ * of the same secret, leaving its tokens valid; *done false when the
+ * stored hash is no longer old_hash (a rotation came first). */
+bool store_principal_upgrade_secret(struct store *s, long long id, const char *old_hash,
+				    const char *new_hash, bool *done,
+				    struct floe_error *err) FLOE_WUR;
+
 /* How many principals there are. */
 bool store_principal_count(struct store *s, long long *n, struct floe_error *err) FLOE_WUR;
 

@@ -144,6 +144,9 @@ def test_provisioned_admin_credential_writes_no_file(floe_factory, postgres):
     r = get_token(f, "ops", "provisioned-secret-0123456789")
     assert r.status_code == 200, describe(r)
     assert "provisioned-secret" not in f.log()
+    # An operator's secret may be low-entropy: it stays under scrypt.
+    assert sql(f, "SELECT secret_hash FROM principals WHERE client_id = 'ops'")[0][0].startswith(
+        "scrypt$32768$8$1$")
 
 
 def test_auth_none_is_refused_off_loopback():
@@ -346,6 +349,55 @@ def test_an_address_spraying_client_ids_waits(authed):
     assert status == 429 and int(headers["Retry-After"]) >= 1, body
     assert body["error"]["type"] == "TooManyRequestsException", body
     assert token_from(f, "127.0.0.6", cid, secret)[0] == 200
+
+
+def stored_hash(f, name):
+    return sql(f, "SELECT secret_hash FROM principals WHERE name = %s", name)[0][0]
+
+
+def test_floes_secrets_are_checked_by_a_keyed_hash(authed):
+    """A secret floe made (the first start's, a new client's) is stored as
+    an HMAC under a key outside the database; a random secret still under
+    scrypt is upgraded by its first grant, its tokens kept; a secret that
+    may be low-entropy stays under scrypt; a hash under another key is
+    refused and logged, never taken for a wrong secret."""
+    import base64
+    import hashlib
+    import secrets
+    f = authed.authenticate()
+    assert stored_hash(f, "admin").startswith("hmac-sha256$"), stored_hash(f, "admin")
+    r = f.post("/management/v1/principals", json={"name": "svc", "kind": "client"})
+    assert r.status_code == 201, describe(r)
+    cid, secret = r.json()["credential"].split(":", 1)
+    assert stored_hash(f, "svc").startswith("hmac-sha256$")
+    assert secret not in stored_hash(f, "svc")
+    assert get_token(f, cid, secret).status_code == 200
+    assert get_token(f, cid, secret + "x").status_code == 401
+
+    # Made by an older floe: scrypt of a random secret, upgraded on use.
+    random_secret = base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
+    cred = make_client(f, "legacy", roles=("admin",), secret=random_secret)
+    old = stored_hash(f, "legacy")
+    assert old.startswith("scrypt$")
+    token = client_token(f, cred)
+    new = stored_hash(f, "legacy")
+    assert new.startswith("hmac-sha256$") and new.split("$")[1] == stored_hash(f, "admin").split("$")[1]
+    assert "is now checked by its keyed hash" in f.log()
+    assert f.get("/v1/namespaces", headers=bearer(token)).status_code == 200, "tokens stay"
+    assert get_token(f, "legacy", random_secret).status_code == 200
+    assert get_token(f, "legacy", random_secret[:-1] + "A").status_code == 401
+    # A chosen secret stays slow.
+    cred = make_client(f, "chosen", roles=(), secret="hunter2-but-longer")
+    client_token(f, cred)
+    assert stored_hash(f, "chosen").startswith("scrypt$")
+
+    # A hash under another key cannot be decided: refused, and the log says why.
+    mac = base64.urlsafe_b64encode(hashlib.sha256(b"x").digest()).rstrip(b"=").decode()
+    sql(f, "UPDATE principals SET secret_hash = %s WHERE name = 'svc'",
+        f"hmac-sha256$0123456789abcdef${mac}")
+    r = get_token(f, cid, secret)
+    assert r.status_code == 401 and r.json()["error"] == "invalid_client", describe(r)
+    assert "hashed under key 0123456789abcdef" in f.log()
 
 
 def test_token_exchange_refreshes_a_token(authed):

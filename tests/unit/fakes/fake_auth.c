@@ -254,6 +254,26 @@ bool store_principal_set_secret(struct store *s, const char *name, const char *s
 			     secret_hash ? json_string(secret_hash) : json_null(), found, err);
 }
 
+bool store_principal_upgrade_secret(struct store *s, long long id, const char *old_hash,
+				    const char *new_hash, bool *done, struct floe_error *err)
+{
+	size_t i;
+	json_t *p;
+
+	(void)s;
+	*done = false;
+	if (fake_fault_due(__func__, err, NULL))
+		return false;
+	json_array_foreach(list("principals"), i, p) {
+		if (json_integer_value(json_object_get(p, "id")) == id &&
+		    same(str(p, "secret_hash"), old_hash)) {
+			json_object_set_new(p, "secret_hash", json_string(new_hash));
+			*done = true;
+		}
+	}
+	return true;
+}
+
 bool store_principal_count(struct store *s, long long *n, struct floe_error *err)
 {
 	(void)s;
