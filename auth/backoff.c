@@ -15,7 +15,7 @@
 #include "lrumap.h"
 
 /* Counting stops here: the wait is at its cap long before. */
-#define BACKOFF_COUNT_MAX 1000
+#define BACKOFF_COUNT_MAX (BACKOFF_FREE_MAX + 1000)
 
 struct backoff_series {
 	int failures;
@@ -24,7 +24,8 @@ struct backoff_series {
 };
 
 struct backoff {
-	EVP_MD *sha256; /* fetched once, not on every digest */
+	EVP_MD *sha256;    /* fetched once, not on every digest */
+	int free_failures; /* of a series, imposing no wait */
 	pthread_mutex_t lock;
 	struct lrumap *map;
 	struct backoff_series *series; /* by slot */
@@ -32,13 +33,20 @@ struct backoff {
 
 struct backoff *backoff_new(size_t capacity)
 {
+	return backoff_new_with(capacity, BACKOFF_FREE_FAILURES);
+}
+
+struct backoff *backoff_new_with(size_t capacity, int free_failures)
+{
 	struct backoff *b = NULL;
 
-	if (capacity == 0 || capacity > LRUMAP_MAX_CAPACITY)
+	if (capacity == 0 || capacity > LRUMAP_MAX_CAPACITY || free_failures < 1 ||
+	    free_failures > BACKOFF_FREE_MAX)
 		return NULL;
 	b = calloc(1, sizeof(*b));
 	if (b == NULL)
 		return NULL;
+	b->free_failures = free_failures;
 	b->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
 	b->map = lrumap_new((uint32_t)capacity);
 	b->series = calloc(capacity, sizeof(*b->series));
@@ -80,9 +88,9 @@ static bool backoff_over(const struct backoff_series *s, long long now)
 }
 
 /* The wait the n-th failure of a series imposes. */
-static long long backoff_delay(int n)
+static long long backoff_delay(const struct backoff *b, int n)
 {
-	int e = n - BACKOFF_FREE_FAILURES;
+	int e = n - b->free_failures;
 
 	if (e <= 0)
 		return 0;
@@ -140,7 +148,7 @@ long long backoff_fail(struct backoff *b, const char *key, long long now)
 	if (s->failures < BACKOFF_COUNT_MAX)
 		s->failures++;
 	s->last = now;
-	wait = backoff_delay(s->failures);
+	wait = backoff_delay(b, s->failures);
 	if (wait > 0)
 		s->until = now + wait;
 	(void)pthread_mutex_unlock(&b->lock);

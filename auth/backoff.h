@@ -1,13 +1,14 @@
 /*
- * backoff.h - failed authentication attempts, counted per key (a client
- * id, or "ip:" and the source address) in a bounded table, and the wait
- * they impose. What counts as a failure and what a refused attempt is
+ * backoff.h - failed authentication attempts, counted per key (any
+ * string: guard.h uses a client id with an address, and an address) in a
+ * bounded table, and the wait they impose. What counts as a failure and what a refused attempt is
  * answered with (429 and Retry-After) is the caller's business.
  *
  * The policy: failures form a series while each comes within a minute
  * (BACKOFF_WINDOW_S) of the previous one, or of the end of the wait the
- * previous one imposed; a quiet minute ends the series. From the sixth
- * failure of a series on, each failure imposes a wait of 2^(n-5)
+ * previous one imposed; a quiet minute ends the series. The first F
+ * failures of a series are free (F: BACKOFF_FREE_FAILURES, or the table's
+ * own number); from failure F+1 on, each imposes a wait of 2^(n-F)
  * seconds (n its number in the series: 2, 4, 8, ...), at most
  * BACKOFF_MAX_WAIT_S. A success clears the key. The caller refuses an
  * attempt while backoff_wait answers more than 0, without checking the
@@ -30,6 +31,7 @@
 
 #define BACKOFF_CAPACITY 4096
 #define BACKOFF_FREE_FAILURES 5 /* a series' failures that impose no wait */
+#define BACKOFF_FREE_MAX 500
 #define BACKOFF_WINDOW_S 60
 #define BACKOFF_MAX_WAIT_S 300
 
@@ -39,12 +41,17 @@ struct backoff;
  * at least 1), or NULL when out of memory. */
 struct backoff *backoff_new(size_t capacity) FLOE_WUR;
 
+/* The same with free_failures free failures a series (1 to
+ * BACKOFF_FREE_MAX) instead of BACKOFF_FREE_FAILURES; NULL when out of
+ * bounds. */
+struct backoff *backoff_new_with(size_t capacity, int free_failures) FLOE_WUR;
+
 /* Seconds key must still wait at now before it may try again; 0: it may
  * try. A key whose series is over is forgotten. */
 long long backoff_wait(struct backoff *b, const char *key, long long now);
 
 /* Counts a failure of key at now. Returns the wait it imposes (0 for the
- * first five of a series). */
+ * free failures of a series). */
 long long backoff_fail(struct backoff *b, const char *key, long long now);
 
 /* Forgets key (a success). */

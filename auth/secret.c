@@ -1,6 +1,6 @@
 /*
  * secret.c - generating, hashing and checking client secrets (secret.h)
- * with OpenSSL's scrypt and random source.
+ * with OpenSSL's scrypt, HMAC and random source.
  */
 #include "secret.h"
 
@@ -10,6 +10,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include "b64url.h"
@@ -167,4 +168,141 @@ bool secret_verify(const char *secret, size_t len, const char *stored)
 		ok = CRYPTO_memcmp(got, want, wantlen) == 0;
 	OPENSSL_cleanse(got, sizeof(got));
 	return ok;
+}
+
+/* --- the keyed form --- */
+
+#define SECRET_KEYED_PREFIX "hmac-sha256$"
+#define SECRET_KEYED_PREFIX_LEN 12
+#define SECRET_KEY_INFO "floe client secret hmac-sha256 v1"
+
+bool secret_key_derive(const unsigned char *master, size_t len, struct secret_key *k)
+{
+	unsigned char info[sizeof(SECRET_KEY_INFO)];
+	unsigned char digest[32];
+	unsigned int outlen = 0;
+	static const char digits[] = "0123456789abcdef";
+
+	if (len < SECRET_KEY_LEN || len > INT32_MAX)
+		return false;
+	/* HKDF-Expand for one block: T(1) = HMAC(PRK, info || 0x01). */
+	memcpy(info, SECRET_KEY_INFO, sizeof(SECRET_KEY_INFO) - 1);
+	info[sizeof(SECRET_KEY_INFO) - 1] = 0x01;
+	if (HMAC(EVP_sha256(), master, (int)len, info, sizeof(info), k->key, &outlen) == NULL ||
+	    outlen != SECRET_KEY_LEN ||
+	    EVP_Digest(k->key, SECRET_KEY_LEN, digest, NULL, EVP_sha256(), NULL) != 1) {
+		OPENSSL_cleanse(k->key, sizeof(k->key));
+		return false;
+	}
+	for (size_t i = 0; i < SECRET_KEY_ID_LEN / 2; i++) {
+		k->id[2 * i] = digits[digest[i] >> 4];
+		k->id[2 * i + 1] = digits[digest[i] & 15];
+	}
+	k->id[SECRET_KEY_ID_LEN] = '\0';
+	return true;
+}
+
+void secret_key_clear(struct secret_key *k)
+{
+	OPENSSL_cleanse(k, sizeof(*k));
+}
+
+bool secret_is_generated(const char *secret, size_t len)
+{
+	unsigned char raw[SECRET_MAX_BYTES];
+	size_t n = 0;
+	bool ok = len == SECRET_RANDOM_LEN && b64url_decode_into(secret, len, raw, &n) && n == 32;
+
+	OPENSSL_cleanse(raw, sizeof(raw));
+	return ok;
+}
+
+/* HMAC-SHA256 of secret under k into mac. */
+static bool secret_mac(const struct secret_key *k, const char *secret, size_t len,
+		       unsigned char mac[SECRET_HASH_LEN])
+{
+	unsigned int outlen = 0;
+
+	return HMAC(EVP_sha256(), k->key, SECRET_KEY_LEN,
+		    len > 0 ? (const unsigned char *)secret : (const unsigned char *)"", len, mac,
+		    &outlen) != NULL &&
+	       outlen == SECRET_HASH_LEN;
+}
+
+char *secret_hash_keyed(const struct secret_key *k, const char *secret, size_t len)
+{
+	unsigned char mac[SECRET_HASH_LEN];
+	char mac64[SECRET_HASH_LEN * 2];
+	char *out = NULL;
+
+	if (!secret_mac(k, secret, len, mac))
+		goto done;
+	(void)b64url_encode_into(mac, sizeof(mac), mac64);
+	out = malloc(SECRET_STORED_MAX);
+	if (out != NULL)
+		(void)snprintf(out, SECRET_STORED_MAX, SECRET_KEYED_PREFIX "%s$%s", k->id, mac64);
+done:
+	OPENSSL_cleanse(mac, sizeof(mac));
+	return out;
+}
+
+char *secret_hash_for(const struct secret_key *k, const char *secret, size_t len)
+{
+	if (k != NULL && secret_is_generated(secret, len))
+		return secret_hash_keyed(k, secret, len);
+	return secret_hash(secret, len);
+}
+
+/* A keyed stored form's key id (into id) and mac; false when stored is
+ * not one. */
+static bool secret_read_keyed(const char *stored, char id[SECRET_KEY_ID_LEN + 1],
+			      unsigned char mac[SECRET_HASH_LEN])
+{
+	const char *s = stored + SECRET_KEYED_PREFIX_LEN;
+	size_t n = 0;
+
+	if (strnlen(s, SECRET_STORED_MAX) != SECRET_KEY_ID_LEN + 1 + 43 ||
+	    s[SECRET_KEY_ID_LEN] != '$')
+		return false;
+	for (size_t i = 0; i < SECRET_KEY_ID_LEN; i++) {
+		char c = s[i];
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return false;
+		id[i] = c;
+	}
+	id[SECRET_KEY_ID_LEN] = '\0';
+	return b64url_decode_into(s + SECRET_KEY_ID_LEN + 1, 43, mac, &n) && n == SECRET_HASH_LEN;
+}
+
+enum secret_verdict secret_check(const struct secret_key *k, const char *secret, size_t len,
+				 const char *stored, char other_id[SECRET_KEY_ID_LEN + 1],
+				 bool *rehash)
+{
+	unsigned char want[SECRET_MAX_BYTES];
+	unsigned char got[SECRET_HASH_LEN];
+	char id[SECRET_KEY_ID_LEN + 1];
+	enum secret_verdict v = SECRET_MISMATCH;
+
+	if (rehash != NULL)
+		*rehash = false;
+	if (stored == NULL || strncmp(stored, SECRET_KEYED_PREFIX, SECRET_KEYED_PREFIX_LEN) == 0) {
+		bool read = stored != NULL && secret_read_keyed(stored, id, want);
+		if (read && (k == NULL || strcmp(id, k->id) != 0)) {
+			if (other_id != NULL)
+				(void)snprintf(other_id, SECRET_KEY_ID_LEN + 1, "%s", id);
+			v = SECRET_OTHER_KEY;
+		} else if (k != NULL && secret_mac(k, secret, len, got)) {
+			/* An unknown client, or a form not read, spends the
+			 * same HMAC and matches nothing. */
+			if (read && CRYPTO_memcmp(got, want, SECRET_HASH_LEN) == 0)
+				v = SECRET_MATCH;
+		}
+	} else if (secret_verify(secret, len, stored)) {
+		v = SECRET_MATCH;
+		if (rehash != NULL)
+			*rehash = k != NULL && secret_is_generated(secret, len);
+	}
+	OPENSSL_cleanse(got, sizeof(got));
+	OPENSSL_cleanse(want, sizeof(want));
+	return v;
 }

@@ -3,6 +3,7 @@
  */
 #include "identity.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,28 +62,49 @@ bool identity_external(struct store *s, const char *name, struct principal_row *
 }
 
 bool identity_add_roles(struct store *s, const char *const *names, size_t nnames, int64_t *ids,
-			size_t *n, size_t max, struct floe_error *err)
+			size_t *n, size_t max, char *left_out, size_t left_out_len,
+			struct floe_error *err)
 {
 	struct role_row *rows = NULL;
 	size_t count = 0;
-	bool more = false;
+	size_t used = 0;
 
+	if (left_out_len > 0)
+		left_out[0] = '\0';
 	if (nnames == 0)
 		return true;
-	if (!store_role_list(s, NULL, -1, &rows, &count, &more, err))
+	/* Only the roles an issuer may grant are read: a name of any other
+	 * role, ADMIN's first, is left out as an unknown name is. */
+	if (!store_role_list_issuer_grantable(s, &rows, &count, err))
 		return false;
-	for (size_t i = 0; i < count; i++) {
-		bool named = false;
-		bool held = false;
-		for (size_t j = 0; j < nnames && !named; j++)
-			named = strcmp(rows[i].name, names[j]) == 0;
-		for (size_t j = 0; j < *n && !held; j++)
-			held = ids[j] == rows[i].id;
-		if (named && !held && *n < max)
-			ids[(*n)++] = rows[i].id;
+	for (size_t j = 0; j < nnames; j++) {
+		bool granted = false;
+		for (size_t i = 0; i < count && !granted; i++) {
+			if (strcmp(rows[i].name, names[j]) != 0)
+				continue;
+			granted = true;
+			bool held = false;
+			for (size_t k = 0; k < *n && !held; k++)
+				held = ids[k] == rows[i].id;
+			if (!held && *n < max)
+				ids[(*n)++] = rows[i].id;
+		}
+		if (granted || used + 1 >= left_out_len)
+			continue;
+		int w = snprintf(left_out + used, left_out_len - used, "%s%s", used > 0 ? ", " : "",
+				 names[j]);
+		if (w > 0)
+			used += (size_t)w < left_out_len - used ? (size_t)w
+								: left_out_len - used - 1;
 	}
 	store_role_rows_free(rows, count);
 	return true;
+}
+
+bool identity_upgrade_secret(struct store *s, long long id, const char *old_hash,
+			     const char *new_hash, bool *done, struct floe_error *err)
+{
+	return store_principal_upgrade_secret(s, id, old_hash, new_hash, done, err);
 }
 
 bool identity_count(struct store *s, long long *n, struct floe_error *err)

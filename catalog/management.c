@@ -328,7 +328,35 @@ static json_t *role_json(const void *row)
 {
 	const struct role_row *r = row;
 
-	return json_pack("{s:s, s:s}", "name", r->name, "created-at", r->created_at);
+	return json_pack("{s:s, s:s, s:b}", "name", r->name, "created-at", r->created_at,
+			 "issuer-grantable", r->issuer_grantable);
+}
+
+/* The body's "issuer-grantable" into *grantable (absent: *present false);
+ * FE_BAD_REQUEST when it is not a boolean. */
+static bool issuer_grantable_field(const json_t *body, bool *grantable, bool *present,
+				   struct floe_error *err)
+{
+	const json_t *v = json_object_get(body, "issuer-grantable");
+
+	*present = v != NULL;
+	*grantable = false;
+	if (v == NULL)
+		return true;
+	if (!json_is_boolean(v))
+		return floe_err(err, FE_BAD_REQUEST, "field 'issuer-grantable' must be a boolean");
+	*grantable = json_is_true(v);
+	return true;
+}
+
+/* Under the role's row lock: an issuer's claim would grant ADMIN. */
+static bool refuse_admin_to_issuer(const char *role, struct floe_error *err)
+{
+	return floe_err(err, FE_BAD_REQUEST,
+			"Role %s is issuer-grantable: ADMIN is never granted by an external "
+			"issuer's claim, so it cannot be granted to a role a claim may name; set "
+			"issuer-grantable to false first",
+			role);
 }
 
 /* Whether role exists: FE_NO_SUCH_ROLE when not. */
@@ -350,20 +378,28 @@ json_t *mgmt_role_create(struct store *s, const struct table_env *env, const jso
 {
 	const char *name = json_string_value(json_object_get(body, "name"));
 	long long id = 0;
+	bool grantable = false;
+	bool present = false;
+	bool found = false;
 	bool ok;
 
 	if (name == NULL)
 		return floe_err(err, FE_BAD_REQUEST, "field 'name' must be a string"), NULL;
-	if (!mgmt_name_check("role", name, err) || !store_begin(s, err))
+	if (!mgmt_name_check("role", name, err) ||
+	    !issuer_grantable_field(body, &grantable, &present, err) || !store_begin(s, err))
 		return NULL;
 	ok = store_role_insert(s, name, &id, err);
 	if (!ok && err->kind == FE_ALREADY_EXISTS)
 		floe_err(err, FE_ALREADY_EXISTS, "Role already exists: %s", name);
+	/* A new role holds no grant, so it may be marked at once. */
+	if (ok && grantable)
+		ok = store_role_set_issuer_grantable(s, name, true, &found, err);
 	ok = ok &&
-	     mgmt_event(s, env, "role.created", NULL, NULL, json_pack("{s:s}", "role", name), err);
+	     mgmt_event(s, env, "role.created", NULL, NULL,
+			json_pack("{s:s, s:b}", "role", name, "issuer-grantable", grantable), err);
 	if (!mgmt_finish(s, ok, err))
 		return NULL;
-	json_t *out = json_pack("{s:s}", "name", name);
+	json_t *out = json_pack("{s:s, s:b}", "name", name, "issuer-grantable", grantable);
 	if (out == NULL)
 		floe_err(err, FE_INTERNAL, "out of memory");
 	return out;
@@ -406,6 +442,69 @@ bool mgmt_role_delete(struct store *s, const struct table_env *env, const char *
 	ok = ok &&
 	     mgmt_event(s, env, "role.deleted", NULL, NULL, json_pack("{s:s}", "role", role), err);
 	return mgmt_finish(s, ok, err);
+}
+
+json_t *mgmt_role_update(struct store *s, const struct table_env *env, const char *role,
+			 const json_t *body, bool *changed, struct floe_error *err)
+{
+	struct role_row row;
+	bool grantable = false;
+	bool present = false;
+	bool found = false;
+	bool holds = false;
+	const char *key = NULL;
+	json_t *value = NULL;
+	json_t *out = NULL;
+	bool ok;
+
+	*changed = false;
+	memset(&row, 0, sizeof(row));
+	json_object_foreach((json_t *)body, key, value) {
+		if (strcmp(key, "issuer-grantable") != 0)
+			return floe_err(err, FE_BAD_REQUEST,
+					"Unknown field '%.64s': a role's issuer-grantable is all "
+					"that can be changed",
+					key),
+			       NULL;
+	}
+	if (!issuer_grantable_field(body, &grantable, &present, err))
+		return NULL;
+	if (!present)
+		return floe_err(err, FE_BAD_REQUEST, "field 'issuer-grantable' is required"), NULL;
+	if (!store_begin(s, err))
+		return NULL;
+	ok = store_role_lock(s, role, &row, &found, err);
+	if (ok && !found)
+		ok = no_such_role(role, err);
+	if (ok && grantable && !row.issuer_grantable) {
+		ok = store_role_holds_admin(s, role, &holds, err);
+		if (ok && holds)
+			ok = floe_err(err, FE_BAD_REQUEST,
+				      "Role %s holds ADMIN: a role holding ADMIN cannot be "
+				      "issuer-grantable, since an external issuer's claim never "
+				      "grants ADMIN",
+				      role);
+	}
+	if (ok && grantable != row.issuer_grantable) {
+		ok = store_role_set_issuer_grantable(s, role, grantable, &found, err) &&
+		     mgmt_event(s, env, "role.updated", NULL, NULL,
+				json_pack("{s:s, s:b}", "role", role, "issuer-grantable",
+					  grantable),
+				err);
+		*changed = ok;
+		row.issuer_grantable = grantable;
+	}
+	if (ok) {
+		out = role_json(&row);
+		ok = out != NULL || floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	store_role_row_clear(&row);
+	if (!mgmt_finish(s, ok, err)) {
+		*changed = false;
+		json_decref(out);
+		return NULL;
+	}
+	return out;
 }
 
 /* Whether principal (id) holds role. */
@@ -598,7 +697,15 @@ json_t *mgmt_grant_set(struct store *s, const struct table_env *env, const char 
 		ident_ns_clear(&obj.ns);
 		return NULL;
 	}
-	ok = role_exists(s, role, err);
+	struct role_row row;
+	bool found = false;
+	memset(&row, 0, sizeof(row));
+	ok = store_role_lock(s, role, &row, &found, err);
+	if (ok && !found)
+		ok = no_such_role(role, err);
+	if (ok && add && row.issuer_grantable && strcmp(privilege, "ADMIN") == 0)
+		ok = refuse_admin_to_issuer(role, err);
+	store_role_row_clear(&row);
 	if (ok && add)
 		ok = store_grant_insert(s, role, privilege, obj.on, ns, obj.table, &done, err) ||
 		     grant_word_error(s, role, &obj, err);

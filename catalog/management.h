@@ -67,9 +67,18 @@ bool mgmt_rotate_check(struct store *s, const char *name, struct floe_error *err
 json_t *mgmt_principal_rotate(struct store *s, const struct table_env *env, const char *name,
 			      const char *secret_hash, struct floe_error *err) FLOE_WUR;
 
-/* POST /roles {"name"}: the role with its role.created event. */
+/* POST /roles {"name", "issuer-grantable"?}: the role {"name",
+ * "issuer-grantable"} with its role.created event. */
 json_t *mgmt_role_create(struct store *s, const struct table_env *env, const json_t *body,
 			 struct floe_error *err) FLOE_WUR;
+
+/* PATCH /roles/{role} {"issuer-grantable": bool}: the role {"name",
+ * "created-at", "issuer-grantable"}, with role.updated when it changed
+ * (*changed; the same value changes and records nothing). Marking a role
+ * that holds ADMIN is FE_BAD_REQUEST, as is any other field;
+ * FE_NO_SUCH_ROLE for an unknown role. */
+json_t *mgmt_role_update(struct store *s, const struct table_env *env, const char *role,
+			 const json_t *body, bool *changed, struct floe_error *err) FLOE_WUR;
 
 /* GET /roles: {"roles", "next-page-token"}. */
 json_t *mgmt_role_list(struct store *s, const char *token, const char *size,
@@ -91,7 +100,8 @@ bool mgmt_member_set(struct store *s, const struct table_env *env, const char *r
  * {"privilege", "on": {"kind", "namespace"?, "table"?}}, with grant.added
  * / grant.revoked. Answers the grant {"role", "privilege", "on"}; *changed
  * false when the role already had it (adding: nothing recorded). Revoking
- * a grant the role does not have is FE_NOT_FOUND. */
+ * a grant the role does not have is FE_NOT_FOUND; granting ADMIN to an
+ * issuer-grantable role FE_BAD_REQUEST. */
 json_t *mgmt_grant_set(struct store *s, const struct table_env *env, const char *role,
 		       const json_t *body, bool add, bool *changed,
 		       struct floe_error *err) FLOE_WUR;

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "principals.h"
 #include "router.h"
+#include "scope.h"
 #include "secret.h"
 #include "system.h"
 
@@ -51,9 +52,6 @@
  * long as a verified token's entry. */
 #define AUTH_DECISION_SLOTS 8192
 #define AUTH_DECISION_TTL_MS 30000
-
-/* Keys of the failure backoff table. */
-#define AUTH_BACKOFF_ENTRIES 4096
 
 long long auth_token_epoch(const json_t *claims)
 {
@@ -100,9 +98,9 @@ struct auth *auth_new(const struct floe_config *cfg, struct floe_error *err)
 		goto fail;
 	a->cache = tokencache_new(AUTH_CACHE_ENTRIES);
 	a->decisions = authz_cache_new(AUTH_DECISION_SLOTS, AUTH_DECISION_TTL_MS);
-	a->backoff = backoff_new(AUTH_BACKOFF_ENTRIES);
+	a->guard = guard_new();
 	a->hashes = workq_start("auth", AUTH_HASH_THREADS, AUTH_HASH_QUEUE);
-	if (a->cache == NULL || a->decisions == NULL || a->backoff == NULL || a->hashes == NULL) {
+	if (a->cache == NULL || a->decisions == NULL || a->guard == NULL || a->hashes == NULL) {
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto fail;
 	}
@@ -125,6 +123,17 @@ fail:
 	return NULL;
 }
 
+void auth_use_secret_key(struct auth *a, const struct secret_key *k)
+{
+	a->secret_key = *k;
+	a->have_secret_key = true;
+}
+
+const struct secret_key *auth_secret_key(const struct auth *a)
+{
+	return a != NULL && a->have_secret_key ? &a->secret_key : NULL;
+}
+
 void auth_forget_vended(struct auth *a, struct vend *v)
 {
 	a->vended = v;
@@ -136,9 +145,10 @@ void auth_free(struct auth *a)
 		return;
 	auth_watch_stop(a);
 	workq_stop(&a->hashes);
+	secret_key_clear(&a->secret_key);
 	authz_cache_free(a->decisions);
 	oidc_free(a->oidc);
-	backoff_free(a->backoff);
+	guard_free(a->guard);
 	tokencache_free(a->cache);
 	keyring_close(a->keys);
 	free(a);
@@ -214,7 +224,10 @@ bool auth_bootstrap(struct auth *a, struct store *s, struct floe_error *err)
 			       cfg->admin_credential);
 		(void)snprintf(secret, sizeof(secret), "%s", colon + 1);
 	}
-	hash = secret_hash(secret, strlen(secret));
+	/* A generated secret is random: the keyed hash. One given by the
+	 * operator may be anything: scrypt, unless it has the generated
+	 * shape. */
+	hash = secret_hash_for(auth_secret_key(a), secret, strlen(secret));
 	if (hash == NULL) {
 		OPENSSL_cleanse(secret, sizeof(secret));
 		return floe_err(err, FE_INTERNAL, "cannot hash the admin secret");
@@ -258,20 +271,6 @@ fail:
 
 /* --- principals and their roles --- */
 
-/* Whether scope (space-separated) holds tok. */
-static bool scope_has(const char *scope, const char *tok, size_t toklen)
-{
-	for (const char *p = scope; *p != '\0';) {
-		while (*p == ' ')
-			p++;
-		size_t len = strcspn(p, " ");
-		if (len == toklen && strncmp(p, tok, len) == 0)
-			return true;
-		p += len;
-	}
-	return false;
-}
-
 bool auth_principal_roles(struct store *s, const struct principal_row *row, const char *scope,
 			  struct tokencache_entry *who, char *why, size_t whylen, bool *unavailable,
 			  struct floe_error *err)
@@ -291,16 +290,7 @@ bool auth_principal_roles(struct store *s, const struct principal_row *row, cons
 	 * "role:NAME"; other words (clients' defaults such as DuckDB's
 	 * PRINCIPAL_ROLE:ALL) are ignored, as RFC 6749 section 3.3 allows:
 	 * they narrow nothing. */
-	bool narrowed = false;
-	for (const char *p = scope != NULL ? scope : ""; *p != '\0';) {
-		while (*p == ' ')
-			p++;
-		size_t len = strcspn(p, " ");
-		if (len > 5 && strncmp(p, "role:", 5) == 0)
-			narrowed = true;
-		p += len;
-	}
-	bool all = !narrowed;
+	bool all = !scope_narrows(scope);
 	if (!identity_roles(s, row->id, &ids, &names, &n, err)) {
 		*unavailable = true;
 		return false;
@@ -494,14 +484,23 @@ static enum verdict issuer_token(struct auth *a, struct http_request *req, const
 		v = unavailable ? V_UNAVAILABLE : V_REFUSED;
 	} else {
 		/* The roles the issuer names, where floe has a role of that
-		 * name (an issuer names roles; it does not make them). */
+		 * name that the issuer may grant (an issuer names roles; it
+		 * does not make them, and never grants ADMIN). */
+		char left_out[512];
 		who->external = true;
 		if (!identity_add_roles(s, (const char *const *)roles, nroles, who->roles,
-					&who->nroles, TOKENCACHE_MAX_ROLES, err)) {
+					&who->nroles, TOKENCACHE_MAX_ROLES, left_out,
+					sizeof(left_out), err)) {
 			system_release(req->pool, s);
 			v = V_UNAVAILABLE;
 			goto done;
 		}
+		if (left_out[0] != '\0')
+			log_info(
+				"auth",
+				"the issuer's token for %s names roles it may not grant, left out: "
+				"%s (no such role, not issuer-grantable, or holding ADMIN) rid=%s",
+				name, left_out, req->request_id);
 		long long exp = (long long)json_integer_value(json_object_get(claims, "exp")) +
 				a->cfg->auth_leeway_seconds;
 		who->exp = exp < now + AUTH_RECHECK_SECONDS ? exp : now + AUTH_RECHECK_SECONDS;

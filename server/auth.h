@@ -17,6 +17,7 @@
 struct auth;
 struct call;
 struct route;
+struct secret_key;
 struct store;
 struct vend;
 
@@ -44,6 +45,11 @@ bool auth_watch_start(struct auth *a, const char *conninfo, struct floe_error *e
 /* Makes every change of authorization the watch hears also forget the
  * vended credentials of v (vend.h; borrowed, outliving a). */
 void auth_forget_vended(struct auth *a, struct vend *v);
+
+/* Makes k (copied) the key floe's own client secrets are hashed with and
+ * checked against (auth/secret.h's keyed form), before auth_bootstrap.
+ * Without it every secret is hashed by scrypt. */
+void auth_use_secret_key(struct auth *a, const struct secret_key *k);
 
 /* Stops the hashing queue and frees everything; NULL is fine. */
 void auth_free(struct auth *a);

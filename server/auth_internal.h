@@ -10,9 +10,10 @@
 #include <jansson.h>
 
 #include "auth.h"
-#include "backoff.h"
+#include "guard.h"
 #include "keys.h"
 #include "oidc.h"
+#include "secret.h"
 #include "tokencache.h"
 #include "workq.h"
 
@@ -24,13 +25,19 @@ struct auth {
 	const struct floe_config *cfg;
 	struct keyring *keys;          /* floe's signing keys; NULL with --auth=none */
 	struct tokencache *cache;      /* verified tokens */
-	struct backoff *backoff;       /* failed client authentications */
+	struct guard *guard;           /* failed client authentications */
 	struct oidc *oidc;             /* the external issuer; NULL: none */
 	struct workq *hashes;          /* runs the scrypt checks of the token endpoint */
 	struct authz_cache *decisions; /* kept decisions of authorization */
 	struct authwatch *watch;       /* hears changes (authwatch.c); NULL: not started */
 	struct vend *vended; /* vended credentials, forgotten with the decisions; may be NULL */
+	struct secret_key secret_key; /* keys floe's client secrets' hashes */
+	bool have_secret_key;         /* set by auth_use_secret_key */
 };
+
+/* The key of the client secrets' keyed hashes, or NULL when none was
+ * given (every secret is then hashed and checked by scrypt). */
+const struct secret_key *auth_secret_key(const struct auth *a);
 
 /* Stops the thread of auth_watch_start and closes its session; nothing
  * when it was not started. */

@@ -10,7 +10,7 @@
 /* How long a browser may cache a preflight answer, in seconds. */
 #define CORS_MAX_AGE "600"
 /* The methods floe serves. */
-#define CORS_METHODS "GET, HEAD, POST, DELETE"
+#define CORS_METHODS "GET, HEAD, POST, PUT, PATCH, DELETE"
 /* Answer headers a page may read besides the simple ones. */
 #define CORS_EXPOSE "ETag, Retry-After, X-Request-Id, Idempotency-Replayed"
 /* Longest Access-Control-Request-Headers list echoed back. */

@@ -17,6 +17,7 @@ void handle_mgmt_principal_rotate(struct call *c);
 void handle_mgmt_principal_privileges(struct call *c);
 void handle_mgmt_role_create(struct call *c);
 void handle_mgmt_role_list(struct call *c);
+void handle_mgmt_role_update(struct call *c);
 void handle_mgmt_role_delete(struct call *c);
 void handle_mgmt_member_add(struct call *c);
 void handle_mgmt_member_remove(struct call *c);

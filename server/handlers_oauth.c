@@ -6,9 +6,11 @@
  *
  * 400 and 401 answers carry the OAuth2 error body of RFC 6749 section 5.2
  * (Java's and PyIceberg's clients read that one for those codes); 429 and
- * 503 the Iceberg error body. The scrypt check of a secret (32 MiB, about
- * a tenth of a second) runs on the hashing queue of its own, never on an
- * HTTP worker; a full queue answers 503 at once.
+ * 503 the Iceberg error body. The check of a secret runs on the hashing
+ * queue of its own, never on an HTTP worker (an operator's secret is still
+ * checked by scrypt: 32 MiB, about a tenth of a second); a full queue
+ * answers 503 at once. Failures back off per client and address
+ * (auth/guard.h).
  */
 #include "auth_internal.h"
 
@@ -25,6 +27,7 @@
 #include "identity.h"
 #include "jwt.h"
 #include "log.h"
+#include "scope.h"
 #include "secret.h"
 #include "system.h"
 
@@ -105,9 +108,10 @@ struct token_job {
 	bool have_secret;
 	char scope[AUTH_SCOPE_MAX + 1];
 	char subject_sub[256]; /* the exchanged token's principal */
+	char subject_scope[AUTH_SCOPE_MAX + 1];
 	char subject_client[256];
 	long long subject_epoch; /* the exchanged token's epoch */
-	char addr_key[80];       /* "ip:ADDR" of the backoff table */
+	char addr[64];           /* the client's address, for the guard */
 };
 
 static void token_job_free(struct token_job *job)
@@ -136,6 +140,28 @@ static void answer_token(struct http_request *req, struct auth *a,
 	http_add_header(req, "Pragma", "no-cache");
 	OPENSSL_cleanse(token, strlen(token));
 	free(token);
+}
+
+/* A random secret still under scrypt, just proved: stores its keyed hash
+ * instead, so that its next grants cost microseconds. A failure only
+ * leaves the slow hash in place. */
+static void upgrade_secret(struct store *s, const struct principal_row *row,
+			   const struct secret_key *key, const char *secret, const char *rid)
+{
+	struct floe_error err;
+	bool done = false;
+	char *hash = secret_hash_keyed(key, secret, strlen(secret));
+
+	floe_error_clear(&err);
+	if (hash == NULL)
+		return;
+	if (!identity_upgrade_secret(s, row->id, row->secret_hash, hash, &done, &err))
+		log_warn("auth", "the secret of %s stays under scrypt: %s rid=%s", row->name,
+			 err.message, rid);
+	else if (done)
+		log_info("auth", "the secret of %s is now checked by its keyed hash rid=%s",
+			 row->name, rid);
+	free(hash);
 }
 
 static void token_job_run(void *arg, const struct floe_error *refused)
@@ -172,24 +198,46 @@ static void token_job_run(void *arg, const struct floe_error *refused)
 	}
 	if (job->have_secret) {
 		/* An unknown client or a disabled one spends the time a wrong
-		 * secret does, and is answered the same. */
+		 * secret of a floe client does, and is answered the same. */
 		const char *stored = found && !row.disabled ? row.secret_hash : NULL;
-		bool match = secret_verify(job->secret, strlen(job->secret), stored);
-		if (!match || (job->exchange && strcmp(row.name, job->subject_sub) != 0)) {
+		const struct secret_key *key = auth_secret_key(a);
+		char other[SECRET_KEY_ID_LEN + 1] = "";
+		bool rehash = false;
+		enum secret_verdict verdict = secret_check(key, job->secret, strlen(job->secret),
+							   stored, other, &rehash);
+		if (verdict == SECRET_OTHER_KEY) {
+			/* Not the client's failure: floe cannot decide. */
 			system_release(req->pool, s);
-			backoff_fail(a->backoff, job->client_id, auth_now());
-			backoff_fail(a->backoff, job->addr_key, auth_now());
-			log_info("auth", "client authentication failed for %s rid=%s",
-				 job->client_id, req->request_id);
-			if (match)
-				oauth_error(req, 400, "invalid_grant",
-					    "The subject token is not this client's");
-			else
-				oauth_error(req, 401, "invalid_client",
-					    "Client authentication failed");
+			log_error(
+				"auth",
+				"the secret of client %s was hashed under key %s; this floe has key "
+				"%s (derived from --hook-secrets-key): every floe of a catalog needs "
+				"the same key file rid=%s",
+				job->client_id, other, key != NULL ? key->id : "none",
+				req->request_id);
+			oauth_error(req, 401, "invalid_client", "Client authentication failed");
 			goto done;
 		}
-		backoff_clear(a->backoff, job->client_id);
+		bool match = verdict == SECRET_MATCH;
+		if (match && rehash)
+			upgrade_secret(s, &row, key, job->secret, req->request_id);
+		if (!match) {
+			system_release(req->pool, s);
+			guard_fail(a->guard, job->client_id, job->addr, auth_now());
+			log_info("auth", "client authentication failed for %s from %s rid=%s",
+				 job->client_id, job->addr, req->request_id);
+			oauth_error(req, 401, "invalid_client", "Client authentication failed");
+			goto done;
+		}
+		/* The client proved its secret: whatever follows, this pair and
+		 * this address start afresh. */
+		guard_succeed(a->guard, job->client_id, job->addr);
+		if (job->exchange && strcmp(row.name, job->subject_sub) != 0) {
+			system_release(req->pool, s);
+			oauth_error(req, 400, "invalid_grant",
+				    "The subject token is not this client's");
+			goto done;
+		}
 	} else if (!found || row.disabled) {
 		system_release(req->pool, s);
 		oauth_error(req, 400, "invalid_grant",
@@ -269,8 +317,13 @@ static bool subject_token(struct auth *a, const char *token, struct token_job *j
 	job->subject_epoch = auth_token_epoch(jwt->claims);
 	(void)snprintf(job->subject_client, sizeof(job->subject_client), "%s",
 		       client != NULL ? client : "");
-	if (job->scope[0] == '\0' && scope != NULL)
-		(void)snprintf(job->scope, sizeof(job->scope), "%s", scope);
+	/* floe issues no longer scope; a longer one is not a token of floe's. */
+	if (scope != NULL && strlen(scope) >= sizeof(job->subject_scope)) {
+		(void)snprintf(why, whylen, "The subject token's scope is too long");
+		goto done;
+	}
+	(void)snprintf(job->subject_scope, sizeof(job->subject_scope), "%s",
+		       scope != NULL ? scope : "");
 	ok = true;
 done:
 	jwt_free(jwt);
@@ -381,6 +434,16 @@ void handle_oauth_tokens(struct call *c)
 				    "The subject token is not this client's");
 			goto done;
 		}
+		/* The new token carries no more than the subject token, whatever
+		 * the credentials sent beside it: a client that wants more
+		 * asks by client credentials. */
+		char narrowed[AUTH_SCOPE_MAX + 1];
+		if (!scope_exchange(job->subject_scope, scope, narrowed, sizeof(narrowed), why,
+				    sizeof(why))) {
+			oauth_error(req, 400, "invalid_scope", why);
+			goto done;
+		}
+		(void)snprintf(job->scope, sizeof(job->scope), "%s", narrowed);
 	} else if (id == NULL || secret == NULL) {
 		oauth_error(req, 400, "invalid_request",
 			    "client_id and client_secret are required");
@@ -394,13 +457,9 @@ void handle_oauth_tokens(struct call *c)
 		(void)snprintf(job->client_id, sizeof(job->client_id), "%s", id);
 		(void)snprintf(job->secret, sizeof(job->secret), "%s", secret);
 		job->have_secret = true;
-		char addr[64] = "";
-		(void)http_client_address(req, addr, sizeof(addr));
-		(void)snprintf(job->addr_key, sizeof(job->addr_key), "ip:%s", addr);
-		long long now = auth_now();
-		long long w1 = backoff_wait(a->backoff, job->client_id, now);
-		long long w2 = backoff_wait(a->backoff, job->addr_key, now);
-		long long wait = w1 > w2 ? w1 : w2;
+		/* An address that cannot be read is one address: "". */
+		(void)http_client_address(req, job->addr, sizeof(job->addr));
+		long long wait = guard_wait(a->guard, job->client_id, job->addr, auth_now());
 		if (wait > 0) {
 			char retry[24];
 			floe_err(&err, FE_TOO_MANY_REQUESTS,

@@ -84,9 +84,11 @@ static void on_mhd_panic(void *cls, const char *file, unsigned int line, const c
 
 /* Authentication: the keys, the first start's admin client, and the
  * warning that --auth=none is on. */
-static bool start_auth(struct app *app, const struct floe_config *cfg, const char *conninfo)
+static bool start_auth(struct app *app, const struct floe_config *cfg, const char *conninfo,
+		       const struct sealing *sealing)
 {
 	struct floe_error err;
+	struct secret_key key;
 	struct store *s;
 	bool ok;
 
@@ -96,6 +98,14 @@ static bool start_auth(struct app *app, const struct floe_config *cfg, const cha
 		log_error("main", "cannot set up authentication: %s", err.message);
 		return false;
 	}
+	/* Client secrets are hashed under a key of the hook secrets key file,
+	 * which every floe of a catalog shares already. */
+	if (!sealing_client_secret_key(sealing, &key)) {
+		log_error("main", "cannot derive the client secrets key");
+		return false;
+	}
+	auth_use_secret_key(app->auth, &key);
+	secret_key_clear(&key);
 	if (cfg->auth_none) {
 		log_warn("main",
 			 "authentication is off (--auth=none): anyone who reaches %s:%d may read, "
@@ -388,7 +398,7 @@ int main(int argc, char **argv)
 		log_error("main", "out of memory");
 		goto done;
 	}
-	if (!start_auth(&app, &cfg, conninfo) || !seal_plain_secrets(&app))
+	if (!start_auth(&app, &cfg, conninfo, sealing) || !seal_plain_secrets(&app))
 		goto done;
 	if (cfg.audit_signing_key != NULL) {
 		struct floe_error aerr;

@@ -306,6 +306,8 @@ const struct route routes_table[] = {
 	NEEDS("POST", MGMT "/roles", handle_mgmt_role_create, P(ADMIN), ON_CAT, BODY | MUT,
 	      "role.created"),
 	NEEDS("GET", MGMT "/roles", handle_mgmt_role_list, P(ADMIN), ON_CAT, 0, NULL),
+	NEEDS("PATCH", MGMT "/roles/{role}", handle_mgmt_role_update, P(ADMIN), ON_CAT,
+	      BODY | MUT, "role.updated"),
 	NEEDS("DELETE", MGMT "/roles/{role}", handle_mgmt_role_delete, P(ADMIN), ON_CAT, MUT,
 	      "role.deleted"),
 	NEEDS("PUT", MGMT "/roles/{role}/members/{principal}", handle_mgmt_member_add, P(ADMIN),

@@ -111,6 +111,11 @@ const struct hook_sealer *sealing_sealer(const struct sealing *sg)
 	return &sg->port;
 }
 
+bool sealing_client_secret_key(const struct sealing *sg, struct secret_key *k)
+{
+	return secret_key_derive(sg->key.key, sizeof(sg->key.key), k);
+}
+
 void sealing_close(struct sealing *sg)
 {
 	if (sg == NULL)

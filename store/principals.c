@@ -29,6 +29,7 @@ enum {
 	ST_PRINCIPAL_ROLES,
 	ST_PRINCIPAL_LOCK,
 	ST_PRINCIPAL_ADMINS,
+	ST_PRINCIPAL_UPGRADE_SECRET,
 	ST_COUNT
 };
 
@@ -65,6 +66,11 @@ static const struct store_statement statements[ST_COUNT] = {
 		"JOIN role_members m ON m.principal_id = p.id "
 		"JOIN grants g ON g.role_id = m.role_id "
 		"WHERE NOT p.disabled AND g.privilege = 'ADMIN' AND g.object_kind = 'catalog'" },
+	/* Another form of the same secret: the tokens stay (no epoch), and a
+	 * rotation or another floe's upgrade in between wins. */
+	[ST_PRINCIPAL_UPGRADE_SECRET] = { "principal_upgrade_secret",
+		"UPDATE principals SET secret_hash = $3 "
+		"WHERE id = $1::bigint AND secret_hash = $2 RETURNING id" },
 };
 /* clang-format on */
 
@@ -168,6 +174,22 @@ bool store_principal_set_secret(struct store *s, const char *name, const char *s
 				bool *found, struct floe_error *err)
 {
 	return principal_update(s, ST_PRINCIPAL_SET_SECRET, name, secret_hash, found, err);
+}
+
+bool store_principal_upgrade_secret(struct store *s, long long id, const char *old_hash,
+				    const char *new_hash, bool *done, struct floe_error *err)
+{
+	char idp[24];
+	const char *params[3] = { idp, old_hash, new_hash };
+
+	*done = false;
+	(void)snprintf(idp, sizeof(idp), "%lld", id);
+	PGresult *r = store_exec(s, &statements[ST_PRINCIPAL_UPGRADE_SECRET], 3, params, err);
+	if (r == NULL)
+		return false;
+	*done = PQntuples(r) == 1;
+	PQclear(r);
+	return true;
 }
 
 /* The count(*) statement st answers, into *n. */

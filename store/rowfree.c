@@ -137,6 +137,11 @@ void store_role_clear(void *dst)
 	memset(row, 0, sizeof(*row));
 }
 
+void store_role_row_clear(struct role_row *row)
+{
+	store_role_clear(row);
+}
+
 void store_role_rows_free(struct role_row *rows, size_t count)
 {
 	store_rows_free(rows, count, sizeof(*rows), store_role_clear);

@@ -835,6 +835,13 @@ bool store_principal_set_disabled(struct store *s, const char *name, bool disabl
 bool store_principal_set_secret(struct store *s, const char *name, const char *secret_hash,
 				bool *found, struct floe_error *err) FLOE_WUR;
 
+/* Replaces principal id's secret hash old_hash by new_hash, another form
+ * of the same secret, leaving its tokens valid; *done false when the
+ * stored hash is no longer old_hash (a rotation came first). */
+bool store_principal_upgrade_secret(struct store *s, long long id, const char *old_hash,
+				    const char *new_hash, bool *done,
+				    struct floe_error *err) FLOE_WUR;
+
 /* How many principals there are. */
 bool store_principal_count(struct store *s, long long *n, struct floe_error *err) FLOE_WUR;
 
@@ -859,11 +866,15 @@ bool store_admin_count(struct store *s, long long *n, struct floe_error *err) FL
 struct role_row {
 	long long id;
 	char *name;
-	char created_at[40]; /* RFC 3339 UTC */
+	char created_at[40];   /* RFC 3339 UTC */
+	bool issuer_grantable; /* an external issuer's claim may name it */
 };
 
 /* Clears each of count rows and frees the array (NULL is fine). */
 void store_role_rows_free(struct role_row *rows, size_t count);
+
+/* Frees what one row owns and zeroes it. */
+void store_role_row_clear(struct role_row *row);
 
 /* Inserts role name; *id is its id. FE_ALREADY_EXISTS (plain message,
  * no SQL error) when the name is taken. */
@@ -889,6 +900,29 @@ bool store_role_member_add(struct store *s, const char *role, const char *princi
 /* Ends the membership; *found false when there was none. */
 bool store_role_member_remove(struct store *s, const char *role, const char *principal, bool *found,
 			      struct floe_error *err) FLOE_WUR;
+
+/* Fills row (store_role_row_clear) with role name,
+ * locking its row until the transaction ends: marking a role
+ * issuer-grantable and granting it ADMIN both take this lock first, so
+ * neither misses the other. *found false when there is none. Only inside
+ * store_begin ... store_commit. */
+bool store_role_lock(struct store *s, const char *name, struct role_row *row, bool *found,
+		     struct floe_error *err) FLOE_WUR;
+
+/* Whether role name holds ADMIN. */
+bool store_role_holds_admin(struct store *s, const char *name, bool *holds,
+			    struct floe_error *err) FLOE_WUR;
+
+/* Sets whether an external issuer's claim may name role name; *found
+ * false when there is none. */
+bool store_role_set_issuer_grantable(struct store *s, const char *name, bool grantable, bool *found,
+				     struct floe_error *err) FLOE_WUR;
+
+/* The roles an external issuer's claim may name: marked issuer-grantable
+ * and holding no ADMIN, by name: *rows is a new array of *count
+ * (store_role_rows_free). */
+bool store_role_list_issuer_grantable(struct store *s, struct role_row **rows, size_t *count,
+				      struct floe_error *err) FLOE_WUR;
 
 /* What a grant is on. */
 enum grant_on { GRANT_ON_CATALOG, GRANT_ON_NAMESPACE, GRANT_ON_TABLE };

@@ -11,7 +11,8 @@ rows of tests/oidc/provider.mjs, each with the secret ``<id>-secret``.
 * ``issuer_env(provider)``: the settings of a floe that accepts the
   provider's tokens beside its own (roles from the ``roles`` claim).
 * ``grant_issuer_roles(f)``: makes, through the management API of an
-  authenticated floe, the floe roles the engine clients' claims name:
+  authenticated floe, the issuer-grantable floe roles the engine clients'
+  claims name:
   ``reader`` (read the catalog) and ``writer`` (read, create, write, drop).
 * ``serve_issuer_floe(suite_floe, postgres, provider, running)``: a
   fixture's generator of a floe that accepts the provider's tokens, its
@@ -163,10 +164,11 @@ def issuer_env(p: Provider) -> dict:
 
 def grant_issuer_roles(f) -> None:
     """The floe roles the provider's claims name, with their grants on the
-    catalog, made by f's admin session (an issuer names roles; it does not
-    make them)."""
+    catalog, made by f's admin session and marked issuer-grantable (an
+    issuer names roles; it does not make them, and grants only those marked
+    as its to grant)."""
     for role, privileges in ROLE_GRANTS.items():
-        r = f.post("/management/v1/roles", json={"name": role})
+        r = f.post("/management/v1/roles", json={"name": role, "issuer-grantable": True})
         assert r.status_code == 201, r.text
         for p in privileges:
             r = f.post(f"/management/v1/roles/{role}/grants",

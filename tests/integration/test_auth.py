@@ -144,6 +144,9 @@ def test_provisioned_admin_credential_writes_no_file(floe_factory, postgres):
     r = get_token(f, "ops", "provisioned-secret-0123456789")
     assert r.status_code == 200, describe(r)
     assert "provisioned-secret" not in f.log()
+    # An operator's secret may be low-entropy: it stays under scrypt.
+    assert sql(f, "SELECT secret_hash FROM principals WHERE client_id = 'ops'")[0][0].startswith(
+        "scrypt$32768$8$1$")
 
 
 def test_auth_none_is_refused_off_loopback():
@@ -286,6 +289,117 @@ def test_failures_back_off_and_the_right_secret_waits_too(authed):
     assert "Too many failed authentications" in r.json()["error"]["message"]
 
 
+def token_from(f, source, client_id, secret):
+    """A client_credentials request sent from the loopback address source
+    (127.0.0.0/8 is all loopback, and floe listens on 127.0.0.1): (status,
+    body as JSON, headers)."""
+    import http.client
+    import urllib.parse
+    conn = http.client.HTTPConnection(f.host, f.port, timeout=30, source_address=(source, 0))
+    try:
+        conn.request("POST", TOKEN_PATH, urllib.parse.urlencode({
+            "grant_type": "client_credentials", "client_id": client_id,
+            "client_secret": secret}), {"Content-Type": FORM})
+        r = conn.getresponse()
+        return r.status, json.loads(r.read() or b"null"), dict(r.getheaders())
+    finally:
+        conn.close()
+
+
+def test_failures_elsewhere_never_lock_out_the_real_client(authed):
+    """Failures are counted per (client, address): someone guessing at the
+    admin client from one address waits there, while the admin's right
+    secret from an address that has not failed is answered, and so is
+    another client behind the failing address; a success clears the count."""
+    f = authed
+    cid, secret = admin_credential(f)
+    cred = make_client(f, "neighbour", roles=())
+    ncid, nsecret = cred.split(":", 1)
+    attacker = "127.0.0.2"
+    for _ in range(6):
+        status, body, _ = token_from(f, attacker, cid, "guess")
+        assert status == 401 and body["error"] == "invalid_client", body
+    status, body, headers = token_from(f, attacker, cid, secret)
+    assert status == 429, "the guessing pair waits, even with the right secret"
+    assert int(headers["Retry-After"]) >= 1
+    status, body, _ = token_from(f, "127.0.0.3", cid, secret)
+    assert status == 200, f"the real client on another address: {body}"
+    status, body, _ = token_from(f, attacker, ncid, nsecret)
+    assert status == 200, f"another client behind the failing address: {body}"
+
+    # A success clears the count: five failures, a success, five more, and
+    # the right secret still passes (a forgotten password, then fixed).
+    for _ in range(2):
+        for _ in range(5):
+            assert token_from(f, "127.0.0.4", cid, "typo")[0] == 401
+        status, body, _ = token_from(f, "127.0.0.4", cid, secret)
+        assert status == 200, body
+
+
+def test_an_address_spraying_client_ids_waits(authed):
+    """One address trying a secret on many client ids fails once per pair;
+    past 50 failures in a row the address waits, whichever client it names,
+    and only that address."""
+    f = authed
+    cid, secret = admin_credential(f)
+    for i in range(51):
+        status, body, _ = token_from(f, "127.0.0.5", f"guess-{i}", "password")
+        assert status == 401, (i, body)
+    status, body, headers = token_from(f, "127.0.0.5", cid, secret)
+    assert status == 429 and int(headers["Retry-After"]) >= 1, body
+    assert body["error"]["type"] == "TooManyRequestsException", body
+    assert token_from(f, "127.0.0.6", cid, secret)[0] == 200
+
+
+def stored_hash(f, name):
+    return sql(f, "SELECT secret_hash FROM principals WHERE name = %s", name)[0][0]
+
+
+def test_floes_secrets_are_checked_by_a_keyed_hash(authed):
+    """A secret floe made (the first start's, a new client's) is stored as
+    an HMAC under a key outside the database; a random secret still under
+    scrypt is upgraded by its first grant, its tokens kept; a secret that
+    may be low-entropy stays under scrypt; a hash under another key is
+    refused and logged, never taken for a wrong secret."""
+    import base64
+    import hashlib
+    import secrets
+    f = authed.authenticate()
+    assert stored_hash(f, "admin").startswith("hmac-sha256$"), stored_hash(f, "admin")
+    r = f.post("/management/v1/principals", json={"name": "svc", "kind": "client"})
+    assert r.status_code == 201, describe(r)
+    cid, secret = r.json()["credential"].split(":", 1)
+    assert stored_hash(f, "svc").startswith("hmac-sha256$")
+    assert secret not in stored_hash(f, "svc")
+    assert get_token(f, cid, secret).status_code == 200
+    assert get_token(f, cid, secret + "x").status_code == 401
+
+    # Made by an older floe: scrypt of a random secret, upgraded on use.
+    random_secret = base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
+    cred = make_client(f, "legacy", roles=("admin",), secret=random_secret)
+    old = stored_hash(f, "legacy")
+    assert old.startswith("scrypt$")
+    token = client_token(f, cred)
+    new = stored_hash(f, "legacy")
+    assert new.startswith("hmac-sha256$") and new.split("$")[1] == stored_hash(f, "admin").split("$")[1]
+    assert "is now checked by its keyed hash" in f.log()
+    assert f.get("/v1/namespaces", headers=bearer(token)).status_code == 200, "tokens stay"
+    assert get_token(f, "legacy", random_secret).status_code == 200
+    assert get_token(f, "legacy", random_secret[:-1] + "A").status_code == 401
+    # A chosen secret stays slow.
+    cred = make_client(f, "chosen", roles=(), secret="hunter2-but-longer")
+    client_token(f, cred)
+    assert stored_hash(f, "chosen").startswith("scrypt$")
+
+    # A hash under another key cannot be decided: refused, and the log says why.
+    mac = base64.urlsafe_b64encode(hashlib.sha256(b"x").digest()).rstrip(b"=").decode()
+    sql(f, "UPDATE principals SET secret_hash = %s WHERE name = 'svc'",
+        f"hmac-sha256$0123456789abcdef${mac}")
+    r = get_token(f, cid, secret)
+    assert r.status_code == 401 and r.json()["error"] == "invalid_client", describe(r)
+    assert "hashed under key 0123456789abcdef" in f.log()
+
+
 def test_token_exchange_refreshes_a_token(authed):
     token = admin_token(authed)
     r = requests.post(authed.url + TOKEN_PATH, timeout=15, headers=bearer(token), data={
@@ -312,6 +426,64 @@ def test_token_exchange_of_an_expired_token_needs_the_client(authed):
     cid, secret = admin_credential(authed)
     r = requests.post(authed.url + TOKEN_PATH, data=data, auth=(cid, secret), timeout=15)
     assert r.status_code == 200, describe(r)
+
+
+EXCHANGE = {"grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+            "subject_token_type": "urn:ietf:params:oauth:token-type:access_token"}
+
+
+def exchange(f, subject, scope=None, auth=None):
+    data = {**EXCHANGE, "subject_token": subject}
+    if scope is not None:
+        data["scope"] = scope
+    return requests.post(f.url + TOKEN_PATH, data=data, auth=auth, timeout=15)
+
+
+def test_token_exchange_never_widens_a_narrowed_token(authed):
+    """A token narrowed to role:writer is exchanged for one carrying no more
+    than role:writer: scope=catalog keeps it narrowed (the answer says so),
+    and a role the subject token lacks is invalid_scope, with or without the
+    client's secret (RFC 8693: the exchange is about the subject token)."""
+    f = authed.authenticate()
+    r = f.post("/management/v1/roles", json={"name": "writer"})
+    assert r.status_code == 201, describe(r)
+    r = f.post("/management/v1/roles/writer/grants",
+               json={"privilege": "NAMESPACE_READ", "on": {"kind": "catalog"}})
+    assert r.status_code == 201, describe(r)
+    cred = make_client(f, "both", roles=("admin", "writer"))
+    cid, secret = cred.split(":", 1)
+    narrow = client_token(f, cred, scope="role:writer")
+    assert_error(f.get("/management/v1/principals", headers=bearer(narrow)), 403,
+                 "ForbiddenException", "lacks ADMIN")
+
+    r = exchange(f, narrow, scope="catalog")
+    assert r.status_code == 200, describe(r)
+    assert r.json()["scope"] == "role:writer", describe(r)
+    fresh = r.json()["access_token"]
+    assert_error(f.get("/management/v1/principals", headers=bearer(fresh)), 403,
+                 "ForbiddenException", "lacks ADMIN")
+    assert f.get("/v1/namespaces", headers=bearer(fresh)).status_code == 200
+    # No scope at all keeps the subject token's scope too.
+    r = exchange(f, narrow)
+    assert r.status_code == 200 and r.json()["scope"] == "role:writer", describe(r)
+
+    for auth in (None, (cid, secret)):
+        for scope in ("role:admin", "role:writer role:admin"):
+            r = exchange(f, narrow, scope=scope, auth=auth)
+            assert r.status_code == 400, describe(r)
+            assert r.json()["error"] == "invalid_scope", describe(r)
+            assert "role:writer" in r.json()["error_description"], describe(r)
+            assert "admin" in r.json()["error_description"], describe(r)
+    # Narrowing stays open: a token of every role yields one of fewer.
+    wide = client_token(f, cred)
+    r = exchange(f, wide, scope="role:writer")
+    assert r.status_code == 200 and r.json()["scope"] == "role:writer", describe(r)
+    assert_error(f.get("/management/v1/principals",
+                       headers=bearer(r.json()["access_token"])), 403, "ForbiddenException")
+    r = exchange(f, wide, scope="catalog")
+    assert r.status_code == 200, describe(r)
+    assert f.get("/management/v1/principals",
+                 headers=bearer(r.json()["access_token"])).status_code == 200
 
 
 def test_token_exchange_refuses_an_actor(authed):

@@ -477,9 +477,11 @@ def issuer_floe(floe_factory, postgres, issuer):
                           "FLOE_OIDC_ISSUER": issuer, "FLOE_OIDC_ROLES_CLAIM": "roles"})
     f.db = db
     # The roles the provider names exist in floe (an issuer names roles;
-    # it does not make them), reader with read on the catalog.
+    # it does not make them), marked as the issuer's to grant, reader with
+    # read on the catalog.
     with psycopg.connect(db, autocommit=True) as conn:
-        conn.execute("INSERT INTO roles (name) VALUES ('reader'), ('writer')")
+        conn.execute("INSERT INTO roles (name, issuer_grantable) VALUES ('reader', true), "
+                     "('writer', true)")
         conn.execute("INSERT INTO grants (role_id, privilege, object_kind) "
                      "SELECT id, p, 'catalog' FROM roles, "
                      "unnest(ARRAY['NAMESPACE_READ', 'TABLE_READ']) AS p WHERE name = 'reader'")
@@ -530,6 +532,81 @@ def test_a_disabled_issuer_principal_is_refused(provider, floe_factory, postgres
     r = requests.get(f.url + "/v1/namespaces", timeout=10,
                      headers={"Authorization": f"Bearer {provider.token('floe-es256')}"})
     assert r.status_code == 401 and "disabled" in r.json()["error"]["message"], r.text
+
+
+def test_an_issuers_claim_grants_only_issuer_grantable_roles(provider, floe_factory, postgres):
+    """A roles claim naming admin, an unmarked role and a marked one grants
+    the marked one only: the token can neither list principals nor make a
+    client. Marking admin, or granting ADMIN to a marked role, is refused;
+    a role holding ADMIN is never granted by a claim, even marked in SQL."""
+    import psycopg
+    from conftest import assert_error, assert_ok_json, audit_events
+    M = "/management/v1"
+    db = postgres.new_database()
+    f = floe_factory(env={"FLOE_DATABASE_URL": db, "FLOE_AUTH": "floe",
+                          "FLOE_OIDC_ISSUER": provider.issuer, "FLOE_OIDC_ROLES_CLAIM": "roles"})
+    f.authenticate()
+    f.create_namespace(["claims"])
+    created = assert_ok_json(f.post(f"{M}/roles", json={"name": "reader",
+                                                         "issuer-grantable": True}), 201)
+    assert_ok_json(f.post(f"{M}/roles", json={"name": "writer"}), 201)
+    for role, privilege in (("reader", "NAMESPACE_READ"), ("writer", "NAMESPACE_CREATE")):
+        assert_ok_json(f.post(f"{M}/roles/{role}/grants",
+                              json={"privilege": privilege, "on": {"kind": "catalog"}}), 201)
+
+    h = {"Authorization": f"Bearer {provider.token('floe-claims-admin')}"}
+    assert_error(requests.get(f.url + f"{M}/principals", headers=h, timeout=10), 403,
+                 "ForbiddenException", "lacks ADMIN")
+    assert_error(requests.post(f.url + f"{M}/principals", headers=h, timeout=30,
+                               json={"name": "backdoor", "kind": "client"}),
+                 403, "ForbiddenException", "lacks ADMIN")
+    assert created == {"name": "reader", "issuer-grantable": True}, created
+    listed = {r["name"]: r["issuer-grantable"] for r in assert_ok_json(f.get(f"{M}/roles"))["roles"]}
+    assert listed == {"admin": False, "reader": True, "writer": False}, listed
+    # The marked role is granted, the unmarked one is not.
+    r = requests.get(f.url + "/v1/namespaces/claims", headers=h, timeout=10)
+    assert r.status_code == 200, r.text
+    assert_error(requests.post(f.url + "/v1/namespaces", headers=h, timeout=10,
+                               json={"namespace": ["made"]}), 403, "ForbiddenException",
+                 "lacks NAMESPACE_CREATE")
+    assert "floe-claims-admin" in f.log() and "left out: admin, writer" in f.log()
+
+    # Marking writer takes effect on the token already in use.
+    body = assert_ok_json(f.request("PATCH", f"{M}/roles/writer",
+                                    json={"issuer-grantable": True}))
+    assert body["name"] == "writer" and body["issuer-grantable"] is True, body
+    r = requests.post(f.url + "/v1/namespaces", headers=h, timeout=10, json={"namespace": ["made"]})
+    assert r.status_code == 200, r.text
+
+    # ADMIN and issuer-grantable never meet on one role.
+    assert_error(f.request("PATCH", f"{M}/roles/admin", json={"issuer-grantable": True}), 400,
+                 "BadRequestException", "Role admin holds ADMIN")
+    assert_error(f.post(f"{M}/roles/reader/grants",
+                        json={"privilege": "ADMIN", "on": {"kind": "catalog"}}),
+                 400, "BadRequestException", "Role reader is issuer-grantable")
+    assert_error(f.request("PATCH", f"{M}/roles/reader", json={"issuer-grantable": "yes"}),
+                 400, "BadRequestException", "must be a boolean")
+    assert_error(f.request("PATCH", f"{M}/roles/reader", json={"name": "x"}),
+                 400, "BadRequestException", "Unknown field 'name'")
+    assert_error(f.request("PATCH", f"{M}/roles/nope", json={"issuer-grantable": True}),
+                 404, "NoSuchRoleException", "Role does not exist: nope")
+    # Marked by hand in SQL, admin is still not the issuer's to grant.
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("UPDATE roles SET issuer_grantable = true WHERE name = 'admin'")
+    h = {"Authorization": f"Bearer {provider.token('floe-claims-admin')}"}
+    assert_error(requests.get(f.url + f"{M}/principals", headers=h, timeout=10), 403,
+                 "ForbiddenException", "lacks ADMIN")
+
+    events = [(e["event"], e["details"]) for e in audit_events(f)
+              if e["event"] in ("role.created", "role.updated")]
+    assert ("role.updated", {"role": "writer", "issuer-grantable": True}) in events, events
+    assert ("role.created", {"role": "reader", "issuer-grantable": True}) in events, events
+    # Unmarking records it too; the same value again records nothing.
+    assert_ok_json(f.request("PATCH", f"{M}/roles/writer", json={"issuer-grantable": False}))
+    assert_ok_json(f.request("PATCH", f"{M}/roles/writer", json={"issuer-grantable": False}))
+    updates = [e["details"] for e in audit_events(f) if e["event"] == "role.updated"]
+    assert updates == [{"role": "writer", "issuer-grantable": True},
+                       {"role": "writer", "issuer-grantable": False}], updates
 
 
 def test_the_daemon_does_not_start_without_its_issuer(floe_factory, postgres):

@@ -33,6 +33,8 @@ const CLIENTS = {
   'floe-es256': { alg: 'ES256', audience: 'floe', ttl: 300, roles: 'auditor analyst' },
   'floe-other-audience': { alg: 'ES256', audience: 'not-floe', ttl: 300, roles: ['reader'] },
   'floe-short-lived': { alg: 'ES256', audience: 'floe', ttl: 1, roles: ['reader'] },
+  // A claim naming floe's administrator role beside ordinary ones.
+  'floe-claims-admin': { alg: 'ES256', audience: 'floe', ttl: 300, roles: ['admin', 'reader', 'writer'] },
   // The engines' clients: one that may write, one that may only read.
   'floe-engine-writer': { alg: 'RS256', audience: 'floe', ttl: 3600, roles: ['writer'], post: true },
   'floe-engine-reader': { alg: 'ES256', audience: 'floe', ttl: 3600, roles: ['reader'], post: true },

@@ -147,3 +147,19 @@ Test(auth_backoff, a_long_key_is_its_own)
 	cr_assert_eq(backoff_wait(b, c, T0), 0);
 	backoff_free(b);
 }
+
+Test(auth_backoff, a_table_of_its_own_free_failures)
+{
+	struct backoff *b = backoff_new_with(16, 50);
+	long long now = T0;
+
+	cr_assert_not_null(b);
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(backoff_fail(b, "addr", now++), 0, "failure %d", i + 1);
+	cr_assert_eq(backoff_fail(b, "addr", now), 2);
+	cr_assert_eq(backoff_fail(b, "addr", now + 2), 4);
+	backoff_free(b);
+	cr_assert_null(backoff_new_with(16, 0));
+	cr_assert_null(backoff_new_with(16, BACKOFF_FREE_MAX + 1));
+	cr_assert_null(backoff_new_with(0, 5));
+}

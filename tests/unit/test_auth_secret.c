@@ -144,3 +144,126 @@ Test(auth_secret, random_secrets)
 	cr_assert_eq(len, 32);
 	free(raw);
 }
+
+/* --- the keyed form --- */
+
+static struct secret_key test_key(unsigned char first)
+{
+	unsigned char master[32];
+	struct secret_key k;
+
+	for (size_t i = 0; i < sizeof(master); i++)
+		master[i] = (unsigned char)(first + i);
+	cr_assert(secret_key_derive(master, sizeof(master), &k));
+	return k;
+}
+
+/* The derived key is HKDF-Expand (RFC 5869) of the key file's bytes with
+ * floe's info, and a stored form is the base64url HMAC-SHA256 under it
+ * (both computed independently with Python's cryptography and hmac). */
+Test(auth_secret, keyed_vectors)
+{
+	struct secret_key k = test_key(0);
+	char got[65];
+	const char *secret = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+
+	hex(k.key, sizeof(k.key), got);
+	cr_assert_str_eq(got, "a3aea165066e08256f24dd0f2177f092f7bf239f00c557766b990c379a57b094");
+	cr_assert_str_eq(k.id, "a9c98d11894f81d1");
+	char *stored = secret_hash_keyed(&k, secret, strlen(secret));
+	cr_assert_str_eq(
+		stored, "hmac-sha256$a9c98d11894f81d1$UvmxQEdhyZk7xZf0dDRX6Lhm5tzqTSKyzuPpnadFEdg");
+	free(stored);
+	unsigned char short_master[16] = { 0 };
+	cr_assert_not(secret_key_derive(short_master, sizeof(short_master), &k));
+}
+
+Test(auth_secret, keyed_check)
+{
+	struct secret_key k = test_key(0);
+	struct secret_key other = test_key(1);
+	char secret[SECRET_RANDOM_LEN + 1];
+	char id[SECRET_KEY_ID_LEN + 1] = "";
+	bool rehash = true;
+
+	cr_assert(secret_random(secret));
+	char *stored = secret_hash_keyed(&k, secret, strlen(secret));
+	cr_assert_not_null(stored);
+	cr_assert_eq(secret_check(&k, secret, strlen(secret), stored, id, &rehash), SECRET_MATCH);
+	cr_assert_not(rehash, "the keyed form is the one to keep");
+	cr_assert_eq(secret_check(&k, secret, strlen(secret) - 1, stored, id, NULL),
+		     SECRET_MISMATCH);
+	char wrong[SECRET_RANDOM_LEN + 1];
+	cr_assert(secret_random(wrong));
+	cr_assert_eq(secret_check(&k, wrong, strlen(wrong), stored, id, NULL), SECRET_MISMATCH);
+	/* Under another key it cannot be decided, and says which key. */
+	cr_assert_eq(secret_check(&other, secret, strlen(secret), stored, id, NULL),
+		     SECRET_OTHER_KEY);
+	cr_assert_str_eq(id, k.id);
+	cr_assert_eq(secret_check(NULL, secret, strlen(secret), stored, NULL, NULL),
+		     SECRET_OTHER_KEY);
+	/* An unknown client, and forms that do not read, match nothing. */
+	cr_assert_eq(secret_check(&k, secret, strlen(secret), NULL, id, NULL), SECRET_MISMATCH);
+	const char *bad[] = {
+		"hmac-sha256$",
+		"hmac-sha256$a9c98d11894f81d1$",
+		"hmac-sha256$A9C98D11894F81D1$UvmxQEdhyZk7xZf0dDRX6Lhm5tzqTSKyzuPpnadFEdg",
+		"hmac-sha256$a9c98d11894f81d1$UvmxQEdhyZk7xZf0dDRX6Lhm5tzqTSKyzuPpnadFEd",
+		"hmac-sha256$a9c98d11894f81d1$UvmxQEdhyZk7xZf0dDRX6Lhm5tzqTSKyzuPpnadFEdh",
+		"hmac-sha256$a9c98d11894f81d1$UvmxQEdhyZk7xZf0dDRX6Lhm5tzqTSKyzuPpnadFEdgA",
+		"md5$x"
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(secret_check(&k, secret, strlen(secret), bad[i], id, NULL),
+			     SECRET_MISMATCH, "%s", bad[i]);
+	free(stored);
+}
+
+/* A random secret under scrypt still matches, and asks to be stored
+ * keyed; an operator's secret stays under scrypt. */
+Test(auth_secret, scrypt_forms_keep_working)
+{
+	struct secret_key k = test_key(0);
+	char secret[SECRET_RANDOM_LEN + 1];
+	bool rehash = false;
+
+	cr_assert(secret_random(secret));
+	char *stored = secret_hash_with(secret, strlen(secret), 1024, 8, 1);
+	cr_assert_eq(secret_check(&k, secret, strlen(secret), stored, NULL, &rehash), SECRET_MATCH);
+	cr_assert(rehash);
+	cr_assert_eq(secret_check(NULL, secret, strlen(secret), stored, NULL, &rehash),
+		     SECRET_MATCH);
+	cr_assert_not(rehash, "no key, nothing to rehash to");
+	cr_assert_eq(secret_check(&k, "nope", 4, stored, NULL, &rehash), SECRET_MISMATCH);
+	cr_assert_not(rehash);
+	free(stored);
+
+	stored = secret_hash_with("hunter2", 7, 1024, 8, 1);
+	cr_assert_eq(secret_check(&k, "hunter2", 7, stored, NULL, &rehash), SECRET_MATCH);
+	cr_assert_not(rehash, "a secret that may be low-entropy stays slow");
+	free(stored);
+}
+
+Test(auth_secret, which_secrets_are_taken_as_random)
+{
+	struct secret_key k = test_key(0);
+	char secret[SECRET_RANDOM_LEN + 1];
+
+	cr_assert(secret_random(secret));
+	cr_assert(secret_is_generated(secret, strlen(secret)));
+	cr_assert_not(secret_is_generated(secret, strlen(secret) - 1));
+	cr_assert_not(secret_is_generated("correct horse battery staple", 28));
+	/* 43 characters, but not canonical base64url of 32 bytes. */
+	cr_assert_not(secret_is_generated("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB", 43));
+	cr_assert_not(secret_is_generated("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA+", 43));
+
+	char *fast = secret_hash_for(&k, secret, strlen(secret));
+	char *slow = secret_hash_for(&k, "hunter2", 7);
+	char *nokey = secret_hash_for(NULL, secret, strlen(secret));
+	cr_assert(strncmp(fast, "hmac-sha256$", 12) == 0, "%s", fast);
+	cr_assert(strncmp(slow, "scrypt$32768$8$1$", 17) == 0, "%s", slow);
+	cr_assert(strncmp(nokey, "scrypt$", 7) == 0, "%s", nokey);
+	free(fast);
+	free(slow);
+	free(nokey);
+}

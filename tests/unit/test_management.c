@@ -368,3 +368,73 @@ Test(management, lists_page_by_name)
 	cr_assert_null(mgmt_role_list(fake_store(), "a b", NULL, &err));
 	cr_assert_eq(err.kind, FE_BAD_REQUEST);
 }
+
+/* An issuer's claim never grants ADMIN: a role holding it cannot be
+ * marked issuer-grantable, a marked role cannot be granted it, and the
+ * mark and its event stand or fall together. */
+Test(management, issuer_grantable_and_admin_never_meet)
+{
+	bool changed = false;
+	json_t *mark = json_pack("{s:b}", "issuer-grantable", true);
+	json_t *unmark = json_pack("{s:b}", "issuer-grantable", false);
+	json_t *admin = json_pack("{s:s, s:{s:s}}", "privilege", "ADMIN", "on", "kind", "catalog");
+
+	make_keeper();
+	cr_assert_null(mgmt_role_update(fake_store(), &env, "keepers", mark, &changed, &err));
+	cr_assert_eq(err.kind, FE_BAD_REQUEST);
+	cr_assert(strstr(err.message, "Role keepers holds ADMIN") != NULL, "%s", err.message);
+	cr_assert(!changed);
+
+	make_role("readers");
+	fake_fail("store_event_insert", 1, unavailable(), false);
+	cr_assert_null(mgmt_role_update(fake_store(), &env, "readers", mark, &changed, &err));
+	cr_assert(!changed, "the event failed, so the mark did");
+	json_t *out = mgmt_role_update(fake_store(), &env, "readers", mark, &changed, &err);
+	cr_assert_not_null(out, "%s", err.message);
+	cr_assert(changed);
+	cr_assert(json_is_true(json_object_get(out, "issuer-grantable")));
+	json_decref(out);
+	out = mgmt_role_update(fake_store(), &env, "readers", mark, &changed, &err);
+	cr_assert_not_null(out, "%s", err.message);
+	cr_assert(!changed, "the same value again changes nothing");
+	json_decref(out);
+	cr_assert_eq(fake_store_events("role.updated"), 1);
+
+	cr_assert_null(mgmt_grant_set(fake_store(), &env, "readers", admin, true, &changed, &err));
+	cr_assert_eq(err.kind, FE_BAD_REQUEST);
+	cr_assert(strstr(err.message, "Role readers is issuer-grantable") != NULL, "%s",
+		  err.message);
+	cr_assert_eq(fake_store_events("grant.added"), 0);
+
+	/* Unmarked, it may hold ADMIN again. */
+	out = mgmt_role_update(fake_store(), &env, "readers", unmark, &changed, &err);
+	cr_assert_not_null(out, "%s", err.message);
+	json_decref(out);
+	out = mgmt_grant_set(fake_store(), &env, "readers", admin, true, &changed, &err);
+	cr_assert_not_null(out, "%s", err.message);
+	json_decref(out);
+	cr_assert_eq(fake_store_events("role.updated"), 2);
+
+	cr_assert_null(mgmt_role_update(fake_store(), &env, "nobody", mark, &changed, &err));
+	cr_assert_eq(err.kind, FE_NO_SUCH_ROLE);
+	json_decref(mark);
+	json_decref(unmark);
+	json_decref(admin);
+}
+
+/* A role created issuer-grantable says so, and its event too. */
+Test(management, a_role_created_issuer_grantable)
+{
+	json_t *body = json_pack("{s:s, s:b}", "name", "analysts", "issuer-grantable", true);
+	json_t *out = mgmt_role_create(fake_store(), &env, body, &err);
+
+	cr_assert_not_null(out, "%s", err.message);
+	cr_assert(json_is_true(json_object_get(out, "issuer-grantable")));
+	json_decref(out);
+	json_decref(body);
+	body = json_pack("{s:s, s:s}", "name", "x", "issuer-grantable", "yes");
+	cr_assert_null(mgmt_role_create(fake_store(), &env, body, &err));
+	cr_assert_eq(err.kind, FE_BAD_REQUEST);
+	json_decref(body);
+	cr_assert_eq(fake_store_events("role.created"), 1);
+}

@@ -254,6 +254,26 @@ bool store_principal_set_secret(struct store *s, const char *name, const char *s
 			     secret_hash ? json_string(secret_hash) : json_null(), found, err);
 }
 
+bool store_principal_upgrade_secret(struct store *s, long long id, const char *old_hash,
+				    const char *new_hash, bool *done, struct floe_error *err)
+{
+	size_t i;
+	json_t *p;
+
+	(void)s;
+	*done = false;
+	if (fake_fault_due(__func__, err, NULL))
+		return false;
+	json_array_foreach(list("principals"), i, p) {
+		if (json_integer_value(json_object_get(p, "id")) == id &&
+		    same(str(p, "secret_hash"), old_hash)) {
+			json_object_set_new(p, "secret_hash", json_string(new_hash));
+			*done = true;
+		}
+	}
+	return true;
+}
+
 bool store_principal_count(struct store *s, long long *n, struct floe_error *err)
 {
 	(void)s;
@@ -377,6 +397,87 @@ static void role_fill(const json_t *e, void *dst)
 	row->id = json_integer_value(json_object_get(e, "id"));
 	row->name = strdup(str(e, "name"));
 	snprintf(row->created_at, sizeof(row->created_at), "2026-01-01T00:00:00.000000Z");
+	row->issuer_grantable = json_is_true(json_object_get(e, "issuer_grantable"));
+}
+
+/* Whether role (id) holds ADMIN, on anything. */
+static bool role_holds_admin(long long role)
+{
+	size_t i;
+	json_t *g;
+
+	json_array_foreach(list("grants"), i, g) {
+		if (json_integer_value(json_object_get(g, "role")) == role &&
+		    same(str(g, "privilege"), "ADMIN"))
+			return true;
+	}
+	return false;
+}
+
+bool store_role_lock(struct store *s, const char *name, struct role_row *row, bool *found,
+		     struct floe_error *err)
+{
+	(void)s;
+	memset(row, 0, sizeof(*row));
+	*found = false;
+	if (fake_fault_due(__func__, err, NULL))
+		return false;
+	const json_t *e = find("roles", "name", name);
+	if (e != NULL) {
+		role_fill(e, row);
+		*found = true;
+	}
+	return true;
+}
+
+bool store_role_holds_admin(struct store *s, const char *name, bool *holds, struct floe_error *err)
+{
+	(void)s;
+	*holds = false;
+	if (fake_fault_due(__func__, err, NULL))
+		return false;
+	const json_t *e = find("roles", "name", name);
+	*holds = e != NULL && role_holds_admin(json_integer_value(json_object_get(e, "id")));
+	return true;
+}
+
+bool store_role_set_issuer_grantable(struct store *s, const char *name, bool grantable, bool *found,
+				     struct floe_error *err)
+{
+	(void)s;
+	*found = false;
+	if (fake_fault_due(__func__, err, NULL))
+		return false;
+	json_t *e = find("roles", "name", name);
+	if (e != NULL) {
+		json_object_set_new(e, "issuer_grantable", json_boolean(grantable));
+		*found = true;
+	}
+	return true;
+}
+
+bool store_role_list_issuer_grantable(struct store *s, struct role_row **rows, size_t *count,
+				      struct floe_error *err)
+{
+	size_t i, n = 0;
+	json_t *e;
+
+	(void)s;
+	*rows = NULL;
+	*count = 0;
+	if (fake_fault_due(__func__, err, NULL))
+		return false;
+	struct role_row *out = calloc(json_array_size(list("roles")) + 1, sizeof(*out));
+	if (out == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	json_array_foreach(list("roles"), i, e) {
+		if (json_is_true(json_object_get(e, "issuer_grantable")) &&
+		    !role_holds_admin(json_integer_value(json_object_get(e, "id"))))
+			role_fill(e, &out[n++]);
+	}
+	*rows = out;
+	*count = n;
+	return true;
 }
 
 bool store_role_list(struct store *s, const char *after_name, long limit, struct role_row **rows,

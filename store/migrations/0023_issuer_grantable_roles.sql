@@ -1,0 +1,12 @@
+-- 0023: which roles an external issuer's token may name.
+--
+-- An issuer's roles claim names floe roles; from this migration on it
+-- grants only those marked issuer_grantable, through the management API
+-- (docs/auth.md "What an issuer's claims may grant"). No role is marked
+-- here: an issuer that named roles before must have them marked after the
+-- upgrade, an administrator's decision that SQL cannot take. A role
+-- holding ADMIN is never granted by a claim, marked or not; floe refuses
+-- to mark one, and to grant ADMIN to a marked one. A change of the mark
+-- notifies floe_authz (0011's trigger on roles), so every floe forgets
+-- the issuers' tokens it resolved.
+ALTER TABLE roles ADD COLUMN issuer_grantable boolean NOT NULL DEFAULT false;
