@@ -89,6 +89,15 @@ access_set access_ns_properties_needs(const json_t *body)
 			      PRIV_NAMESPACE_UPDATE_PROPERTIES);
 }
 
+access_set access_register_table_needs(const json_t *body)
+{
+	access_set needs = ACCESS_BIT(PRIV_TABLE_WRITE_MAIN);
+
+	if (json_is_true(json_object_get(body, "overwrite")))
+		needs |= ACCESS_BIT(PRIV_TABLE_DROP);
+	return needs;
+}
+
 /* The order refusals are named in: the privilege a caller most likely
  * lacks for what it asked first. */
 static const enum privilege check_order[] = {

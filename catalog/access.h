@@ -43,6 +43,13 @@ access_set access_commit_needs(const json_t *updates);
  * when a floe.* key is set or removed. */
 access_set access_ns_properties_needs(const json_t *body);
 
+/* registerTable (body {"name", "overwrite"?}): what it needs on the table
+ * ns.<name> it registers, besides TABLE_CREATE on the namespace:
+ * TABLE_WRITE_MAIN, for the registered metadata's main becomes the
+ * table's (it moves main whether or not a table was there), and with
+ * "overwrite": true TABLE_DROP too, for it replaces the table there. */
+access_set access_register_table_needs(const json_t *body);
+
 /* Checks every privilege of needs on obj, the most specific first
  * (TABLE_WRITE_MAIN, TABLE_WRITE, the property privileges, CONTROLS_MANAGE,
  * then the rest in enum order): false with authz_check's error at the

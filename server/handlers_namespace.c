@@ -75,7 +75,8 @@ void handle_ns_create(struct http_request *req)
 	if (s != NULL && !ns_create_allowed(req, s, in))
 		s = NULL;
 	if (s != NULL) {
-		json_t *body = ns_create(s, handler_warehouse_location(req), in, &err);
+		struct table_env env = handler_env(req);
+		json_t *body = ns_create(s, &env, in, &err);
 		handler_release(req, s);
 		handler_answer(req, 200, body, &err);
 	}
@@ -124,7 +125,8 @@ void handle_ns_drop(struct http_request *req)
 
 	s = handler_open(req, http_param_namespace(req, &ns, &err), &err);
 	if (s != NULL && handler_allowed(req, s, PRIV_NAMESPACE_DROP, &ns, NULL)) {
-		bool ok = ns_drop(s, &ns, &err);
+		struct table_env env = handler_env(req);
+		bool ok = ns_drop(s, &env, &ns, &err);
 		handler_release(req, s);
 		handler_answer_done(req, ok, &err);
 	}

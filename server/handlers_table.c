@@ -86,10 +86,13 @@ static void on_namespace_body(struct http_request *req,
 	struct authz_object obj = { .kind = AUTHZ_NAMESPACE, .ns = &ns, .table = NULL };
 	if (s == NULL || !handler_allowed_all(req, s, needs, &obj))
 		goto done;
-	/* A register that overwrites replaces a table: TABLE_DROP on it. */
-	const char *replaced = json_string_value(json_object_get(in, "name"));
-	if (op == table_register && json_is_true(json_object_get(in, "overwrite")) &&
-	    replaced != NULL && !handler_allowed(req, s, PRIV_TABLE_DROP, &ns, replaced))
+	/* A register moves main at the name it registers (and with
+	 * overwrite replaces the table there): access_register_table_needs
+	 * on that table. */
+	const char *registered = json_string_value(json_object_get(in, "name"));
+	struct authz_object tobj = { .kind = AUTHZ_TABLE, .ns = &ns, .table = registered };
+	if (op == table_register && registered != NULL &&
+	    !handler_allowed_all(req, s, access_register_table_needs(in), &tobj))
 		goto done;
 	struct table_env env = handler_env(req);
 	env.vend = vend_asked(req);

@@ -348,14 +348,20 @@ def test_a_transaction_is_refused_whole_when_one_table_is_not_allowed(authed, un
         assert r.status_code == 204, r.text
 
 
-def test_register_with_overwrite_needs_table_drop_on_the_table_it_replaces(authed, ns, table, uniq):
+def test_register_needs_write_main_and_with_overwrite_table_drop(authed, ns, table, uniq):
     f = authed
     who = f"reg_{uniq}"
     tok = principal(f, who, [("TABLE_CREATE", ns)])
     loc = table.load()["metadata-location"]
+    overwrite = {"name": "orders", "metadata-location": loc, "overwrite": True}
     with As(f, tok):
-        forbidden(f.post(f"{table.ns_url}/register",
-                         json={"name": "orders", "metadata-location": loc, "overwrite": True}),
+        # A register puts main in place at its name: TABLE_WRITE_MAIN there.
+        for body in (overwrite, {"name": "orders", "metadata-location": loc}):
+            forbidden(f.post(f"{table.ns_url}/register", json=body),
+                      f"Principal {who} lacks TABLE_WRITE_MAIN on table {ns[0]}.orders")
+    grant(f, f"r_{who}", "TABLE_WRITE_MAIN", ns)
+    with As(f, tok):
+        forbidden(f.post(f"{table.ns_url}/register", json=overwrite),
                   f"Principal {who} lacks TABLE_DROP on table {ns[0]}.orders")
         # Without overwrite, a caller who may create gets today's 409.
         assert_error(f.post(f"{table.ns_url}/register",
@@ -391,6 +397,11 @@ def test_history_and_undrop_need_their_privileges(authed, ns, table, uniq):
         kept = assert_ok_json(f.get(f"/v1/namespaces/{ns[0]}/dropped-tables"))["dropped-tables"]
         assert [(d["name"], d["dropped-by"]) for d in kept] == [
             ("orders", f.credential.split(":", 1)[0])]
+        # An undrop puts main back: TABLE_WRITE_MAIN on the table too.
+        forbidden(f.post(table.url + "/undrop"),
+                  f"Principal hist_creator_{uniq} lacks TABLE_WRITE_MAIN on table {where}")
+    grant(f, f"r_hist_creator_{uniq}", "TABLE_WRITE_MAIN", ns)
+    with As(f, creator):
         back = assert_ok_json(f.post(table.url + "/undrop"))
         assert back["metadata"]["table-uuid"] == uuid
     assert table.metadata()["current-snapshot-id"] == table.s1
