@@ -95,11 +95,6 @@ bool access_commit_creates(const json_t *requirements)
 	return false;
 }
 
-access_set access_register_overwrite_needs(void)
-{
-	return ACCESS_BIT(PRIV_TABLE_DROP) | ACCESS_BIT(PRIV_TABLE_WRITE_MAIN);
-}
-
 access_set access_rename_needs(void)
 {
 	return ACCESS_BIT(PRIV_TABLE_DROP) | ACCESS_BIT(PRIV_TABLE_WRITE_MAIN);
@@ -116,6 +111,15 @@ access_set access_ns_properties_needs(const json_t *body)
 	return ACCESS_BIT(PRIV_NAMESPACE_UPDATE_PROPERTIES) |
 	       property_needs(json_object_get(body, "updates"), json_object_get(body, "removals"),
 			      PRIV_NAMESPACE_UPDATE_PROPERTIES);
+}
+
+access_set access_register_table_needs(const json_t *body)
+{
+	access_set needs = ACCESS_BIT(PRIV_TABLE_WRITE_MAIN);
+
+	if (json_is_true(json_object_get(body, "overwrite")))
+		needs |= ACCESS_BIT(PRIV_TABLE_DROP);
+	return needs;
 }
 
 /* The order refusals are named in: the privilege a caller most likely

@@ -48,10 +48,6 @@ access_set access_ns_properties_needs(const json_t *body);
  * needs TABLE_CREATE on its namespace instead. */
 bool access_commit_creates(const json_t *requirements);
 
-/* What a register with overwrite needs on the table it replaces:
- * TABLE_DROP, and TABLE_WRITE_MAIN since it moves that table's main. */
-access_set access_register_overwrite_needs(void);
-
 /* What a table rename needs on its source: TABLE_DROP, and
  * TABLE_WRITE_MAIN since the destination's main moves (TABLE_CREATE on
  * the destination's namespace besides). */
@@ -60,6 +56,13 @@ access_set access_rename_needs(void);
 /* What creating, dropping or fast-forwarding ref needs (NULL: main):
  * TABLE_WRITE_MAIN for main, TABLE_WRITE for any other. */
 access_set access_ref_needs(const char *ref);
+
+/* registerTable (body {"name", "overwrite"?}): what it needs on the table
+ * ns.<name> it registers, besides TABLE_CREATE on the namespace:
+ * TABLE_WRITE_MAIN, for the registered metadata's main becomes the
+ * table's (it moves main whether or not a table was there), and with
+ * "overwrite": true TABLE_DROP too, for it replaces the table there. */
+access_set access_register_table_needs(const json_t *body);
 
 /* Checks every privilege of needs on obj, the most specific first
  * (TABLE_WRITE_MAIN, TABLE_WRITE, the property privileges, CONTROLS_MANAGE,

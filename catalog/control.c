@@ -1,10 +1,10 @@
 /*
  * control.c - the explicit route of the audited-publish control. Weakening
- * the control (removing floe.wap.required, deleting the last hook that
- * covers it, registering over or renaming a protected table out of its
- * scope) is refused through the ordinary routes (policy.c) and allowed
- * through POST /controls/{action} alone, which always carries a reason
- * into the audit log.
+ * the control (removing floe.wap.required, deleting a hook in scope of a
+ * protected table, registering over, renaming or undropping a table into
+ * a weaker control: policy.c, effective.c) is refused through the
+ * ordinary routes and allowed through POST /controls/{action} alone,
+ * which always carries a reason into the audit log.
  */
 #include "control.h"
 
@@ -13,7 +13,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "access.h"
 #include "auditlog.h"
+#include "history.h"
 #include "hooksecrets.h"
 #include "log.h"
 #include "namespace.h"
@@ -138,6 +140,7 @@ bool control_hook_delete(struct store *s, const struct table_env *env, const cha
 {
 	json_t *hook = NULL;
 	char *guarded = NULL;
+	char *property = NULL;
 	bool deleted = false;
 	bool ok;
 
@@ -146,14 +149,17 @@ bool control_hook_delete(struct store *s, const struct table_env *env, const cha
 	ok = store_hook_lock(s, err) && load_hook(s, id, &hook, err);
 	if (ok && hook == NULL)
 		ok = wording_no_such_hook(id, err);
+	/* Every hook in scope of a protected table is part of its effective
+	 * control (effective.h), whichever others cover it too: a hook that
+	 * always passes, added next to the auditor, must not let the
+	 * auditor go. */
 	if (ok && reason == NULL) {
-		ok = store_hook_sole_guard(s, id, &guarded, err);
+		ok = store_hook_guards(s, id, &guarded, &property, err);
 		if (ok && guarded != NULL)
 			ok = floe_err(
 				err, FE_FORBIDDEN,
-				"audit hook %s is the last one covering %s, which sets " POLICY_PROPERTY
-				"=true: deleting it weakens the audited-publish control; only POST /v1/controls/delete-hook with a reason may",
-				id, guarded);
+				"audit hook %s covers %s, protected by %s=true: deleting it weakens the audited-publish control (every hook in scope of a protected table must pass); only POST /v1/controls/delete-hook with a reason may",
+				id, guarded, property);
 	}
 	if (ok)
 		ok = store_hook_delete(s, id, &deleted, err);
@@ -166,6 +172,7 @@ bool control_hook_delete(struct store *s, const struct table_env *env, const cha
 		json_decref(details);
 	}
 	free(guarded);
+	free(property);
 	json_decref(hook);
 	return control_finish_tx(s, ok, err);
 }
@@ -296,17 +303,41 @@ static json_t *apply_register(struct store *s, const struct table_env *env, cons
 {
 	struct ns_ident ns = { 0 };
 	json_t *out = NULL;
+	json_t *reg = NULL;
 
 	if (!ident_ns_from_json(json_object_get(body, "namespace"), "namespace", &ns, err))
 		return NULL;
-	json_t *reg = json_deep_copy(body);
-	if (reg == NULL) {
-		ident_ns_clear(&ns);
-		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
+	reg = json_deep_copy(body);
+	if (reg == NULL || json_object_set_new(reg, "overwrite", json_true()) != 0) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto done;
 	}
-	json_object_set_new(reg, "overwrite", json_true());
+	/* What a register asks, besides CONTROLS_MANAGE, was the gate's
+	 * (server/routes.c, the control route's demands). */
 	out = table_register_with(s, env, &ns, reg, reason, err);
+done:
 	json_decref(reg);
+	ident_ns_clear(&ns);
+	return out;
+}
+
+/* POST /controls/undrop {"namespace", "name", "reason"}: an undrop that
+ * may weaken the table's control; it asks what an undrop asks. */
+static json_t *apply_undrop(struct store *s, const struct table_env *env, const json_t *body,
+			    const char *reason, struct floe_error *err)
+{
+	struct ns_ident ns = { 0 };
+	const json_t *name = json_object_get(body, "name");
+	json_t *out = NULL;
+
+	if (!json_is_string(name))
+		return floe_err(err, FE_BAD_REQUEST, "missing required field 'name'"), NULL;
+	if (!ident_name_check(json_string_value(name), json_string_length(name), "table name", err))
+		return NULL;
+	if (!ident_ns_from_json(json_object_get(body, "namespace"), "namespace", &ns, err))
+		return NULL;
+	/* What an undrop asks was the gate's (the control route's demands). */
+	out = table_undrop_with(s, env, &ns, json_string_value(name), reason, err);
 	ident_ns_clear(&ns);
 	return out;
 }
@@ -334,6 +365,7 @@ static const struct {
 	{ "delete-hook", apply_delete_hook },
 	{ "register", apply_register },
 	{ "rename", apply_rename },
+	{ "undrop", apply_undrop },
 };
 
 json_t *control_apply(struct store *s, const struct table_env *env, const char *action,
@@ -349,7 +381,7 @@ json_t *control_apply(struct store *s, const struct table_env *env, const char *
 	if (apply == NULL)
 		return floe_err(
 			       err, FE_BAD_REQUEST,
-			       "no control action %s (wap-required, separation-of-duties, release-required, delete-hook, register, rename)",
+			       "no control action %s (wap-required, separation-of-duties, release-required, delete-hook, register, rename, undrop)",
 			       action),
 		       NULL;
 	if (!json_is_object(body))

@@ -40,15 +40,18 @@ json_t *control_hook_list(struct store *s, struct floe_error *err) FLOE_WUR;
 json_t *control_hook_get(struct store *s, const char *id, struct floe_error *err) FLOE_WUR;
 
 /* DELETE /audit-hooks/{id}: the deletion and its hook.deleted event in one
- * transaction. Without reason, deleting the last hook that covers a
- * namespace or table setting floe.wap.required=true is FE_FORBIDDEN;
- * FE_NO_SUCH_HOOK for an unknown id. */
+ * transaction. Without reason, deleting a hook that covers a protected
+ * namespace or table (floe.wap.required or floe.wap.release-required in
+ * force: store_hook_guards), whichever other hooks cover it, is
+ * FE_FORBIDDEN; FE_NO_SUCH_HOOK for an unknown id. */
 bool control_hook_delete(struct store *s, const struct table_env *env, const char *id,
 			 const char *reason, struct floe_error *err) FLOE_WUR;
 
 /* POST /controls/{action}: the explicit route that may weaken the control
- * (action wap-required, delete-hook, register or rename; body with a
- * mandatory "reason"). Answers {"action", "reason", "result"?} (new
+ * (action wap-required, separation-of-duties, release-required,
+ * delete-hook, register, rename or undrop; body with a mandatory
+ * "reason"). register, rename and undrop also ask the privileges their
+ * ordinary routes ask. Answers {"action", "reason", "result"?} (new
  * reference). FE_BAD_REQUEST for an unknown action or a missing reason. */
 json_t *control_apply(struct store *s, const struct table_env *env, const char *action,
 		      const json_t *body, struct floe_error *err) FLOE_WUR;

@@ -15,7 +15,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "access.h"
 #include "auditlog.h"
+#include "effective.h"
 #include "timefmt.h"
 #include "log.h"
 #include "ports.h"
@@ -254,13 +256,56 @@ json_t *table_commits(struct store *s, const struct ns_ident *ns, const char *na
 json_t *table_undrop(struct store *s, const struct table_env *env, const struct ns_ident *ns,
 		     const char *name, struct floe_error *err)
 {
+	return table_undrop_with(s, env, ns, name, NULL, err);
+}
+
+/* Whether kept may come back as name of ns, whose effective control would
+ * then be *after: not weaker than when it was dropped, and not a main
+ * moving into a protected scope (else FE_FORBIDDEN naming the control
+ * route). A drop whose control was not recorded cannot be decided and is
+ * refused. */
+static bool undrop_allowed(const struct dropped_row *kept, const struct ns_ident *ns,
+			   const char *name, const json_t *m, const struct effective_control *after,
+			   struct floe_error *err)
+{
+	struct effective_control before;
+	char change[1024];
+	json_error_t jerr;
+	json_t *recorded = kept->controls != NULL ? json_loads(kept->controls, 0, &jerr) : NULL;
+	char *shown = ident_ns_display(ns);
+	bool ok = false;
+
+	(void)snprintf(change, sizeof(change), "Undropping table %s.%s", shown ? shown : "?", name);
+	if (!effective_from_json(recorded, &before)) {
+		floe_err(
+			err, FE_FORBIDDEN,
+			"%s: the audited-publish control it had when dropped is not recorded, so whether this weakens it cannot be decided; only POST /v1/controls/undrop with a reason may",
+			change);
+		goto done;
+	}
+	ok = effective_check(&before, after, change, "undrop", err) &&
+	     effective_check_main_arrives(&before, after, name, m, "undrop", err);
+	effective_clear(&before);
+done:
+	free(shown);
+	json_decref(recorded);
+	return ok;
+}
+
+json_t *table_undrop_with(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			  const char *name, const char *reason, struct floe_error *err)
+{
 	struct dropped_row kept;
+	struct effective_control after;
 	struct store_actor who = audit_actor(env);
 	bool found = false;
 	json_t *m = NULL;
 	json_error_t jerr;
 
 	memset(&kept, 0, sizeof(kept));
+	memset(&after, 0, sizeof(after));
+	/* An undrop puts the table's main back: TABLE_WRITE_MAIN on it, which
+	 * the gate asked before anything is looked up (server/routes.c). */
 	if (env->undrop_retention_s <= 0)
 		return wording_no_such_table(ns, name, err), NULL;
 	if (!store_begin(s, err))
@@ -289,6 +334,19 @@ json_t *table_undrop(struct store *s, const struct table_env *env, const struct 
 		floe_err(err, FE_INTERNAL, "the kept metadata of %s is not JSON", name);
 		goto fail;
 	}
+	/* The control it comes back under, against the one it left with: its
+	 * namespace may have been dropped and made again meanwhile. */
+	bool exists = false;
+	if (!store_ns_exists(s, ns, &exists, err))
+		goto fail;
+	if (!exists) {
+		(void)wording_no_such_namespace(ns, err);
+		goto fail;
+	}
+	if (!effective_of(s, ns, name, m, &after, err))
+		goto fail;
+	if (reason == NULL && !undrop_allowed(&kept, ns, name, m, &after, err))
+		goto fail;
 	if (!table_location_claim(s, ns, name, kept.location, kept.location, kept.uuid, err)) {
 		/* The location is taken since the drop: a conflict with what
 		 * exists now, not a bad request. */
@@ -310,9 +368,14 @@ json_t *table_undrop(struct store *s, const struct table_env *env, const struct 
 			(void)wording_no_such_namespace(ns, err);
 		goto fail;
 	}
-	json_t *details = json_pack("{s:s, s:s, s:s, s:I}", "table-uuid", kept.uuid,
-				    "metadata-location", kept.metadata_location, "dropped-at",
-				    kept.dropped_at, "version", (json_int_t)kept.version);
+	json_error_t cerr;
+	json_t *details = json_pack("{s:s, s:s, s:s, s:I, s:o*, s:o*, s:s*}", "table-uuid",
+				    kept.uuid, "metadata-location", kept.metadata_location,
+				    "dropped-at", kept.dropped_at, "version",
+				    (json_int_t)kept.version, "controls-when-dropped",
+				    kept.controls != NULL ? json_loads(kept.controls, 0, &cerr)
+							  : NULL,
+				    "controls", effective_to_json(&after), "reason", reason);
 	bool logged = details != NULL &&
 		      store_event_insert(s, "table.undropped", &who, ns, name, NULL, details, err);
 	json_decref(details);
@@ -325,19 +388,22 @@ json_t *table_undrop(struct store *s, const struct table_env *env, const struct 
 			store_rollback(s);
 		goto out;
 	}
-	log_info("table", "undropped %s (%s), dropped at %s rid=%s", name, kept.uuid,
-		 kept.dropped_at, env->request_id);
+	log_info("table", "undropped %s (%s), dropped at %s%s rid=%s", name, kept.uuid,
+		 kept.dropped_at, reason != NULL ? " through the control route" : "",
+		 env->request_id);
 	json_t *out = json_pack("{s:s, s:O, s:{}}", "metadata-location", kept.metadata_location,
 				"metadata", m, "config");
 	if (out == NULL)
 		floe_err(err, FE_INTERNAL, "out of memory");
 	json_decref(m);
+	effective_clear(&after);
 	store_dropped_row_clear(&kept);
 	return out;
 fail:
 	store_rollback(s);
 out:
 	json_decref(m);
+	effective_clear(&after);
 	store_dropped_row_clear(&kept);
 	return NULL;
 }

@@ -61,9 +61,20 @@ struct table_env;
  * reference). FE_NO_SUCH_TABLE when none is kept (or keeping is off);
  * FE_ALREADY_EXISTS when the name is taken, the uuid registered again or
  * the location since taken by another table; FE_NO_SUCH_NAMESPACE.
+ * It puts the table's main back: TABLE_WRITE_MAIN on the table (asked
+ * here, before anything is looked up). The table may not come back with
+ * a weaker effective control than it was dropped with (effective.h: its
+ * namespace dropped and made again without floe.wap.required, a hook
+ * deleted), nor bring a main into a protected scope that did not protect
+ * it when dropped: FE_FORBIDDEN naming POST /v1/controls/undrop.
  */
 json_t *table_undrop(struct store *s, const struct table_env *env, const struct ns_ident *ns,
 		     const char *name, struct floe_error *err) FLOE_WUR;
+
+/* table_undrop through the control route: with reason (not NULL, stored in
+ * the table.undropped event) the control checks are skipped. */
+json_t *table_undrop_with(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			  const char *name, const char *reason, struct floe_error *err) FLOE_WUR;
 
 /* GET .../namespaces/{ns}/dropped-tables: the kept drops of ns, newest
  * first: {"dropped-tables": [...], "next-page-token"} (new reference). */

@@ -143,11 +143,44 @@ fail:
 	return NULL;
 }
 
-json_t *ns_create(struct store *s, const char *warehouse, const json_t *body,
+/* The control properties (policy.h) among properties, as given: what a
+ * namespace event shows of them (new reference; NULL when out of memory). */
+static json_t *ns_controls(const json_t *properties)
+{
+	json_t *out = json_object();
+
+	for (size_t i = 0; out != NULL && i < POLICY_NCONTROLS; i++) {
+		json_t *v = json_object_get(properties, policy_controls[i].property);
+		if (v != NULL && json_object_set(out, policy_controls[i].property, v) != 0) {
+			json_decref(out);
+			out = NULL;
+		}
+	}
+	return out;
+}
+
+/* In the change's transaction: the namespace event `event` with the
+ * control properties the namespace has (created) or had (dropped). */
+static bool ns_event(struct store *s, const struct table_env *env, const char *event,
+		     const struct ns_ident *ns, const json_t *properties, struct floe_error *err)
+{
+	json_t *controls = ns_controls(properties);
+	json_t *details = controls != NULL ? json_pack("{s:o}", "controls", controls) : NULL;
+	struct store_actor who = audit_actor(env);
+
+	if (details == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	bool ok = store_event_insert(s, event, &who, ns, NULL, NULL, details, err);
+	json_decref(details);
+	return ok;
+}
+
+json_t *ns_create(struct store *s, const struct table_env *env, const json_t *body,
 		  struct floe_error *err)
 {
 	struct ns_ident ns = { 0 };
 	json_t *props = json_object_get(body, "properties");
+	json_t *stored = NULL;
 	json_t *answer = NULL;
 
 	if (!ident_ns_from_json(json_object_get(body, "namespace"), "namespace", &ns, err))
@@ -156,18 +189,28 @@ json_t *ns_create(struct store *s, const char *warehouse, const json_t *body,
 		props = NULL;
 	else if (!ns_check_string_map(props, "properties", err))
 		goto done;
-	json_t *stored = props != NULL ? json_incref(props) : json_object();
+	stored = props != NULL ? json_incref(props) : json_object();
+	/* The namespace and its namespace.created event, or neither. */
+	if (!store_begin(s, err))
+		goto done;
 	if (!store_ns_create(s, &ns, stored, err)) {
 		/* Missing is the parent; existing is ns itself. */
 		struct ns_ident parent = ns;
 		if (parent.nlevels > 0)
 			parent.nlevels--;
 		ns_word_error(err->kind == FE_NO_SUCH_NAMESPACE ? &parent : &ns, err);
-		json_decref(stored);
+		store_rollback(s);
 		goto done;
 	}
-	answer = ns_answer(s, warehouse, &ns, stored, err);
+	if (!ns_event(s, env, "namespace.created", &ns, stored, err) || !store_commit(s, err)) {
+		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+			store_rollback(s);
+		goto done;
+	}
+	answer = ns_answer(s, env->warehouse, &ns, stored, err);
+	stored = NULL; /* ns_answer took it */
 done:
+	json_decref(stored);
 	ident_ns_clear(&ns);
 	return answer;
 }
@@ -189,9 +232,27 @@ bool ns_exists(struct store *s, const struct ns_ident *ns, bool *exists, struct 
 	return store_ns_exists(s, ns, exists, err);
 }
 
-bool ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error *err)
+bool ns_drop(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+	     struct floe_error *err)
 {
-	return store_ns_drop(s, ns, err) || ns_word_error(ns, err);
+	json_t *props = NULL;
+
+	/* A namespace holds no table when it is dropped, so no table's
+	 * effective control changes; a table kept for an undrop recorded its
+	 * own (effective.h). The drop is an audit event with the controls
+	 * the namespace set, in its transaction. */
+	if (!store_begin(s, err))
+		return false;
+	if (!store_ns_drop(s, ns, &props, err)) {
+		ns_word_error(ns, err);
+		store_rollback(s);
+		return false;
+	}
+	bool ok = ns_event(s, env, "namespace.dropped", ns, props, err) && store_commit(s, err);
+	if (!ok && err->kind != FE_COMMIT_STATE_UNKNOWN)
+		store_rollback(s);
+	json_decref(props);
+	return ok;
 }
 
 /* A namespace's levels as a JSON array (rowjson_array's converter). */

@@ -43,9 +43,11 @@ bool ns_check_string_map(const json_t *v, const char *field, struct floe_error *
 
 /* POST /namespaces: returns the answer {"namespace", "properties"}
  * (new reference) or NULL with err set. Properties without "location"
- * are answered with the namespace's default location below warehouse
- * (the root URL), which is not stored. */
-json_t *ns_create(struct store *s, const char *warehouse, const json_t *body,
+ * are answered with the namespace's default location below env's
+ * warehouse (the root URL), which is not stored. The namespace and its
+ * namespace.created audit event (by env's principal) are one
+ * transaction. */
+json_t *ns_create(struct store *s, const struct table_env *env, const json_t *body,
 		  struct floe_error *err) FLOE_WUR;
 
 /* GET /namespaces/{ns}: {"namespace", "properties"}, with the default
@@ -57,9 +59,12 @@ json_t *ns_load(struct store *s, const char *warehouse, const struct ns_ident *n
 bool ns_exists(struct store *s, const struct ns_ident *ns, bool *exists,
 	       struct floe_error *err) FLOE_WUR;
 
-/* DELETE /namespaces/{ns}. FE_NO_SUCH_NAMESPACE; FE_NAMESPACE_NOT_EMPTY
- * when it holds tables or namespaces. */
-bool ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error *err) FLOE_WUR;
+/* DELETE /namespaces/{ns}, with its namespace.dropped audit event (by
+ * env's principal, naming the control properties it set) in the same
+ * transaction. FE_NO_SUCH_NAMESPACE; FE_NAMESPACE_NOT_EMPTY when it holds
+ * tables or namespaces. */
+bool ns_drop(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+	     struct floe_error *err) FLOE_WUR;
 
 /* GET /namespaces?parent=: {"namespaces", "next-page-token"}. parent may
  * be NULL for the top level. With who (NULL: authentication off), only the

@@ -81,8 +81,23 @@ bool policy_release_rule(struct store *s, const struct ns_ident *ns, const json_
 	return property_rule(s, ns, m, POLICY_RELEASE_PROPERTY, rule, len, err);
 }
 
-bool policy_check_main_move(struct store *s, const struct ns_ident *ns, const char *name,
-			    const json_t *base, const json_t *m, struct floe_error *err)
+bool policy_refuse_main_move(const char *name, const char *rule, const char *action,
+			     struct floe_error *err)
+{
+	if (action == NULL)
+		return floe_err(
+			err, FE_FORBIDDEN,
+			"Branch main of table %s can only move through a write-audit-publish run: %s",
+			name, rule);
+	return floe_err(
+		err, FE_FORBIDDEN,
+		"Branch main of table %s can only move through a write-audit-publish run: %s; only POST /v1/controls/%s with a reason may",
+		name, rule, action);
+}
+
+bool policy_check_main_move_via(struct store *s, const struct ns_ident *ns, const char *name,
+				const json_t *base, const json_t *m, const char *action,
+				struct floe_error *err)
 {
 	char rule[256];
 
@@ -97,10 +112,13 @@ bool policy_check_main_move(struct store *s, const struct ns_ident *ns, const ch
 		return false;
 	if (rule[0] == '\0')
 		return true;
-	return floe_err(
-		err, FE_FORBIDDEN,
-		"Branch main of table %s can only move through a write-audit-publish run: %s", name,
-		rule);
+	return policy_refuse_main_move(name, rule, action, err);
+}
+
+bool policy_check_main_move(struct store *s, const struct ns_ident *ns, const char *name,
+			    const json_t *base, const json_t *m, struct floe_error *err)
+{
+	return policy_check_main_move_via(s, ns, name, base, m, NULL, err);
 }
 
 bool policy_check_table_properties(const char *name, const json_t *base, const json_t *m,

@@ -63,6 +63,18 @@ bool policy_release_rule(struct store *s, const struct ns_ident *ns, const json_
 bool policy_check_main_move(struct store *s, const struct ns_ident *ns, const char *name,
 			    const json_t *base, const json_t *m, struct floe_error *err) FLOE_WUR;
 
+/* policy_check_main_move for a route that POST /v1/controls/<action> may
+ * take instead (register): the refusal names it. */
+bool policy_check_main_move_via(struct store *s, const struct ns_ident *ns, const char *name,
+				const json_t *base, const json_t *m, const char *action,
+				struct floe_error *err) FLOE_WUR;
+
+/* The refusal of a main move of table name under rule (e.g. "namespace
+ * sales sets floe.wap.required=true"), naming POST /v1/controls/<action>
+ * when action is not NULL. Always false, with FE_FORBIDDEN in err. */
+bool policy_refuse_main_move(const char *name, const char *rule, const char *action,
+			     struct floe_error *err);
+
 /* An ordinary commit may not remove a control property set to true from a
  * table (nor set it to anything else): FE_FORBIDDEN naming its control
  * route. */

@@ -14,6 +14,7 @@
 #include "gzip.h"
 #include "access.h"
 #include "auditlog.h"
+#include "effective.h"
 #include "location.h"
 #include "log.h"
 #include "policy.h"
@@ -501,90 +502,122 @@ json_t *table_register(struct store *s, const struct table_env *env, const struc
 	return table_register_with(s, env, ns, body, NULL, err);
 }
 
+/* "<verb> table <ns>.<name>[ to <ns2>.<name2>]" into buf, naming a change
+ * in a refusal. */
+static void change_text(char *buf, size_t len, const char *verb, const struct ns_ident *ns,
+			const char *name, const struct ns_ident *to_ns, const char *to)
+{
+	char *a = ident_ns_display(ns);
+	char *b = to_ns != NULL ? ident_ns_display(to_ns) : NULL;
+
+	if (to_ns != NULL)
+		(void)snprintf(buf, len, "%s table %s.%s to %s.%s", verb, a ? a : "?", name,
+			       b ? b : "?", to);
+	else
+		(void)snprintf(buf, len, "%s table %s.%s", verb, a ? a : "?", name);
+	free(a);
+	free(b);
+}
+
 /* Register with overwrite over an existing table, with its audit event,
- * inside the caller's transaction: refused when the table is protected
- * unless reason (the control route) is given. */
+ * inside the caller's transaction. It replaces main (the one policy check
+ * of a main move) and may not weaken the table's control, unless reason
+ * (the control route) is given. */
 static bool register_over(struct store *s, const struct table_env *env, const struct ns_ident *ns,
-			  const char *name, const char *uuid, const char *mloc, const char *text,
-			  const char *refs, const char *tloc, const char *reason,
+			  const char *name, const json_t *m, const char *uuid, const char *mloc,
+			  const char *text, const char *refs, const char *tloc, const char *reason,
 			  struct floe_error *err)
 {
 	struct store_actor who = audit_actor(env);
+	struct effective_control before, after;
 	char *set = NULL;
 	struct table_row row;
 	json_t *old = NULL;
 	json_error_t jerr;
 	char rule[256];
+	char change[1024];
 	bool ok = false;
 
 	memset(&row, 0, sizeof(row));
+	memset(&before, 0, sizeof(before));
+	memset(&after, 0, sizeof(after));
 	if (!store_table_load(s, ns, name, &row, err)) {
 		tables_word_error(s, ns, name, NULL, false, err);
 		goto done;
 	}
 	old = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
-	if (!policy_rule(s, ns, old, rule, sizeof(rule), err))
+	if (!policy_rule(s, ns, old, rule, sizeof(rule), err) ||
+	    !effective_of(s, ns, name, old, &before, err) ||
+	    !effective_of(s, ns, name, m, &after, err))
 		goto done;
-	if (rule[0] != '\0' && reason == NULL) {
-		floe_err(
-			err, FE_FORBIDDEN,
-			"registering over table %s would replace its main outside write-audit-publish: %s; only POST /v1/controls/register with a reason may",
-			name, rule);
+	change_text(change, sizeof(change), "Registering over", ns, name, NULL, NULL);
+	if (reason == NULL && (!policy_check_main_move_via(s, ns, name, old, m, "register", err) ||
+			       !effective_check(&before, &after, change, "register", err)))
 		goto done;
-	}
-	json_t *now = json_loads(text, 0, NULL);
-	set = tablemeta_refs_set(old, now);
-	json_decref(now);
+	set = tablemeta_refs_set(old, m);
 	if (!store_table_overwrite(s, ns, name, uuid, mloc, text, refs, tloc, &who, set, err)) {
 		tables_word_error(s, ns, name, uuid, false, err);
 		goto done;
 	}
-	json_t *details = json_pack("{s:s, s:s*, s:s, s:s, s:s*, s:s*}", "metadata-location", mloc,
-				    "previous-metadata-location", row.metadata_location,
-				    "table-uuid", uuid, "previous-table-uuid", row.uuid,
-				    "protected-by", rule[0] != '\0' ? rule : NULL, "reason",
-				    reason);
-	ok = store_event_insert(s, "table.register-overwrite", &who, ns, name, NULL, details, err);
+	json_t *details = json_pack("{s:s, s:s*, s:s, s:s, s:s*, s:o*, s:o*, s:s*}",
+				    "metadata-location", mloc, "previous-metadata-location",
+				    row.metadata_location, "table-uuid", uuid,
+				    "previous-table-uuid", row.uuid, "protected-by",
+				    rule[0] != '\0' ? rule : NULL, "controls-before",
+				    effective_to_json(&before), "controls",
+				    effective_to_json(&after), "reason", reason);
+	ok = details != NULL &&
+	     store_event_insert(s, "table.register-overwrite", &who, ns, name, NULL, details, err);
+	if (details == NULL)
+		floe_err(err, FE_INTERNAL, "out of memory");
 	json_decref(details);
 done:
+	effective_clear(&before);
+	effective_clear(&after);
 	free(set);
 	json_decref(old);
 	store_table_row_clear(&row);
 	return ok;
 }
 
-/* Register as a new table, inside the caller's transaction. Metadata
- * whose main has a snapshot moves main the moment it is registered: into
- * a protected scope only through the control route (reason), which
- * records table.registered. */
+/* Register as a new table, with its table.registered event, inside the
+ * caller's transaction. Metadata whose main has a snapshot moves main the
+ * moment it is registered: into a protected scope only through the
+ * control route (reason). */
 static bool register_new(struct store *s, const struct table_env *env, const struct ns_ident *ns,
 			 const char *name, const json_t *m, const char *uuid, const char *mloc,
 			 const char *text, const char *refs, const char *tloc, const char *reason,
 			 struct floe_error *err)
 {
-	char rule[256] = "";
+	struct effective_control none, after;
 	struct store_actor who = audit_actor(env);
+	bool ok = false;
 
-	if (tablemeta_current_snapshot(m) >= 0 && !policy_rule(s, ns, m, rule, sizeof(rule), err))
+	/* Nothing was at the name: no control to weaken, and main arrives. */
+	memset(&none, 0, sizeof(none));
+	if (!effective_of(s, ns, name, m, &after, err))
 		return false;
-	if (rule[0] != '\0' && reason == NULL)
-		return floe_err(
-			err, FE_FORBIDDEN,
-			"registering table %s with a snapshot on main would move main outside write-audit-publish: %s; only POST /v1/controls/register with a reason may",
-			name, rule);
+	if (reason == NULL &&
+	    !effective_check_main_arrives(&none, &after, name, m, "register", err))
+		goto done;
 	char *set = tablemeta_refs_set(NULL, m);
 	bool created = store_table_create(s, ns, name, uuid, mloc, text, refs, tloc, &who, set,
 					  err);
 	free(set);
-	if (!created)
-		return tables_word_error(s, ns, name, uuid, true, err);
-	if (reason == NULL)
-		return true;
-	json_t *details = json_pack("{s:s, s:s, s:s*, s:s}", "metadata-location", mloc,
-				    "table-uuid", uuid, "protected-by",
-				    rule[0] != '\0' ? rule : NULL, "reason", reason);
-	bool ok = store_event_insert(s, "table.registered", &who, ns, name, NULL, details, err);
+	if (!created) {
+		tables_word_error(s, ns, name, uuid, true, err);
+		goto done;
+	}
+	json_t *details = json_pack("{s:s, s:s, s:o*, s:s*}", "metadata-location", mloc,
+				    "table-uuid", uuid, "controls", effective_to_json(&after),
+				    "reason", reason);
+	ok = details != NULL &&
+	     store_event_insert(s, "table.registered", &who, ns, name, NULL, details, err);
+	if (details == NULL)
+		floe_err(err, FE_INTERNAL, "out of memory");
 	json_decref(details);
+done:
+	effective_clear(&after);
 	return ok;
 }
 
@@ -649,7 +682,7 @@ json_t *table_register_with(struct store *s, const struct table_env *env, const 
 		bool exists = false;
 		ok = store_table_exists(s, ns, json_string_value(name), &exists, err);
 		if (ok && exists)
-			ok = register_over(s, env, ns, json_string_value(name), uuid,
+			ok = register_over(s, env, ns, json_string_value(name), m, uuid,
 					   json_string_value(mloc), text, refs, key, reason, err);
 		else if (ok)
 			ok = register_new(s, env, ns, json_string_value(name), m, uuid,
@@ -684,6 +717,40 @@ done:
 	return result;
 }
 
+/* After the drop of row (in the drop's transaction): the table's
+ * effective control as it was, as JSON (new reference), recorded with
+ * the kept row when keep so an undrop can compare. */
+static json_t *drop_controls(struct store *s, const struct ns_ident *ns, const char *name,
+			     const struct table_row *row, bool keep, struct floe_error *err)
+{
+	struct effective_control eff;
+	json_error_t jerr;
+	json_t *m = row->metadata != NULL ? json_loadb(row->metadata, row->metadata_len, 0, &jerr)
+					  : NULL;
+	json_t *controls = NULL;
+	char *text = NULL;
+
+	if (!effective_of(s, ns, name, m, &eff, err))
+		goto done;
+	controls = effective_to_json(&eff);
+	effective_clear(&eff);
+	text = controls != NULL ? json_dumps(controls, JSON_COMPACT) : NULL;
+	if (text == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto fail;
+	}
+	if (keep && !store_dropped_set_controls(s, row->id, text, err))
+		goto fail;
+	goto done;
+fail:
+	json_decref(controls);
+	controls = NULL;
+done:
+	free(text);
+	json_decref(m);
+	return controls;
+}
+
 bool table_drop(struct store *s, const struct table_env *env, const struct ns_ident *ns,
 		const char *name, bool purge, struct floe_error *err)
 {
@@ -702,10 +769,16 @@ bool table_drop(struct store *s, const struct table_env *env, const struct ns_id
 		store_rollback(s);
 		return false;
 	}
-	json_t *details = json_pack("{s:s, s:s?, s:b, s:b}", "table-uuid", row.uuid,
-				    "metadata-location", row.metadata_location, "purge", purge,
-				    "kept-for-undrop", keep);
-	bool logged = store_event_insert(s, "table.dropped", &who, ns, name, NULL, details, err);
+	json_t *controls = drop_controls(s, ns, name, &row, keep, err);
+	json_t *details = controls == NULL
+				  ? NULL
+				  : json_pack("{s:s, s:s?, s:b, s:b, s:o}", "table-uuid", row.uuid,
+					      "metadata-location", row.metadata_location, "purge",
+					      purge, "kept-for-undrop", keep, "controls", controls);
+	if (controls != NULL && details == NULL)
+		floe_err(err, FE_INTERNAL, "out of memory");
+	bool logged = details != NULL &&
+		      store_event_insert(s, "table.dropped", &who, ns, name, NULL, details, err);
 	json_decref(details);
 	if (!logged || !store_commit(s, err)) {
 		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
@@ -724,13 +797,16 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 {
 	struct table_ident from, to;
 	struct table_row row;
+	struct effective_control before, after;
 	json_t *m = NULL;
 	json_error_t jerr;
-	char from_rule[256], to_rule[256];
+	char change[1024];
 	struct store_actor who = audit_actor(env);
 	bool ok = false;
 
 	memset(&row, 0, sizeof(row));
+	memset(&before, 0, sizeof(before));
+	memset(&after, 0, sizeof(after));
 	if (!table_ident_from_json(json_object_get(body, "source"), "source", &from, err))
 		return false;
 	if (!table_ident_from_json(json_object_get(body, "destination"), "destination", &to, err)) {
@@ -744,18 +820,16 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 		goto fail;
 	}
 	m = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
-	/* The table's own floe.wap.required travels with it; a namespace's
-	 * stays behind, so leaving its scope would leave the control. */
-	if (!policy_rule(s, &from.ns, m, from_rule, sizeof(from_rule), err) ||
-	    !policy_rule(s, &to.ns, m, to_rule, sizeof(to_rule), err))
+	/* The table's own control properties travel with it; a namespace's,
+	 * and the hooks scoped to its old name, stay behind. */
+	if (!effective_of(s, &from.ns, from.name, m, &before, err) ||
+	    !effective_of(s, &to.ns, to.name, m, &after, err))
 		goto fail;
-	if (from_rule[0] != '\0' && to_rule[0] == '\0' && reason == NULL) {
-		floe_err(
-			err, FE_FORBIDDEN,
-			"renaming table %s out of its protected namespace would take it out of the audited-publish control (%s); only POST /v1/controls/rename with a reason may",
-			from.name, from_rule);
+	change_text(change, sizeof(change), "Renaming", &from.ns, from.name, &to.ns, to.name);
+	if (reason == NULL &&
+	    (!effective_check(&before, &after, change, "rename", err) ||
+	     !effective_check_main_arrives(&before, &after, to.name, m, "rename", err)))
 		goto fail;
-	}
 	if (!store_table_rename(s, &from.ns, from.name, &to.ns, to.name, err)) {
 		/* Missing is the source table; missing or taken, the destination. */
 		if (err->kind == FE_NO_SUCH_TABLE)
@@ -769,13 +843,14 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 			tables_word_error(s, &to.ns, to.name, NULL, false, err);
 		goto fail;
 	}
-	json_t *details = json_pack("{s:s, s:{s:o, s:s}, s:s*, s:s*, s:s*}", "table-uuid", row.uuid,
+	json_t *details = json_pack("{s:s, s:{s:o, s:s}, s:o*, s:o*, s:s*}", "table-uuid", row.uuid,
 				    "to", "namespace", ident_ns_to_json(&to.ns), "name", to.name,
-				    "protected-by", from_rule[0] != '\0' ? from_rule : NULL,
-				    "protected-by-after", to_rule[0] != '\0' ? to_rule : NULL,
-				    "reason", reason);
-	bool logged = store_event_insert(s, "table.renamed", &who, &from.ns, from.name, NULL,
-					 details, err);
+				    "controls-before", effective_to_json(&before), "controls",
+				    effective_to_json(&after), "reason", reason);
+	bool logged = details != NULL && store_event_insert(s, "table.renamed", &who, &from.ns,
+							    from.name, NULL, details, err);
+	if (details == NULL)
+		floe_err(err, FE_INTERNAL, "out of memory");
 	json_decref(details);
 	if (!logged)
 		goto fail;
@@ -786,6 +861,8 @@ fail:
 	if (err->kind != FE_COMMIT_STATE_UNKNOWN)
 		store_rollback(s);
 done:
+	effective_clear(&before);
+	effective_clear(&after);
 	json_decref(m);
 	store_table_row_clear(&row);
 	table_ident_clear(&from);

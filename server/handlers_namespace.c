@@ -36,7 +36,7 @@ void handle_ns_create(struct call *c)
 	struct store *s = call_store(c);
 
 	if (s != NULL) {
-		json_t *body = ns_create(s, handler_warehouse_location(c->req), c->body, &err);
+		json_t *body = ns_create(s, &c->env, c->body, &err);
 		handler_answer(c->req, 200, body, &err);
 	}
 }
@@ -72,7 +72,7 @@ void handle_ns_drop(struct call *c)
 	struct store *s = call_store(c);
 
 	if (s != NULL)
-		handler_answer_done(c->req, ns_drop(s, &c->ns, &err), &err);
+		handler_answer_done(c->req, ns_drop(s, &c->env, &c->ns, &err), &err);
 }
 
 void handle_ns_update_properties(struct call *c)

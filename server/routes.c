@@ -121,7 +121,8 @@ const struct route routes_table[] = {
 	      ADV | BODY | MUT | ROUTE_IDEM_IN_TX, NULL),
 	NEEDS_MORE("POST", NS "/register", handle_table_register, P(TABLE_CREATE), ON_NS,
 		   demand_register,
-		   "with overwrite: TABLE_DROP and TABLE_WRITE_MAIN on the table it replaces",
+		   "TABLE_WRITE_MAIN on the table it registers (its main becomes the registered "
+		   "metadata's); with overwrite TABLE_DROP there too",
 		   ADV | BODY | MUT | ROUTE_IDEM_IN_TX, "table.registered"),
 	NEEDS("GET", TBL, handle_table_load, P(TABLE_READ), ON_TBL, ADV, NULL),
 	{ .method = "POST",
@@ -286,7 +287,8 @@ const struct route routes_table[] = {
 	NEEDS("GET", "/v1/{prefix}/purges", handle_purges_list, P(ADMIN), ON_CAT, ADV, NULL),
 	NEEDS_MORE("POST", "/v1/{prefix}/controls/{action}", handle_control, P(CONTROLS_MANAGE),
 		   ON_CAT, demand_control,
-		   "the action's own as well: a rename's, or a register's with overwrite",
+		   "the action's own as well: a rename's, a register's with overwrite, an "
+		   "undrop's",
 		   ADV | BODY | MUT, "control.{action}"),
 
 	/* the management API (docs/auth.md): not Iceberg catalog endpoints */
@@ -306,8 +308,8 @@ const struct route routes_table[] = {
 	NEEDS("POST", MGMT "/roles", handle_mgmt_role_create, P(ADMIN), ON_CAT, BODY | MUT,
 	      "role.created"),
 	NEEDS("GET", MGMT "/roles", handle_mgmt_role_list, P(ADMIN), ON_CAT, 0, NULL),
-	NEEDS("PATCH", MGMT "/roles/{role}", handle_mgmt_role_update, P(ADMIN), ON_CAT,
-	      BODY | MUT, "role.updated"),
+	NEEDS("PATCH", MGMT "/roles/{role}", handle_mgmt_role_update, P(ADMIN), ON_CAT, BODY | MUT,
+	      "role.updated"),
 	NEEDS("DELETE", MGMT "/roles/{role}", handle_mgmt_role_delete, P(ADMIN), ON_CAT, MUT,
 	      "role.deleted"),
 	NEEDS("PUT", MGMT "/roles/{role}/members/{principal}", handle_mgmt_member_add, P(ADMIN),
@@ -349,25 +351,27 @@ static bool demand_ns_properties(struct call *c, struct floe_error *err)
 	return more == 0 || gate_demand(c, more, &c->ns, NULL, err);
 }
 
-/* A register's, on namespace ns: with overwrite, it replaces the table its
- * body names (and moves main). */
+/* A register's, on namespace ns, besides TABLE_CREATE there: the table
+ * it registers gets the registered metadata's main, and with overwrite it
+ * replaces the table there (access_register_table_needs). */
 static bool register_demands(struct call *c, const struct ns_ident *ns, const json_t *body,
-			     bool overwrite, struct floe_error *err)
+			     struct floe_error *err)
 {
 	const char *name = json_string_value(json_object_get(body, "name"));
 
-	if (!overwrite || name == NULL)
-		return true;
+	if (name == NULL)
+		return true; /* no table named: the register's own 400 */
 	/* The drop named first: a caller without it is refused for what it
 	 * asked first. */
-	return gate_demand(c, P(TABLE_DROP), ns, name, err) &&
-	       gate_demand(c, access_register_overwrite_needs(), ns, name, err);
+	if (json_is_true(json_object_get(body, "overwrite")) &&
+	    !gate_demand(c, P(TABLE_DROP), ns, name, err))
+		return false;
+	return gate_demand(c, access_register_table_needs(body), ns, name, err);
 }
 
 static bool demand_register(struct call *c, struct floe_error *err)
 {
-	return register_demands(c, &c->ns, c->body,
-				json_is_true(json_object_get(c->body, "overwrite")), err);
+	return register_demands(c, &c->ns, c->body, err);
 }
 
 static bool demand_commit(struct call *c, struct floe_error *err)
@@ -457,20 +461,40 @@ static bool demand_hook_scope(struct call *c, struct floe_error *err)
 	return ok;
 }
 
+/* The namespace and table a control action's body names ({"namespace",
+ * "name"}); false with the 400 when it names no namespace. */
+static bool body_table(const json_t *body, struct ns_ident *ns, const char **name,
+		       struct floe_error *err)
+{
+	*name = json_string_value(json_object_get(body, "name"));
+	return ident_ns_from_json(json_object_get(body, "namespace"), "namespace", ns, err);
+}
+
+/* The control route's, besides CONTROLS_MANAGE on the catalog: what the
+ * action would ask by its own route. */
 static bool demand_control(struct call *c, struct floe_error *err)
 {
+	struct ns_ident ns = { 0 };
+	const char *name = NULL;
+	bool ok = true;
+
 	if (strcmp(c->arg, "rename") == 0)
 		return demand_rename(c, err);
 	if (strcmp(c->arg, "register") == 0) {
-		struct ns_ident ns = { 0 };
-		/* A body without a readable namespace is the action's own 400. */
-		if (!ident_ns_from_json(json_object_get(c->body, "namespace"), "namespace", &ns,
-					err))
-			return false;
-		bool ok = gate_demand(c, P(TABLE_CREATE), &ns, NULL, err) &&
-			  register_demands(c, &ns, c->body, true, err);
-		ident_ns_clear(&ns);
-		return ok;
+		/* The action registers with overwrite, whatever the body says. */
+		json_t *reg = json_deep_copy(c->body);
+		ok = reg != NULL && json_object_set_new(reg, "overwrite", json_true()) == 0;
+		if (!ok)
+			floe_err(err, FE_INTERNAL, "out of memory");
+		ok = ok && body_table(reg, &ns, &name, err) &&
+		     gate_demand(c, P(TABLE_CREATE), &ns, NULL, err) &&
+		     register_demands(c, &ns, reg, err);
+		json_decref(reg);
+	} else if (strcmp(c->arg, "undrop") == 0) {
+		ok = body_table(c->body, &ns, &name, err) &&
+		     gate_demand(c, P(TABLE_CREATE), &ns, NULL, err) &&
+		     (name == NULL || gate_demand(c, P(TABLE_WRITE_MAIN), &ns, name, err));
 	}
-	return true;
+	ident_ns_clear(&ns);
+	return ok;
 }

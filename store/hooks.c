@@ -1,6 +1,6 @@
 /*
  * hooks.c - the audit_hooks relation: registered audit hooks, their
- * scopes, and which hooks guard a table.
+ * scopes, and which protected table or namespace a hook guards.
  */
 #include "store.h"
 #include "store_internal.h"
@@ -28,7 +28,7 @@ enum {
 	ST_HOOK_GET,
 	ST_HOOK_DELETE,
 	ST_HOOK_LOCK,
-	ST_HOOK_SOLE_GUARD,
+	ST_HOOK_GUARDS,
 	ST_HOOKS_IN_SCOPE,
 	ST_HOOK_PLAIN_SECRETS,
 	ST_HOOK_SEAL_SECRET,
@@ -52,31 +52,37 @@ static const struct store_statement statements[ST_COUNT] = {
 		"DELETE FROM audit_hooks WHERE id = $1::uuid AND warehouse = $2::text "
 		"RETURNING id" },
 	/* Serialises the changes of the set of hooks against each other, so
-	 * two deletions cannot each leave the other as the last hook. */
+	 * a deletion decides on the hooks as they are when it commits. */
 	[ST_HOOK_LOCK] = { "hook_lock", "SELECT pg_advisory_xact_lock(7310593858473447526)" },
-	/* A protected namespace (floe.wap.required=true on itself) or table
-	 * (on itself or a namespace above) of warehouse $2 that hook $1
-	 * covers and no other hook of the warehouse does. */
-	[ST_HOOK_SOLE_GUARD] = { "hook_sole_guard",
+	/* The first protected namespace or table of warehouse $2 that hook $1
+	 * covers, and the property that protects it: a namespace is
+	 * protected when it or a namespace above sets floe.wap.required=true
+	 * or floe.wap.release-required=true, a table when it does or its
+	 * namespace is. Every hook in scope of such a table is part of its
+	 * control (catalog/effective.h), whichever others there are. */
+	[ST_HOOK_GUARDS] = { "hook_guards",
 		"WITH h AS (SELECT id, scope_namespace, scope_table FROM audit_hooks "
 		"  WHERE id = $1::uuid AND warehouse = $2::text), "
+		"pr AS (SELECT * FROM (VALUES (1, 'floe.wap.required'), "
+		"  (2, 'floe.wap.release-required')) AS v(o, p)), "
 		"x AS (SELECT n.levels::text[] COLLATE \"default\" AS ns, NULL::text AS tbl, "
-		"    array_to_string(n.levels, '.') AS shown FROM namespaces n "
-		"  WHERE " IN_WH("n", "$2") " AND lower(n.properties->>'floe.wap.required') = 'true' "
+		"    array_to_string(n.levels, '.') AS shown, pr.o, pr.p FROM namespaces n, pr "
+		"  WHERE " IN_WH("n", "$2") " AND EXISTS (SELECT 1 FROM namespaces a "
+		"    WHERE " IN_WH("a", "$2") " AND lower(a.properties->>pr.p) = 'true' "
+		"    AND cardinality(a.levels) <= cardinality(n.levels) "
+		"    AND a.levels = n.levels[1:cardinality(a.levels)]) "
 		"  UNION ALL SELECT n.levels::text[] COLLATE \"default\", t.name, "
-		"    array_to_string(n.levels, '.') || '.' || t.name "
-		"  FROM tables t JOIN namespaces n ON n.id = t.namespace_id "
+		"    array_to_string(n.levels, '.') || '.' || t.name, pr.o, pr.p "
+		"  FROM tables t JOIN namespaces n ON n.id = t.namespace_id, pr "
 		"  WHERE " IN_WH("n", "$2") " AND t.kind = 'table' "
-		"  AND ((t.metadata LIKE '%floe.wap.required%' "
-		"    AND lower(t.metadata::jsonb->'properties'->>'floe.wap.required') = 'true') "
-		"  OR EXISTS (SELECT 1 FROM namespaces p "
-		"    WHERE " IN_WH("p", "$2") " AND lower(p.properties->>'floe.wap.required') = 'true' "
-		"    AND cardinality(p.levels) <= cardinality(n.levels) "
-		"    AND p.levels = n.levels[1:cardinality(p.levels)]))) "
-		"SELECT x.shown FROM x, h WHERE " HOOK_COVERS("h") " "
-		"AND NOT EXISTS (SELECT 1 FROM audit_hooks o WHERE o.id <> h.id "
-		"  AND o.warehouse = $2::text AND "
-		HOOK_COVERS("o") ") ORDER BY x.shown LIMIT 1" },
+		"  AND ((t.metadata LIKE '%' || pr.p || '%' "
+		"    AND lower(t.metadata::jsonb->'properties'->>pr.p) = 'true') "
+		"  OR EXISTS (SELECT 1 FROM namespaces a "
+		"    WHERE " IN_WH("a", "$2") " AND lower(a.properties->>pr.p) = 'true' "
+		"    AND cardinality(a.levels) <= cardinality(n.levels) "
+		"    AND a.levels = n.levels[1:cardinality(a.levels)]))) "
+		"SELECT x.shown, x.p FROM x, h WHERE " HOOK_COVERS("h") " "
+		"ORDER BY x.shown, x.o LIMIT 1" },
 	[ST_HOOKS_IN_SCOPE] = { "hooks_in_scope",
 		"WITH lv AS (SELECT " LEVELS("$1") " AS l) "
 		"SELECT h.id, h.name, h.url, h.secret, h.timeout_ms, h.secret_sealed "
@@ -187,11 +193,30 @@ bool store_hook_lock(struct store *s, struct floe_error *err)
 	return true;
 }
 
-bool store_hook_sole_guard(struct store *s, const char *id, char **target, struct floe_error *err)
+bool store_hook_guards(struct store *s, const char *id, char **target, char **property,
+		       struct floe_error *err)
 {
 	const char *params[2] = { id, s->warehouse };
+	PGresult *r = store_exec(s, &statements[ST_HOOK_GUARDS], 2, params, err);
 
-	return store_exec_text(s, &statements[ST_HOOK_SOLE_GUARD], 2, params, target, err);
+	*target = NULL;
+	*property = NULL;
+	if (r == NULL)
+		return false;
+	bool ok = true;
+	if (PQntuples(r) > 0) {
+		*target = strdup(PQgetvalue(r, 0, 0));
+		*property = strdup(PQgetvalue(r, 0, 1));
+		if (*target == NULL || *property == NULL) {
+			free(*target);
+			free(*property);
+			*target = NULL;
+			*property = NULL;
+			ok = floe_err(err, FE_INTERNAL, "out of memory");
+		}
+	}
+	PQclear(r);
+	return ok;
 }
 
 /* Fills a struct hook_target from the columns of ST_HOOKS_IN_SCOPE. */

@@ -70,7 +70,7 @@ static const struct store_statement statements[ST_COUNT] = {
 		"DELETE FROM namespaces n WHERE " IN_WH("n", "$2") " AND n.levels = " LEVELS("$1") " "
 		"AND NOT EXISTS (SELECT 1 FROM namespaces c WHERE c.parent_id = n.id) "
 		"AND NOT EXISTS (SELECT 1 FROM tables t WHERE t.namespace_id = n.id) "
-		"RETURNING id" },
+		"RETURNING id, properties::text" },
 	[ST_NS_UPDATE_PROPERTIES] = { "ns_update_properties",
 		"WITH old AS (SELECT id, properties FROM namespaces o "
 		"  WHERE " IN_WH("o", "$4") " AND o.levels = " LEVELS("$1") " FOR UPDATE) "
@@ -295,12 +295,15 @@ bool store_ns_list_visible(struct store *s, const long long *role_ids, size_t nr
 	return ok;
 }
 
-bool store_ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error *err)
+bool store_ns_drop(struct store *s, const struct ns_ident *ns, json_t **properties,
+		   struct floe_error *err)
 {
 	char *levels = store_levels_param(ns, err);
 	PGresult *r;
+	json_error_t jerr;
 	bool ok = false;
 
+	*properties = NULL;
 	if (levels == NULL)
 		return false;
 	const char *params[2] = { levels, s->warehouse };
@@ -312,7 +315,10 @@ bool store_ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error
 		goto done;
 	}
 	if (PQntuples(r) == 1) {
-		ok = true;
+		*properties = json_loads(PQgetvalue(r, 0, 1), 0, &jerr);
+		ok = *properties != NULL;
+		if (!ok)
+			floe_err(err, FE_INTERNAL, "stored properties are unreadable");
 		goto done;
 	}
 	bool exists = false;

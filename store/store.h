@@ -92,9 +92,11 @@ bool store_ns_list(struct store *s, const struct ns_ident *parent, const struct 
 /* Clears each of count namespaces and frees the array (NULL is fine). */
 void store_ns_rows_free(struct ns_ident *rows, size_t count);
 
-/* Drops ns. FE_NO_SUCH_NAMESPACE; FE_NAMESPACE_NOT_EMPTY when it holds
- * tables or child namespaces. */
-bool store_ns_drop(struct store *s, const struct ns_ident *ns, struct floe_error *err) FLOE_WUR;
+/* Drops ns; *properties receives the properties it had (new reference).
+ * FE_NO_SUCH_NAMESPACE; FE_NAMESPACE_NOT_EMPTY when it holds tables or
+ * child namespaces. */
+bool store_ns_drop(struct store *s, const struct ns_ident *ns, json_t **properties,
+		   struct floe_error *err) FLOE_WUR;
 
 /* Atomically removes the keys in removals (a JSON array of strings) and
  * sets updates (a JSON object of strings), both borrowed. *old_properties
@@ -293,6 +295,10 @@ struct dropped_row {
 	char *metadata_location;
 	char *metadata; /* store_dropped_find only */
 	char *dropped_by;
+	/* store_dropped_find only: the table's effective control when it was
+	 * dropped, as JSON text (catalog/effective.h); NULL when none was
+	 * recorded (a drop by a floe from before migration 0023) */
+	char *controls;
 };
 
 void store_dropped_row_clear(struct dropped_row *row);
@@ -302,6 +308,12 @@ void store_dropped_rows_free(struct dropped_row *rows, size_t count);
  * ago, locked until the transaction ends (*found false: none). */
 bool store_dropped_find(struct store *s, const struct ns_ident *ns, const char *name, int within_s,
 			struct dropped_row *row, bool *found, struct floe_error *err) FLOE_WUR;
+
+/* Records controls (JSON text) as the effective control of kept drop id,
+ * in the transaction of its drop; a drop that was not kept has no row and
+ * nothing is written. */
+bool store_dropped_set_controls(struct store *s, long long id, const char *controls,
+				struct floe_error *err) FLOE_WUR;
 
 /* Puts kept drop id back as table name of ns and forgets the kept row.
  * FE_NO_SUCH_NAMESPACE; FE_ALREADY_EXISTS when the name is taken or the
@@ -502,11 +514,13 @@ bool store_hook_delete(struct store *s, const char *id, bool *deleted,
 		       struct floe_error *err) FLOE_WUR;
 /* Takes the transaction-scoped lock that serialises hook deletions. */
 bool store_hook_lock(struct store *s, struct floe_error *err) FLOE_WUR;
-/* *target names (caller frees) a protected namespace (it sets
- * floe.wap.required=true) or table (it or a namespace above sets it) that
- * hook id covers and no other hook does; NULL when there is none. */
-bool store_hook_sole_guard(struct store *s, const char *id, char **target,
-			   struct floe_error *err) FLOE_WUR;
+/* *target names (caller frees) the first protected namespace or table
+ * that hook id covers, and *property (caller frees) the control property
+ * that protects it: a namespace is protected when it or a namespace above
+ * sets floe.wap.required=true or floe.wap.release-required=true, a table
+ * when it does or its namespace is. Both NULL when the hook covers none. */
+bool store_hook_guards(struct store *s, const char *id, char **target, char **property,
+		       struct floe_error *err) FLOE_WUR;
 /* A hook to call for a table, with its secret. */
 struct hook_target {
 	char id[40];

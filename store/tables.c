@@ -49,6 +49,7 @@ enum {
 	ST_TABLE_UNDROP,
 	ST_DROPPED_LIST,
 	ST_DROPPED_EXPIRE,
+	ST_DROPPED_SET_CONTROLS,
 	ST_COUNT
 };
 
@@ -252,7 +253,7 @@ static const struct store_statement statements[ST_COUNT] = {
 	[ST_DROPPED_FIND] = { "dropped_find",
 		"SELECT id, table_uuid, location, metadata_location, metadata, version, "
 		"  to_char(dropped_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
-		"  dropped_by "
+		"  dropped_by, NULL, controls::text "
 		"FROM dropped_tables WHERE warehouse = $3::text AND namespace = " LEVELS("$1") " "
 		"AND table_name = $2 AND dropped_at > now() - make_interval(secs => $4::int) "
 		"ORDER BY dropped_at DESC, id DESC LIMIT 1 FOR UPDATE" },
@@ -279,6 +280,10 @@ static const struct store_statement statements[ST_COUNT] = {
 	[ST_DROPPED_EXPIRE] = { "dropped_expire",
 		"DELETE FROM dropped_tables WHERE id IN (SELECT id FROM dropped_tables "
 		"  WHERE dropped_at < now() - make_interval(secs => $1::int) LIMIT $2::int)" },
+	/* The control kept drop $1 had (catalog/effective.h), written in the
+	 * transaction of its drop. */
+	[ST_DROPPED_SET_CONTROLS] = { "dropped_set_controls",
+		"UPDATE dropped_tables SET controls = $2::jsonb WHERE id = $1::bigint" },
 	[ST_TABLE_RENAME] = { "table_rename", OBJECT_RENAME("table") },
 	[ST_TABLE_LIST_VISIBLE] = { "table_list_visible", OBJECT_LIST_VISIBLE("table") },
 	[ST_NAME_KIND] = { "name_kind",
@@ -1080,6 +1085,7 @@ void store_dropped_row_clear(struct dropped_row *row)
 	free(row->metadata_location);
 	free(row->metadata);
 	free(row->dropped_by);
+	free(row->controls);
 	memset(row, 0, sizeof(*row));
 }
 
@@ -1105,7 +1111,8 @@ static bool dropped_fill(PGresult *r, int i, void *dst)
 	if (store_col_copy(r, i, 2, &row->location) &&
 	    store_col_copy(r, i, 3, &row->metadata_location) &&
 	    store_col_copy(r, i, 4, &row->metadata) && store_col_copy(r, i, 7, &row->dropped_by) &&
-	    (PQnfields(r) < 9 || store_col_copy(r, i, 8, &row->name)))
+	    (PQnfields(r) < 9 || store_col_copy(r, i, 8, &row->name)) &&
+	    (PQnfields(r) < 10 || store_col_copy(r, i, 9, &row->controls)))
 		return true;
 	store_dropped_row_clear(row);
 	return false;
@@ -1136,6 +1143,21 @@ bool store_dropped_find(struct store *s, const struct ns_ident *ns, const char *
 	}
 	PQclear(r);
 	return ok;
+}
+
+bool store_dropped_set_controls(struct store *s, long long id, const char *controls,
+				struct floe_error *err)
+{
+	char idtext[32];
+
+	(void)snprintf(idtext, sizeof(idtext), "%lld", id);
+	const char *params[2] = { idtext, controls };
+	PGresult *r = store_exec(s, &statements[ST_DROPPED_SET_CONTROLS], 2, params, err);
+
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
 }
 
 bool store_table_undrop(struct store *s, long long id, const struct ns_ident *ns, const char *name,

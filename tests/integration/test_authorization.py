@@ -348,14 +348,23 @@ def test_a_transaction_is_refused_whole_when_one_table_is_not_allowed(authed, un
         assert r.status_code == 204, r.text
 
 
-def test_register_with_overwrite_needs_table_drop_on_the_table_it_replaces(authed, ns, table, uniq):
+def test_register_needs_write_main_and_with_overwrite_table_drop(authed, ns, table, uniq):
     f = authed
     who = f"reg_{uniq}"
-    tok = principal(f, who, [("TABLE_CREATE", ns), ("TABLE_WRITE_MAIN", ns)])
+    tok = principal(f, who, [("TABLE_CREATE", ns)])
     loc = table.load()["metadata-location"]
+    overwrite = {"name": "orders", "metadata-location": loc, "overwrite": True}
     with As(f, tok):
+        # A register puts main in place at its name: TABLE_WRITE_MAIN there;
+        # one that overwrites drops the table there first: TABLE_DROP.
         forbidden(f.post(f"{table.ns_url}/register",
-                         json={"name": "orders", "metadata-location": loc, "overwrite": True}),
+                         json={"name": "orders", "metadata-location": loc}),
+                  f"Principal {who} lacks TABLE_WRITE_MAIN on table {ns[0]}.orders")
+        forbidden(f.post(f"{table.ns_url}/register", json=overwrite),
+                  f"Principal {who} lacks TABLE_DROP on table {ns[0]}.orders")
+    grant(f, f"r_{who}", "TABLE_WRITE_MAIN", ns)
+    with As(f, tok):
+        forbidden(f.post(f"{table.ns_url}/register", json=overwrite),
                   f"Principal {who} lacks TABLE_DROP on table {ns[0]}.orders")
         # Without overwrite, a caller who may create gets today's 409.
         assert_error(f.post(f"{table.ns_url}/register",

@@ -260,7 +260,7 @@ def test_namespace_property_cannot_be_weakened_by_update_properties(floe, ns):
     assert_forbidden(t.commit(updates), WAP)
 
 
-def test_the_last_hook_covering_a_protected_scope_cannot_be_deleted(floe, protected, uniq, webhooks, free_ns):
+def test_a_hook_covering_a_protected_scope_cannot_be_deleted(floe, protected, uniq, webhooks, free_ns):
     rcv = webhooks(PASS)
     a = register_hook(floe, "a", rcv.url, scope={"namespace": protected})
     unrelated = register_hook(floe, "elsewhere", rcv.url, scope={"namespace": free_ns})
@@ -269,10 +269,12 @@ def test_the_last_hook_covering_a_protected_scope_cannot_be_deleted(floe, protec
 
     assert_forbidden(floe.delete(f"/v1/audit-hooks/{a['id']}"), WAP, protected[0], "/v1/controls/delete-hook")
     assert_ok_json(floe.get(f"/v1/audit-hooks/{a['id']}"))
+    # Another hook beside it makes it no less part of the control: every
+    # hook in scope must pass, so one that always passes would otherwise
+    # let the auditor go.
     b = register_hook(floe, "b", rcv.url, scope={"namespace": protected})
-    r = floe.delete(f"/v1/audit-hooks/{a['id']}")
-    assert r.status_code == 204, describe(r)
-    assert_forbidden(floe.delete(f"/v1/audit-hooks/{b['id']}"), WAP)
+    for h in (a, b):
+        assert_forbidden(floe.delete(f"/v1/audit-hooks/{h['id']}"), WAP, protected[0])
 
     # a table that protects itself is guarded the same way
     own_ns = [uniq + "_own"]
@@ -282,11 +284,14 @@ def test_the_last_hook_covering_a_protected_scope_cannot_be_deleted(floe, protec
     th = register_hook(floe, "table", rcv.url, scope={"namespace": own_ns, "table": "guarded"})
     assert_forbidden(floe.delete(f"/v1/audit-hooks/{th['id']}"), own_ns[0] + ".guarded")
 
-    # a hook that covers one table of a protected namespace, and is its last
+    # a hook that covers one table of a protected namespace
     TableHandle(floe, protected, "orders").create()
     one = register_hook(floe, "one", rcv.url, scope={"namespace": protected, "table": "orders"})
-    r = floe.delete(f"/v1/audit-hooks/{one['id']}")   # b still covers the table
-    assert r.status_code == 204, describe(r)
+    assert_forbidden(floe.delete(f"/v1/audit-hooks/{one['id']}"), protected[0] + ".orders")
+    # and one on a namespace below a protected one, with no table yet
+    floe.create_namespace(protected + ["eu"])
+    child = register_hook(floe, "child", rcv.url, scope={"namespace": protected + ["eu"]})
+    assert_forbidden(floe.delete(f"/v1/audit-hooks/{child['id']}"), protected[0] + ".eu")
 
     assert_error(control(floe, "delete-hook", **{"hook-id": b["id"]}), 400)
     out = assert_ok_json(control(floe, "delete-hook", reason="CHG-5: auditor replaced", **{"hook-id": b["id"]}))
@@ -295,10 +300,8 @@ def test_the_last_hook_covering_a_protected_scope_cannot_be_deleted(floe, protec
     ev = [e for e in audit_events(floe) if e["event"] == "hook.deleted" and e["details"]["hook-id"] == b["id"]]
     assert len(ev) == 1 and ev[0]["details"]["reason"] == "CHG-5: auditor replaced", ev
     assert_error(control(floe, "delete-hook", reason="x", **{"hook-id": b["id"]}), 404, "NoSuchAuditHookException")
-    assert_ok_json(control(floe, "delete-hook", reason="cleanup", **{"hook-id": th["id"]}))
-    one = register_hook(floe, "one", rcv.url, scope={"namespace": protected, "table": "orders"})
-    assert_forbidden(floe.delete(f"/v1/audit-hooks/{one['id']}"), protected[0] + ".orders")
-    assert_ok_json(control(floe, "delete-hook", reason="cleanup", **{"hook-id": one["id"]}))
+    for h in (a, th, one, child):
+        assert_ok_json(control(floe, "delete-hook", reason="cleanup", **{"hook-id": h["id"]}))
 
 
 def test_control_route_errors(floe, ns):
@@ -376,6 +379,23 @@ def test_events_fail_their_change_tables(fresh_floe, refuse_event):
     refuse_event("table.dropped")
     _audit_unavailable(f.delete(t.url))
     assert_ok_json(f.get(t.url))
+
+
+def test_events_fail_their_change_namespaces(fresh_floe, refuse_event):
+    f = fresh_floe
+    refuse_event("namespace.created")
+    _audit_unavailable(f.post("/v1/namespaces", json={"namespace": ["a"], "properties": {WAP: "true"}}))
+    assert_error(f.get("/v1/namespaces/a"), 404, "NoSuchNamespaceException")
+    refuse_event("namespace.dropped")
+    f.create_namespace(["a"], {WAP: "true", "owner": "finance"})
+    _audit_unavailable(f.delete("/v1/namespaces/a"))
+    assert assert_ok_json(f.get("/v1/namespaces/a"))["properties"][WAP] == "true"
+    refuse_event("none")
+    r = f.delete("/v1/namespaces/a")
+    assert r.status_code == 204, describe(r)
+    ev = [(e["event"], e["details"]) for e in audit_events(f, namespace="a")]
+    assert ev == [("namespace.created", {"controls": {WAP: "true"}}),
+                  ("namespace.dropped", {"controls": {WAP: "true"}})], ev
 
 
 def test_events_fail_their_change_runs(fresh_floe, refuse_event, webhooks):

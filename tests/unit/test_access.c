@@ -109,6 +109,31 @@ Test(access, a_namespace_property_change_needs_controls_manage_for_floe_keys)
 	json_decref(control);
 }
 
+Test(access, a_register_needs_write_main_and_with_overwrite_drop_on_its_table)
+{
+	json_t *plain = json_pack("{s:s, s:s}", "name", "t", "metadata-location", "file:///m");
+	json_t *over = json_pack("{s:s, s:b}", "name", "t", "overwrite", 1);
+	json_t *not_over = json_pack("{s:s, s:b}", "name", "t", "overwrite", 0);
+
+	cr_assert_eq(access_register_table_needs(plain), B(TABLE_WRITE_MAIN));
+	cr_assert_eq(access_register_table_needs(not_over), B(TABLE_WRITE_MAIN));
+	cr_assert_eq(access_register_table_needs(over), B(TABLE_WRITE_MAIN) | B(TABLE_DROP));
+	/* The refusal names TABLE_WRITE_MAIN first. */
+	struct authz_object t = { .kind = AUTHZ_TABLE, .ns = &ns_ab, .table = "t" };
+	grant("TABLE_DROP", GRANT_ON_NAMESPACE, &ns_a);
+	cr_assert_not(access_check_all(fake_store(), &alice, access_register_table_needs(over), &t,
+				       &err));
+	cr_assert_str_eq(err.message, "Principal alice lacks TABLE_WRITE_MAIN on table a.b.t");
+	grant("TABLE_WRITE_MAIN", GRANT_ON_NAMESPACE, &ns_a);
+	floe_error_clear(&err);
+	cr_assert(access_check_all(fake_store(), &alice, access_register_table_needs(over), &t,
+				   &err),
+		  "%s", err.message);
+	json_decref(plain);
+	json_decref(over);
+	json_decref(not_over);
+}
+
 static bool commit_allowed(const char *updates_json)
 {
 	json_error_t jerr;

@@ -835,6 +835,13 @@ bool store_table_drop(struct store *s, const struct ns_ident *ns, const char *na
 	return not_faked(__func__, err);
 }
 
+bool store_dropped_set_controls(struct store *s, long long id, const char *controls,
+				struct floe_error *err)
+{
+	(void)s, (void)id, (void)controls;
+	return not_faked(__func__, err);
+}
+
 bool store_table_rename(struct store *s, const struct ns_ident *from_ns, const char *from,
 			const struct ns_ident *to_ns, const char *to, struct floe_error *err)
 {
