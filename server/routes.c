@@ -123,7 +123,8 @@ const struct route routes_table[] = {
 		   demand_register,
 		   "TABLE_WRITE_MAIN on the table it registers (its main becomes the registered "
 		   "metadata's); with overwrite TABLE_DROP there too",
-		   ADV | BODY | MUT | ROUTE_IDEM_IN_TX, "table.registered"),
+		   ADV | BODY | MUT | ROUTE_IDEM_IN_TX,
+		   "table.registered, or table.register-overwrite with overwrite"),
 	NEEDS("GET", TBL, handle_table_load, P(TABLE_READ), ON_TBL, ADV, NULL),
 	{ .method = "POST",
 	  .pattern = TBL,
@@ -209,19 +210,20 @@ const struct route routes_table[] = {
 	  .queue = ROUTE_QUEUE_PUBLISH,
 	  .flags = ADV | BODY_OPT | MUT,
 	  .audit = "wap.audit-started, wap.hook-called, then wap.published, wap.rejected or "
-		   "wap.audit-failed" },
+		   "wap.audit-failed; wap.publish-refused when separation of duties refuses" },
 
 	/* releases: write-audit-publish over many tables */
 	NEEDS("GET", "/v1/{prefix}/releases", handle_releases_list, P(AUDIT_READ), ON_CAT, ADV,
 	      NULL),
 	NEEDS("POST", "/v1/{prefix}/releases", handle_releases_create, P(WAP_STAGE), ON_MEMBERS,
-	      ADV | BODY | MUT, "release.staged"),
+	      ADV | BODY | MUT, "release.staged, and wap.staged for each member"),
 	NEEDS("GET", "/v1/{prefix}/releases/{release}", handle_release_get, P(TABLE_READ),
 	      ON_MEMBERS, ADV, NULL),
 	NEEDS("DELETE", "/v1/{prefix}/releases/{release}", handle_release_abandon, P(WAP_STAGE),
-	      ON_MEMBERS, ADV | MUT, "release.abandoned"),
+	      ON_MEMBERS, ADV | MUT, "release.abandoned, and wap.abandoned for each member"),
 	NEEDS("POST", "/v1/{prefix}/releases/{release}/tables", handle_release_add, P(WAP_STAGE),
-	      ON_MEMBERS, ADV | BODY | MUT, "release.tables-added"),
+	      ON_MEMBERS, ADV | BODY | MUT,
+	      "release.tables-added, and wap.staged for each new member"),
 	{ .method = "POST",
 	  .pattern = "/v1/{prefix}/releases/{release}/publish",
 	  .handler = handle_release_publish,
@@ -229,8 +231,9 @@ const struct route routes_table[] = {
 	  .on = ON_MEMBERS,
 	  .queue = ROUTE_QUEUE_PUBLISH,
 	  .flags = ADV | BODY_OPT | MUT,
-	  .audit = "release.audit-started, release.hook-called, then release.published, "
-		   "release.rejected or release.audit-failed" },
+	  .audit = "release.audit-started, release.hook-called, then release.published (and "
+		   "wap.published for each member), release.rejected or release.audit-failed; "
+		   "wap.publish-refused when separation of duties refuses" },
 
 	/* audit hooks */
 	{ .method = "GET",
