@@ -30,8 +30,12 @@ function request()
    local body = string.format(
       '{"requirements":[],"updates":[{"action":"set-properties","updates":{"w%d":"%d"}}]}',
       id, counter)
-   return wrk.format("POST", "/v1/namespaces/bench/" .. kind .. "/" .. t,
-                     {["Content-Type"] = "application/json"}, body)
+   -- The headers given with -H (a bearer token) go with every commit.
+   local headers = {["Content-Type"] = "application/json"}
+   for k, v in pairs(wrk.headers) do
+      headers[k] = v
+   end
+   return wrk.format("POST", "/v1/namespaces/bench/" .. kind .. "/" .. t, headers, body)
 end
 
 function response(status, headers, body)

@@ -259,6 +259,16 @@ json_t *table_undrop(struct store *s, const struct table_env *env, const struct 
 	return table_undrop_with(s, env, ns, name, NULL, err);
 }
 
+/* FE_NO_SUCH_NAMESPACE unless ns exists (or the store's failure). */
+static bool ns_must_exist(struct store *s, const struct ns_ident *ns, struct floe_error *err)
+{
+	bool exists = false;
+
+	if (!store_ns_exists(s, ns, &exists, err))
+		return false;
+	return exists || wording_no_such_namespace(ns, err);
+}
+
 /* Whether kept may come back as name of ns, whose effective control would
  * then be *after: not weaker than when it was dropped, and not a main
  * moving into a protected scope (else FE_FORBIDDEN naming the control
@@ -315,13 +325,8 @@ json_t *table_undrop_with(struct store *s, const struct table_env *env, const st
 	if (!store_dropped_find(s, ns, name, env->undrop_retention_s, &kept, &found, err))
 		goto fail;
 	if (!found) {
-		bool exists = false;
-		if (!store_ns_exists(s, ns, &exists, err))
+		if (!ns_must_exist(s, ns, err))
 			goto fail;
-		if (!exists) {
-			(void)wording_no_such_namespace(ns, err);
-			goto fail;
-		}
 		char *shown = ident_ns_display(ns);
 		floe_err(err, FE_NO_SUCH_TABLE,
 			 "Table does not exist: %s.%s (no drop of it is kept for an undrop)",
@@ -336,13 +341,8 @@ json_t *table_undrop_with(struct store *s, const struct table_env *env, const st
 	}
 	/* The control it comes back under, against the one it left with: its
 	 * namespace may have been dropped and made again meanwhile. */
-	bool exists = false;
-	if (!store_ns_exists(s, ns, &exists, err))
+	if (!ns_must_exist(s, ns, err))
 		goto fail;
-	if (!exists) {
-		(void)wording_no_such_namespace(ns, err);
-		goto fail;
-	}
 	if (!effective_of(s, ns, name, m, &after, err))
 		goto fail;
 	if (reason == NULL && !undrop_allowed(&kept, ns, name, m, &after, err))

@@ -23,13 +23,11 @@ from conftest import (
     assert_error,
     assert_ok_json,
     audit_events,
-    client_token,
     control,
-    database_url,
-    make_client,
     register_hook,
     set_ns_props,
 )
+from test_authorization import As, forbidden, grant, principal, sql
 from webhook import PASS, Reply
 
 WAP = "floe.wap.required"
@@ -48,58 +46,6 @@ def authed(postgres):
 
 # --------------------------------------------------------------------------
 # helpers
-
-
-def sql(f, statement, args=()):
-    import psycopg
-    with psycopg.connect(database_url(f), autocommit=True) as conn:
-        cur = conn.execute(statement, args)
-        return cur.fetchall() if cur.description else []
-
-
-def grant(f, role, privilege, ns=None):
-    """Grants privilege to role on the catalog (ns None) or namespace ns."""
-    sql(f, "INSERT INTO roles (name) VALUES (%s) ON CONFLICT (name) DO NOTHING", (role,))
-    (rid,) = sql(f, "SELECT id FROM roles WHERE name = %s", (role,))[0]
-    if ns is None:
-        sql(f, "INSERT INTO grants (role_id, privilege, object_kind) VALUES (%s, %s, 'catalog')",
-            (rid, privilege))
-        return
-    (nsid,) = sql(f, "SELECT id FROM namespaces WHERE levels = %s::text[]", (list(ns),))[0]
-    sql(f, "INSERT INTO grants (role_id, privilege, object_kind, namespace_id) "
-        "VALUES (%s, %s, 'namespace', %s)", (rid, privilege, nsid))
-
-
-def principal(f, name, grants=()):
-    """A client principal with a role of its own holding grants, each
-    (privilege,) on the catalog or (privilege, ns); returns its token."""
-    role = f"r_{name}"
-    sql(f, "INSERT INTO roles (name) VALUES (%s) ON CONFLICT (name) DO NOTHING", (role,))
-    for g in grants:
-        grant(f, role, *g)
-    return client_token(f, make_client(f, name, roles=(role,)))
-
-
-class As:
-    """Requests of f made with another principal's token."""
-
-    def __init__(self, f, token):
-        self.f = f
-        self.token = token
-
-    def __enter__(self):
-        self.saved = self.f.session.headers["Authorization"]
-        self.f.session.headers["Authorization"] = f"Bearer {self.token}"
-        return self.f
-
-    def __exit__(self, *exc):
-        self.f.session.headers["Authorization"] = self.saved
-
-
-def forbidden(r, message):
-    err = assert_error(r, 403, "ForbiddenException")
-    assert err["message"] == message, err
-    return err
 
 
 def events(f, kind, **filters):
