@@ -14,7 +14,7 @@
 #include "hooksecrets.h"
 #include "log.h"
 #include "system.h"
-#include "wapint.h"
+#include "timefmt.h"
 
 /* "<kind>.<what>", the name of one of the round's events. */
 static const char *event_name(const struct auditround *r, const char *what, char *buf, size_t len)
@@ -123,7 +123,7 @@ static bool prepare_calls(struct auditround *r)
 	if (!hooksecrets_prepare(r->env->hook_sealer, r->hooks, r->n, r->calls, &r->opened))
 		log_error(r->kind, "%s %s: out of memory opening the hooks' secrets rid=%s",
 			  r->noun, r->id, r->env->request_id);
-	wap_rfc3339_now(now, sizeof(now));
+	(void)timefmt_rfc3339_now(now, sizeof(now));
 	event_name(r, "audit", r->event, sizeof(r->event));
 	for (size_t i = 0; i < r->n; i++) {
 		const struct hook_target *h = &r->hooks[i];
@@ -155,7 +155,7 @@ static bool keep_verdicts(struct auditround *r)
 		const struct hook_target *h = &r->hooks[i];
 		const struct hook_call *c = &r->calls[i];
 		char at[40];
-		wap_rfc3339_now(at, sizeof(at));
+		(void)timefmt_rfc3339_now(at, sizeof(at));
 		json_t *a = json_pack("{s:s, s:s, s:s, s:I, s:s}", "hook-id", h->id, "hook-name",
 				      h->name, "verdict", verdicts[c->verdict], "latency-ms",
 				      (json_int_t)c->latency_ms, "at", at);

@@ -28,7 +28,6 @@
 #include "auditlog.h"
 #include "rowjson.h"
 #include "tablemeta.h"
-#include "timefmt.h"
 #include "uuid.h"
 #include "wording.h"
 
@@ -44,11 +43,6 @@ static long long now_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void wap_rfc3339_now(char *out, size_t len)
-{
-	(void)timefmt_rfc3339_ms(now_ms(), out, len);
 }
 
 json_t *wap_run_json(const void *row)

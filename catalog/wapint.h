@@ -17,9 +17,6 @@ json_t *wap_run_json(const void *row);
  * current one (borrowed; JSON null when there is none). */
 const json_t *wap_snapshot_schema(const json_t *m, const json_t *snap);
 
-/* Now as RFC 3339 UTC with milliseconds. */
-void wap_rfc3339_now(char *out, size_t len);
-
 /* Counts how a publish ended (out: its answer, else err) in
  * floe_wap_runs_total (lib/metric.h). */
 void wap_count_publish(const json_t *out, const struct floe_error *err);

@@ -26,3 +26,11 @@ bool timefmt_rfc3339_ms(long long ms, char *out, size_t len)
 	(void)snprintf(out + n, len - n, ".%03lldZ", frac);
 	return true;
 }
+
+bool timefmt_rfc3339_now(char *out, size_t len)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return timefmt_rfc3339_ms((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, out, len);
+}

@@ -14,4 +14,7 @@
  * empty, when gmtime_r cannot take it. */
 bool timefmt_rfc3339_ms(long long ms, char *out, size_t len);
 
+/* Now (the wall clock) into out, as timefmt_rfc3339_ms writes it. */
+bool timefmt_rfc3339_now(char *out, size_t len);
+
 #endif
