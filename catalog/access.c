@@ -95,6 +95,21 @@ bool access_commit_creates(const json_t *requirements)
 	return false;
 }
 
+access_set access_create_commit_needs(const json_t *updates)
+{
+	size_t i;
+	json_t *u;
+
+	json_array_foreach((json_t *)updates, i, u) {
+		const char *action = json_string_value(json_object_get(u, "action"));
+		const char *ref = json_string_value(json_object_get(u, "ref-name"));
+		if (action != NULL && strcmp(action, "set-snapshot-ref") == 0 && ref != NULL &&
+		    strcmp(ref, "main") == 0)
+			return ACCESS_BIT(PRIV_TABLE_WRITE_MAIN);
+	}
+	return 0;
+}
+
 access_set access_rename_needs(void)
 {
 	return ACCESS_BIT(PRIV_TABLE_DROP) | ACCESS_BIT(PRIV_TABLE_WRITE_MAIN);

@@ -48,6 +48,12 @@ access_set access_ns_properties_needs(const json_t *body);
  * needs TABLE_CREATE on its namespace instead. */
 bool access_commit_creates(const json_t *requirements);
 
+/* What a creating commit (access_commit_creates) needs on the table it
+ * creates, besides TABLE_CREATE on its namespace: TABLE_WRITE_MAIN when
+ * its updates set main (a create with data: its main moves from nothing
+ * to a snapshot, as a register's does), else nothing. */
+access_set access_create_commit_needs(const json_t *updates);
+
 /* What a table rename needs on its source: TABLE_DROP, and
  * TABLE_WRITE_MAIN since the destination's main moves (TABLE_CREATE on
  * the destination's namespace besides). */

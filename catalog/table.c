@@ -580,6 +580,37 @@ done:
 	return ok;
 }
 
+/* What table uuid had of the control when the audit log last saw it
+ * dropped, into *before (nothing when it never was): a register brings
+ * the table back no weaker than it left, just as an undrop does (a table
+ * that set floe.wap.required itself, dropped and registered again from a
+ * metadata file older than the property, would shed it). A drop that
+ * recorded no control cannot be decided: FE_FORBIDDEN naming
+ * POST /v1/controls/register, as change. */
+static bool dropped_control(struct store *s, const char *uuid, const char *change,
+			    struct effective_control *before, struct floe_error *err)
+{
+	char *recorded = NULL;
+	bool found = false;
+	json_error_t jerr;
+
+	memset(before, 0, sizeof(*before));
+	if (!store_event_dropped_controls(s, uuid, &found, &recorded, err))
+		return false;
+	if (!found)
+		return true;
+	json_t *controls = recorded != NULL ? json_loads(recorded, 0, &jerr) : NULL;
+	free(recorded);
+	bool ok = effective_from_json(controls, before);
+	json_decref(controls);
+	if (!ok)
+		return floe_err(
+			err, FE_FORBIDDEN,
+			"%s: the audited-publish control it had when dropped is not recorded, so whether this weakens it cannot be decided; only POST /v1/controls/register with a reason may",
+			change);
+	return true;
+}
+
 /* Register as a new table, with its table.registered event, inside the
  * caller's transaction. Metadata whose main has a snapshot moves main the
  * moment it is registered: into a protected scope only through the
@@ -589,16 +620,26 @@ static bool register_new(struct store *s, const struct table_env *env, const str
 			 const char *text, const char *refs, const char *tloc, const char *reason,
 			 struct floe_error *err)
 {
-	struct effective_control none, after;
+	struct effective_control before, after;
 	struct store_actor who = audit_actor(env);
 	bool ok = false;
 
-	/* Nothing was at the name: no control to weaken, and main arrives. */
-	memset(&none, 0, sizeof(none));
+	memset(&before, 0, sizeof(before));
+	/* Nothing was at the name, so main arrives; but the table may have
+	 * been here or elsewhere before: dropped, its uuid comes back no
+	 * weaker than it left (before: its control then, else none). */
+	char *shown = ident_ns_display(ns);
+	char change[1024];
+	(void)snprintf(change, sizeof(change), "Registering table %s.%s, dropped before,",
+		       shown ? shown : "?", name);
+	free(shown);
+	memset(&after, 0, sizeof(after));
 	if (!effective_of(s, ns, name, m, &after, err))
 		return false;
 	if (reason == NULL &&
-	    !effective_check_main_arrives(&none, &after, name, m, "register", err))
+	    (!dropped_control(s, uuid, change, &before, err) ||
+	     !effective_check(&before, &after, change, "register", err) ||
+	     !effective_check_main_arrives(&before, &after, name, m, "register", err)))
 		goto done;
 	char *set = tablemeta_refs_set(NULL, m);
 	bool created = store_table_create(s, ns, name, uuid, mloc, text, refs, tloc, &who, set,
@@ -617,6 +658,7 @@ static bool register_new(struct store *s, const struct table_env *env, const str
 		floe_err(err, FE_INTERNAL, "out of memory");
 	json_decref(details);
 done:
+	effective_clear(&before);
 	effective_clear(&after);
 	return ok;
 }

@@ -84,10 +84,11 @@ static bool demand_control(struct call *c, struct floe_error *err);
 #define ON_MEMBERS ROUTE_ON_MEMBERS
 
 static const char commit_doc[] =
-	"by update (access_commit_needs): TABLE_WRITE_MAIN when main or what main's readers "
-	"see changes, TABLE_WRITE for other refs and add-snapshot, TABLE_UPDATE_PROPERTIES, "
-	"CONTROLS_MANAGE for floe.* properties, TABLE_READ with no update; "
-	"TABLE_CREATE on the namespace for an assert-create";
+	"by update: TABLE_WRITE_MAIN when main or what main's readers see changes, "
+	"TABLE_WRITE for other refs and add-snapshot, TABLE_UPDATE_PROPERTIES, "
+	"CONTROLS_MANAGE for floe.* properties, TABLE_READ with no update; a staged "
+	"create's commit (assert-create): TABLE_CREATE on the namespace, and "
+	"TABLE_WRITE_MAIN on the table when it sets main";
 static const char ref_doc[] = "TABLE_WRITE_MAIN when the ref is main, else TABLE_WRITE";
 
 const struct route routes_table[] = {
@@ -379,10 +380,12 @@ static bool demand_register(struct call *c, struct floe_error *err)
 
 static bool demand_commit(struct call *c, struct floe_error *err)
 {
+	const json_t *updates = json_object_get(c->body, "updates");
+
 	if (access_commit_creates(json_object_get(c->body, "requirements")))
-		return gate_demand(c, P(TABLE_CREATE), &c->ns, NULL, err);
-	return gate_demand(c, access_commit_needs(json_object_get(c->body, "updates")), &c->ns,
-			   c->name, err);
+		return gate_demand(c, P(TABLE_CREATE), &c->ns, NULL, err) &&
+		       gate_demand(c, access_create_commit_needs(updates), &c->ns, c->name, err);
+	return gate_demand(c, access_commit_needs(updates), &c->ns, c->name, err);
 }
 
 static bool demand_transaction(struct call *c, struct floe_error *err)

@@ -92,7 +92,8 @@ struct sealing *sealing_open(const struct floe_config *cfg, struct floe_error *e
 	if (created)
 		log_warn("main",
 			 "made the hook secrets key %s (key id %s): back it up; without it every "
-			 "audit hook's secret must be registered again",
+			 "audit hook's secret must be registered again, and every client secret "
+			 "floe made (the admin's among them) is refused and must be rotated",
 			 cfg->hook_secrets_key, sg->key.id);
 	else
 		log_info("main", "hook secrets are sealed with key %s from %s", sg->key.id,

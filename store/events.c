@@ -11,7 +11,7 @@
 
 #include "log.h"
 
-enum { ST_EVENT_INSERT, ST_EVENT_LIST, ST_COUNT };
+enum { ST_EVENT_INSERT, ST_EVENT_LIST, ST_EVENT_DROPPED_CONTROLS, ST_COUNT };
 
 /* One statement a row, its SQL laid out as SQL. */
 /* clang-format off */
@@ -38,6 +38,12 @@ static const struct store_statement statements[ST_COUNT] = {
 		/* The column, not the text of it the list gives: an output
 		 * name would win in ORDER BY, and '1000' sorts before '978'. */
 		"ORDER BY audit_events.xid, audit_events.id LIMIT $6::bigint" },
+	/* Every warehouse's: a table's uuid is its own wherever it went
+	 * (migration 0025's index). */
+	[ST_EVENT_DROPPED_CONTROLS] = { "event_dropped_controls",
+		"SELECT (details->'controls')::text FROM audit_events "
+		"WHERE event = 'table.dropped' AND details->>'table-uuid' = $1::text "
+		"ORDER BY id DESC LIMIT 1" },
 };
 /* clang-format on */
 
@@ -142,5 +148,25 @@ bool store_event_list(struct store *s, const char *after_xid, long long after_id
 				  store_event_clear, &out, count, err);
 	PQclear(r);
 	*rows = out;
+	return ok;
+}
+
+bool store_event_dropped_controls(struct store *s, const char *uuid, bool *found, char **controls,
+				  struct floe_error *err)
+{
+	const char *params[1] = { uuid };
+	PGresult *r;
+
+	*found = false;
+	*controls = NULL;
+	r = store_exec(s, &statements[ST_EVENT_DROPPED_CONTROLS], 1, params, err);
+	if (r == NULL)
+		return false;
+	bool ok = true;
+	if (PQntuples(r) > 0) {
+		*found = true;
+		ok = store_col_copy(r, 0, 0, controls) || floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	PQclear(r);
 	return ok;
 }

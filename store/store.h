@@ -692,6 +692,13 @@ bool store_tables_below(struct store *s, const struct ns_ident *ns, long limit, 
 bool store_event_insert(struct store *s, const char *event, const struct store_actor *who,
 			const struct ns_ident *ns, const char *table, const char *run_id,
 			const json_t *details, struct floe_error *err) FLOE_WUR;
+
+/* The newest drop of the table uuid the audit log records, in any
+ * warehouse: *found, and *controls (caller frees) the table's effective
+ * control then, as JSON text (catalog/effective.h), NULL when that drop
+ * recorded none (a floe from before the record). */
+bool store_event_dropped_controls(struct store *s, const char *uuid, bool *found, char **controls,
+				  struct floe_error *err) FLOE_WUR;
 /* One event of the audit log. */
 struct event_row {
 	long long id;

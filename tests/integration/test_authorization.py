@@ -393,6 +393,51 @@ def test_register_with_overwrite_needs_table_write_main(authed, ns, table, uniq)
         assert moved["metadata-location"] == first
 
 
+def test_a_staged_create_that_sets_main_needs_write_main(authed, ns, uniq):
+    """A staged create's commit (assert-create) is a create: TABLE_CREATE on
+    the namespace. One that brings data sets main from nothing to a
+    snapshot, as a register does: TABLE_WRITE_MAIN on the table too."""
+    f = authed
+    who = f"ctas_{uniq}"
+    tok = principal(f, who, [("TABLE_CREATE", ns)])
+    url = f"/v1/namespaces/{ns[0]}/tables"
+
+    def create_commit(name, with_data):
+        staged = assert_ok_json(f.post(url, json={"name": name, "schema": TableHandle.SCHEMA,
+                                                  "stage-create": True}))["metadata"]
+        sid = 4242
+        data = [
+            {"action": "add-snapshot", "snapshot": {
+                "snapshot-id": sid, "sequence-number": 1, "timestamp-ms": 1767229100000,
+                "manifest-list": f"{staged['location']}/metadata/snap-{sid}.avro",
+                "summary": {"operation": "append"}, "schema-id": 0}},
+            {"action": "set-snapshot-ref", "ref-name": "main", "snapshot-id": sid,
+             "type": "branch"},
+        ] if with_data else []
+        return f.post(f"{url}/{name}", json={
+            "requirements": [{"type": "assert-create"}],
+            "updates": [{"action": "assign-uuid", "uuid": staged["table-uuid"]},
+                        {"action": "upgrade-format-version", "format-version": 2},
+                        {"action": "add-schema", "schema": staged["schemas"][0]},
+                        {"action": "set-current-schema", "schema-id": -1},
+                        {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+                        {"action": "set-default-spec", "spec-id": 0},
+                        {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+                        {"action": "set-default-sort-order", "sort-order-id": 0},
+                        {"action": "set-location", "location": staged["location"]},
+                        *data]})
+
+    with As(f, tok):
+        forbidden(create_commit("ctas", True),
+                  f"Principal {who} lacks TABLE_WRITE_MAIN on table {ns[0]}.ctas")
+        assert_error(f.get(f"{url}/ctas"), 404, "NoSuchTableException")
+        assert assert_ok_json(create_commit("empty", False))["metadata"].get(
+            "current-snapshot-id", -1) in (None, -1)
+    grant(f, f"r_{who}", "TABLE_WRITE_MAIN", ns)
+    with As(f, tok):
+        assert assert_ok_json(create_commit("ctas", True))["metadata"]["current-snapshot-id"] == 4242
+
+
 def test_history_and_undrop_need_their_privileges(authed, ns, table, uniq):
     f = authed
     where = f"{ns[0]}.orders"

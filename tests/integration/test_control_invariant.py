@@ -303,6 +303,47 @@ def test_register_over_a_table_cannot_drop_its_own_control(authed, uniq):
     assert t.metadata()["properties"][SOD] == "true"
 
 
+def test_a_drop_and_a_register_cannot_shed_the_tables_own_control(authed, uniq):
+    """A table that set floe.wap.required itself, dropped, and registered
+    again at its name from a metadata file older than the property: the
+    drop's record in the audit log keeps it protected. A principal with
+    TABLE_DROP, TABLE_CREATE and TABLE_WRITE_MAIN but no CONTROLS_MANAGE is
+    refused; the control route with a reason may, and the latest metadata
+    comes back as it left."""
+    f = authed
+    ns = [uniq]
+    f.create_namespace(ns)
+    t = table_with_main(f, ns, snapshots=2)
+    older = older_metadata(t)   # written before the table set the property
+    t.commit_ok([{"action": "set-properties", "updates": {WAP: "true"}}])
+    latest = t.load()["metadata-location"]
+    free = [uniq + "_free"]
+    f.create_namespace(free)
+    who = f"shed_{uniq}"
+    tok = principal(f, who, [("TABLE_DROP", ns), ("TABLE_CREATE", ns), ("TABLE_WRITE_MAIN", ns),
+                             ("TABLE_CREATE", free), ("TABLE_WRITE_MAIN", free)])
+    with As(f, tok):
+        assert f.delete(t.url, params={"purgeRequested": "false"}).status_code == 204
+        forbidden(f.post(f"{t.ns_url}/register",
+                         json={"name": "orders", "metadata-location": older}),
+                  f"Registering table {uniq}.orders, dropped before, weakens its "
+                  f"audited-publish control: {WAP}=true (set by the table) would no longer "
+                  "apply; only POST /v1/controls/register with a reason may")
+        # Elsewhere, under another name, the same.
+        forbidden(f.post(f"/v1/namespaces/{uniq}_free/register",
+                         json={"name": "copy", "metadata-location": older}),
+                  f"Registering table {uniq}_free.copy, dropped before, weakens its "
+                  f"audited-publish control: {WAP}=true (set by the table) would no longer "
+                  "apply; only POST /v1/controls/register with a reason may")
+        assert_error(f.get(t.url), 404, "NoSuchTableException")
+        # The metadata it left with keeps the control: that is no weakening.
+        back = assert_ok_json(f.post(f"{t.ns_url}/register",
+                                     json={"name": "orders", "metadata-location": latest}))
+        assert back["metadata"]["properties"][WAP] == "true"
+    assert [e["details"]["table-uuid"] for e in events(f, "table.registered", table="orders")
+            if e["namespace"] == ns] == [t.metadata()["table-uuid"]]
+
+
 # --------------------------------------------------------------------------
 # rename
 

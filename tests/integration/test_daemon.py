@@ -170,7 +170,7 @@ def test_print_routes_json(tmp_path):
     commit = next(r for r in table if r["method"] == "POST"
                   and r["path"] == "/v1/{prefix}/namespaces/{namespace}/tables/{table}")
     assert commit["queue"] == "commit"
-    assert commit["privileges"] == [] and "access_commit_needs" in commit["demands"]
+    assert commit["privileges"] == [] and commit["demands"].startswith("by update")
     assert set(commit["flags"]) == {"advertised", "body", "mutating",
                                     "idempotent-in-transaction"}
     publish = next(r for r in table if r["path"].endswith("/wap/{run}/publish"))

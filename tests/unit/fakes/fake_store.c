@@ -576,6 +576,17 @@ bool store_event_insert(struct store *s, const char *event, const struct store_a
 	return true;
 }
 
+/* No drop is in the fake's audit log. */
+bool store_event_dropped_controls(struct store *s, const char *uuid, bool *found, char **controls,
+				  struct floe_error *err)
+{
+	(void)s;
+	(void)uuid;
+	*found = false;
+	*controls = NULL;
+	return !fake_fault_due("store_event_dropped_controls", err, NULL);
+}
+
 static char *dup_or_null(const char *v)
 {
 	return v != NULL ? strdup(v) : NULL;
