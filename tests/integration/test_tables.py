@@ -248,6 +248,26 @@ def test_create_load_exists_drop(floe, ns, base):
     assert again["metadata"]["table-uuid"] != meta["table-uuid"]
 
 
+def test_plus_in_a_table_path_is_a_plus(floe, ns):
+    """Tables "p q" and "p+q": a path that says p+q (as iceberg-go and
+    iceberg-rust send it) names "p+q", never "p q"; a purge of it leaves the
+    other table and its files alone. A space is %20."""
+    a = create_table(floe, ns, "p q")
+    b = create_table(floe, ns, "p+q")
+    assert a["metadata"]["table-uuid"] != b["metadata"]["table-uuid"]
+    got = assert_ok_json(floe.get(f"/v1/namespaces/{ns[0]}/tables/p+q"))
+    assert got["metadata"]["table-uuid"] == b["metadata"]["table-uuid"]
+    got = assert_ok_json(floe.get(f"/v1/namespaces/{ns[0]}/tables/p%20q"))
+    assert got["metadata"]["table-uuid"] == a["metadata"]["table-uuid"]
+    r = floe.delete(f"/v1/namespaces/{ns[0]}/tables/p+q", params={"purgeRequested": "true"})
+    assert r.status_code == 204, r.text
+    assert floe.head(f"/v1/namespaces/{ns[0]}/tables/p%2Bq").status_code == 404
+    still = assert_ok_json(floe.get(f"/v1/namespaces/{ns[0]}/tables/p%20q"))
+    assert still["metadata-location"] == a["metadata-location"]
+    local = still["metadata-location"].removeprefix("file://")
+    assert os.path.exists(local), local
+
+
 def test_unknown_table_and_namespace(floe, ns):
     assert_error(floe.get(table_path("/v1", ns, "ghost")), 404, "NoSuchTableException")
     assert floe.head(table_path("/v1", ns, "ghost")).status_code == 404
