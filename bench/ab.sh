@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two floe binaries side by side, in one sitting: loadTable and commits as
 # bench/run.sh measures them, with authentication off and on, each binary
-# started afresh for each round and the rounds interleaved (A B A B ...),
+# started afresh for each round and the rounds interleaved (A B, then B A),
 # so a machine that slows down slows both. Prints each round's figures,
 # then each binary's median and the ratio B/A.
 #   bench/ab.sh OLD_BINARY NEW_BINARY [DURATION] [ROUNDS]   (default 10s, 3)
@@ -78,11 +78,18 @@ one() { # binary tag auth
 	rm -rf "$data"
 }
 
+# Odd rounds run A first, even rounds B first (A B B A ...), so neither
+# binary always has the machine as the other left it.
 for r in $(seq "$rounds"); do
 	echo "== round $r"
 	for auth in none floe; do
-		one "$a" A "$auth"
-		one "$b" B "$auth"
+		if [ $((r % 2)) = 1 ]; then
+			one "$a" A "$auth"
+			one "$b" B "$auth"
+		else
+			one "$b" B "$auth"
+			one "$a" A "$auth"
+		fi
 	done
 done
 
