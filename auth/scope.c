@@ -60,7 +60,9 @@ bool scope_exchange(const char *subject, const char *requested, char *out, size_
 
 	if (scope_narrows(requested)) {
 		if (scope_narrows(from)) {
-			const char *p = requested;
+			/* requested is not NULL here (it narrows), said for the
+			 * analyzer too. */
+			const char *p = requested != NULL ? requested : "";
 			const char *w = NULL;
 			size_t n = 0;
 			while ((n = scope_next(&p, &w)) > 0) {

@@ -50,29 +50,29 @@ static bool demand_control(struct call *c, struct floe_error *err);
 
 /* A route any caller may use, one any authenticated principal may use,
  * and one that needs privileges on an object. */
-#define PUBLIC(m, p, h)                                                         \
-	{                                                                       \
-		.method = m, .pattern = p, .handler = h, .access = ROUTE_PUBLIC \
+#define PUBLIC(m, p, h)                                                               \
+	{                                                                             \
+		.method = (m), .pattern = (p), .handler = (h), .access = ROUTE_PUBLIC \
 	}
-#define PUBLIC_IF(m, p, h, bit)                                                     \
-	{                                                                           \
-		.method = m, .pattern = p, .handler = h, .access = ROUTE_PUBLIC_IF, \
-		.public_bit = bit                                                   \
+#define PUBLIC_IF(m, p, h, bit)                                                           \
+	{                                                                                 \
+		.method = (m), .pattern = (p), .handler = (h), .access = ROUTE_PUBLIC_IF, \
+		.public_bit = (bit)                                                       \
 	}
-#define PRINCIPAL(m, p, h)                                                         \
-	{                                                                          \
-		.method = m, .pattern = p, .handler = h, .access = ROUTE_PRINCIPAL \
+#define PRINCIPAL(m, p, h)                                                               \
+	{                                                                                \
+		.method = (m), .pattern = (p), .handler = (h), .access = ROUTE_PRINCIPAL \
 	}
-#define NEEDS(m, p, h, priv, obj, fl, ev)                                                      \
-	{                                                                                      \
-		.method = m, .pattern = p, .handler = h, .need = priv, .on = obj, .flags = fl, \
-		.audit = ev                                                                    \
+#define NEEDS(m, p, h, priv, obj, fl, ev)                                                   \
+	{                                                                                   \
+		.method = (m), .pattern = (p), .handler = (h), .need = (priv), .on = (obj), \
+		.flags = (fl), .audit = (ev)                                                \
 	}
 /* The same with demands from the body. */
-#define NEEDS_MORE(m, p, h, priv, obj, fn, doc, fl, ev)                                          \
-	{                                                                                        \
-		.method = m, .pattern = p, .handler = h, .need = priv, .on = obj, .demands = fn, \
-		.demands_doc = doc, .flags = fl, .audit = ev                                     \
+#define NEEDS_MORE(m, p, h, priv, obj, fn, doc, fl, ev)                                     \
+	{                                                                                   \
+		.method = (m), .pattern = (p), .handler = (h), .need = (priv), .on = (obj), \
+		.demands = (fn), .demands_doc = (doc), .flags = (fl), .audit = (ev)         \
 	}
 
 #define ON_CAT ROUTE_ON_CATALOG

@@ -165,7 +165,8 @@ bool store_event_dropped_controls(struct store *s, const char *uuid, bool *found
 	bool ok = true;
 	if (PQntuples(r) > 0) {
 		*found = true;
-		ok = store_col_copy(r, 0, 0, controls) || floe_err(err, FE_INTERNAL, "out of memory");
+		ok = store_col_copy(r, 0, 0, controls) ||
+		     floe_err(err, FE_INTERNAL, "out of memory");
 	}
 	PQclear(r);
 	return ok;
