@@ -151,6 +151,20 @@ def test_idempotency_key_on_exactly_the_mutating_routes():
         mutating = "mutating" in table[(method, path)]["flags"]
         assert takes_key == mutating, (
             f"{method} {path}: Idempotency-Key documented {takes_key}, route mutating {mutating}")
+        # A key that is no UUID is 400, one reused for another request
+        # 422; the document says so.
+        if takes_key:
+            assert {"400", "422"} <= set(op["responses"]), (
+                f"{method} {path} takes a key, documents {sorted(op['responses'])}")
+
+
+def test_a_path_name_may_be_refused_400():
+    """The gate checks every path parameter as a name (valid UTF-8, no
+    control character): every operation with one documents the 400."""
+    for method, path, op in operations():
+        named = [p for p in re.findall(r"\{(\w+)\}", path) if p != "prefix"]
+        if named and method != "HEAD":
+            assert "400" in op["responses"], f"{method} {path} documents no 400"
 
 
 def test_route_documents_are_current():
