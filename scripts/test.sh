@@ -84,16 +84,24 @@ FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/soak -q -s -p
 echo "== fuzz targets"
 scripts/fuzz.sh 30
 
-# ThreadSanitizer: the suites where threads meet (concurrent commits,
-# idempotency claims, write-audit-publish) against a TSan build; any race
-# report fails the run.
+# ThreadSanitizer: the suites where threads meet against a TSan build:
+# concurrent commits, idempotency claims, write-audit-publish and releases
+# (their hook calls), the event dispatcher (subscriptions), the
+# authorization watcher (a revoke crossing replicas) and the janitor's
+# rounds. Any race report fails the run.
 echo "== ThreadSanitizer (build-tsan)"
 scripts/setup.sh build-tsan -Db_sanitize=thread -Dtests=false
 tsan_logs=$(mktemp -d)
 chmod 0777 "$tsan_logs"
 TSAN_OPTIONS="halt_on_error=0 log_path=$tsan_logs/tsan" FLOE_BIN="$PWD/build-tsan/server/floe" \
 	.venv/bin/python -m pytest tests/integration/test_concurrency.py \
-	tests/integration/test_idempotency.py tests/integration/test_wap.py -q -p no:cacheprovider
+	tests/integration/test_idempotency.py tests/integration/test_wap.py \
+	tests/integration/test_releases.py tests/integration/test_subscriptions.py \
+	tests/integration/test_decisions_kept.py \
+	tests/integration/test_change_feed.py::test_janitor_removes_events_past_the_retention \
+	tests/integration/test_history.py::test_janitor_forgets_drops_past_the_retention \
+	tests/integration/test_locations.py::test_janitors_of_two_replicas_share_the_purges \
+	-q -p no:cacheprovider
 if compgen -G "$tsan_logs/tsan*" >/dev/null; then
 	echo "ThreadSanitizer reported:"
 	cat "$tsan_logs"/tsan*
