@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
 #include "access.h"
 #include "auditlog.h"
+#include "clock.h"
 #include "location.h"
 #include "log.h"
 #include "metric.h"
@@ -90,8 +90,7 @@ void commit_backoff(int attempt)
 	unsigned int cap_us = 500u << (attempt < 6 ? attempt : 6); /* to 32 ms */
 	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		r = (unsigned int)attempt * 7919u;
-	struct timespec ts = { 0, (long)(r % cap_us) * 1000L };
-	nanosleep(&ts, NULL);
+	clock_sleep_us((int64_t)(r % cap_us));
 }
 
 /* True when updates holds an action that creates a table (assert-create

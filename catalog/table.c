@@ -14,6 +14,7 @@
 #include "gzip.h"
 #include "access.h"
 #include "auditlog.h"
+#include "clock.h"
 #include "effective.h"
 #include "location.h"
 #include "log.h"
@@ -48,19 +49,12 @@ bool table_settle_commit(struct store *s, const struct table_env *env, const cha
 			 long long version, const char *location, bool *landed)
 {
 	struct floe_error err;
-
-	struct timespec start, now;
+	int64_t start = clock_mono_ms();
 
 	*landed = false;
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (int i = 0;; i++) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec >= SETTLE_SECONDS)
-			break;
-		if (i > 0) {
-			struct timespec half = { 0, 500000000L };
-			nanosleep(&half, NULL);
-		}
+	for (int i = 0; clock_mono_ms() - start < SETTLE_SECONDS * 1000; i++) {
+		if (i > 0)
+			clock_sleep_ms(500);
 		if (!store_reconnect(s, &err))
 			continue;
 		if (store_commit_landed(s, uuid, version, location, landed, &err)) {
