@@ -158,6 +158,13 @@ def fast_commits(psql_bin, url):
     psql(psql_bin, url, "DROP TRIGGER IF EXISTS floe_test_slow ON commit_log")
 
 
+def expired_claims(psql_bin, url) -> int:
+    """Claims still running (status 0) whose lease has run out, by the
+    database's clock: the moment a retry may take the key over."""
+    return int(psql(psql_bin, url, "SELECT count(*) FROM idempotency_keys "
+                    "WHERE status = 0 AND lease_until < now()"))
+
+
 def sleeping_commits(psql_bin, url) -> int:
     return int(psql(psql_bin, url, "SELECT count(*) FROM pg_stat_activity "
                     "WHERE application_name = 'floe' AND wait_event = 'PgSleep'"))
@@ -248,7 +255,7 @@ def test_a_retry_that_outlives_the_lease_runs_instead_of_the_first(postgres, flo
     try:
         first.start()
         assert wait_until(lambda: sleeping_commits(psql_bin, url) > 0, 10)
-        time.sleep(1.5)
+        assert wait_until(lambda: expired_claims(psql_bin, url) == 1, 10, 0.02)
         retry = first.send()
         first.thread.join(30)
     finally:
