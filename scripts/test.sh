@@ -2,8 +2,8 @@
 # Installs what is missing, builds floe, and runs every test:
 #  - static analysis (scripts/lint.sh: clang-tidy, cppcheck, scan-build);
 #  - on the normal build (warnings as errors): the unit tests, the soak
-#    (three replicas on one PostgreSQL under mixed load) and the libFuzzer
-#    targets;
+#    (three replicas on one PostgreSQL under mixed load), a Patroni
+#    failover under load and the libFuzzer targets;
 #  - the threaded suites under ThreadSanitizer;
 #  - on an AddressSanitizer + UBSan build that also counts coverage: the
 #    unit tests, the integration tests (real PostgreSQL, real floe,
@@ -77,6 +77,14 @@ meson test -C build --suite unit --print-errorlogs
 # (FLOE_SOAK_SECONDS, default 60): no lost acknowledged write, no 500.
 echo "== soak (build)"
 FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/soak -q -s -p no:cacheprovider
+
+# floe on a PostgreSQL cluster Patroni runs (etcd, a leader and a
+# synchronous standby): the leader's machine dies under steady commits
+# from two replicas; no acknowledged commit lost, floe commits again after
+# the promotion without a restart (tests/patroni, about a minute).
+echo "== Patroni failover (build)"
+scripts/ha-deps.sh
+FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/patroni -q -s -p no:cacheprovider
 
 # libFuzzer targets (tests/fuzz) built with clang, seeded from the
 # fixtures, 30 s each: a crash fails the run and its input joins
