@@ -467,10 +467,11 @@ void store_rollback(struct store *s);
 
 /*
  * Claims key for a request (route says which) on behalf of owner (a token
- * unique to this request) for lease_s seconds. Returns true with *claimed
+ * unique to this request) for lease_s seconds, recording s's database
+ * session (pid, backend_start) as the claimant. Returns true with *claimed
  * when this request owns it: the key is new, older than lifetime_s, or
- * its claim ran out of lease without an answer (the request that held it
- * is gone). Otherwise *other_route is set when the key was used for
+ * its claim is unanswered and either ran out of lease or names a session
+ * PostgreSQL no longer has (the floe that held it died). Otherwise *other_route is set when the key was used for
  * another route or body, else *status and *response (caller frees) hold
  * the stored answer, or *status is 0 while the first request is still
  * running.
