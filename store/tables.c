@@ -713,14 +713,14 @@ bool store_commit_landed(struct store *s, const char *xid, const char *table_uui
 	const char *status = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) ? PQgetvalue(r, 0, 0)
 									: NULL;
 	bool logged = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "t") == 0;
-	if (status != NULL && strcmp(status, "committed") == 0)
+	if (status == NULL) /* the status is gone or was never known */
+		*fate = logged ? STORE_COMMIT_LANDED : STORE_COMMIT_UNPROVED;
+	else if (strcmp(status, "committed") == 0)
 		*fate = STORE_COMMIT_LANDED;
-	else if (status != NULL && strcmp(status, "aborted") == 0)
+	else if (strcmp(status, "aborted") == 0)
 		*fate = STORE_COMMIT_ABORTED;
-	else if (status != NULL)
+	else
 		*fate = STORE_COMMIT_PENDING;
-	else if (logged)
-		*fate = STORE_COMMIT_LANDED;
 	PQclear(r);
 	return true;
 }
