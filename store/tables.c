@@ -128,10 +128,13 @@ enum {
 /* Row R's location is key $1's or lies inside it. */
 #define KEY_INSIDE(R) \
 	LOCATION_KEY(R) " >= $1::text AND " LOCATION_KEY(R) " < left($1::text, -1) || '0'"
-/* The name of one live object of relation REL whose location meets WHERE. */
+/* The name of one live object of relation REL whose location meets
+ * WHERE; its namespace looked up for that row alone, so no plan joins
+ * the namespaces first. */
 #define LOCATION_CLASH(REL, WHERE) \
-	"(SELECT array_to_string(n.levels, '.') || '.' || t.name FROM " REL " t " \
-	"JOIN namespaces n ON n.id = t.namespace_id WHERE " WHERE " LIMIT 1)"
+	"(SELECT (SELECT array_to_string(n.levels, '.') FROM namespaces n " \
+	"  WHERE n.id = t.namespace_id) || '.' || t.name FROM " REL " t " \
+	"WHERE " WHERE " LIMIT 1)"
 /* The name of one dropped table waiting for its purge whose location meets WHERE. */
 #define LOCATION_CLASH_PURGE(WHERE) \
 	"(SELECT array_to_string(p.namespace, '.') || '.' || p.table_name " \
