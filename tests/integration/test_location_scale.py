@@ -110,11 +110,11 @@ def test_create_costs_the_same_with_ten_times_the_tables(postgres, floe_factory,
 
 
 def waiting(db, wait_event: str, query_part: str) -> int:
-    """How many sessions wait on a lock of kind wait_event while running a
-    statement containing query_part."""
+    """How many sessions of db's database wait on a lock of kind wait_event
+    while running a statement containing query_part."""
     return db.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-        "AND wait_event = %s AND query LIKE %s",
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND wait_event_type = 'Lock' AND wait_event = %s AND query LIKE %s",
         (wait_event, f"%{query_part}%")).fetchone()[0]
 
 
@@ -153,15 +153,18 @@ def test_a_create_waits_only_for_creates_whose_locations_overlap(postgres, floe_
                 assert r.status_code == 200, describe(r)
             assert held.is_alive(), "the held create finished early"
 
-            # Overlapping, inside it and holding it: both wait for it.
+            # Overlapping, inside it and holding it: both wait for it. One
+            # after the other, so neither is read by the HTTP thread the
+            # other one holds while it waits.
             inside = threading.Thread(target=go, args=("inside", "near", "inside"),
                                       kwargs={"location": f"file://{wh}/held/t/inner"})
             holding = threading.Thread(target=go, args=("holding", "near", "holding"),
                                        kwargs={"location": f"file://{wh}/held"})
-            inside.start()
-            holding.start()
-            assert wait_until(lambda: waiting(watcher, "advisory", "") == 2, 10), \
-                "the overlapping creates did not wait for the held one"
+            for n, t in enumerate((inside, holding), 1):
+                t.start()
+                assert wait_until(lambda: waiting(watcher, "advisory", "") == n, 20), (
+                    f"the overlapping creates did not wait for the held one: "
+                    f"{ {k: describe(r) for k, r in results.items()} }")
             assert "inside" not in results and "holding" not in results
         finally:
             holder.rollback()
