@@ -243,15 +243,15 @@ bool store_commit_landed(struct store *s, const char *xid, const char *table_uui
 
 /* Names another table (in *other, caller frees; NULL if none) whose
  * location equals, contains or lies inside location (canonical), counting
- * dropped tables whose files wait for their purge. uuid is the table's
- * own (excluded), or NULL. */
+ * dropped tables whose files wait for their purge; index lookups, not a
+ * scan. uuid is the table's own (excluded), or NULL. */
 bool store_table_location_clash(struct store *s, const char *location, const char *uuid,
 				char **other, struct floe_error *err) FLOE_WUR;
 
 /* The shortest of the n canonical locations at which a table, or a
  * dropped table whose files are not purged yet, has exactly its location
- * (*taken, caller frees; NULL if none). A location holding '\x1f' never
- * matches. */
+ * (*taken, caller frees; NULL if none); an index lookup. A location
+ * holding '\x1f' never matches. */
 bool store_location_taken(struct store *s, const char *const *locations, size_t n, char **taken,
 			  struct floe_error *err) FLOE_WUR;
 
@@ -260,10 +260,12 @@ bool store_location_taken(struct store *s, const char *const *locations, size_t 
 bool store_live_location_clash(struct store *s, const char *location, char **other,
 			       struct floe_error *err) FLOE_WUR;
 
-/* Takes the transaction-scoped lock that serialises, across replicas,
- * every location check with the insert or swap that follows it. Only
- * inside store_begin ... store_commit. */
-bool store_location_lock(struct store *s, struct floe_error *err) FLOE_WUR;
+/* Takes the transaction-scoped locks that serialise, across replicas,
+ * the check of canonical location with the insert or swap that follows
+ * it, against the checks of every location that holds it or lies inside
+ * it; checks of disjoint locations do not wait on each other. Only
+ * inside store_begin ... store_commit; held until its end. */
+bool store_location_lock(struct store *s, const char *location, struct floe_error *err) FLOE_WUR;
 
 /* Where one table keeps its files. */
 struct table_location {

@@ -528,9 +528,10 @@ bool store_location_taken(struct store *s, const char *const *locations, size_t 
 	return !fake_fault_due("store_location_taken", err, NULL);
 }
 
-bool store_location_lock(struct store *s, struct floe_error *err)
+bool store_location_lock(struct store *s, const char *location, struct floe_error *err)
 {
 	(void)s;
+	(void)location;
 	return !fake_fault_due("store_location_lock", err, NULL);
 }
 
