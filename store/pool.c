@@ -330,6 +330,8 @@ struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err
 			s->conn = NULL;
 		}
 		if (s->conn == NULL) {
+			/* Nothing the request asked for was attempted. */
+			floe_error_set_outcome(err, FO_NOT_ATTEMPTED);
 			store_pool_release(pool, s);
 			return NULL;
 		}

@@ -619,3 +619,41 @@ def test_an_asynchronous_standby_loses_only_what_it_never_received_and_the_feed_
         assert rc == 0, report
     finally:
         reps.cleanup()
+
+
+def test_a_commit_waiting_for_an_absent_synchronous_standby_is_never_acknowledged(pair_factory):
+    """A synchronous standby cut off: a commit waits for it, and when
+    floe's deadline passes the answer is 500 CommitStateUnknownException:
+    never a 200 that the promotion of that standby would take back, and
+    never a 503 "nothing was committed" for a COMMIT still waiting on the
+    server, which lands when the standby answers again."""
+    pair = pair_factory(synchronous=True)
+    f = Floe(env={"FLOE_DATABASE_URL": pair.url, "FLOE_DB_STATEMENT_TIMEOUT_MS": "1000"})
+    try:
+        f.wait_ready(60)
+        f.create_namespace(NS)
+        t = TableHandle(f, NS, "held")
+        t.create()
+        kept = t.add_snapshot()
+        pair.relay.cut()
+        sid, req, upd = snapshot_change(t.metadata())
+        began = time.monotonic()
+        r = f.post(t.url, json={"requirements": req, "updates": upd}, timeout=60)
+        took = time.monotonic() - began
+        assert r.status_code != 200, \
+            f"a commit the standby never received was acknowledged after {took:.1f} s"
+        assert r.status_code == 500, f"{r.status_code} {r.text}\n{f.log_tail(3000)}"
+        assert_error(r, 500, "CommitStateUnknownException")
+        pair.primary.kill9()
+        pair.standby.promote()
+        deadline = time.monotonic() + RECOVER_S
+        while f.get(t.url, timeout=30).status_code != 200:
+            assert time.monotonic() < deadline, f.log_tail(3000)
+            time.sleep(0.1)
+        chain, _ = main_history(f, "held")
+        assert kept in chain and sid not in chain
+        print(f"\n=== synchronous standby cut off ===\n  commit answered {r.status_code} "
+              f"{r.json()['error']['type']} after {took:.1f} s; after the promotion it is "
+              f"not in the history, the commit before it is")
+    finally:
+        f.cleanup()
