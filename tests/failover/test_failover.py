@@ -10,8 +10,8 @@ promoted with pg_ctl promote, with no restart of floe.
 What a user relies on, checked after the switch:
 - synchronous standby: no acknowledged write is lost (each snapshot a 200
   named is in its table's main history, each published run's snapshot on
-  main); asynchronous standby: only writes acknowledged after the standby
-  stopped receiving can be lost, and they are counted, never hidden;
+  main); asynchronous standby: what is lost is the end of the old
+  primary's history, never a hole, and it is counted, never hidden;
 - every answer during the switch is a 200, a true 409, a 503 with
   Retry-After, or a 500 CommitStateUnknownException whose outcome the test
   resolves from the table's history (each counted by kind);
@@ -21,7 +21,10 @@ What a user relies on, checked after the switch:
   a token from a history the new primary does not have is refused with a
   clear error, never read on from with a silent skip;
 - the audit trail verifies (floe audit verify) and the signed checkpoints
-  acknowledged before any loss still match it.
+  still match it, but for those of a lost history, which floe audit
+  verify reports from the user's copy;
+- a commit waiting for an absent synchronous standby is answered 500
+  CommitStateUnknownException, never 200 nor "nothing was committed".
 
 The figures are printed (pytest -s shows them)."""
 from __future__ import annotations
@@ -93,7 +96,7 @@ class Tally:
         self.lock = threading.Lock()
         self.kinds = collections.Counter()
         self.bad = []
-        self.acked = collections.defaultdict(list)    # table -> [(sid, location, answered)]
+        self.acked = collections.defaultdict(list)  # table -> [(sid, location, answered, began)]
         self.unknown = collections.defaultdict(list)  # table -> [sid]
         self.first_after = {}                         # what -> monotonic time of first 200
 
@@ -162,7 +165,7 @@ class Load:
         self.feed_events = []      # (event-id, event) in the order read
         self.tokens = []           # (monotonic time, token) after each page
         self.checkpoints = []      # (monotonic time, acknowledged checkpoint)
-        self.published = []        # (sid, answered) of runs published
+        self.published = []        # (sid, answered, began) of runs published
         self.threads = []
 
     def start(self):
@@ -201,6 +204,7 @@ class Load:
                 self._pause()
                 continue
             sid, req, upd = snapshot_change(r.json()["metadata"])
+            began = time.monotonic()
             try:
                 c = f.post(url, json={"requirements": req, "updates": upd}, timeout=30)
             except requests.RequestException as e:
@@ -211,7 +215,7 @@ class Load:
             if self.tally.answer("commit", c, after=self.promoted_at):
                 with self.tally.lock:
                     self.tally.acked[name].append(
-                        (sid, c.json()["metadata-location"], time.monotonic()))
+                        (sid, c.json()["metadata-location"], time.monotonic(), began))
             elif c.status_code == 500:
                 with self.tally.lock:
                     self.tally.unknown[name].append(sid)
@@ -235,11 +239,12 @@ class Load:
                 c = f.post(t.url, json={"requirements": req, "updates": upd}, timeout=30)
                 if not self.tally.answer("wap branch commit", c):
                     continue
+                began = time.monotonic()
                 p = f.post(t.run_url(run["id"]) + "/publish", json={"snapshot-id": sid},
                            timeout=60)
                 if self.tally.answer("wap publish", p, after=self.promoted_at):
                     with self.tally.lock:
-                        self.published.append((sid, time.monotonic()))
+                        self.published.append((sid, time.monotonic(), began))
                 elif p.status_code == 500:
                     with self.tally.lock:
                         self.tally.unknown[WAP_TABLE].append(sid)
@@ -424,20 +429,24 @@ def check_answers(tally):
 def resolve(reps, tally, load):
     """For every table: acknowledged snapshots present and lost; unknown
     outcomes resolved from the history."""
-    out = {"acked": 0, "lost": [], "unknown landed": 0, "unknown not landed": 0}
+    out = {"acked": 0, "lost": [], "kept": [], "unknown landed": 0, "unknown not landed": 0}
     for name in TABLES:
         chain, files = main_history(reps.b, name)
-        for sid, location, t in tally.acked[name]:
+        for sid, location, t, began in tally.acked[name]:
             out["acked"] += 1
             if sid not in chain or location not in files:
-                out["lost"].append((name, sid, t))
+                out["lost"].append((name, sid, t, began))
+            else:
+                out["kept"].append((name, sid, t, began))
         for sid in tally.unknown[name]:
             out["unknown landed" if sid in chain else "unknown not landed"] += 1
     chain, _ = main_history(reps.b, WAP_TABLE)
-    for sid, t in load.published:
+    for sid, t, began in load.published:
         out["acked"] += 1
         if sid not in chain:
-            out["lost"].append((WAP_TABLE, sid, t))
+            out["lost"].append((WAP_TABLE, sid, t, began))
+        else:
+            out["kept"].append((WAP_TABLE, sid, t, began))
     for sid in tally.unknown[WAP_TABLE]:
         out["unknown landed" if sid in chain else "unknown not landed"] += 1
     return out
@@ -488,7 +497,7 @@ def check_feed_read_across(reps, load, tally):
     assert [e["event-id"] for e in full] == ids, \
         "the feed read across the switch is not the feed as it now stands"
     located = {e["operation"].get("metadata-location") for e in full}
-    missing = [(n, sid) for n in TABLES for sid, loc, _ in tally.acked[n] if loc not in located]
+    missing = [(n, sid) for n in TABLES for sid, loc, _, _ in tally.acked[n] if loc not in located]
     assert not missing, f"acknowledged commits without their change event: {missing[:5]}"
     return len(ids)
 
@@ -500,18 +509,23 @@ def audit_export(pair):
     return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
 
 
-def check_checkpoints(pair, load, key, tmp_path, before):
+def check_checkpoints(pair, load, key, tmp_path):
     """The signed checkpoints acknowledged during the load, against the
-    chain as the new primary has it. Those acknowledged before `before`
-    must match; any that does not is found by floe audit verify when the
-    user's own copy of it is checked with the database's export: a loss
-    is never hidden. Returns (acknowledged, matching)."""
+    chain as the new primary has it. Of those signed on the old primary,
+    the ones that still match are the first (a lost history is a suffix,
+    never a hole); every one signed on the new primary matches; any
+    that does not is found by floe audit verify when the user's own copy
+    of it is checked with the database's export: a loss is never hidden.
+    Returns (acknowledged, matching)."""
     lines = audit_export(pair)
     chain = {l["position"]: l["hash"] for l in lines if l.get("kind") == "link"}
     acked = [(t, {k: v for k, v in c.items() if k != "created"}) for t, c in load.checkpoints]
     matching = [c for _, c in acked if chain.get(c["position"]) == c["hash"]]
-    early = [c for t, c in acked if t < before and chain.get(c["position"]) != c["hash"]]
-    assert not early, f"checkpoints acknowledged before any loss no longer match: {early[:2]}"
+    flags = [chain.get(c["position"]) == c["hash"] for t, c in acked if t < load.killed_at[0]]
+    assert flags == sorted(flags, reverse=True), \
+        f"a checkpoint no longer matches while a later one does: {flags}"
+    after = [c for t, c in acked if t > load.promoted_at[0] and c not in matching]
+    assert not after, f"checkpoints signed on the new primary do not match: {after[:2]}"
     if len(matching) < len(acked):
         mine = [dict(c, kind="checkpoint") for _, c in acked
                 if chain.get(c["position"]) != c["hash"]]
@@ -545,7 +559,7 @@ def test_a_synchronous_standby_takes_over_with_nothing_acknowledged_lost(
         figures["feed events read across the switch"] = events
         pushed, repeated = check_pushed(reps, tally)
         figures["subscription: events pushed / pushed again"] = f"{pushed} / {repeated}"
-        acked, present = check_checkpoints(pair, load, key, tmp_path, time.monotonic())
+        acked, present = check_checkpoints(pair, load, key, tmp_path)
         figures["signed checkpoints acknowledged / still matching"] = f"{acked} / {present}"
         print_figures("synchronous standby", figures, tally, outcome)
         assert outcome["acked"] > 0 and tally.kinds.get("commit 200", 0) > 0
@@ -568,15 +582,24 @@ def test_an_asynchronous_standby_loses_only_what_it_never_received_and_the_feed_
         check_answers(tally)
         outcome = resolve(reps, tally, load)
         cut = load.cut_at[0]
-        # What the standby had received before the partition is all there;
-        # what was acknowledged after it may be lost, and is counted.
-        early = [x for x in outcome["lost"] if x[2] < cut - 0.5]
-        assert not early, f"writes acknowledged before the partition lost: {early[:5]}"
+        # PostgreSQL loses what the standby had not received: the end of
+        # the old primary's history, never a hole. No write on the old
+        # primary that began after a lost one was acknowledged is kept,
+        # and none made after the partition is.
         killed = load.killed_at[0]
-        late = sum(1 for n in TABLES for _, _, t in tally.acked[n] if cut <= t < killed) + \
-            sum(1 for _, t in load.published if cut <= t < killed)
-        figures["writes acknowledged during the partition"] = late
+        for name, sid, answered, _ in outcome["lost"]:
+            later_kept = [k for k in outcome["kept"] if answered < k[3] and k[2] < killed]
+            assert not later_kept, \
+                f"{name} {sid} lost while writes begun after it was acknowledged are kept: " \
+                f"{later_kept[:3]}"
+        after_cut = [k for k in outcome["kept"] if k[3] > cut and k[2] < killed]
+        assert not after_cut, f"writes made after the partition survived it: {after_cut[:3]}"
         assert outcome["lost"], "nothing was lost: the partition did not hold back the standby"
+        lost_first = min(x[2] for x in outcome["lost"])
+        figures["writes acknowledged between the partition and the promotion"] = sum(
+            1 for x in outcome["lost"] + outcome["kept"] if cut <= x[2] < load.promoted_at[0])
+        figures["first lost write acknowledged before the partition (s)"] = \
+            round(max(0.0, cut - lost_first), 2)
 
         # The feed: a token from before the partition reads every later
         # event exactly once; the reader's last token, from the lost
@@ -584,9 +607,13 @@ def test_an_asynchronous_standby_loses_only_what_it_never_received_and_the_feed_
         full, _ = read_feed(reps.a)
         full_ids = [e["event-id"] for e in full]
         assert len(full_ids) == len(set(full_ids))
-        early_tokens = [tok for t, tok in load.tokens if t < cut - 0.5]
-        assert early_tokens, "the reader read nothing before the partition"
-        safe = early_tokens[-1]
+        # Tokens at an event the new primary has (the shared history), and
+        # tokens at an event it lost.
+        known = set(full_ids)
+        shared = [tok for t, tok in load.tokens if t < killed and tok.split(".")[1] in known]
+        gone = [tok for t, tok in load.tokens if tok.split(".")[1] not in known | {"0"}]
+        assert shared, "the reader read nothing that the new primary has"
+        safe = shared[-1]
         later, _ = read_feed(reps.b, safe)
         later_ids = [e["event-id"] for e in later]
         at = safe.split(".")[1]
@@ -595,13 +622,16 @@ def test_an_asynchronous_standby_loses_only_what_it_never_received_and_the_feed_
             "a token from before the partition skipped or repeated an event"
         assert len(later_ids) > 0
         seen_before = [i for i, _ in load.feed_events]
-        lost_token = load.tokens[-1][1] if not hasattr(load, "lost_token_answer") else None
-        answer = getattr(load, "lost_token_answer", None)
-        if answer is None:
-            answer = reps.a.post("/v1/events", json={"continuation-token": lost_token},
-                                 timeout=30)
+        assert gone, "the reader read no event that the failover lost"
+        answer = reps.a.post("/v1/events", json={"continuation-token": gone[-1]}, timeout=30)
         assert_error(answer, 400, "BadRequestException",
                      ("no longer has", "past the last event"))
+        # The reader itself met that answer when its token was lost, and
+        # never read on past the new primary's events.
+        mine = getattr(load, "lost_token_answer", None)
+        if load.tokens[-1][1] in gone:
+            assert mine is not None, "the reader read on from a lost position"
+            assert_error(mine, 400, "BadRequestException")
         lost_events = [i for i in seen_before if i not in set(full_ids)]
         figures["feed events read before the switch and lost with it"] = len(lost_events)
         figures["feed events after the safe token, each once"] = len(later_ids)
@@ -610,7 +640,7 @@ def test_an_asynchronous_standby_loses_only_what_it_never_received_and_the_feed_
         figures["feed answer to the lost-history token"] = \
             f"{answer.status_code} {answer.json()['error']['message']}"
 
-        acked, present = check_checkpoints(pair, load, key, tmp_path, cut - 0.5)
+        acked, present = check_checkpoints(pair, load, key, tmp_path)
         figures["signed checkpoints acknowledged / still matching"] = f"{acked} / {present}"
         print_figures("asynchronous standby, partitioned 1 s before the kill", figures, tally,
                       outcome)
