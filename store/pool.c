@@ -322,11 +322,16 @@ struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err
 	}
 	if (s->conn == NULL) {
 		s->conn = store_connect(pool->conninfo, err);
-		if (s->conn != NULL && !store_prepare_all(s->conn, err)) {
+		/* The feed's timeline first: a new connection may be the first
+		 * to a newly promoted primary (migration 0032). */
+		if (s->conn != NULL &&
+		    (!store_prepare_all(s->conn, err) || !store_feed_timeline_note(s, err))) {
 			PQfinish(s->conn);
 			s->conn = NULL;
 		}
 		if (s->conn == NULL) {
+			/* Nothing the request asked for was attempted. */
+			floe_error_set_outcome(err, FO_NOT_ATTEMPTED);
 			store_pool_release(pool, s);
 			return NULL;
 		}
@@ -516,7 +521,8 @@ bool store_reconnect(struct store *s, struct floe_error *err)
 	if (s->conn != NULL)
 		PQfinish(s->conn);
 	s->conn = store_connect(s->conninfo, err);
-	if (s->conn != NULL && !store_prepare_all(s->conn, err)) {
+	if (s->conn != NULL &&
+	    (!store_prepare_all(s->conn, err) || !store_feed_timeline_note(s, err))) {
 		PQfinish(s->conn);
 		s->conn = NULL;
 	}
