@@ -28,6 +28,7 @@
 #include "idempotency.h"
 #include "janitor.h"
 #include "subscriptions.h"
+#include "system.h"
 #include "log.h"
 #include "router.h"
 #include "sealing.h"
@@ -261,6 +262,7 @@ int main(int argc, char **argv)
 	struct MHD_Daemon *d = NULL;
 	struct store_pool *janitor_pool = NULL; /* the janitor's own connection */
 	struct store_pool *events_pool = NULL;  /* the event dispatcher's */
+	struct store_pool *watch_pool = NULL;   /* the database watch's */
 	struct dispatcher *dispatcher = NULL;
 	const char *conninfo;
 	sigset_t waitset;
@@ -398,6 +400,14 @@ int main(int argc, char **argv)
 		log_error("main", "out of memory");
 		goto done;
 	}
+	/* Before anything that serves: /ready answers from its verdict, and a
+	 * stall ends every wait on the database within its deadline. */
+	watch_pool = store_watch_pool_new(conninfo);
+	if (watch_pool == NULL)
+		goto done;
+	app.watch = system_watch_start(watch_pool, cfg.db_probe_timeout_ms);
+	if (app.watch == NULL)
+		goto done;
 	if (!start_auth(&app, &cfg, conninfo, sealing) || !seal_plain_secrets(&app))
 		goto done;
 	if (cfg.audit_signing_key != NULL) {
@@ -517,6 +527,8 @@ done:
 	workq_stop(&app.publishes);
 	janitor_stop(&app.janitor);
 	dispatcher_stop(&dispatcher);
+	system_watch_stop(&app.watch);
+	store_pool_free(&watch_pool);
 	store_pool_free(&janitor_pool);
 	store_pool_free(&events_pool);
 	store_pool_free(&app.pool);

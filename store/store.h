@@ -60,6 +60,26 @@ const char *store_warehouse(const struct store *s);
 /* Round trip to the database. */
 bool store_ping(struct store *s, struct floe_error *err) FLOE_WUR;
 
+/* Round trip to the database, waiting at most deadline_ms for the answer
+ * (a connection of store_watch_pool_new). False with err set when it
+ * fails; *timed_out then tells whether the database did not answer in
+ * time (its connection is then closed, and reopened by the next acquire). */
+bool store_probe(struct store *s, int deadline_ms, bool *timed_out,
+		 struct floe_error *err) FLOE_WUR;
+
+/*
+ * The database is stalled: it did not answer a probe within waited_ms.
+ * Until store_stall_end, every acquire but the watch pool's fails at once
+ * with FE_UNAVAILABLE ("did not answer within waited_ms"), and each
+ * statement now waiting on the database is abandoned: its connection is
+ * shut down, so it fails as at its own deadline (FE_UNAVAILABLE, or
+ * FE_COMMIT_STATE_UNKNOWN for a COMMIT in flight). Thread-safe.
+ */
+void store_stall_begin(int waited_ms);
+
+/* The database answers again: acquires go through. Thread-safe. */
+void store_stall_end(void);
+
 /* --- namespaces --- */
 
 /* Not-found and conflict errors of namespaces and tables are plain kinds

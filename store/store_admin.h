@@ -34,6 +34,11 @@ void store_set_limits(const struct store_limits *limits);
  * lines (static). Returns NULL when out of memory. */
 struct store_pool *store_pool_new(const char *conninfo, int size, const char *name);
 
+/* A pool of one connection for the database watch: a stall neither
+ * refuses nor interrupts it, and it gives up connecting after 2 s (not 5).
+ * Returns NULL when out of memory. */
+struct store_pool *store_watch_pool_new(const char *conninfo);
+
 /* Closes every connection and frees the pool; sets *pool to NULL. */
 void store_pool_free(struct store_pool **pool);
 
