@@ -459,6 +459,15 @@ static enum verdict issuer_token(struct auth *a, struct http_request *req, const
 	floe_error_clear(&ierr);
 	memset(&row, 0, sizeof(row));
 	enum jwt_status st = oidc_verify(a->oidc, token, len, now, &claims, &ierr);
+	if (st == JWT_OK && claims == NULL && ierr.kind == FE_UNAVAILABLE) {
+		/* The issuer's keys could not be fetched: neither yes nor no,
+		 * so neither an answer as if refused nor a pass; 503. */
+		log_warn("auth", "cannot decide on an issuer token: %s rid=%s", ierr.message,
+			 req->request_id);
+		*err = ierr;
+		v = V_UNAVAILABLE;
+		goto done;
+	}
 	if (st != JWT_OK || claims == NULL) {
 		(void)snprintf(why, whylen, "%s",
 			       st != JWT_OK ? jwt_status_message(st) : ierr.message);
