@@ -125,7 +125,7 @@ static bool start_auth(struct app *app, const struct floe_config *cfg, const cha
 		log_error("main", "cannot make the first admin client: %s", err.message);
 		return false;
 	}
-	if (!auth_watch_start(app->auth, conninfo, &err)) {
+	if (!auth_watch_start(app->auth, conninfo, app->vend, &err)) {
 		log_error("main", "cannot set up authentication: %s", err.message);
 		return false;
 	}
@@ -408,6 +408,14 @@ int main(int argc, char **argv)
 	app.watch = system_watch_start(watch_pool, cfg.db_probe_timeout_ms);
 	if (app.watch == NULL)
 		goto done;
+	/* Before the watch that forgets them starts (start_auth). */
+	if (fileio_vend_mode() != FILEIO_VEND_OFF) {
+		app.vend = vend_new(VEND_CACHE_SLOTS);
+		if (app.vend == NULL) {
+			log_error("main", "out of memory");
+			goto done;
+		}
+	}
 	if (!start_auth(&app, &cfg, conninfo, sealing) || !seal_plain_secrets(&app))
 		goto done;
 	if (cfg.audit_signing_key != NULL) {
@@ -419,14 +427,6 @@ int main(int argc, char **argv)
 		}
 		log_info("main", "audit checkpoints are signed with key %s, every %d s",
 			 trail_key_id(app.audit_key), cfg.audit_checkpoint_interval_s);
-	}
-	if (fileio_vend_mode() != FILEIO_VEND_OFF) {
-		app.vend = vend_new(VEND_CACHE_SLOTS);
-		if (app.vend == NULL) {
-			log_error("main", "out of memory");
-			goto done;
-		}
-		auth_forget_vended(app.auth, app.vend);
 	}
 	/* Its own connection, outside the pool: upkeep never waits for a
 	 * request's connection, nor a request for upkeep's. */

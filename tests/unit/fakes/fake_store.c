@@ -291,6 +291,30 @@ bool store_probe(struct store *s, int deadline_ms, bool *timed_out, struct floe_
 	return store_ping(s, err);
 }
 
+struct store_listener *store_listen(const char *conninfo, const char *channel,
+				    struct floe_error *err)
+{
+	(void)conninfo;
+	(void)channel;
+	floe_err(err, FE_UNAVAILABLE, "the fake store hears nothing");
+	return NULL;
+}
+
+int store_listener_wait(struct store_listener *l, int timeout_ms,
+			void (*on_notify)(void *arg, const char *payload), void *arg)
+{
+	(void)l;
+	(void)timeout_ms;
+	(void)on_notify;
+	(void)arg;
+	return -1;
+}
+
+void store_listener_free(struct store_listener *l)
+{
+	(void)l;
+}
+
 void store_stall_begin(int waited_ms)
 {
 	(void)waited_ms;
