@@ -142,7 +142,7 @@ const struct option_def config_options[OPT_COUNT] = {
 	[OPT_CONNECTION_LIMIT] = { "connection-limit", "FLOE_CONNECTION_LIMIT", "4096",
 		"Open client connections in all, 1-1000000 (kept below the open-file limit)" },
 	[OPT_MAX_PENDING_BODY] = { "max-pending-body-bytes", "FLOE_MAX_PENDING_BODY_BYTES", "268435456",
-		"Request bodies held in memory at once, arriving or waiting for their answer, in bytes (1048576-68719476736); past it 503" },
+		"Request bodies held in memory at once, arriving or waiting for their answer, in bytes (1048576-68719476736): a body's text and, once parsed, what its parsed form holds (several times the text); past it 503" },
 	[OPT_SHUTDOWN_GRACE] = { "shutdown-grace-seconds", "FLOE_SHUTDOWN_GRACE_SECONDS", "30",
 		"Seconds in-flight requests get to finish on SIGTERM, 1-3600; commits and publishes still queued then get 503" },
 	[OPT_HOOK_ALLOW] = { "hook-allow", "FLOE_HOOK_ALLOW", "",

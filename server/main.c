@@ -27,6 +27,7 @@
 #include "gate.h"
 #include "idempotency.h"
 #include "janitor.h"
+#include "jsonmem.h"
 #include "subscriptions.h"
 #include "system.h"
 #include "log.h"
@@ -298,6 +299,9 @@ int main(int argc, char **argv)
 	case CONFIG_RUN:
 		break;
 	}
+	/* Before any thread: a request's parsed body is counted in
+	 * --max-pending-body-bytes by what jansson allocated for it. */
+	jsonmem_install();
 	log_set_level(cfg.log_level);
 	log_set_format(cfg.log_format);
 	if (!hooks_global_init()) {
