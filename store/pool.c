@@ -313,6 +313,25 @@ void store_pool_free(struct store_pool **poolp)
 	*poolp = NULL;
 }
 
+/* Registers the socket s waits on, so a stall can end the wait
+ * (store_stall_begin); wait_end takes it back and tells whether it did. */
+static void wait_begin(struct store *s)
+{
+	pthread_mutex_lock(&s->wait_mu);
+	s->waiting_fd = PQsocket(s->conn);
+	s->interrupted = false;
+	pthread_mutex_unlock(&s->wait_mu);
+}
+
+static bool wait_end(struct store *s)
+{
+	pthread_mutex_lock(&s->wait_mu);
+	bool interrupted = s->interrupted;
+	s->waiting_fd = -1;
+	pthread_mutex_unlock(&s->wait_mu);
+	return interrupted;
+}
+
 /* True (err set) when the database is stalled and pool is not the
  * watch's: a request gets its 503 at once instead of waiting on it. */
 static bool stall_refuses(const struct store_pool *pool, struct floe_error *err)
@@ -389,7 +408,13 @@ struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err
 		 * connect that waits longer than that tells it nothing. */
 		s->conn = pool->watch ? connect_within(pool->conninfo, true, "2", err)
 				      : store_connect(pool->conninfo, err);
-		if (s->conn != NULL && !store_prepare_all(s->conn, err)) {
+		bool prepared = false;
+		if (s->conn != NULL) {
+			wait_begin(s);
+			prepared = store_prepare_all(s->conn, err);
+			(void)wait_end(s);
+		}
+		if (s->conn != NULL && !prepared) {
 			PQfinish(s->conn);
 			s->conn = NULL;
 		}
@@ -513,17 +538,10 @@ static PGresult *store_run(struct store *s, const char *name, int nparams,
 	*timed_out = false;
 	if (!PQsendQueryPrepared(s->conn, name, nparams, params, NULL, NULL, result_format))
 		return NULL;
-	/* Registered while it waits, so a stall can end the wait. */
-	pthread_mutex_lock(&s->wait_mu);
-	s->waiting_fd = PQsocket(s->conn);
-	s->interrupted = false;
-	pthread_mutex_unlock(&s->wait_mu);
+	wait_begin(s);
 	PGresult *r = store_collect(s->conn, wait, timed_out);
-	pthread_mutex_lock(&s->wait_mu);
-	s->waiting_fd = -1;
-	if (s->interrupted)
+	if (wait_end(s))
 		*timed_out = true;
-	pthread_mutex_unlock(&s->wait_mu);
 	return r;
 }
 
