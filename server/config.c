@@ -795,7 +795,7 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 	cfg->undrop_retention_s = (int)v;
 	if (!parse_int(raw[OPT_EVENTS_RETENTION], 1, 36500, &v))
 		return BAD(OPT_EVENTS_RETENTION, "expected days from 1 to 36500");
-	cfg->events_retention_days = (int)v;
+	cfg->events_retention_s = v * 86400LL;
 	if (!parse_int(raw[OPT_SUB_POLL], 10, 60000, &v))
 		return BAD(OPT_SUB_POLL, "expected milliseconds from 10 to 60000");
 	cfg->subscription_poll_ms = (int)v;

@@ -437,7 +437,7 @@ int main(int argc, char **argv)
 		.idempotency_keep_s = IDEMPOTENCY_LIFETIME_SECONDS + 5 * 60,
 		.metrics_retention_days = cfg.metrics_retention_days,
 		.undrop_retention_s = cfg.undrop_retention_s,
-		.events_retention_s = cfg.events_retention_days * 86400,
+		.events_retention_s = cfg.events_retention_s,
 		.purge_max_attempts = cfg.purge_max_attempts,
 		.unsettled = app.unsettled,
 		.audit_key = app.audit_key,
