@@ -263,6 +263,30 @@ def test_database_as_conninfo(postgres, floe_factory):
     assert ["via_conninfo"] in f.list_namespaces()
 
 
+def test_database_with_a_data_dir_whose_parents_are_missing(postgres, floe_factory, tmp_path):
+    """With --database, floe makes the data directory and every missing
+    parent of it, each 0700 as the data directory itself (mkdir -p); it
+    failed to start when the parent was missing."""
+    base = tmp_path / "missing"
+    data = base / "a" / "b" / "data"
+    f = floe_factory(args=[f"--database={postgres.new_database()}", f"--data-dir={data}"],
+                     env={"FLOE_AUTH": "floe"})
+    assert data.is_dir()
+    for d in (base, base / "a", base / "a" / "b", data):
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700, (d, oct(d.stat().st_mode))
+    assert (data / "auth" / "hook-secrets.key").is_file()
+    assert_error(f.get("/v1/namespaces"), 401, "NotAuthorizedException")
+
+
+def test_a_data_dir_that_cannot_be_made_is_a_setup_mistake(postgres, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    r = run_floe([f"--database={postgres.new_database()}", f"--data-dir={blocker / 'sub' / 'data'}"],
+                 env={"FLOE_AUTH": "none"})
+    assert r.returncode == 2, r.stderr
+    assert f"floe: cannot create the data directory {blocker / 'sub'}: Not a directory" in r.stderr
+
+
 def test_every_option_as_flag(postgres, pg_bin_dir, floe_factory, tmp_path):
     port = free_port()
     args = [
