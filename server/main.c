@@ -195,7 +195,8 @@ static bool migrate_with_retry(const char *conninfo, bool *stopped)
 		if (store_migrate(conninfo, &err))
 			return true;
 		if (err.kind != FE_UNAVAILABLE || waited >= MIGRATE_RETRY_SECONDS) {
-			log_error("main", "cannot prepare the catalog database: %s", err.message);
+			log_error("main", "floe %s cannot prepare the catalog database: %s",
+				  FLOE_VERSION, err.message);
 			return false;
 		}
 		if (waited % 10 == 0)

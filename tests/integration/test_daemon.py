@@ -287,6 +287,37 @@ def test_a_data_dir_that_cannot_be_made_is_a_setup_mistake(postgres, tmp_path):
     assert f"floe: cannot create the data directory {blocker / 'sub'}: Not a directory" in r.stderr
 
 
+def test_a_schema_newer_than_floe_is_refused(postgres, floe_factory, tmp_path):
+    """A database a newer floe migrated (a migration recorded that this
+    binary does not have, as in a rolling upgrade) is refused at start:
+    exit status 1, a message naming the database's newest migration and
+    this floe's, and nothing applied."""
+    import psycopg
+    url = postgres.new_database()
+    f = floe_factory(env={"FLOE_DATABASE_URL": url})
+    f.create_namespace(["before_upgrade"])
+    assert f.stop() == 0
+    with psycopg.connect(url, autocommit=True) as conn:
+        ours = conn.execute("SELECT name FROM floe_schema_version "
+                            "ORDER BY version DESC LIMIT 1").fetchone()[0]
+        conn.execute("INSERT INTO floe_schema_version (version, name) "
+                     "VALUES (9999, '9999_from_a_newer_floe')")
+    r = run_floe([f"--database={url}", f"--data-dir={tmp_path / 'd'}",
+                  f"--listen=127.0.0.1:{free_port()}"], env={"FLOE_AUTH": "none"}, timeout=30)
+    assert r.returncode == 1, r.stderr
+    version = run_floe(["--version"]).stdout.split()[-1]
+    assert (f"floe {version} cannot prepare the catalog database: The database's schema is "
+            "newer than this floe: it has migration 9999_from_a_newer_floe applied (its newest "
+            f"is 9999_from_a_newer_floe), and this floe knows migrations up to {ours} only; a "
+            "newer floe migrated it, so start that floe's version or a later one") in r.stderr
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM floe_schema_version WHERE version > 9000"
+                            ).fetchone()[0] == 1
+        conn.execute("DELETE FROM floe_schema_version WHERE version = 9999")
+    again = floe_factory(env={"FLOE_DATABASE_URL": url})
+    assert ["before_upgrade"] in again.list_namespaces()
+
+
 def test_every_option_as_flag(postgres, pg_bin_dir, floe_factory, tmp_path):
     port = free_port()
     args = [
