@@ -176,6 +176,7 @@ static void reply_buffer(struct http_request *req, int status, char *data, size_
 		return;
 	}
 	req->status = status;
+	req->retry_after_s = 0;
 	free(req->captured);
 	req->captured = NULL;
 	req->captured_len = 0;
@@ -232,6 +233,7 @@ void http_reply_empty(struct http_request *req, int status)
 	if (req->response == NULL)
 		return;
 	req->status = status;
+	req->retry_after_s = 0;
 	free(req->captured);
 	req->captured = NULL;
 	req->captured_len = 0;
@@ -276,9 +278,7 @@ void http_reply_error(struct http_request *req, const struct floe_error *err)
 		log_warn("http", "%s %s -> %d %s: %s rid=%s", req->method, req->path, status,
 			 floe_errkind_type(err->kind), err->message, req->request_id);
 	reply_buffer(req, status, text, strlen(text), "application/json");
-	if (status == 503 && req->response != NULL)
-		MHD_add_response_header(req->response, "Retry-After",
-					err->kind == FE_AUDIT_UNAVAILABLE ? "30" : "1");
+	req->retry_after_s = err->kind == FE_AUDIT_UNAVAILABLE ? 30 : 1;
 }
 
 void http_add_header(struct http_request *req, const char *name, const char *value)
@@ -521,6 +521,15 @@ static enum MHD_Result queue(struct http_request *req)
 	 * answer, so the load drains within the grace period. */
 	if (atomic_load(&req->app->stopping))
 		MHD_add_response_header(req->response, "Connection", "close");
+	/* Every answer passes here, so every 503 says when to come back: a
+	 * client may retry a request that is not idempotent only when
+	 * Retry-After is there. */
+	if (req->status == 503 && MHD_get_response_header(req->response, "Retry-After") == NULL) {
+		char seconds[16];
+		(void)snprintf(seconds, sizeof(seconds), "%d",
+			       req->retry_after_s > 0 ? req->retry_after_s : 1);
+		MHD_add_response_header(req->response, "Retry-After", seconds);
+	}
 	(void)cors_add_headers(req, false);
 	r = MHD_queue_response(req->conn, (unsigned int)req->status, req->response);
 	MHD_destroy_response(req->response);

@@ -653,6 +653,7 @@ def test_database_restart(dedicated_postgres, floe_factory):
 
         r = requests.head(f.url + "/v1/namespaces/before_outage", timeout=10)
         assert r.status_code == 503 and r.content == b"", describe(r)
+        assert r.headers.get("Retry-After") == "1", dict(r.headers)
 
         def call(i):
             return requests.get(f.url + "/v1/namespaces", timeout=10).status_code
