@@ -16,6 +16,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "hooks.h"
 
 enum opt_id {
@@ -860,13 +862,17 @@ static int find_flag(const char *name, size_t len)
 	return -1;
 }
 
+static void config_forget(char *secret);
+
 static bool set_raw(struct floe_config *cfg, int id, const char *value, char *errbuf, size_t errlen)
 {
 	char *copy = strdup(value);
 
 	if (copy == NULL)
 		return floe_errbuf(errbuf, errlen, "out of memory");
-	free(cfg->raw[id]);
+	/* Values may be secrets (--admin-credential, a password in a
+	 * database URL): each is wiped before it is freed. */
+	config_forget(cfg->raw[id]);
 	cfg->raw[id] = copy;
 	return true;
 }
@@ -954,7 +960,7 @@ bool config_load(struct floe_config *cfg, int argc, char **argv, config_getenv_f
 static void config_forget(char *secret)
 {
 	if (secret != NULL) {
-		explicit_bzero(secret, strlen(secret));
+		OPENSSL_cleanse(secret, strlen(secret));
 		free(secret);
 	}
 }
@@ -962,8 +968,8 @@ static void config_forget(char *secret)
 void config_free(struct floe_config *cfg)
 {
 	free(cfg->listen_host);
-	free(cfg->database_url);
-	free(cfg->owner_database_url);
+	config_forget(cfg->database_url); /* may hold a password */
+	config_forget(cfg->owner_database_url);
 	free(cfg->data_dir);
 	free(cfg->warehouse);
 	free(cfg->warehouse_path);
@@ -979,6 +985,6 @@ void config_free(struct floe_config *cfg)
 	hook_policy_free(cfg->hook_policy);
 	warehouses_free(&cfg->warehouses);
 	for (size_t i = 0; i < sizeof(cfg->raw) / sizeof(cfg->raw[0]); i++)
-		free(cfg->raw[i]);
+		config_forget(cfg->raw[i]);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
+#include <openssl/crypto.h>
 
 #include "cors.h"
 #include "framing.h"
@@ -128,6 +129,16 @@ static bool body_reserve(struct http_request *req, size_t total)
 	return true;
 }
 
+/* Frees the request body, wiped first: it may hold a client secret, a
+ * subject token or a hook's secret. */
+static void body_forget(struct http_request *req)
+{
+	if (req->body != NULL)
+		OPENSSL_cleanse(req->body, req->body_cap > 0 ? req->body_cap : req->body_len);
+	free(req->body);
+	req->body = NULL;
+}
+
 static void request_free(struct http_request *req)
 {
 	if (req->app->middleware.release != NULL)
@@ -136,8 +147,10 @@ static void request_free(struct http_request *req)
 		atomic_fetch_sub(&req->app->body_bytes, (long long)req->body_reserved);
 	if (req->response != NULL)
 		MHD_destroy_response(req->response);
+	if (req->captured != NULL)
+		OPENSSL_cleanse(req->captured, req->captured_len);
 	free(req->captured);
-	free(req->body);
+	body_forget(req);
 	free(req->path);
 	free(req->segbuf);
 	free(req);
@@ -626,8 +639,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			/* Keep reading (and dropping) so the 413 is delivered
 			 * at the end of a chunked body. */
 			req->body_too_large = true;
-			free(req->body);
-			req->body = NULL;
+			body_forget(req);
 			req->body_len = 0;
 			return MHD_YES;
 		}
@@ -643,15 +655,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			if (!body_reserve(req, cap)) {
 				/* Dropped like a body too large; 503 at the end. */
 				req->body_over_budget = true;
-				free(req->body);
-				req->body = NULL;
+				body_forget(req);
 				req->body_len = 0;
 				req->body_cap = 0;
 				return MHD_YES;
 			}
-			char *nb = realloc(req->body, cap);
+			/* Not realloc: the old buffer is wiped before it is
+			 * freed, as any body is. */
+			char *nb = malloc(cap);
 			if (nb == NULL)
 				return MHD_NO;
+			if (req->body != NULL)
+				memcpy(nb, req->body, req->body_len);
+			body_forget(req);
 			req->body = nb;
 			req->body_cap = cap;
 		}
