@@ -13,6 +13,7 @@
 #include "log.h"
 #include "ports.h"
 #include "rowjson.h"
+#include "timefmt.h"
 
 /* The most events one page lists. */
 #define EVENTS_PAGE_MAX 1000
@@ -99,6 +100,14 @@ json_t *audit_log_list(struct store *s, const struct ns_ident *ns, const char *t
 	if (token != NULL && *token != '\0' &&
 	    !parse_log_token(token, after_xid, sizeof(after_xid), &after))
 		return floe_err(err, FE_BAD_REQUEST, "pageToken is not a token this server issued"),
+		       NULL;
+	/* Checked here: PostgreSQL's timestamptz input would also take
+	 * "yesterday", "now", "epoch" or "infinity". */
+	if (since != NULL && !timefmt_rfc3339_valid(since))
+		return floe_err(
+			       err, FE_BAD_REQUEST,
+			       "query parameter 'since' must be an RFC 3339 time with a zone (2026-12-05T10:00:00Z), not '%.64s'",
+			       since),
 		       NULL;
 	long limit = page_size > EVENTS_PAGE_MAX ? EVENTS_PAGE_MAX : page_size;
 	if (!store_event_list(s, after_xid, after, ns, table, run_id, since, limit, &rows, &count,

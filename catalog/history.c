@@ -34,41 +34,6 @@ static bool digits(const char *p, size_t n)
 	return true;
 }
 
-static int num(const char *p, size_t n)
-{
-	int v = 0;
-	for (size_t i = 0; i < n; i++)
-		v = v * 10 + (p[i] - '0');
-	return v;
-}
-
-/* RFC 3339's date-time: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM).
- * The calendar (30 February) is left to PostgreSQL. */
-static bool rfc3339(const char *s)
-{
-	size_t n = strlen(s);
-	if (n < 20 || n > 40 || !digits(s, 4) || s[4] != '-' || !digits(s + 5, 2) || s[7] != '-' ||
-	    !digits(s + 8, 2) || (s[10] != 'T' && s[10] != 't') || !digits(s + 11, 2) ||
-	    s[13] != ':' || !digits(s + 14, 2) || s[16] != ':' || !digits(s + 17, 2))
-		return false;
-	int mon = num(s + 5, 2), day = num(s + 8, 2), h = num(s + 11, 2), mi = num(s + 14, 2),
-	    sec = num(s + 17, 2);
-	if (mon < 1 || mon > 12 || day < 1 || day > 31 || h > 23 || mi > 59 || sec > 60)
-		return false;
-	const char *p = s + 19;
-	if (*p == '.') {
-		p++;
-		if (!isdigit((unsigned char)*p))
-			return false;
-		while (isdigit((unsigned char)*p))
-			p++;
-	}
-	if ((*p == 'Z' || *p == 'z') && p[1] == '\0')
-		return true;
-	return (*p == '+' || *p == '-') && strlen(p) == 6 && digits(p + 1, 2) && p[3] == ':' &&
-	       digits(p + 4, 2) && num(p + 1, 2) <= 23 && num(p + 4, 2) <= 59;
-}
-
 bool table_point_parse(const char *as_of, const char *as_of_version, struct table_point *out,
 		       struct floe_error *err)
 {
@@ -95,7 +60,7 @@ bool table_point_parse(const char *as_of, const char *as_of_version, struct tabl
 			return floe_err(err, FE_BAD_REQUEST, "as-of is out of range: %s", as_of);
 		return true;
 	}
-	if (!rfc3339(as_of))
+	if (!timefmt_rfc3339_valid(as_of))
 		return floe_err(
 			err, FE_BAD_REQUEST,
 			"as-of must be an RFC 3339 time with a zone (2026-12-05T10:00:00Z) or milliseconds since the epoch, not '%.64s'",

@@ -170,8 +170,8 @@ fail:
 }
 
 static void run_expiry(struct store *s, const char *what,
-		       bool (*expire)(struct store *, int, int, long *, struct floe_error *),
-		       int age, enum metric_janitor_rows kind)
+		       bool (*expire)(struct store *, long long, int, long *, struct floe_error *),
+		       long long age, enum metric_janitor_rows kind)
 {
 	struct floe_error err;
 	long total = 0;
@@ -379,7 +379,7 @@ struct janitor *janitor_start(const struct janitor_config *cfg)
 		return NULL;
 	}
 	log_info("janitor",
-		 "started: a round every %d s, metrics kept %d days, purges tried %d times",
+		 "started: a round every %d s, metrics kept %lld days, purges tried %d times",
 		 cfg->interval_s, cfg->metrics_retention_days, cfg->purge_max_attempts);
 	return j;
 }

@@ -29,13 +29,14 @@ struct janitor_config {
 	 * one holding it. Copied; at most JANITOR_WAREHOUSES_MAX. */
 	const char *const *further_paths;
 	size_t nfurther;
-	int interval_s;              /* between rounds */
-	int idempotency_keep_s;      /* keys older than this go */
-	int metrics_retention_days;  /* reports older than this go */
-	int undrop_retention_s;      /* kept drops older than this go */
-	int events_retention_s;      /* change-feed events older than this go */
-	int purge_max_attempts;      /* then a purge is "failed" */
-	struct unsettled *unsettled; /* commits to settle; borrowed, may be NULL */
+	int interval_s; /* between rounds */
+	/* Ages are 64-bit: 36,500 days of seconds do not fit an int. */
+	long long idempotency_keep_s;     /* keys older than this go */
+	long long metrics_retention_days; /* reports older than this go */
+	long long undrop_retention_s;     /* kept drops older than this go */
+	long long events_retention_s;     /* change-feed events older than this go */
+	int purge_max_attempts;           /* then a purge is "failed" */
+	struct unsettled *unsettled;      /* commits to settle; borrowed, may be NULL */
 	/* Signs a checkpoint of the audit chain every checkpoint_interval_s
 	 * (0: never); borrowed, may be NULL (no key). */
 	const struct trail_key *audit_key;

@@ -145,8 +145,12 @@ const char *form_get(const struct form *form, const char *name)
 
 void form_free(struct form *form)
 {
+	/* Values are wiped: a token request's carry client_secret and
+	 * subject_token. */
 	for (size_t i = 0; i < form->count; i++) {
 		free(form->params[i].name);
+		if (form->params[i].value != NULL)
+			explicit_bzero(form->params[i].value, strlen(form->params[i].value));
 		free(form->params[i].value);
 	}
 	memset(form, 0, sizeof(*form));

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Static analysis of floe's C sources (lib/ meta/ fileio/ hooks/ auth/ store/
+# Static analysis of floe's C sources (lib/ meta/ fileio/ hooks/ auth/ trail/ store/
 # catalog/ server/); any finding fails the run:
 #  - clang-tidy with the checks of .clang-tidy (bugprone-*, cert-err33-c,
 #    concurrency-mt-unsafe), headers included;
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 build_dir=${1:-build}
 scan_dir=build-scan
-folders=(lib meta fileio hooks auth store catalog server)
+folders=(lib meta fileio hooks auth trail store catalog server)
 jobs=$(nproc 2>/dev/null || echo 2)
 
 if [ ! -f "$build_dir/compile_commands.json" ]; then

@@ -16,6 +16,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "hooks.h"
 
 enum opt_id {
@@ -90,7 +92,7 @@ const struct option_def config_options[OPT_COUNT] = {
 	[OPT_OWNER_DATABASE] = { "owner-database", "FLOE_OWNER_DATABASE_URL", "",
 		"With --database: connection string of the role that owns floe's tables, used for migrations only, so that floe's own role cannot change the audit log; empty: migrate with --database (the audit log is then not protected from floe's role)" },
 	[OPT_DATA_DIR] = { "data-dir", "FLOE_DATA_DIR", "./floe-data",
-		"Directory for the embedded PostgreSQL and the default warehouse" },
+		"Directory for the embedded PostgreSQL, floe's keys (auth/) and the default warehouse; made with its missing parents (0700, or 0755 for the embedded PostgreSQL)" },
 	[OPT_WAREHOUSE] = { "warehouse", "FLOE_WAREHOUSE", NULL,
 		"Warehouse root URL where table files are written: file:///path or file:/path, or s3://bucket/prefix for S3-compatible object storage (see the --s3-* options; the bucket must exist) (default: file://<data dir>/warehouse)" },
 	[OPT_THREADS] = { "threads", "FLOE_THREADS", NULL,
@@ -800,7 +802,7 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 	cfg->undrop_retention_s = (int)v;
 	if (!parse_int(raw[OPT_EVENTS_RETENTION], 1, 36500, &v))
 		return BAD(OPT_EVENTS_RETENTION, "expected days from 1 to 36500");
-	cfg->events_retention_days = (int)v;
+	cfg->events_retention_s = v * 86400LL;
 	if (!parse_int(raw[OPT_SUB_POLL], 10, 60000, &v))
 		return BAD(OPT_SUB_POLL, "expected milliseconds from 10 to 60000");
 	cfg->subscription_poll_ms = (int)v;
@@ -865,13 +867,17 @@ static int find_flag(const char *name, size_t len)
 	return -1;
 }
 
+static void config_forget(char *secret);
+
 static bool set_raw(struct floe_config *cfg, int id, const char *value, char *errbuf, size_t errlen)
 {
 	char *copy = strdup(value);
 
 	if (copy == NULL)
 		return floe_errbuf(errbuf, errlen, "out of memory");
-	free(cfg->raw[id]);
+	/* Values may be secrets (--admin-credential, a password in a
+	 * database URL): each is wiped before it is freed. */
+	config_forget(cfg->raw[id]);
 	cfg->raw[id] = copy;
 	return true;
 }
@@ -959,7 +965,7 @@ bool config_load(struct floe_config *cfg, int argc, char **argv, config_getenv_f
 static void config_forget(char *secret)
 {
 	if (secret != NULL) {
-		explicit_bzero(secret, strlen(secret));
+		OPENSSL_cleanse(secret, strlen(secret));
 		free(secret);
 	}
 }
@@ -967,8 +973,8 @@ static void config_forget(char *secret)
 void config_free(struct floe_config *cfg)
 {
 	free(cfg->listen_host);
-	free(cfg->database_url);
-	free(cfg->owner_database_url);
+	config_forget(cfg->database_url); /* may hold a password */
+	config_forget(cfg->owner_database_url);
 	free(cfg->data_dir);
 	free(cfg->warehouse);
 	free(cfg->warehouse_path);
@@ -984,6 +990,6 @@ void config_free(struct floe_config *cfg)
 	hook_policy_free(cfg->hook_policy);
 	warehouses_free(&cfg->warehouses);
 	for (size_t i = 0; i < sizeof(cfg->raw) / sizeof(cfg->raw[0]); i++)
-		free(cfg->raw[i]);
+		config_forget(cfg->raw[i]);
 	memset(cfg, 0, sizeof(*cfg));
 }

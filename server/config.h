@@ -45,7 +45,9 @@ struct floe_config {
 	char *pg_user;    /* NULL: postgres, else nobody */
 	int janitor_interval_s;
 	int metrics_retention_days;
-	int events_retention_days;
+	/* --events-retention-days in seconds, 64-bit: its maximum, 36,500
+	 * days, is 3,153,600,000 s, past an int. */
+	long long events_retention_s;
 	int subscription_poll_ms;  /* the event dispatcher's look at the feed */
 	int subscription_retry_ms; /* its first retry's wait */
 	int undrop_retention_s;    /* 0: drops without purge are not kept */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
+#include <openssl/crypto.h>
 
 #include "cors.h"
 #include "framing.h"
@@ -144,6 +145,16 @@ static bool parsed_reserve(struct http_request *req, long long bytes)
 	return true;
 }
 
+/* Frees the request body, wiped first: it may hold a client secret, a
+ * subject token or a hook's secret. */
+static void body_forget(struct http_request *req)
+{
+	if (req->body != NULL)
+		OPENSSL_cleanse(req->body, req->body_cap > 0 ? req->body_cap : req->body_len);
+	free(req->body);
+	req->body = NULL;
+}
+
 static void request_free(struct http_request *req)
 {
 	if (req->app->middleware.release != NULL)
@@ -154,8 +165,10 @@ static void request_free(struct http_request *req)
 		atomic_fetch_sub(&req->app->body_bytes, req->parsed_reserved);
 	if (req->response != NULL)
 		MHD_destroy_response(req->response);
+	if (req->captured != NULL)
+		OPENSSL_cleanse(req->captured, req->captured_len);
 	free(req->captured);
-	free(req->body);
+	body_forget(req);
 	free(req->path);
 	free(req->segbuf);
 	free(req);
@@ -194,6 +207,7 @@ static void reply_buffer(struct http_request *req, int status, char *data, size_
 		return;
 	}
 	req->status = status;
+	req->retry_after_s = 0;
 	free(req->captured);
 	req->captured = NULL;
 	req->captured_len = 0;
@@ -250,6 +264,7 @@ void http_reply_empty(struct http_request *req, int status)
 	if (req->response == NULL)
 		return;
 	req->status = status;
+	req->retry_after_s = 0;
 	free(req->captured);
 	req->captured = NULL;
 	req->captured_len = 0;
@@ -294,9 +309,7 @@ void http_reply_error(struct http_request *req, const struct floe_error *err)
 		log_warn("http", "%s %s -> %d %s: %s rid=%s", req->method, req->path, status,
 			 floe_errkind_type(err->kind), err->message, req->request_id);
 	reply_buffer(req, status, text, strlen(text), "application/json");
-	if (status == 503 && req->response != NULL)
-		MHD_add_response_header(req->response, "Retry-After",
-					err->kind == FE_AUDIT_UNAVAILABLE ? "30" : "1");
+	req->retry_after_s = err->kind == FE_AUDIT_UNAVAILABLE ? 30 : 1;
 }
 
 void http_add_header(struct http_request *req, const char *name, const char *value)
@@ -552,6 +565,15 @@ static enum MHD_Result queue(struct http_request *req)
 	 * answer, so the load drains within the grace period. */
 	if (atomic_load(&req->app->stopping))
 		MHD_add_response_header(req->response, "Connection", "close");
+	/* Every answer passes here, so every 503 says when to come back: a
+	 * client may retry a request that is not idempotent only when
+	 * Retry-After is there. */
+	if (req->status == 503 && MHD_get_response_header(req->response, "Retry-After") == NULL) {
+		char seconds[16];
+		(void)snprintf(seconds, sizeof(seconds), "%d",
+			       req->retry_after_s > 0 ? req->retry_after_s : 1);
+		MHD_add_response_header(req->response, "Retry-After", seconds);
+	}
 	(void)cors_add_headers(req, false);
 	r = MHD_queue_response(req->conn, (unsigned int)req->status, req->response);
 	MHD_destroy_response(req->response);
@@ -648,8 +670,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			/* Keep reading (and dropping) so the 413 is delivered
 			 * at the end of a chunked body. */
 			req->body_too_large = true;
-			free(req->body);
-			req->body = NULL;
+			body_forget(req);
 			req->body_len = 0;
 			return MHD_YES;
 		}
@@ -665,15 +686,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			if (!body_reserve(req, cap)) {
 				/* Dropped like a body too large; 503 at the end. */
 				req->body_over_budget = true;
-				free(req->body);
-				req->body = NULL;
+				body_forget(req);
 				req->body_len = 0;
 				req->body_cap = 0;
 				return MHD_YES;
 			}
-			char *nb = realloc(req->body, cap);
+			/* Not realloc: the old buffer is wiped before it is
+			 * freed, as any body is. */
+			char *nb = malloc(cap);
 			if (nb == NULL)
 				return MHD_NO;
+			if (req->body != NULL)
+				memcpy(nb, req->body, req->body_len);
+			body_forget(req);
 			req->body = nb;
 			req->body_cap = cap;
 		}

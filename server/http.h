@@ -71,6 +71,7 @@ struct http_request {
 	/* The answer, queued once the handler returns. */
 	struct MHD_Response *response;
 	int status;
+	int retry_after_s; /* a 503's Retry-After; 0: the default, 1 s */
 	bool queued;
 	bool capture;        /* keep a copy of the body (idempotency) */
 	bool idem_claimed;   /* an Idempotency-Key awaits the answer */
@@ -142,7 +143,10 @@ void http_reply_gzipped(struct http_request *req, int status, char *gz, size_t l
 /* Answers with no body (204, HEAD answers). */
 void http_reply_empty(struct http_request *req, int status);
 
-/* Answers with the Iceberg error body for err; 503 adds Retry-After. */
+/* Answers with the Iceberg error body for err. Every answer with status
+ * 503, of this function or any other, is sent with Retry-After (30 s for
+ * AuditUnavailableException, else 1 s): the header is added where every
+ * answer is queued, so no 503 goes without it. */
 void http_reply_error(struct http_request *req, const struct floe_error *err);
 
 /*

@@ -5,8 +5,12 @@
  */
 #include "idempotency.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/evp.h>
 
 #include "idem.h"
 #include "log.h"
@@ -28,6 +32,51 @@ static bool key_is_uuid(const char *k)
 			     (c >= 'A' && c <= 'F')))
 			return false;
 	}
+	return true;
+}
+
+/* Hashes one part, its length first, so no two lists of parts hash
+ * alike by moving bytes from one part to the next. */
+static bool digest_part(EVP_MD_CTX *ctx, const char *part, size_t len)
+{
+	unsigned char n[8];
+	uint64_t v = len;
+
+	for (int i = 7; i >= 0; i--) {
+		n[i] = (unsigned char)(v & 0xff);
+		v >>= 8;
+	}
+	return EVP_DigestUpdate(ctx, n, sizeof(n)) == 1 &&
+	       (len == 0 || EVP_DigestUpdate(ctx, part, len) == 1);
+}
+
+/* What a key is claimed for: SHA-256 over the method, the path, the body
+ * and the principal, as hex with a tag (72 bytes and the NUL). Every part
+ * counts whatever its length: a key is one principal's, and the same key
+ * with another body or path is another request, refused. */
+#define ROUTE_TAG "sha256:"
+#define ROUTE_LEN (sizeof(ROUTE_TAG) + 64) /* the tag, 64 hex digits, the NUL */
+
+static bool route_of(const struct http_request *req, char out[ROUTE_LEN])
+{
+	const char *principal = req->principal != NULL ? req->principal : "";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	bool ok = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+		  digest_part(ctx, req->method, strlen(req->method)) &&
+		  digest_part(ctx, req->path, strlen(req->path)) &&
+		  digest_part(ctx, req->body != NULL ? req->body : "", req->body_len) &&
+		  digest_part(ctx, principal, strlen(principal)) &&
+		  EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen == 32;
+
+	EVP_MD_CTX_free(ctx);
+	if (!ok)
+		return false;
+	char *hex = out + sizeof(ROUTE_TAG) - 1;
+	memcpy(out, ROUTE_TAG, sizeof(ROUTE_TAG) - 1);
+	for (unsigned int i = 0; i < mdlen; i++, hex += 2)
+		(void)snprintf(hex, 3, "%02x", md[i]);
 	return true;
 }
 
@@ -59,7 +108,7 @@ bool idempotent_begin(struct http_request *req)
 {
 	const char *key = http_header(req, "Idempotency-Key");
 	struct floe_error err;
-	char route[1024];
+	char route[ROUTE_LEN];
 	bool claimed = false;
 	int status = 0;
 	char *response = NULL;
@@ -77,16 +126,12 @@ bool idempotent_begin(struct http_request *req)
 		http_reply_error(req, &err);
 		return false;
 	}
-	/* The same key with another body is another request: refused. */
-	unsigned long long h = 1469598103934665603ULL;
-	for (size_t i = 0; i < req->body_len; i++) {
-		h ^= (unsigned char)req->body[i];
-		h *= 1099511628211ULL;
+	if (!route_of(req, route)) {
+		floe_err(&err, FE_UNAVAILABLE,
+			 "cannot hash the request for its Idempotency-Key; retry");
+		http_reply_error(req, &err);
+		return false;
 	}
-	/* A key is one principal's: another's request under it is another
-	 * request, never the first one's answer replayed. */
-	(void)snprintf(route, sizeof(route), "%s %s #%016llx %s", req->method, req->path, h,
-		       req->principal != NULL ? req->principal : "");
 	if (!idem_claim(req->pool, key, route, req->idem_owner, KEEP_SECONDS,
 			req->app->cfg->idempotency_lease_seconds, &claimed, &status, &response,
 			&err)) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +53,36 @@
 
 /* Waits up to one second for SIGTERM or SIGINT (blocked, so pending
  * until taken here). Returns true when one arrived. */
+/* mkdir -p of the data directory: each missing directory on the way is
+ * made with mode, as the data directory itself, so that a --data-dir
+ * whose parent does not exist yet is not a failed start. */
+static bool make_data_dir(const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf)) {
+		(void)fprintf(stderr, "floe: data directory path is empty or too long\n");
+		return false;
+	}
+	memcpy(buf, path, len + 1);
+	for (size_t i = 1; i <= len; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		char c = buf[i];
+		buf[i] = '\0';
+		if (mkdir(buf, mode) != 0 && errno != EEXIST) {
+			log_error("main", "cannot create the data directory %s: %s", buf,
+				  log_strerror(errno));
+			(void)fprintf(stderr, "floe: cannot create the data directory %s: %s\n",
+				      buf, log_strerror(errno));
+			return false;
+		}
+		buf[i] = c;
+	}
+	return true;
+}
+
 static bool stop_requested(void)
 {
 	struct timespec one = { 1, 0 };
@@ -166,7 +197,8 @@ static bool migrate_with_retry(const char *conninfo, bool *stopped)
 		if (store_migrate(conninfo, &err))
 			return true;
 		if (err.kind != FE_UNAVAILABLE || waited >= MIGRATE_RETRY_SECONDS) {
-			log_error("main", "cannot prepare the catalog database: %s", err.message);
+			log_error("main", "floe %s cannot prepare the catalog database: %s",
+				  FLOE_VERSION, err.message);
 			return false;
 		}
 		if (waited % 10 == 0)
@@ -308,6 +340,13 @@ int main(int argc, char **argv)
 		(void)fprintf(stderr, "floe: cannot initialise libcurl\n");
 		config_free(&cfg);
 		return 1;
+	}
+	/* The data directory and its missing parents: 0755 for an embedded
+	 * PostgreSQL run as another user, who passes through them; else
+	 * 0700, floe's alone. Failing is a setup mistake (exit status 2). */
+	if (!make_data_dir(cfg.data_dir, cfg.database_url == NULL ? 0755 : 0700)) {
+		config_free(&cfg);
+		return 2;
 	}
 	/* Before anything starts: a key file that is refused is a setup
 	 * mistake (exit status 2), whatever --auth is. */
@@ -451,7 +490,7 @@ int main(int argc, char **argv)
 		.idempotency_keep_s = IDEMPOTENCY_LIFETIME_SECONDS + 5 * 60,
 		.metrics_retention_days = cfg.metrics_retention_days,
 		.undrop_retention_s = cfg.undrop_retention_s,
-		.events_retention_s = cfg.events_retention_days * 86400,
+		.events_retention_s = cfg.events_retention_s,
 		.purge_max_attempts = cfg.purge_max_attempts,
 		.unsettled = app.unsettled,
 		.audit_key = app.audit_key,

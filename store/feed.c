@@ -107,7 +107,7 @@ static const struct store_statement statements[ST_COUNT] = {
 		 * bounded walk of the primary key, since ids rise with time. */
 		"DELETE FROM change_events WHERE id IN (SELECT id FROM change_events "
 		"  ORDER BY id LIMIT $2::int) "
-		"AND occurred_at < now() - make_interval(secs => $1::int)" },
+		"AND occurred_at < now() - make_interval(secs => $1::bigint)" },
 };
 /* clang-format on */
 
@@ -184,7 +184,7 @@ bool store_feed_list(struct store *s, const struct feed_query *q, long limit,
 	return ok;
 }
 
-bool store_feed_expire(struct store *s, int older_than_s, int limit, long *deleted,
+bool store_feed_expire(struct store *s, long long older_than_s, int limit, long *deleted,
 		       struct floe_error *err)
 {
 	return store_exec_expire(s, &statements[ST_FEED_EXPIRE], older_than_s, limit, deleted, err);

@@ -43,7 +43,7 @@ static const struct store_statement statements[ST_COUNT] = {
 		"DELETE FROM idempotency_keys WHERE key = $1 AND owner = $2 AND status = 0" },
 	[ST_IDEM_EXPIRE] = { "idem_expire",
 		"DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys "
-		"  WHERE created_at < now() - make_interval(secs => $1::int) LIMIT $2::int)" },
+		"  WHERE created_at < now() - make_interval(secs => $1::bigint) LIMIT $2::int)" },
 };
 /* clang-format on */
 
@@ -118,7 +118,7 @@ void store_idem_release(struct store *s, const char *key, const char *owner)
 	PQclear(r);
 }
 
-bool store_idem_expire(struct store *s, int older_than_s, int limit, long *deleted,
+bool store_idem_expire(struct store *s, long long older_than_s, int limit, long *deleted,
 		       struct floe_error *err)
 {
 	return store_exec_expire(s, &statements[ST_IDEM_EXPIRE], older_than_s, limit, deleted, err);

@@ -40,7 +40,7 @@ bool store_metrics_insert(struct store *s, const struct ns_ident *ns, const char
 	return true;
 }
 
-bool store_metrics_expire(struct store *s, int older_than_days, int limit, long *deleted,
+bool store_metrics_expire(struct store *s, long long older_than_days, int limit, long *deleted,
 			  struct floe_error *err)
 {
 	return store_exec_expire(s, &statements[ST_METRICS_EXPIRE], older_than_days, limit, deleted,

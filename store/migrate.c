@@ -30,6 +30,37 @@ static bool exec_simple(PGconn *conn, const char *sql, const char *what, struct 
 /* The advisory lock key shared by every replica's migration run. */
 #define MIGRATION_LOCK "7310593858473447525"
 
+static bool migration_known(int version)
+{
+	for (size_t i = 0; i < store_migrations_count; i++)
+		if (store_migrations[i].version == version)
+			return true;
+	return false;
+}
+
+/* Refuses a database that a newer floe migrated: a migration recorded
+ * there that this binary does not have means a schema this code was not
+ * written for (a replica left on the old binary in a rolling upgrade).
+ * r holds (version, name) rows in ascending version. */
+static bool schema_not_newer(PGresult *r, struct floe_error *err)
+{
+	const struct store_migration *newest = &store_migrations[store_migrations_count - 1];
+
+	for (int k = 0; k < PQntuples(r); k++) {
+		int version = (int)strtol(PQgetvalue(r, k, 0), NULL, 10);
+		if (migration_known(version))
+			continue;
+		const char *db_newest = PQgetvalue(r, PQntuples(r) - 1, 1);
+		return floe_err(
+			err, FE_INTERNAL,
+			"the database's schema is newer than this floe: it has migration %s applied "
+			"(its newest is %s), and this floe knows migrations up to %s only; a newer "
+			"floe migrated it, so start that floe's version or a later one",
+			PQgetvalue(r, k, 1), db_newest, newest->name);
+	}
+	return true;
+}
+
 bool store_migrate(const char *conninfo, struct floe_error *err)
 {
 	PGconn *conn = store_connect_as(conninfo, false, err);
@@ -51,12 +82,14 @@ bool store_migrate(const char *conninfo, struct floe_error *err)
 	/* Every migration not yet recorded, in order: a number below one
 	 * already applied (numbers were handed out to parallel work) is
 	 * still applied, never skipped. */
-	r = PQexec(conn, "SELECT version FROM floe_schema_version");
+	r = PQexec(conn, "SELECT version, name FROM floe_schema_version ORDER BY version");
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		log_error("store", "reading the schema version: %s", PQresultErrorMessage(r));
 		floe_err(err, FE_INTERNAL, "reading the schema version failed");
 		goto unlock;
 	}
+	if (!schema_not_newer(r, err))
+		goto unlock;
 
 	for (size_t i = 0; i < store_migrations_count; i++) {
 		const struct store_migration *m = &store_migrations[i];

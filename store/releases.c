@@ -55,7 +55,7 @@ static const struct store_statement statements[ST_COUNT] = {
 		"WITH stale AS (UPDATE releases SET state = 'audit-failed', updated_at = now(), "
 		"  lease_until = NULL, lease_owner = NULL "
 		"  WHERE id IN (SELECT id FROM releases WHERE state = 'auditing' "
-		"    AND lease_until < now() - make_interval(secs => $1::int) "
+		"    AND lease_until < now() - make_interval(secs => $1::bigint) "
 		"    LIMIT $2::int FOR UPDATE SKIP LOCKED) "
 		"  RETURNING id, warehouse) "
 		"INSERT INTO audit_events (event, run_id, details) "
@@ -194,7 +194,7 @@ bool store_release_transition(struct store *s, const char *id, const char *from_
 	return true;
 }
 
-bool store_release_expire_stale(struct store *s, int past_lease_s, int limit, long *expired,
+bool store_release_expire_stale(struct store *s, long long past_lease_s, int limit, long *expired,
 				struct floe_error *err)
 {
 	return store_exec_expire(s, &statements[ST_RELEASE_EXPIRE_STALE], past_lease_s, limit,

@@ -43,14 +43,14 @@ bool store_exec_text(struct store *s, const struct store_statement *st, int npar
 }
 
 /* Runs a bounded DELETE with (age, limit) parameters; *deleted counts. */
-bool store_exec_expire(struct store *s, const struct store_statement *st, int age, int limit,
+bool store_exec_expire(struct store *s, const struct store_statement *st, long long age, int limit,
 		       long *deleted, struct floe_error *err)
 {
-	char agep[16], limp[16];
+	char agep[32], limp[16];
 	const char *params[2] = { agep, limp };
 
 	*deleted = 0;
-	(void)snprintf(agep, sizeof(agep), "%d", age);
+	(void)snprintf(agep, sizeof(agep), "%lld", age);
 	(void)snprintf(limp, sizeof(limp), "%d", limit);
 	PGresult *r = store_exec(s, st, 2, params, err);
 	if (r == NULL)

@@ -100,7 +100,7 @@ static const struct store_statement statements[ST_COUNT] = {
 		"WITH stale AS (UPDATE wap_runs SET state = 'audit-failed', updated_at = now(), "
 		"  lease_until = NULL, lease_owner = NULL "
 		"  WHERE id IN (SELECT id FROM wap_runs WHERE state = 'auditing' "
-		"    AND lease_until < now() - make_interval(secs => $1::int) "
+		"    AND lease_until < now() - make_interval(secs => $1::bigint) "
 		"    LIMIT $2::int FOR UPDATE SKIP LOCKED) "
 		"  RETURNING id, namespace, table_name, warehouse) "
 		"INSERT INTO audit_events (event, namespace, table_name, run_id, details) "
@@ -286,7 +286,7 @@ bool store_run_transition(struct store *s, const char *id, const char *from_stat
 	return true;
 }
 
-bool store_run_expire_stale(struct store *s, int past_lease_s, int limit, long *expired,
+bool store_run_expire_stale(struct store *s, long long past_lease_s, int limit, long *expired,
 			    struct floe_error *err)
 {
 	return store_exec_expire(s, &statements[ST_RUN_EXPIRE_STALE], past_lease_s, limit, expired,

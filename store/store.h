@@ -364,7 +364,7 @@ bool store_dropped_list(struct store *s, const struct ns_ident *ns, int within_s
 			bool *more, struct floe_error *err) FLOE_WUR;
 
 /* The janitor: removes up to limit kept drops older than older_than_s. */
-bool store_dropped_expire(struct store *s, int older_than_s, int limit, long *deleted,
+bool store_dropped_expire(struct store *s, long long older_than_s, int limit, long *deleted,
 			  struct floe_error *err) FLOE_WUR;
 
 /* Renames a table, possibly into another namespace. FE_NO_SUCH_TABLE,
@@ -421,13 +421,13 @@ bool store_metrics_insert(struct store *s, const struct ns_ident *ns, const char
 			  const char *report, struct floe_error *err) FLOE_WUR;
 
 /* Deletes at most limit metrics reports older than older_than_days. */
-bool store_metrics_expire(struct store *s, int older_than_days, int limit, long *deleted,
+bool store_metrics_expire(struct store *s, long long older_than_days, int limit, long *deleted,
 			  struct floe_error *err) FLOE_WUR;
 
 /* Moves at most limit runs still "auditing" past_lease_s after their
  * audit lease ran out (the floe auditing them stopped) to "audit-failed",
  * each with a wap.lease-expired audit event, atomically. */
-bool store_run_expire_stale(struct store *s, int past_lease_s, int limit, long *expired,
+bool store_run_expire_stale(struct store *s, long long past_lease_s, int limit, long *expired,
 			    struct floe_error *err) FLOE_WUR;
 
 /* --- purges (dropped tables whose files wait for the janitor) --- */
@@ -513,7 +513,7 @@ bool store_idem_finish(struct store *s, const char *key, const char *owner, int 
 void store_idem_release(struct store *s, const char *key, const char *owner);
 
 /* Deletes at most limit keys claimed more than older_than_s ago. */
-bool store_idem_expire(struct store *s, int older_than_s, int limit, long *deleted,
+bool store_idem_expire(struct store *s, long long older_than_s, int limit, long *deleted,
 		       struct floe_error *err) FLOE_WUR;
 
 /* --- write-audit-publish --- */
@@ -723,7 +723,7 @@ bool store_release_transition(struct store *s, const char *id, const char *from_
 /* Moves at most limit releases still "auditing" past_lease_s after their
  * lease ran out to "audit-failed", with a release.lease-expired event
  * each; *expired is how many. */
-bool store_release_expire_stale(struct store *s, int past_lease_s, int limit, long *expired,
+bool store_release_expire_stale(struct store *s, long long past_lease_s, int limit, long *expired,
 				struct floe_error *err) FLOE_WUR;
 /* The tables (not views) in ns and every namespace below it, ordered by
  * namespace then name, at most limit: *names is a new array of *count

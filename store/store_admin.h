@@ -43,7 +43,10 @@ struct store_pool *store_watch_pool_new(const char *conninfo);
 void store_pool_free(struct store_pool **pool);
 
 /* Applies the numbered migrations not yet recorded, each in its own
- * transaction, under an advisory lock shared by every replica. */
+ * transaction, under an advisory lock shared by every replica. A
+ * database with a migration recorded that this binary does not have (a
+ * newer floe migrated it) is refused before anything is applied:
+ * FE_INTERNAL naming the database's newest migration and this binary's. */
 bool store_migrate(const char *conninfo, struct floe_error *err) FLOE_WUR;
 
 /* Creates database dbname through the maintenance connection admin_conninfo

@@ -84,7 +84,7 @@ bool store_feed_timeline_note(struct store *s, struct floe_error *err) FLOE_WUR;
 bool store_feed_operation(struct store *s, const char *operation, struct floe_error *err) FLOE_WUR;
 
 /* The janitor: removes up to limit events older than older_than_s. */
-bool store_feed_expire(struct store *s, int older_than_s, int limit, long *deleted,
+bool store_feed_expire(struct store *s, long long older_than_s, int limit, long *deleted,
 		       struct floe_error *err) FLOE_WUR;
 
 /* One event subscription (migration 0022). Times are ms since the

@@ -153,8 +153,9 @@ bool store_exec_noparams(struct store *s, const struct store_statement *st, stru
 bool store_exec_text(struct store *s, const struct store_statement *st, int nparams,
 		     const char *const *params, char **out, struct floe_error *err);
 
-/* Runs a bounded DELETE with (age, limit) parameters; *deleted counts. */
-bool store_exec_expire(struct store *s, const struct store_statement *st, int age, int limit,
+/* Runs a bounded DELETE with (age, limit) parameters; *deleted counts.
+ * The age is 64-bit: a retention of 36,500 days is 3,153,600,000 s. */
+bool store_exec_expire(struct store *s, const struct store_statement *st, long long age, int limit,
 		       long *deleted, struct floe_error *err);
 
 /* --- C structs from rows (rows.c) --- */

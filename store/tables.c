@@ -329,7 +329,7 @@ static const struct store_statement statements[ST_COUNT] = {
 		"AND ($4::bigint IS NULL OR id < $4::bigint) ORDER BY id DESC LIMIT $5::int" },
 	[ST_DROPPED_EXPIRE] = { "dropped_expire",
 		"DELETE FROM dropped_tables WHERE id IN (SELECT id FROM dropped_tables "
-		"  WHERE dropped_at < now() - make_interval(secs => $1::int) LIMIT $2::int)" },
+		"  WHERE dropped_at < now() - make_interval(secs => $1::bigint) LIMIT $2::int)" },
 	/* The control kept drop $1 had (catalog/effective.h), written in the
 	 * transaction of its drop. */
 	[ST_DROPPED_SET_CONTROLS] = { "dropped_set_controls",
@@ -1364,7 +1364,7 @@ bool store_dropped_list(struct store *s, const struct ns_ident *ns, int within_s
 	return ok;
 }
 
-bool store_dropped_expire(struct store *s, int older_than_s, int limit, long *deleted,
+bool store_dropped_expire(struct store *s, long long older_than_s, int limit, long *deleted,
 			  struct floe_error *err)
 {
 	return store_exec_expire(s, &statements[ST_DROPPED_EXPIRE], older_than_s, limit, deleted,

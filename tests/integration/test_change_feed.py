@@ -287,3 +287,32 @@ def test_janitor_removes_events_past_the_retention(postgres):
         assert 'floe_janitor_rows_total{kind="feed_events"} 1' in metrics
     finally:
         _stop_and_check(f)
+
+
+def test_the_longest_retention_keeps_events(postgres):
+    """--events-retention-days 36500, the documented maximum, is
+    3,153,600,000 seconds: past an int, so a 32-bit product wrapped to a
+    negative age and the janitor removed every event each round."""
+    import psycopg
+    from conftest import _start_floe_on_fresh_db, _stop_and_check, wait_until
+    f = _start_floe_on_fresh_db(postgres, env={"FLOE_JANITOR_INTERVAL_SECONDS": "1"},
+                                args=["--events-retention-days", "36500"])
+    try:
+        f.create_namespace(["kept_old"])
+        f.create_namespace(["kept_new"])
+        with psycopg.connect(database_url(f), autocommit=True) as conn:
+            conn.execute("UPDATE change_events SET occurred_at = now() - interval '2 days' "
+                         "WHERE namespace = '{kept_old}'")
+
+        def rounds():
+            for line in f.get("/metrics").text.splitlines():
+                if line.startswith("floe_janitor_rounds_total"):
+                    return int(float(line.split()[-1]))
+            return 0
+        start = rounds()
+        assert wait_until(lambda: rounds() >= start + 2, 15), rounds()
+        events, _ = read_all(f)
+        assert [e["operation"]["namespace"] for e in events] == [["kept_old"], ["kept_new"]]
+        assert 'floe_janitor_rows_total{kind="feed_events"} 0' in f.get("/metrics").text
+    finally:
+        _stop_and_check(f)

@@ -263,6 +263,61 @@ def test_database_as_conninfo(postgres, floe_factory):
     assert ["via_conninfo"] in f.list_namespaces()
 
 
+def test_database_with_a_data_dir_whose_parents_are_missing(postgres, floe_factory, tmp_path):
+    """With --database, floe makes the data directory and every missing
+    parent of it, each 0700 as the data directory itself (mkdir -p); it
+    failed to start when the parent was missing."""
+    base = tmp_path / "missing"
+    data = base / "a" / "b" / "data"
+    f = floe_factory(args=[f"--database={postgres.new_database()}", f"--data-dir={data}"],
+                     env={"FLOE_AUTH": "floe"})
+    assert data.is_dir()
+    for d in (base, base / "a", base / "a" / "b", data):
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700, (d, oct(d.stat().st_mode))
+    assert (data / "auth" / "hook-secrets.key").is_file()
+    assert_error(f.get("/v1/namespaces"), 401, "NotAuthorizedException")
+
+
+def test_a_data_dir_that_cannot_be_made_is_a_setup_mistake(postgres, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    r = run_floe([f"--database={postgres.new_database()}", f"--data-dir={blocker / 'sub' / 'data'}"],
+                 env={"FLOE_AUTH": "none"})
+    assert r.returncode == 2, r.stderr
+    assert f"floe: cannot create the data directory {blocker / 'sub'}: Not a directory" in r.stderr
+
+
+def test_a_schema_newer_than_floe_is_refused(postgres, floe_factory, tmp_path):
+    """A database a newer floe migrated (a migration recorded that this
+    binary does not have, as in a rolling upgrade) is refused at start:
+    exit status 1, a message naming the database's newest migration and
+    this floe's, and nothing applied."""
+    import psycopg
+    url = postgres.new_database()
+    f = floe_factory(env={"FLOE_DATABASE_URL": url})
+    f.create_namespace(["before_upgrade"])
+    assert f.stop() == 0
+    with psycopg.connect(url, autocommit=True) as conn:
+        ours = conn.execute("SELECT name FROM floe_schema_version "
+                            "ORDER BY version DESC LIMIT 1").fetchone()[0]
+        conn.execute("INSERT INTO floe_schema_version (version, name) "
+                     "VALUES (9999, '9999_from_a_newer_floe')")
+    r = run_floe([f"--database={url}", f"--data-dir={tmp_path / 'd'}",
+                  f"--listen=127.0.0.1:{free_port()}"], env={"FLOE_AUTH": "none"}, timeout=30)
+    assert r.returncode == 1, r.stderr
+    version = run_floe(["--version"]).stdout.split()[-1]
+    assert (f"floe {version} cannot prepare the catalog database: The database's schema is "
+            "newer than this floe: it has migration 9999_from_a_newer_floe applied (its newest "
+            f"is 9999_from_a_newer_floe), and this floe knows migrations up to {ours} only; a "
+            "newer floe migrated it, so start that floe's version or a later one") in r.stderr
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM floe_schema_version WHERE version > 9000"
+                            ).fetchone()[0] == 1
+        conn.execute("DELETE FROM floe_schema_version WHERE version = 9999")
+    again = floe_factory(env={"FLOE_DATABASE_URL": url})
+    assert ["before_upgrade"] in again.list_namespaces()
+
+
 def test_every_option_as_flag(postgres, pg_bin_dir, floe_factory, tmp_path):
     port = free_port()
     args = [
@@ -607,6 +662,7 @@ def test_database_restart(dedicated_postgres, floe_factory):
 
         r = requests.head(f.url + "/v1/namespaces/before_outage", timeout=10)
         assert r.status_code == 503 and r.content == b"", describe(r)
+        assert r.headers.get("Retry-After") == "1", dict(r.headers)
 
         def call(i):
             return requests.get(f.url + "/v1/namespaces", timeout=10).status_code

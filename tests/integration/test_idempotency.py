@@ -67,6 +67,29 @@ def test_the_same_key_on_another_request_is_422(floe, uniq):
     assert floe.head(f"/v1/namespaces/{uniq}_other").status_code == 404
 
 
+def test_on_a_long_path_another_body_under_the_key_is_still_422(floe, uniq):
+    """The key was claimed for the method, path, body hash and principal
+    cut at 1,024 bytes: on a path longer than that the body hash and the
+    principal fell off, and another body under the same key got the first
+    answer replayed instead of 422."""
+    levels = [uniq] + [f"{c}" * 250 for c in "abcde"]
+    for n in range(1, len(levels) + 1):
+        floe.create_namespace(levels[:n])
+    path = f"/v1/namespaces/{ns_path(levels)}/properties"
+    assert len(path) > 1300
+    k = key()
+    first = floe.post(path, headers={"Idempotency-Key": k}, json={"updates": {"a": "1"}})
+    assert_ok_json(first)
+    again = floe.post(path, headers={"Idempotency-Key": k}, json={"updates": {"a": "1"}})
+    assert again.status_code == 200 and again.headers.get("Idempotency-Replayed") == "true"
+    assert again.json() == first.json()
+    other = floe.post(path, headers={"Idempotency-Key": k}, json={"updates": {"a": "2"}})
+    assert_error(other, 422, "UnprocessableEntityException")
+    assert "Idempotency-Replayed" not in other.headers
+    got = assert_ok_json(floe.get(f"/v1/namespaces/{ns_path(levels)}"))
+    assert got["properties"]["a"] == "1"
+
+
 def test_a_terminal_4xx_is_replayed_too(floe, uniq):
     t = new_table(floe, uniq)
     k = key()

@@ -1114,6 +1114,33 @@ def test_audit_log_filters_pagination_and_order(fresh_floe, uniq, hooks, webhook
     assert len(page["events"]) == 2 and page["next-page-token"], page
 
 
+@pytest.mark.parametrize("since", [
+    "yesterday", "now", "epoch", "infinity", "-infinity", "today",
+    "2026-12-05T10:00:00",           # no zone: the session's would be taken
+    "2026-12-05 10:00:00Z",          # a space for the T
+    "2026-02-30T10:00:00Z",          # no such day
+    "2027-02-29T10:00:00Z",          # not a leap year
+    "0000-01-01T00:00:00Z",
+    "2026-12-05T10:00:00+2:00",
+    "",
+])
+def test_audit_log_since_is_rfc3339_or_400(floe, since):
+    """PostgreSQL's timestamptz input takes special words (yesterday, now,
+    epoch, infinity) and zone-less times; 'since' is RFC 3339, checked
+    before it reaches SQL."""
+    r = floe.get("/v1/audit-log", params={"since": since})
+    assert_error(r, 400, "BadRequestException")
+    assert r.json()["error"]["message"] == (
+        "Query parameter 'since' must be an RFC 3339 time with a zone "
+        f"(2026-12-05T10:00:00Z), not '{since}'")
+
+
+@pytest.mark.parametrize("since", ["2024-02-29T10:00:00Z", "2026-12-05t10:00:00.123456+05:30",
+                                   "2026-12-05T10:00:00z", "1970-01-01T00:00:00-00:00"])
+def test_audit_log_since_takes_rfc3339(floe, since):
+    assert_ok_json(floe.get("/v1/audit-log", params={"since": since}))
+
+
 def test_audit_log_through_a_prefix(floe, table):
     run = table.stage()
     got = assert_ok_json(floe.get("/v1/warehouse/audit-log", params={"run": run["id"]}))["events"]

@@ -125,6 +125,31 @@ Test(config, warehouse_is_canonical_and_janitor_options)
 	config_free(&cfg);
 }
 
+/* Days of retention in 64-bit seconds: 36,500 days (the maximum) is
+ * 3,153,600,000 s, which an int multiplication overflowed, and the
+ * janitor then removed every event of the change feed. */
+Test(config, events_retention_days_in_64_bit_seconds)
+{
+	struct floe_config cfg;
+	char msg[256];
+	const char *none[] = { NULL };
+	const char *argv[] = { "floe", "--events-retention-days=36500" };
+
+	cr_assert(load(&cfg, none, 2, argv, msg, sizeof(msg)), "%s", msg);
+	cr_assert_eq(cfg.events_retention_s, 3153600000LL);
+	config_free(&cfg);
+
+	const char *argv1[] = { "floe", "--events-retention-days=24856" };
+	cr_assert(load(&cfg, none, 2, argv1, msg, sizeof(msg)), "%s", msg);
+	cr_assert_eq(cfg.events_retention_s, 24856LL * 86400);
+	config_free(&cfg);
+
+	const char *argv2[] = { "floe" };
+	cr_assert(load(&cfg, none, 1, argv2, msg, sizeof(msg)), "%s", msg);
+	cr_assert_eq(cfg.events_retention_s, 30LL * 86400);
+	config_free(&cfg);
+}
+
 Test(config, bad_values_name_the_option)
 {
 	static const struct {

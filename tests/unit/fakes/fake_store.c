@@ -1079,7 +1079,7 @@ bool store_release_transition(struct store *s, const char *id, const char *from_
 	return not_faked(__func__, err);
 }
 
-bool store_release_expire_stale(struct store *s, int past_lease_s, int limit, long *expired,
+bool store_release_expire_stale(struct store *s, long long past_lease_s, int limit, long *expired,
 				struct floe_error *err)
 {
 	(void)s, (void)past_lease_s, (void)limit, (void)err;
