@@ -19,6 +19,7 @@
 
 #include "access.h"
 #include "auditlog.h"
+#include "idem.h"
 #include "location.h"
 #include "log.h"
 #include "metric.h"
@@ -437,7 +438,7 @@ static bool commit_extras_also(struct store *s, void *ctx, const json_t *result,
 		if (!ok)
 			return false;
 	}
-	return x->env->idem_key == NULL || table_idem_record(s, x->env, 200, result, err);
+	return idem_record(s, x->env, 200, result, err);
 }
 
 json_t *table_commit(struct store *s, const struct table_env *env, const struct ns_ident *ns,
@@ -674,7 +675,7 @@ static bool transaction_round(struct store *s, const struct table_env *env, cons
 		(void)commit_failed(s, env, marks, n, err);
 		return false;
 	}
-	if (i == n && env->idem_key != NULL && !table_idem_record(s, env, 204, NULL, err)) {
+	if (i == n && !idem_record(s, env, 204, NULL, err)) {
 		store_rollback(s);
 		(void)commit_failed(s, env, marks, n, err);
 		return false;

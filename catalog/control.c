@@ -17,6 +17,7 @@
 #include "auditlog.h"
 #include "history.h"
 #include "hooksecrets.h"
+#include "idem.h"
 #include "log.h"
 #include "namespace.h"
 #include "ports.h"
@@ -124,15 +125,45 @@ bool control_hook_register(struct store *s, const struct table_env *env, const c
 	if (ok) {
 		json_t *details = hook_details(*hook, NULL);
 		struct store_actor who = audit_actor(env);
-		ok = store_event_insert(s, "hook.registered", &who, NULL, NULL, NULL, details, err);
+		ok = store_event_insert(s, "hook.registered", &who, &spec->scope_ns,
+					spec->scope_table, NULL, details, err);
 		json_decref(details);
 	}
+	ok = ok && idem_record(s, env, 201, *hook, err);
 	if (!control_finish_tx(s, ok, err)) {
 		json_decref(*hook);
 		*hook = NULL;
 		return false;
 	}
 	return true;
+}
+
+/* The hook.deleted event of hook (as hook_json shows it), under its
+ * scope's namespace and table so a filter of the audit log finds it. */
+static bool hook_deleted_event(struct store *s, const struct table_env *env, const json_t *hook,
+			       const char *reason, struct floe_error *err)
+{
+	const json_t *scope = json_object_get(hook, "scope");
+	const json_t *levels = json_object_get(scope, "namespace");
+	struct ns_ident ns = { 0 };
+	struct store_actor who = audit_actor(env);
+	json_t *details = NULL;
+	bool ok = false;
+
+	if (levels != NULL && !ident_ns_from_json(levels, "namespace", &ns, err))
+		return false;
+	details = hook_details(hook, reason);
+	if (details == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto done;
+	}
+	ok = store_event_insert(s, "hook.deleted", &who, &ns,
+				json_string_value(json_object_get(scope, "table")), NULL, details,
+				err);
+done:
+	json_decref(details);
+	ident_ns_clear(&ns);
+	return ok;
 }
 
 bool control_hook_delete(struct store *s, const struct table_env *env, const char *id,
@@ -165,12 +196,11 @@ bool control_hook_delete(struct store *s, const struct table_env *env, const cha
 		ok = store_hook_delete(s, id, &deleted, err);
 	if (ok && !deleted)
 		ok = wording_no_such_hook(id, err);
-	if (ok) {
-		json_t *details = hook_details(hook, reason);
-		struct store_actor who = audit_actor(env);
-		ok = store_event_insert(s, "hook.deleted", &who, NULL, NULL, NULL, details, err);
-		json_decref(details);
-	}
+	if (ok)
+		ok = hook_deleted_event(s, env, hook, reason, err);
+	/* The hooks route's answer; the control route records its own. */
+	if (ok && reason == NULL)
+		ok = idem_record(s, env, 204, NULL, err);
 	free(guarded);
 	free(property);
 	json_decref(hook);

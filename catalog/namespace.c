@@ -10,6 +10,7 @@
 
 #include "access.h"
 #include "auditlog.h"
+#include "idem.h"
 #include "policy.h"
 #include "ports.h"
 #include "rowjson.h"
@@ -202,13 +203,18 @@ json_t *ns_create(struct store *s, const struct table_env *env, const json_t *bo
 		store_rollback(s);
 		goto done;
 	}
-	if (!ns_event(s, env, "namespace.created", &ns, stored, err) || !store_commit(s, err)) {
-		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
-			store_rollback(s);
+	if (!ns_event(s, env, "namespace.created", &ns, stored, err)) {
+		store_rollback(s);
 		goto done;
 	}
-	answer = ns_answer(s, env->warehouse, &ns, stored, err);
-	stored = NULL; /* ns_answer took it */
+	/* The answer is made, and recorded under the key, before the COMMIT. */
+	answer = ns_answer(s, env->warehouse, &ns, json_incref(stored), err);
+	if (answer == NULL || !idem_record(s, env, 200, answer, err) || !store_commit(s, err)) {
+		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+			store_rollback(s);
+		json_decref(answer);
+		answer = NULL;
+	}
 done:
 	json_decref(stored);
 	ident_ns_clear(&ns);
@@ -248,7 +254,8 @@ bool ns_drop(struct store *s, const struct table_env *env, const struct ns_ident
 		store_rollback(s);
 		return false;
 	}
-	bool ok = ns_event(s, env, "namespace.dropped", ns, props, err) && store_commit(s, err);
+	bool ok = ns_event(s, env, "namespace.dropped", ns, props, err) &&
+		  idem_record(s, env, 204, NULL, err) && store_commit(s, err);
 	if (!ok && err->kind != FE_COMMIT_STATE_UNKNOWN)
 		store_rollback(s);
 	json_decref(props);

@@ -55,6 +55,42 @@ static void replay(struct http_request *req, int status, char *response)
 		 http_header(req, "Idempotency-Key"), req->request_id);
 }
 
+/* What a key is bound to: the method, path and body hash of req, and its
+ * principal. */
+static void request_route(const struct http_request *req, char *route, size_t len)
+{
+	/* The same key with another body is another request: refused. */
+	unsigned long long h = 1469598103934665603ULL;
+	for (size_t i = 0; i < req->body_len; i++) {
+		h ^= (unsigned char)req->body[i];
+		h *= 1099511628211ULL;
+	}
+	/* A key is one principal's: another's request under it is another
+	 * request, never the first one's answer replayed. */
+	(void)snprintf(route, len, "%s %s #%016llx %s", req->method, req->path, h,
+		       req->principal != NULL ? req->principal : "");
+}
+
+bool idempotent_replayed(struct http_request *req)
+{
+	const char *key = http_header(req, "Idempotency-Key");
+	struct floe_error err;
+	char route[1024];
+	int status = 0;
+	char *response = NULL;
+
+	floe_error_clear(&err);
+	if (key == NULL || !key_is_uuid(key))
+		return false;
+	request_route(req, route, sizeof(route));
+	if (!idem_answered(req->pool, key, route, &status, &response, &err) || status == 0) {
+		free(response);
+		return false;
+	}
+	replay(req, status, response);
+	return true;
+}
+
 bool idempotent_begin(struct http_request *req)
 {
 	const char *key = http_header(req, "Idempotency-Key");
@@ -77,16 +113,7 @@ bool idempotent_begin(struct http_request *req)
 		http_reply_error(req, &err);
 		return false;
 	}
-	/* The same key with another body is another request: refused. */
-	unsigned long long h = 1469598103934665603ULL;
-	for (size_t i = 0; i < req->body_len; i++) {
-		h ^= (unsigned char)req->body[i];
-		h *= 1099511628211ULL;
-	}
-	/* A key is one principal's: another's request under it is another
-	 * request, never the first one's answer replayed. */
-	(void)snprintf(route, sizeof(route), "%s %s #%016llx %s", req->method, req->path, h,
-		       req->principal != NULL ? req->principal : "");
+	request_route(req, route, sizeof(route));
 	if (!idem_claim(req->pool, key, route, req->idem_owner, KEEP_SECONDS,
 			req->app->cfg->idempotency_lease_seconds, &claimed, &status, &response,
 			&err)) {

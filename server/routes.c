@@ -45,6 +45,7 @@ static bool demand_control(struct call *c, struct floe_error *err);
 
 #define ADV ROUTE_ADVERTISE
 #define MUT ROUTE_MUTATES
+#define IDEM ROUTE_IDEM_IN_TX
 #define BODY ROUTE_BODY
 #define BODY_OPT ROUTE_BODY_OPT
 
@@ -106,10 +107,10 @@ const struct route routes_table[] = {
 	NEEDS_MORE(
 		"POST", "/v1/{prefix}/namespaces", handle_ns_create, 0, ON_BODY, demand_ns_create,
 		"NAMESPACE_CREATE on the new namespace's parent (the catalog for a top-level one)",
-		ADV | BODY | MUT, "namespace.created"),
+		ADV | BODY | MUT | IDEM, "namespace.created"),
 	NEEDS("GET", NS, handle_ns_load, P(NAMESPACE_READ), ON_NS, ADV, NULL),
 	NEEDS("HEAD", NS, handle_ns_exists, P(NAMESPACE_READ), ON_NS, ADV, NULL),
-	NEEDS("DELETE", NS, handle_ns_drop, P(NAMESPACE_DROP), ON_NS, ADV | MUT,
+	NEEDS("DELETE", NS, handle_ns_drop, P(NAMESPACE_DROP), ON_NS, ADV | MUT | IDEM,
 	      "namespace.dropped"),
 	NEEDS_MORE("POST", NS "/properties", handle_ns_update_properties,
 		   P(NAMESPACE_UPDATE_PROPERTIES), ON_NS, demand_ns_properties,
@@ -246,7 +247,7 @@ const struct route routes_table[] = {
 	NEEDS_MORE("POST", "/v1/{prefix}/audit-hooks", handle_hooks_create, 0, ON_BODY,
 		   demand_hook_scope,
 		   "HOOKS_MANAGE on the hook's scope: its table, its namespace or the catalog",
-		   ADV | BODY | MUT, "hook.registered"),
+		   ADV | BODY | MUT | IDEM, "hook.registered"),
 	{ .method = "GET",
 	  .pattern = "/v1/{prefix}/audit-hooks/{id}",
 	  .handler = handle_hooks_get,
@@ -254,7 +255,7 @@ const struct route routes_table[] = {
 	  .on = ON_HOOK,
 	  .flags = ADV | ROUTE_ANY_OF },
 	NEEDS("DELETE", "/v1/{prefix}/audit-hooks/{id}", handle_hooks_delete, P(HOOKS_MANAGE),
-	      ON_HOOK, ADV | MUT, "hook.deleted"),
+	      ON_HOOK, ADV | MUT | IDEM, "hook.deleted"),
 
 	/* the change feed and its subscriptions */
 	NEEDS("POST", "/v1/{prefix}/events", handle_events_query, P(AUDIT_READ), ON_CAT, ADV | BODY,
