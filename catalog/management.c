@@ -11,6 +11,7 @@
 
 #include "auditlog.h"
 #include "authz.h"
+#include "idem.h"
 #include "namespace.h"
 #include "ports.h"
 #include "rowjson.h"
@@ -397,11 +398,16 @@ json_t *mgmt_role_create(struct store *s, const struct table_env *env, const jso
 	ok = ok &&
 	     mgmt_event(s, env, "role.created", NULL, NULL,
 			json_pack("{s:s, s:b}", "role", name, "issuer-grantable", grantable), err);
-	if (!mgmt_finish(s, ok, err))
+	json_t *out = NULL;
+	if (ok) {
+		out = json_pack("{s:s, s:b}", "name", name, "issuer-grantable", grantable);
+		ok = out != NULL ? idem_record(s, env, 201, out, err)
+				 : floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	if (!mgmt_finish(s, ok, err)) {
+		json_decref(out);
 		return NULL;
-	json_t *out = json_pack("{s:s, s:b}", "name", name, "issuer-grantable", grantable);
-	if (out == NULL)
-		floe_err(err, FE_INTERNAL, "out of memory");
+	}
 	return out;
 }
 

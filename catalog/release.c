@@ -27,6 +27,7 @@
 #include "duties.h"
 #include "emptysnap.h"
 #include "hookspec.h"
+#include "idem.h"
 #include "log.h"
 #include "ports.h"
 #include "refs.h"
@@ -354,6 +355,19 @@ struct stage_record {
 	bool creating;
 };
 
+/* In the change's transaction: release id as it now stands is the route's
+ * answer (status) under the request's Idempotency-Key. */
+static bool record_release(struct store *s, const struct table_env *env, int status, const char *id,
+			   struct floe_error *err)
+{
+	if (env->idem_key == NULL)
+		return true;
+	json_t *release = load_release(s, id, NULL, NULL, err);
+	bool ok = release != NULL && idem_record(s, env, status, release, err);
+	json_decref(release);
+	return ok;
+}
+
 /* In the transaction that makes every member's branch: the release (when
  * new), each member's run and their events. */
 static bool stage_also(struct store *s, void *ctx, const json_t *result, struct floe_error *err)
@@ -387,7 +401,7 @@ static bool stage_also(struct store *s, void *ctx, const json_t *result, struct 
 		json_decref(details);
 	}
 	json_decref(tables);
-	return ok;
+	return ok && record_release(s, r->env, r->creating ? 201 : 200, r->release_id, err);
 }
 
 /* The change that makes branch on member m at its main snapshot (an
@@ -621,7 +635,7 @@ static bool abandon_also(struct store *s, void *ctx, const json_t *result, struc
 	bool ok = store_event_insert(s, "release.abandoned", &who, NULL, NULL, a->release_id,
 				     details, err);
 	json_decref(details);
-	return ok;
+	return ok && record_release(s, a->env, 200, a->release_id, err);
 }
 
 json_t *release_abandon(struct store *s, const struct table_env *env, const char *id,

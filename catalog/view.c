@@ -13,6 +13,7 @@
 #include "access.h"
 #include "auditlog.h"
 #include "buf.h"
+#include "idem.h"
 #include "json.h"
 #include "location.h"
 #include "log.h"
@@ -327,6 +328,21 @@ bool view_exists(struct store *s, const struct ns_ident *ns, const char *name, b
 	return true;
 }
 
+/* In the swap's transaction: the commit's answer (the view at loc with
+ * metadata m, borrowed) under the request's Idempotency-Key. */
+static bool record_answer(struct store *s, const struct table_env *env, const char *loc, json_t *m,
+			  struct floe_error *err)
+{
+	if (env->idem_key == NULL)
+		return true;
+	json_t *answer = view_result(loc, json_incref(m));
+	if (answer == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	bool ok = idem_record(s, env, 200, answer, err);
+	json_decref(answer);
+	return ok;
+}
+
 /* One round of a view commit: load, check, apply, write, swap. *lost when
  * another writer moved the view first (retry). */
 static bool commit_round(struct store *s, const struct table_env *env, const struct ns_ident *ns,
@@ -378,15 +394,15 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 	text = viewmeta_serialise(m, &len, err);
 	if (text == NULL || !write_metadata(s, env, m, row.version, text, len, &loc, err))
 		goto done;
-	if (moved) {
-		/* The new location is decided with the swap, in one
-		 * transaction. */
+	if (moved || env->idem_key != NULL) {
+		/* The new location is decided with the swap, and the answer
+		 * to an Idempotency-Key recorded with it, in one transaction. */
 		if (!store_begin(s, err)) {
 			fileio_remove(loc);
 			goto done;
 		}
 		own_tx = true;
-		if (!table_location_claim(s, ns, NULL, view_loc, key, row.uuid, err)) {
+		if (moved && !table_location_claim(s, ns, NULL, view_loc, key, row.uuid, err)) {
 			fileio_remove(loc);
 			goto done;
 		}
@@ -403,6 +419,10 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 		goto done;
 	}
 	if (own_tx) {
+		if (!record_answer(s, env, loc, m, err)) {
+			fileio_remove(loc); /* the swap is rolled back */
+			goto done;
+		}
 		own_tx = false;
 		if (!store_commit(s, err) && !table_swap_failed(s, env, &row, loc, lost, err))
 			goto done;

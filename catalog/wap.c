@@ -19,6 +19,7 @@
 #include "duties.h"
 #include "emptysnap.h"
 #include "hookspec.h"
+#include "idem.h"
 #include "system.h"
 #include "log.h"
 #include "metric.h"
@@ -125,6 +126,19 @@ static json_t *reload_run(struct store *s, const char *run_id, struct floe_error
 	return run;
 }
 
+/* In the change's transaction: run_id as it now stands is the route's
+ * answer (status) under the request's Idempotency-Key. */
+static bool record_run(struct store *s, const struct table_env *env, int status, const char *run_id,
+		       struct floe_error *err)
+{
+	if (env->idem_key == NULL)
+		return true;
+	json_t *run = reload_run(s, run_id, err);
+	bool ok = run != NULL && idem_record(s, env, status, run, err);
+	json_decref(run);
+	return ok;
+}
+
 /* A release's member moves with its release only: FE_RUN_STATE. */
 static bool member_refused(const json_t *run, const char *what, struct floe_error *err)
 {
@@ -166,7 +180,7 @@ static bool stage_also(struct store *s, void *ctx, const json_t *result, struct 
 	bool ok = store_event_insert(s, "wap.staged", &who, r->ns, r->table, r->run_id, details,
 				     err);
 	json_decref(details);
-	return ok;
+	return ok && record_run(s, r->env, 201, r->run_id, err);
 }
 
 json_t *wap_stage(struct store *s, const struct table_env *env, const struct ns_ident *ns,
@@ -374,7 +388,7 @@ static bool abandon_also(struct store *s, void *ctx, const json_t *result, struc
 	bool ok = store_event_insert(s, "wap.abandoned", &who, a->ns, a->table, a->run_id, details,
 				     err);
 	json_decref(details);
-	return ok;
+	return ok && record_run(s, a->env, 200, a->run_id, err);
 }
 
 json_t *wap_abandon(struct store *s, const struct table_env *env, const struct ns_ident *ns,

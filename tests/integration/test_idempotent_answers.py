@@ -123,3 +123,109 @@ def test_hook_register_and_delete(floe, uniq):
                 lambda: hooks_named(floe, uniq) == [] or pytest.fail("the hook is there"))
     assert count_events(floe, "hook.registered", namespace=uniq) == 1
     assert count_events(floe, "hook.deleted", namespace=uniq) == 1
+
+
+# --- tables: refs, write-audit-publish, views ---
+
+
+def new_table(f, ns: str) -> TableHandle:
+    f.create_namespace([ns])
+    t = TableHandle(f, [ns], "t")
+    t.create()
+    t.s1 = t.add_snapshot("main")
+    return t
+
+
+def refs(t: TableHandle) -> dict:
+    return t.load()["metadata"]["refs"]
+
+
+def test_ref_create_and_drop(floe, uniq):
+    t = new_table(floe, uniq)
+    at = lambda: refs(t)
+    r = keyed_retry(floe, "POST", f"{t.url}/refs", 201,
+                    lambda: "b" not in at() or pytest.fail("the ref was kept"),
+                    lambda: at()["b"]["snapshot-id"] == t.s1 or pytest.fail("no ref b"),
+                    body={"name": "b", "type": "branch"})
+    assert r.json() == {"name": "b", "type": "branch", "snapshot-id": t.s1}
+    keyed_retry(floe, "DELETE", f"{t.url}/refs/b", 204,
+                lambda: "b" in at() or pytest.fail("the ref was dropped"),
+                lambda: "b" not in at() or pytest.fail("the ref is there"))
+    # Every change a commit of its own: create, drop (and the snapshot).
+    commits = assert_ok_json(floe.get(f"{t.url}/commits"))["commits"]
+    assert len(commits) == 4, commits
+
+
+def test_wap_stage(floe, uniq):
+    t = new_table(floe, uniq)
+    runs = lambda: assert_ok_json(floe.get(f"{t.url}/wap"))["runs"]
+    r = keyed_retry(floe, "POST", f"{t.url}/wap", 201,
+                    lambda: (runs() == [] and "s" not in refs(t)) or pytest.fail("run kept"),
+                    lambda: len(runs()) == 1 or pytest.fail("not one run"),
+                    body={"branch": "s"})
+    run = r.json()
+    assert run["state"] == "staged" and run["branch"] == "s"
+    assert [x["id"] for x in runs()] == [run["id"]]
+    assert refs(t)["s"]["snapshot-id"] == t.s1
+    assert count_events(floe, "wap.staged", namespace=uniq) == 1
+
+
+def test_view_commit(floe, uniq):
+    floe.create_namespace([uniq])
+    sql = {"version-id": 1, "timestamp-ms": 1700000000000, "schema-id": 0,
+           "summary": {"engine-name": "spark"}, "default-namespace": [uniq],
+           "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}]}
+    schema = {"type": "struct", "schema-id": 0,
+              "fields": [{"id": 1, "name": "id", "type": "long", "required": True}]}
+    assert_ok_json(floe.post(f"/v1/namespaces/{uniq}/views",
+                             json={"name": "v", "schema": schema, "view-version": sql}))
+    view = lambda: assert_ok_json(floe.get(f"/v1/namespaces/{uniq}/views/v"))
+    before = view()
+    body = {"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"owner": "ana"}}]}
+    r = keyed_retry(floe, "POST", f"/v1/namespaces/{uniq}/views/v", 200,
+                    lambda: view() == before or pytest.fail("the view changed"),
+                    lambda: view()["metadata"]["properties"] == {"owner": "ana"}
+                    or pytest.fail("no owner"),
+                    body=body)
+    assert r.json() == view()
+    assert "/00001-" in r.json()["metadata-location"]
+
+
+# --- releases, subscriptions, management ---
+
+
+def test_release_create(floe, uniq):
+    t = new_table(floe, uniq)
+    releases = lambda: [x for x in assert_ok_json(floe.get("/v1/releases"))["releases"]
+                        if x["branch"] == uniq]
+    r = keyed_retry(floe, "POST", "/v1/releases", 201,
+                    lambda: releases() == [] or pytest.fail("the release was kept"),
+                    lambda: len(releases()) == 1 or pytest.fail("not one release"),
+                    body={"name": uniq, "tables": [{"namespace": [uniq], "name": "t"}]})
+    assert r.json()["branch"] == uniq and r.json()["state"] == "staged"
+    assert refs(t)[uniq]["snapshot-id"] == t.s1
+
+
+def test_subscription_create_and_delete(floe, uniq):
+    subs = lambda: [x for x in assert_ok_json(floe.get("/v1/event-subscriptions"))
+                    ["subscriptions"] if x["name"] == uniq]
+    r = keyed_retry(floe, "POST", "/v1/event-subscriptions", 201,
+                    lambda: subs() == [] or pytest.fail("the subscription was kept"),
+                    lambda: len(subs()) == 1 or pytest.fail("not one subscription"),
+                    body={"name": uniq, "url": "http://127.0.0.1:9/feed",
+                          "secret": "a shared secret, long enough"})
+    sub = r.json()
+    keyed_retry(floe, "DELETE", f"/v1/event-subscriptions/{sub['id']}", 204,
+                lambda: len(subs()) == 1 or pytest.fail("the subscription went"),
+                lambda: subs() == [] or pytest.fail("the subscription is there"))
+
+
+def test_management_role_create(floe, uniq):
+    roles = lambda: [x["name"] for x in assert_ok_json(
+        floe.get("/management/v1/roles", params={"pageSize": 1000}))["roles"] if x["name"] == uniq]
+    r = keyed_retry(floe, "POST", "/management/v1/roles", 201,
+                    lambda: roles() == [] or pytest.fail("the role was kept"),
+                    lambda: roles() == [uniq] or pytest.fail("no role"),
+                    body={"name": uniq})
+    assert r.json() == {"name": uniq, "issuer-grantable": False}
