@@ -165,7 +165,7 @@ Test(publish, main_moved_during_the_audit_answers_not_fast_forward)
 
 Test(publish, commit_lost_after_commit_landed_answers_published)
 {
-	fake_fail("store_commit", 2, fake_commit_unknown(), true);
+	fake_fail("store_commit", 3, fake_commit_unknown(), true);
 	assert_published(publish());
 	cr_assert_eq(fake_calls("store_commit_landed"), 1);
 	cr_assert_eq(fake_fileio_removed(), 0);
@@ -173,8 +173,9 @@ Test(publish, commit_lost_after_commit_landed_answers_published)
 
 Test(publish, commit_lost_after_commit_not_landed_fails_the_audit)
 {
-	/* The first COMMIT is the lease's, the second the publish's. */
-	fake_fail("store_commit", 2, fake_commit_unknown(), false);
+	/* The first COMMIT is the lease's, the second the hook calls'
+	 * attempts', the third the publish's. */
+	fake_fail("store_commit", 3, fake_commit_unknown(), false);
 	cr_assert_null(publish());
 	assert_answer(
 		FE_UNAVAILABLE,
@@ -189,7 +190,7 @@ Test(publish, commit_lost_after_commit_not_landed_fails_the_audit)
 
 Test(publish, commit_lost_and_database_gone_answers_unknown, .timeout = 40)
 {
-	fake_fail("store_commit", 2, fake_commit_unknown(), false);
+	fake_fail("store_commit", 3, fake_commit_unknown(), false);
 	fake_store_stay_away(true);
 	cr_assert_null(publish());
 	assert_answer(FE_COMMIT_STATE_UNKNOWN,
@@ -198,6 +199,27 @@ Test(publish, commit_lost_and_database_gone_answers_unknown, .timeout = 40)
 	/* Unknown: the file is kept and the run is left to its lease. */
 	cr_assert_eq(fake_fileio_removed(), 0);
 	assert_run_state("auditing");
+}
+
+Test(publish, every_call_is_on_record_before_it_is_made)
+{
+	assert_published(publish());
+	cr_assert_eq(fake_store_events("wap.hook-calling"), 1);
+	cr_assert_eq(fake_store_events("wap.hook-called"), 1);
+}
+
+Test(publish, call_attempt_not_recorded_calls_no_hook)
+{
+	/* The first event is wap.audit-started, the second the attempt. */
+	fake_fail("store_event_insert", 2, fake_conn_lost(), false);
+	cr_assert_null(publish());
+	assert_answer(FE_UNAVAILABLE, "The catalog database is unavailable", 503,
+		      "ServiceUnavailableException");
+	cr_assert_eq(err.outcome, FO_FAILED);
+	assert_run_state("audit-failed");
+	cr_assert_eq(fake_calls("hooks_call_all"), 0);
+	cr_assert_eq(fake_store_events("wap.hook-calling"), 0);
+	cr_assert_eq(main_snapshot(), 1);
 }
 
 Test(publish, audit_start_not_recorded_calls_no_hook)
