@@ -34,6 +34,7 @@
 #include "rowjson.h"
 #include "system.h"
 #include "tablemeta.h"
+#include "timefmt.h"
 #include "uuid.h"
 #include "wapint.h"
 #include "wording.h"
@@ -270,6 +271,46 @@ static json_t *load_release(struct store *s, const char *id, struct member **mem
 	if (members != NULL) {
 		*members = ms;
 		*nmembers = count;
+	}
+	return out;
+}
+
+/* rel (borrowed, as it was before its audit) and its n members as the
+ * publish of each member's audited snapshot with audits (borrowed) made
+ * them: the answer of a publish that landed when the release cannot be
+ * read back. New reference; NULL when out of memory. */
+static json_t *published_release(const json_t *rel, const struct member *ms, size_t n,
+				 const json_t *audits, const struct table_env *env)
+{
+	char now[40];
+	const char *by = env->principal != NULL ? env->principal : "anonymous";
+	json_t *out = json_deep_copy(rel);
+	json_t *tables = json_array();
+	bool ok = out != NULL && tables != NULL;
+
+	(void)timefmt_rfc3339_now(now, sizeof(now));
+	for (size_t i = 0; ok && i < n; i++) {
+		json_t *run = json_deep_copy(ms[i].run);
+		ok = run != NULL &&
+		     json_object_set_new(run, "state", json_string("published")) == 0 &&
+		     json_object_set_new(run, "audited-snapshot-id", json_integer(ms[i].audited)) ==
+			     0 &&
+		     json_object_set_new(run, "published-snapshot-id",
+					 json_integer(ms[i].audited)) == 0 &&
+		     json_object_set_new(run, "published-by", json_string(by)) == 0 &&
+		     json_object_set_new(run, "updated-at", json_string(now)) == 0 &&
+		     json_array_append_new(tables, run) == 0;
+	}
+	ok = ok && json_object_set_new(out, "state", json_string("published")) == 0 &&
+	     json_object_set_new(out, "published-by", json_string(by)) == 0 &&
+	     json_object_set_new(out, "updated-at", json_string(now)) == 0 &&
+	     json_object_set_new(out, "audits",
+				 audits != NULL ? json_deep_copy(audits) : json_array()) == 0 &&
+	     json_object_set(out, "tables", tables) == 0;
+	json_decref(tables);
+	if (!ok) {
+		json_decref(out);
+		return NULL;
 	}
 	return out;
 }
@@ -1085,6 +1126,18 @@ json_t *release_publish(struct store_pool *pool, const struct table_env *env, co
 	}
 	log_info("release", "release %s published %zu tables rid=%s", id, n, env->request_id);
 	out = load_release(s, id, NULL, NULL, err);
+	if (out == NULL) {
+		/* The publish landed: the answer says so, from what is known. */
+		log_warn("release", "release %s: published, but reading it back failed (%s) rid=%s",
+			 id, err->message, env->request_id);
+		out = published_release(rel, ms, n, round.audits, env);
+		if (out == NULL) {
+			floe_err(err, FE_INTERNAL, "out of memory after the publish");
+			floe_error_set_outcome(err, FO_UNKNOWN);
+		} else {
+			floe_error_clear(err);
+		}
+	}
 done:
 	auditround_end(s, &round);
 	wap_count_publish(out, err);

@@ -201,6 +201,25 @@ Test(publish, commit_lost_and_database_gone_answers_unknown, .timeout = 40)
 	assert_run_state("auditing");
 }
 
+Test(publish, landed_but_not_read_back_answers_published)
+{
+	/* The first read finds the run, the second reads it back published. */
+	fake_fail("store_run_get", 2, fake_conn_lost(), false);
+	json_t *out = publish();
+	cr_assert_not_null(out, "%s: %s", floe_errkind_type(err.kind), err.message);
+	cr_assert_str_eq(json_string_value(json_object_get(out, "id")), RUN_ID);
+	cr_assert_eq(json_integer_value(json_object_get(out, "published-snapshot-id")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(out, "audited-snapshot-id")), 2);
+	cr_assert_str_eq(json_string_value(
+				 json_object_get(json_array_get(json_object_get(out, "audits"), 0),
+						 "verdict")),
+			 "pass");
+	assert_published(out);
+	assert_run_state("published");
+	cr_assert_eq(fake_calls("store_run_get"), 2);
+	cr_assert_eq(fake_fileio_removed(), 0);
+}
+
 Test(publish, every_call_is_on_record_before_it_is_made)
 {
 	assert_published(publish());
