@@ -790,7 +790,8 @@ bool table_drop(struct store *s, const struct table_env *env, const struct ns_id
 	if (controls != NULL && details == NULL)
 		floe_err(err, FE_INTERNAL, "out of memory");
 	bool logged = details != NULL &&
-		      store_event_insert(s, "table.dropped", &who, ns, name, NULL, details, err);
+		      store_event_insert(s, "table.dropped", &who, ns, name, NULL, details, err) &&
+		      idem_record(s, env, 204, NULL, err);
 	json_decref(details);
 	if (!logged || !store_commit(s, err)) {
 		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
@@ -864,7 +865,8 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 	if (details == NULL)
 		floe_err(err, FE_INTERNAL, "out of memory");
 	json_decref(details);
-	if (!logged)
+	/* The control route records its own answer. */
+	if (!logged || (reason == NULL && !idem_record(s, env, 204, NULL, err)))
 		goto fail;
 	ok = store_commit(s, err);
 	if (ok)

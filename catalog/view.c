@@ -501,7 +501,8 @@ bool view_drop(struct store *s, const struct table_env *env, const struct ns_ide
 	}
 	json_t *details = json_pack("{s:s, s:s?}", "view-uuid", row.uuid, "metadata-location",
 				    row.metadata_location);
-	bool logged = store_event_insert(s, "view.dropped", &who, ns, name, NULL, details, err);
+	bool logged = store_event_insert(s, "view.dropped", &who, ns, name, NULL, details, err) &&
+		      idem_record(s, env, 204, NULL, err);
 	json_decref(details);
 	if (!logged || !store_commit(s, err)) {
 		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
@@ -552,7 +553,8 @@ bool view_rename(struct store *s, const struct table_env *env, const json_t *bod
 	json_t *details = json_pack("{s:s, s:{s:o, s:s}}", "view-uuid", row.uuid, "to", "namespace",
 				    ident_ns_to_json(&to.ns), "name", to.name);
 	bool logged = store_event_insert(s, "view.renamed", &who, &from.ns, from.name, NULL,
-					 details, err);
+					 details, err) &&
+		      idem_record(s, env, 204, NULL, err);
 	json_decref(details);
 	if (!logged)
 		goto fail;

@@ -115,7 +115,7 @@ const struct route routes_table[] = {
 	NEEDS_MORE("POST", NS "/properties", handle_ns_update_properties,
 		   P(NAMESPACE_UPDATE_PROPERTIES), ON_NS, demand_ns_properties,
 		   "CONTROLS_MANAGE on the namespace as well when a floe.* key is set or removed",
-		   ADV | BODY | MUT, "control.* when a control property changes"),
+		   ADV | BODY | MUT | IDEM, "control.* when a control property changes"),
 
 	/* tables */
 	NEEDS("GET", NS "/tables", handle_table_list, P(NAMESPACE_READ), ON_LIST, ADV, NULL),
@@ -137,7 +137,8 @@ const struct route routes_table[] = {
 	  .queue = ROUTE_QUEUE_COMMIT,
 	  .flags = ADV | BODY | MUT | ROUTE_IDEM_IN_TX,
 	  .audit = "control.* when a control property changes" },
-	NEEDS("DELETE", TBL, handle_table_drop, P(TABLE_DROP), ON_TBL, ADV | MUT, "table.dropped"),
+	NEEDS("DELETE", TBL, handle_table_drop, P(TABLE_DROP), ON_TBL, ADV | MUT | IDEM,
+	      "table.dropped"),
 	NEEDS("HEAD", TBL, handle_table_exists, P(TABLE_READ), ON_TBL, ADV, NULL),
 	/* A reader reports its scans: kept for the table (a write of a report,
 	 * not of the table). */
@@ -150,7 +151,7 @@ const struct route routes_table[] = {
 		   demand_rename,
 		   "TABLE_DROP and TABLE_WRITE_MAIN on the source, TABLE_CREATE on the "
 		   "destination's namespace",
-		   ADV | BODY | MUT, "table.renamed"),
+		   ADV | BODY | MUT | IDEM, "table.renamed"),
 	{ .method = "POST",
 	  .pattern = "/v1/{prefix}/transactions/commit",
 	  .handler = handle_transaction_commit,
@@ -174,12 +175,13 @@ const struct route routes_table[] = {
 	  .on = ON_TBL,
 	  .queue = ROUTE_QUEUE_COMMIT,
 	  .flags = ADV | BODY | MUT | IDEM },
-	NEEDS("DELETE", VIEW, handle_view_drop, P(TABLE_DROP), ON_TBL, ADV | MUT, "view.dropped"),
+	NEEDS("DELETE", VIEW, handle_view_drop, P(TABLE_DROP), ON_TBL, ADV | MUT | IDEM,
+	      "view.dropped"),
 	NEEDS("HEAD", VIEW, handle_view_exists, P(TABLE_READ), ON_TBL, ADV, NULL),
 	NEEDS_MORE("POST", "/v1/{prefix}/views/rename", handle_view_rename, 0, ON_BODY,
 		   demand_view_rename,
 		   "TABLE_DROP on the source, TABLE_CREATE on the destination's namespace",
-		   ADV | BODY | MUT, "view.renamed"),
+		   ADV | BODY | MUT | IDEM, "view.renamed"),
 
 	/* floe's extensions: history and undrop */
 	NEEDS("GET", TBL "/commits", handle_table_commits, P(TABLE_READ), ON_TBL, ADV, NULL),
@@ -211,7 +213,8 @@ const struct route routes_table[] = {
 	  .on = ON_TBL,
 	  .queue = ROUTE_QUEUE_PUBLISH,
 	  .flags = ADV | BODY_OPT | MUT,
-	  .audit = "wap.audit-started, wap.hook-called, then wap.published, wap.rejected or "
+	  .audit = "wap.audit-started, wap.hook-calling and wap.hook-called for each hook, then "
+		   "wap.published, wap.rejected or "
 		   "wap.audit-failed; wap.publish-refused when separation of duties refuses" },
 
 	/* releases: write-audit-publish over many tables */
@@ -233,7 +236,8 @@ const struct route routes_table[] = {
 	  .on = ON_MEMBERS,
 	  .queue = ROUTE_QUEUE_PUBLISH,
 	  .flags = ADV | BODY_OPT | MUT,
-	  .audit = "release.audit-started, release.hook-called, then release.published (and "
+	  .audit = "release.audit-started, release.hook-calling and release.hook-called for each "
+		   "hook, then release.published (and "
 		   "wap.published for each member), release.rejected or release.audit-failed; "
 		   "wap.publish-refused when separation of duties refuses" },
 
@@ -299,35 +303,35 @@ const struct route routes_table[] = {
 
 	/* the management API (docs/auth.md): not Iceberg catalog endpoints */
 	NEEDS("POST", MGMT "/principals", handle_mgmt_principal_create, P(ADMIN), ON_CAT,
-	      BODY | MUT, "principal.created"),
+	      BODY | MUT | IDEM, "principal.created"),
 	NEEDS("GET", MGMT "/principals", handle_mgmt_principal_list, P(ADMIN), ON_CAT, 0, NULL),
 	NEEDS("GET", MGMT "/principals/{name}", handle_mgmt_principal_get, P(ADMIN), ON_CAT, 0,
 	      NULL),
 	NEEDS("POST", MGMT "/principals/{name}/disable", handle_mgmt_principal_disable, P(ADMIN),
-	      ON_CAT, MUT, "principal.disabled"),
+	      ON_CAT, MUT | IDEM, "principal.disabled"),
 	NEEDS("POST", MGMT "/principals/{name}/enable", handle_mgmt_principal_enable, P(ADMIN),
-	      ON_CAT, MUT, "principal.enabled"),
+	      ON_CAT, MUT | IDEM, "principal.enabled"),
 	NEEDS("POST", MGMT "/principals/{name}/rotate-secret", handle_mgmt_principal_rotate,
-	      P(ADMIN), ON_CAT, MUT, "principal.secret-rotated"),
+	      P(ADMIN), ON_CAT, MUT | IDEM, "principal.secret-rotated"),
 	NEEDS("GET", MGMT "/principals/{name}/privileges", handle_mgmt_principal_privileges,
 	      P(ADMIN), ON_CAT, 0, NULL),
 	NEEDS("POST", MGMT "/roles", handle_mgmt_role_create, P(ADMIN), ON_CAT, BODY | MUT | IDEM,
 	      "role.created"),
 	NEEDS("GET", MGMT "/roles", handle_mgmt_role_list, P(ADMIN), ON_CAT, 0, NULL),
-	NEEDS("PATCH", MGMT "/roles/{role}", handle_mgmt_role_update, P(ADMIN), ON_CAT, BODY | MUT,
-	      "role.updated"),
-	NEEDS("DELETE", MGMT "/roles/{role}", handle_mgmt_role_delete, P(ADMIN), ON_CAT, MUT,
+	NEEDS("PATCH", MGMT "/roles/{role}", handle_mgmt_role_update, P(ADMIN), ON_CAT,
+	      BODY | MUT | IDEM, "role.updated"),
+	NEEDS("DELETE", MGMT "/roles/{role}", handle_mgmt_role_delete, P(ADMIN), ON_CAT, MUT | IDEM,
 	      "role.deleted"),
 	NEEDS("PUT", MGMT "/roles/{role}/members/{principal}", handle_mgmt_member_add, P(ADMIN),
-	      ON_CAT, MUT, "role.member-added"),
+	      ON_CAT, MUT | IDEM, "role.member-added"),
 	NEEDS("DELETE", MGMT "/roles/{role}/members/{principal}", handle_mgmt_member_remove,
-	      P(ADMIN), ON_CAT, MUT, "role.member-removed"),
+	      P(ADMIN), ON_CAT, MUT | IDEM, "role.member-removed"),
 	NEEDS("POST", MGMT "/roles/{role}/grants", handle_mgmt_grant_add, P(ADMIN), ON_CAT,
-	      BODY | MUT, "grant.added"),
+	      BODY | MUT | IDEM, "grant.added"),
 	NEEDS("GET", MGMT "/roles/{role}/grants", handle_mgmt_grant_list, P(ADMIN), ON_CAT, 0,
 	      NULL),
 	NEEDS("POST", MGMT "/roles/{role}/grants/revoke", handle_mgmt_grant_revoke, P(ADMIN),
-	      ON_CAT, BODY | MUT, "grant.revoked"),
+	      ON_CAT, BODY | MUT | IDEM, "grant.revoked"),
 };
 
 const size_t routes_table_len = sizeof(routes_table) / sizeof(routes_table[0]);

@@ -229,3 +229,53 @@ def test_management_role_create(floe, uniq):
                     lambda: roles() == [uniq] or pytest.fail("no role"),
                     body={"name": uniq})
     assert r.json() == {"name": uniq, "issuer-grantable": False}
+
+
+def test_namespace_properties(floe, uniq):
+    floe.create_namespace([uniq])
+    props = lambda: assert_ok_json(floe.get(f"/v1/namespaces/{uniq}"))["properties"]
+    r = keyed_retry(floe, "POST", f"/v1/namespaces/{uniq}/properties", 200,
+                    lambda: "owner" not in props() or pytest.fail("the property was kept"),
+                    lambda: props()["owner"] == "ana" or pytest.fail("no owner"),
+                    body={"updates": {"owner": "ana"}, "removals": ["gone"]})
+    assert r.json() == {"updated": ["owner"], "removed": [], "missing": ["gone"]}
+
+
+def test_table_drop_and_rename(floe, uniq):
+    t = new_table(floe, uniq)
+    exists = lambda name: floe.head(f"/v1/namespaces/{uniq}/tables/{name}").status_code
+    keyed_retry(floe, "POST", "/v1/tables/rename", 204,
+                lambda: exists("t") == 204 or pytest.fail("the table moved"),
+                lambda: (exists("t"), exists("u")) == (404, 204) or pytest.fail("not moved"),
+                body={"source": {"namespace": [uniq], "name": "t"},
+                      "destination": {"namespace": [uniq], "name": "u"}})
+    keyed_retry(floe, "DELETE", f"/v1/namespaces/{uniq}/tables/u", 204,
+                lambda: exists("u") == 204 or pytest.fail("the table was dropped"),
+                lambda: exists("u") == 404 or pytest.fail("the table is there"))
+    assert count_events(floe, "table.dropped", namespace=uniq) == 1
+    assert count_events(floe, "table.renamed", namespace=uniq) == 1
+
+
+def test_management_grant_and_role_delete(floe, uniq):
+    floe.create_namespace([uniq])
+    assert_ok_json(floe.post("/management/v1/roles", json={"name": uniq}), 201)
+    grants = lambda: assert_ok_json(floe.get(f"/management/v1/roles/{uniq}/grants"))["grants"]
+    grant = {"privilege": "TABLE_READ", "on": {"kind": "namespace", "namespace": [uniq]}}
+    r = keyed_retry(floe, "POST", f"/management/v1/roles/{uniq}/grants", 201,
+                    lambda: grants() == [] or pytest.fail("the grant was kept"),
+                    lambda: len(grants()) == 1 or pytest.fail("not one grant"),
+                    body=grant)
+    assert r.json()["privilege"] == "TABLE_READ"
+    # A user principal (no secret, so it takes a key) and its membership.
+    users = lambda: [x["name"] for x in assert_ok_json(floe.get(
+        "/management/v1/principals", params={"pageSize": 1000}))["principals"]
+        if x["name"] == uniq]
+    keyed_retry(floe, "POST", "/management/v1/principals", 201,
+                lambda: users() == [] or pytest.fail("the principal was kept"),
+                lambda: users() == [uniq] or pytest.fail("no principal"),
+                body={"name": uniq, "kind": "user"})
+    member = lambda: uniq in assert_ok_json(
+        floe.get(f"/management/v1/principals/{uniq}"))["roles"]
+    keyed_retry(floe, "PUT", f"/management/v1/roles/{uniq}/members/{uniq}", 204,
+                lambda: not member() or pytest.fail("the membership was kept"),
+                lambda: member() or pytest.fail("not a member"))
