@@ -854,7 +854,7 @@ static bool publish_also(struct store *s, void *ctx, const json_t *result, struc
 	json_t *details = json_pack("{s:s, s:o}", "branch", w->branch, "tables", tables);
 	bool ok = store_event_insert(s, "release.published", &who, NULL, NULL, w->id, details, err);
 	json_decref(details);
-	return ok;
+	return ok && record_release(s, w->env, 200, w->id, err);
 }
 
 static bool publish_commit(struct store *s, struct publish_record *rec, size_t *failed,

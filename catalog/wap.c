@@ -579,7 +579,7 @@ static bool publish_also(struct store *s, void *ctx, const json_t *result, struc
 	bool ok = store_event_insert(s, "wap.published", &who, w->ns, w->table, w->run_id, details,
 				     err);
 	json_decref(details);
-	return ok;
+	return ok && record_run(s, w->env, 200, w->run_id, err);
 }
 
 static json_t *publish_commit(struct store *s, struct publish_record *rec, struct floe_error *err)

@@ -212,7 +212,7 @@ const struct route routes_table[] = {
 	  .need = P(WAP_PUBLISH),
 	  .on = ON_TBL,
 	  .queue = ROUTE_QUEUE_PUBLISH,
-	  .flags = ADV | BODY_OPT | MUT,
+	  .flags = ADV | BODY_OPT | MUT | IDEM,
 	  .audit = "wap.audit-started, wap.hook-calling and wap.hook-called for each hook, then "
 		   "wap.published, wap.rejected or "
 		   "wap.audit-failed; wap.publish-refused when separation of duties refuses" },
@@ -235,7 +235,7 @@ const struct route routes_table[] = {
 	  .need = P(WAP_PUBLISH),
 	  .on = ON_MEMBERS,
 	  .queue = ROUTE_QUEUE_PUBLISH,
-	  .flags = ADV | BODY_OPT | MUT,
+	  .flags = ADV | BODY_OPT | MUT | IDEM,
 	  .audit = "release.audit-started, release.hook-calling and release.hook-called for each "
 		   "hook, then release.published (and "
 		   "wap.published for each member), release.rejected or release.audit-failed; "

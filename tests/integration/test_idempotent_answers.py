@@ -279,3 +279,45 @@ def test_management_grant_and_role_delete(floe, uniq):
     keyed_retry(floe, "PUT", f"/management/v1/roles/{uniq}/members/{uniq}", 204,
                 lambda: not member() or pytest.fail("the membership was kept"),
                 lambda: member() or pytest.fail("not a member"))
+
+
+# --- publishes: the decisive change is the one that moves main ---
+
+
+def head(t: TableHandle) -> int:
+    return t.load()["metadata"]["refs"]["main"]["snapshot-id"]
+
+
+def test_wap_publish(floe, uniq, webhooks):
+    from webhook import PASS
+    t = new_table(floe, uniq)
+    rcv = webhooks(PASS)
+    assert_ok_json(floe.post("/v1/audit-hooks", json={
+        "name": uniq, "url": rcv.url, "scope": {"namespace": [uniq], "table": "t"}}), 201)
+    run = assert_ok_json(floe.post(f"{t.url}/wap", json={}), 201)
+    sid = t.add_snapshot(run["branch"])
+    r = keyed_retry(floe, "POST", f"{t.url}/wap/{run['id']}/publish", 200,
+                    lambda: head(t) == t.s1 or pytest.fail("main moved"),
+                    lambda: head(t) == sid or pytest.fail("main did not move"),
+                    body={})
+    assert r.json()["state"] == "published" and r.json()["published-snapshot-id"] == sid
+    # The first attempt's audit ended audit-failed; the retry audited again.
+    assert len(rcv.requests) == 2
+    assert count_events(floe, "wap.published", namespace=uniq) == 1
+
+
+def test_release_publish(floe, uniq, webhooks):
+    from webhook import PASS
+    t = new_table(floe, uniq)
+    rcv = webhooks(PASS)
+    assert_ok_json(floe.post("/v1/audit-hooks", json={
+        "name": uniq, "url": rcv.url, "scope": {"namespace": [uniq]}}), 201)
+    rel = assert_ok_json(floe.post("/v1/releases", json={
+        "tables": [{"namespace": [uniq], "name": "t"}]}), 201)
+    sid = t.add_snapshot(rel["branch"])
+    r = keyed_retry(floe, "POST", f"/v1/releases/{rel['id']}/publish", 200,
+                    lambda: head(t) == t.s1 or pytest.fail("main moved"),
+                    lambda: head(t) == sid or pytest.fail("main did not move"),
+                    body={})
+    assert r.json()["state"] == "published"
+    assert len(rcv.requests) == 2
