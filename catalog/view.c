@@ -101,6 +101,21 @@ static bool name_free(struct store *s, const struct ns_ident *ns, const char *na
 	return true;
 }
 
+/* In the change's transaction: its answer (the view at loc with metadata
+ * m, borrowed) under the request's Idempotency-Key. */
+static bool record_answer(struct store *s, const struct table_env *env, const char *loc,
+			  const json_t *m, struct floe_error *err)
+{
+	if (env->idem_key == NULL)
+		return true;
+	json_t *answer = view_result(loc, json_deep_copy(m));
+	if (answer == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	bool ok = idem_record(s, env, 200, answer, err);
+	json_decref(answer);
+	return ok;
+}
+
 /* Writes m as the view's first metadata file (or, with registered, takes
  * that file of text as it is) and creates its row, in one transaction
  * with the location claim; a file written goes again when the row is not
@@ -148,6 +163,8 @@ static bool create_row(struct store *s, const struct table_env *env, const struc
 		views_word_error(s, ns, name, err);
 		goto done;
 	}
+	if (!record_answer(s, env, loc, m, err))
+		goto done;
 	in_tx = false;
 	if (!store_commit(s, err)) {
 		bool landed = false;
@@ -326,21 +343,6 @@ bool view_exists(struct store *s, const struct ns_ident *ns, const char *name, b
 		return false;
 	*exists = strcmp(kind, "view") == 0;
 	return true;
-}
-
-/* In the swap's transaction: the commit's answer (the view at loc with
- * metadata m, borrowed) under the request's Idempotency-Key. */
-static bool record_answer(struct store *s, const struct table_env *env, const char *loc, json_t *m,
-			  struct floe_error *err)
-{
-	if (env->idem_key == NULL)
-		return true;
-	json_t *answer = view_result(loc, json_incref(m));
-	if (answer == NULL)
-		return floe_err(err, FE_INTERNAL, "out of memory");
-	bool ok = idem_record(s, env, 200, answer, err);
-	json_decref(answer);
-	return ok;
 }
 
 /* One round of a view commit: load, check, apply, write, swap. *lost when

@@ -142,8 +142,8 @@ const struct route routes_table[] = {
 	NEEDS("HEAD", TBL, handle_table_exists, P(TABLE_READ), ON_TBL, ADV, NULL),
 	/* A reader reports its scans: kept for the table (a write of a report,
 	 * not of the table). */
-	NEEDS("POST", TBL "/metrics", handle_table_metrics, P(TABLE_READ), ON_TBL, ADV | BODY | MUT,
-	      NULL),
+	NEEDS("POST", TBL "/metrics", handle_table_metrics, P(TABLE_READ), ON_TBL,
+	      ADV | BODY | MUT | IDEM, NULL),
 	NEEDS("GET", TBL "/credentials", handle_table_credentials, P(TABLE_READ), ON_TBL, ADV,
 	      NULL),
 	NEEDS("POST", TBL "/sign", handle_table_sign, P(TABLE_READ), ON_TBL, ADV | BODY, NULL),
@@ -163,10 +163,10 @@ const struct route routes_table[] = {
 
 	/* views: a view's privileges are a table's of the same name */
 	NEEDS("GET", NS "/views", handle_view_list, P(NAMESPACE_READ), ON_LIST, ADV, NULL),
-	NEEDS("POST", NS "/views", handle_view_create, P(TABLE_CREATE), ON_NS, ADV | BODY | MUT,
-	      NULL),
+	NEEDS("POST", NS "/views", handle_view_create, P(TABLE_CREATE), ON_NS,
+	      ADV | BODY | MUT | IDEM, NULL),
 	NEEDS("POST", NS "/register-view", handle_view_register, P(TABLE_CREATE), ON_NS,
-	      ADV | BODY | MUT, NULL),
+	      ADV | BODY | MUT | IDEM, NULL),
 	NEEDS("GET", VIEW, handle_view_load, P(TABLE_READ), ON_TBL, ADV, NULL),
 	{ .method = "POST",
 	  .pattern = VIEW,
@@ -186,7 +186,8 @@ const struct route routes_table[] = {
 	/* floe's extensions: history and undrop */
 	NEEDS("GET", TBL "/commits", handle_table_commits, P(TABLE_READ), ON_TBL, ADV, NULL),
 	NEEDS_MORE("POST", TBL "/undrop", handle_table_undrop, P(TABLE_CREATE), ON_NS,
-		   demand_undrop, "TABLE_WRITE_MAIN on the table", ADV | MUT, "table.undropped"),
+		   demand_undrop, "TABLE_WRITE_MAIN on the table", ADV | MUT | IDEM,
+		   "table.undropped"),
 	NEEDS("GET", NS "/dropped-tables", handle_dropped_list, P(TABLE_CREATE), ON_NS, ADV, NULL),
 
 	/* refs */
@@ -293,7 +294,7 @@ const struct route routes_table[] = {
 	NEEDS("GET", "/v1/{prefix}/audit-log/checkpoints", handle_audit_checkpoints, P(AUDIT_READ),
 	      ON_CAT, ADV, NULL),
 	NEEDS("POST", "/v1/{prefix}/audit-log/checkpoints", handle_audit_checkpoint_create,
-	      P(AUDIT_READ), ON_CAT, ADV | MUT, NULL),
+	      P(AUDIT_READ), ON_CAT, ADV | MUT | IDEM, NULL),
 	NEEDS("GET", "/v1/{prefix}/purges", handle_purges_list, P(ADMIN), ON_CAT, ADV, NULL),
 	NEEDS_MORE("POST", "/v1/{prefix}/controls/{action}", handle_control, P(CONTROLS_MANAGE),
 		   ON_CAT, demand_control,

@@ -321,3 +321,42 @@ def test_release_publish(floe, uniq, webhooks):
                     body={})
     assert r.json()["state"] == "published"
     assert len(rcv.requests) == 2
+
+
+def test_view_create_and_undrop(floe, uniq):
+    floe.create_namespace([uniq])
+    sql = {"version-id": 1, "timestamp-ms": 1700000000000, "schema-id": 0,
+           "summary": {"engine-name": "spark"}, "default-namespace": [uniq],
+           "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}]}
+    schema = {"type": "struct", "schema-id": 0,
+              "fields": [{"id": 1, "name": "id", "type": "long", "required": True}]}
+    exists = lambda: floe.head(f"/v1/namespaces/{uniq}/views/v").status_code
+    r = keyed_retry(floe, "POST", f"/v1/namespaces/{uniq}/views", 200,
+                    lambda: exists() == 404 or pytest.fail("the view was kept"),
+                    lambda: exists() == 204 or pytest.fail("no view"),
+                    body={"name": "v", "schema": schema, "view-version": sql})
+    assert r.json() == assert_ok_json(floe.get(f"/v1/namespaces/{uniq}/views/v"))
+
+    t = TableHandle(floe, [uniq], "t")
+    t.create()
+    assert floe.delete(f"/v1/namespaces/{uniq}/tables/t").status_code == 204
+    there = lambda: floe.head(f"/v1/namespaces/{uniq}/tables/t").status_code
+    r = keyed_retry(floe, "POST", f"/v1/namespaces/{uniq}/tables/t/undrop", 200,
+                    lambda: there() == 404 or pytest.fail("the table came back"),
+                    lambda: there() == 204 or pytest.fail("no table"))
+    assert r.json()["metadata-location"] == t.load()["metadata-location"]
+
+
+def test_table_metrics_report(floe, uniq):
+    t = new_table(floe, uniq)
+    report = {"report-type": "scan-report", "table-name": f"{uniq}.t", "snapshot-id": t.s1,
+              "filter": True, "schema-id": 0, "projected-field-ids": [1],
+              "projected-field-names": ["id"], "metrics": {}}
+    with psycopg.connect(database_url(floe), autocommit=True) as conn:
+        count = lambda: conn.execute(
+            "SELECT count(*) FROM metrics_reports WHERE namespace = %s AND table_name = 't'",
+            ([uniq],)).fetchone()[0]
+        keyed_retry(floe, "POST", f"{t.url}/metrics", 204,
+                    lambda: count() == 0 or pytest.fail("the report was kept"),
+                    lambda: count() == 1 or pytest.fail("not one report"),
+                    body=report)
