@@ -390,8 +390,7 @@ json_t *table_undrop_with(struct store *s, const struct table_env *env, const st
 		floe_err(err, FE_INTERNAL, "out of memory");
 		goto fail;
 	}
-	/* The control route records its own answer. */
-	if (reason == NULL && !idem_record(s, env, 200, out, err)) {
+	if (!idem_record(s, env, 200, out, err)) {
 		json_decref(out);
 		goto fail;
 	}

@@ -54,13 +54,13 @@ void idem_settle(struct store_pool *pool, const char *key, const char *owner, in
 
 	if (s == NULL) {
 		/* The claim runs out with its lease; a retry then runs again
-		 * (a table commit recorded its own answer already). */
+		 * (a change recorded its own answer already). */
 		log_warn("http", "cannot record the answer to Idempotency-Key %s rid=%s", key,
 			 request_id);
 		return;
 	}
-	/* A table commit has recorded its answer in its own transaction;
-	 * then this finds the key answered and changes nothing. */
+	/* A change has recorded its answer in its own transaction; then
+	 * this finds the key answered and changes nothing. */
 	if (status > 0 && status < 500) {
 		bool recorded = false;
 		if (!store_idem_finish(s, key, owner, status, response, &recorded, &err))
@@ -79,9 +79,21 @@ bool idem_record(struct store *s, const struct table_env *env, int status, const
 	char *text = NULL;
 	bool recorded = false;
 
-	if (env->idem_key == NULL)
+	if (env == NULL || env->idem_key == NULL)
 		return true;
-	if (answer != NULL) {
+	if (env->idem_as != NULL) {
+		const struct idem_as *as = env->idem_as;
+		const json_t *result = as->result != NULL ? as->result : answer;
+		json_t *wrapped = json_pack("{s:s, s:O, s:O}", "action", as->action, "reason",
+					    as->reason, "result",
+					    result != NULL ? result : json_null());
+		if (wrapped != NULL)
+			text = json_dumps(wrapped, JSON_COMPACT);
+		json_decref(wrapped);
+		status = 200;
+		if (text == NULL)
+			return floe_err(err, FE_INTERNAL, "out of memory");
+	} else if (answer != NULL) {
 		text = json_dumps(answer, JSON_COMPACT);
 		if (text == NULL)
 			return floe_err(err, FE_INTERNAL, "out of memory");

@@ -41,12 +41,25 @@ bool idem_answered(struct store_pool *pool, const char *key, const char *route, 
 /*
  * Settles the claim owner holds on key once its request answered status
  * with response (may be NULL): a 2xx or 4xx answer is recorded for
- * replay (a table commit recorded its own already: then nothing
- * changes); any other status gives the key back, so a retry runs again.
+ * replay (a change recorded its own with it already, idem_record: then
+ * nothing changes; what is left is an answer that changed nothing); any
+ * other status gives the key back, so a retry runs again.
  * A failure is logged; the claim then runs out with its lease.
  */
 void idem_settle(struct store_pool *pool, const char *key, const char *owner, int status,
 		 const char *response, const char *request_id);
+
+/*
+ * How a route that makes another route's change answers (the control
+ * route: POST /controls/{action}): what the change records under the key
+ * is {"action", "reason", "result"}, with status 200, result the given
+ * one or, when NULL, the change's own answer.
+ */
+struct idem_as {
+	const char *action;
+	const json_t *reason;
+	const json_t *result;
+};
 
 /*
  * Inside the change's own transaction on s: records status and answer

@@ -438,8 +438,7 @@ json_t *ns_update_properties(struct store *s, const struct ns_ident *ns, const j
 		answer = properties_answer(old, updates, removals);
 		ok = answer != NULL || floe_err(err, FE_INTERNAL, "out of memory");
 	}
-	/* The control route records its own answer. */
-	if (ok && reason == NULL)
+	if (ok)
 		ok = idem_record(s, env, 200, answer, err);
 	if (ok)
 		ok = store_commit(s, err);

@@ -865,8 +865,7 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 	if (details == NULL)
 		floe_err(err, FE_INTERNAL, "out of memory");
 	json_decref(details);
-	/* The control route records its own answer. */
-	if (!logged || (reason == NULL && !idem_record(s, env, 204, NULL, err)))
+	if (!logged || !idem_record(s, env, 204, NULL, err))
 		goto fail;
 	ok = store_commit(s, err);
 	if (ok)

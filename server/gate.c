@@ -383,10 +383,10 @@ void gate_run(struct http_request *req, const struct route *route)
 		call_release(c);
 		if (!idempotent_begin(req))
 			return;
-		if (route->flags & ROUTE_IDEM_IN_TX) {
-			c->env.idem_key = http_header(req, "Idempotency-Key");
-			c->env.idem_owner = req->idem_owner;
-		}
+		/* Every change records its answer in its own transaction
+		 * (ROUTE_IDEM_IN_TX, the rule of every mutating route). */
+		c->env.idem_key = http_header(req, "Idempotency-Key");
+		c->env.idem_owner = req->idem_owner;
 	}
 	switch (route->queue) {
 	case ROUTE_QUEUE_COMMIT:

@@ -27,8 +27,8 @@ bool idempotent_begin(struct http_request *req);
 bool idempotent_replayed(struct http_request *req);
 
 /* Records the answer of a request whose key idempotent_begin claimed
- * (2xx and 4xx; a 5xx gives the key back, so a retry runs again; table
- * commits record theirs in the commit's own transaction). Called when
+ * (2xx and 4xx; a 5xx gives the key back, so a retry runs again; every
+ * change records its answer in its own transaction, catalog/idem.h). Called when
  * the answer is made: by the gate, or on completion of a deferred one
  * (struct middleware's finish). */
 void idempotent_finish(struct http_request *req);

@@ -120,12 +120,12 @@ const struct route routes_table[] = {
 	/* tables */
 	NEEDS("GET", NS "/tables", handle_table_list, P(NAMESPACE_READ), ON_LIST, ADV, NULL),
 	NEEDS("POST", NS "/tables", handle_table_create, P(TABLE_CREATE), ON_NS,
-	      ADV | BODY | MUT | ROUTE_IDEM_IN_TX, NULL),
+	      ADV | BODY | MUT | IDEM, NULL),
 	NEEDS_MORE("POST", NS "/register", handle_table_register, P(TABLE_CREATE), ON_NS,
 		   demand_register,
 		   "TABLE_WRITE_MAIN on the table it registers (its main becomes the registered "
 		   "metadata's); with overwrite TABLE_DROP there too",
-		   ADV | BODY | MUT | ROUTE_IDEM_IN_TX,
+		   ADV | BODY | MUT | IDEM,
 		   "table.registered, or table.register-overwrite with overwrite"),
 	NEEDS("GET", TBL, handle_table_load, P(TABLE_READ), ON_TBL, ADV, NULL),
 	{ .method = "POST",
@@ -135,7 +135,7 @@ const struct route routes_table[] = {
 	  .demands = demand_commit,
 	  .demands_doc = commit_doc,
 	  .queue = ROUTE_QUEUE_COMMIT,
-	  .flags = ADV | BODY | MUT | ROUTE_IDEM_IN_TX,
+	  .flags = ADV | BODY | MUT | IDEM,
 	  .audit = "control.* when a control property changes" },
 	NEEDS("DELETE", TBL, handle_table_drop, P(TABLE_DROP), ON_TBL, ADV | MUT | IDEM,
 	      "table.dropped"),
@@ -159,7 +159,7 @@ const struct route routes_table[] = {
 	  .demands = demand_transaction,
 	  .demands_doc = "each table's as a commit's, every table before any is looked at",
 	  .queue = ROUTE_QUEUE_COMMIT,
-	  .flags = ADV | BODY | MUT | ROUTE_IDEM_IN_TX },
+	  .flags = ADV | BODY | MUT | IDEM },
 
 	/* views: a view's privileges are a table's of the same name */
 	NEEDS("GET", NS "/views", handle_view_list, P(NAMESPACE_READ), ON_LIST, ADV, NULL),
@@ -300,7 +300,7 @@ const struct route routes_table[] = {
 		   ON_CAT, demand_control,
 		   "the action's own as well: a rename's, a register's with overwrite, an "
 		   "undrop's",
-		   ADV | BODY | MUT, "control.{action}"),
+		   ADV | BODY | MUT | IDEM, "control.{action}"),
 
 	/* the management API (docs/auth.md): not Iceberg catalog endpoints */
 	NEEDS("POST", MGMT "/principals", handle_mgmt_principal_create, P(ADMIN), ON_CAT,

@@ -360,3 +360,15 @@ def test_table_metrics_report(floe, uniq):
                     lambda: count() == 0 or pytest.fail("the report was kept"),
                     lambda: count() == 1 or pytest.fail("not one report"),
                     body=report)
+
+
+def test_control_action(floe, uniq):
+    floe.create_namespace([uniq])
+    props = lambda: assert_ok_json(floe.get(f"/v1/namespaces/{uniq}"))["properties"]
+    r = keyed_retry(floe, "POST", "/v1/controls/wap-required", 200,
+                    lambda: "floe.wap.required" not in props() or pytest.fail("control kept"),
+                    lambda: props()["floe.wap.required"] == "true" or pytest.fail("no control"),
+                    body={"namespace": [uniq], "required": True, "reason": "CHG-1"})
+    assert r.json() == {"action": "wap-required", "reason": "CHG-1",
+                        "result": {"namespace": [uniq], "required": True}}
+    assert count_events(floe, "control.wap-required", namespace=uniq) == 1
