@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
 #include "access.h"
 #include "auditlog.h"
+#include "clock.h"
 #include "idem.h"
 #include "location.h"
 #include "log.h"
@@ -91,8 +91,7 @@ void commit_backoff(int attempt)
 	unsigned int cap_us = 500u << (attempt < 6 ? attempt : 6); /* to 32 ms */
 	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		r = (unsigned int)attempt * 7919u;
-	struct timespec ts = { 0, (long)(r % cap_us) * 1000L };
-	nanosleep(&ts, NULL);
+	clock_sleep_us((int64_t)(r % cap_us));
 }
 
 /* True when updates holds an action that creates a table (assert-create
@@ -318,20 +317,21 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 		goto done;
 	refs = table_refs_text(m);
 	set = tablemeta_refs_set(base, m);
-	if (moved) {
-		/* The new location is decided with the swap, in one
-		 * transaction (the caller's, or one of its own). */
-		if (!in_tx) {
-			if (!store_begin(s, err)) {
-				fileio_remove(loc);
-				goto done;
-			}
-			own_tx = true;
-		}
-		if (!table_location_claim(s, ns, NULL, table_loc, key, row.uuid, err)) {
+	/* The swap runs in a transaction (the caller's, or one of its own),
+	 * never on its own: the transaction's xid is learnt with the swap,
+	 * before the COMMIT goes out, so that a COMMIT whose answer is lost
+	 * can be settled by it (table_settle_commit). A new location is
+	 * decided in the same transaction. */
+	if (!in_tx) {
+		if (!store_begin(s, err)) {
 			fileio_remove(loc);
 			goto done;
 		}
+		own_tx = true;
+	}
+	if (moved && !table_location_claim(s, ns, NULL, table_loc, key, row.uuid, err)) {
+		fileio_remove(loc);
+		goto done;
 	}
 	if (!store_table_cas(s, row.id, row.version, loc, text, refs, key, row.metadata_location,
 			     &who, set, &won, err)) {

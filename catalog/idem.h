@@ -19,8 +19,10 @@ struct table_env;
 /*
  * Claims key for a request (route: its method, path and body hash) on
  * behalf of owner (a token unique to this request) for lease_s seconds,
- * through a connection of pool held only for the claim. Returns true
- * with *claimed when this request owns the key. Otherwise *status and
+ * through a connection of pool held only for the claim, whose session
+ * names the claimant: a claim whose session is gone from PostgreSQL (its
+ * floe was killed) is taken over at once, not after its lease. Returns
+ * true with *claimed when this request owns the key. Otherwise *status and
  * *response (caller frees) hold the stored answer, or *status is 0 while
  * the first request is still running. FE_UNPROCESSABLE when the key was
  * used for another route or body; FE_UNAVAILABLE without a database.

@@ -216,28 +216,43 @@ static void run_visit(struct janitor *j, struct store *s)
 	store_table_locations_free(rows, count);
 }
 
-/* unsettled_drain's callback: asks the commit log about one commit. */
+/* unsettled_drain's callback: asks the database about one commit, by its
+ * transaction's status. Only a transaction proved aborted loses its file;
+ * one still in progress is asked again next round. */
 static bool settle_one(void *ctx, const struct unsettled_commit *c)
 {
 	struct store *s = ctx;
 	struct floe_error err;
-	bool landed = false;
+	enum store_commit_fate fate = STORE_COMMIT_UNPROVED;
 
-	if (!store_commit_landed(s, c->table_uuid, c->version, c->location, &landed, &err))
+	if (!store_commit_landed(s, c->xid, c->table_uuid, c->version, c->location, &fate, &err))
 		return false; /* the database is still away: next round */
+	if (fate == STORE_COMMIT_PENDING) {
+		log_info(
+			"janitor",
+			"version %lld of table %s: its transaction %s is still in progress; asking again next round rid=%s",
+			c->version, c->table_uuid, c->xid, c->request_id);
+		return false;
+	}
 	metric_add(METRIC_JANITOR_ROWS, METRIC_ROWS_UNSETTLED_COMMITS, 1);
-	metric_add(METRIC_JANITOR_FILES, METRIC_FILES_UNSETTLED, !landed);
-	if (landed) {
+	metric_add(METRIC_JANITOR_FILES, METRIC_FILES_UNSETTLED, fate == STORE_COMMIT_ABORTED);
+	if (fate == STORE_COMMIT_LANDED) {
 		log_warn(
 			"janitor",
 			"settled: version %lld of table %s landed (its client was told the outcome is unknown) rid=%s",
 			c->version, c->table_uuid, c->request_id);
-	} else {
+	} else if (fate == STORE_COMMIT_ABORTED) {
 		fileio_remove(c->location);
 		log_warn(
 			"janitor",
-			"settled: version %lld of table %s did not land (its client was told the outcome is unknown); removed %s rid=%s",
-			c->version, c->table_uuid, c->location, c->request_id);
+			"settled: version %lld of table %s did not land, its transaction %s aborted (its client was told the outcome is unknown); removed %s rid=%s",
+			c->version, c->table_uuid, c->xid, c->location, c->request_id);
+	} else {
+		log_warn(
+			"janitor",
+			"version %lld of table %s: the database cannot tell whether transaction %s committed and the commit log does not hold it; %s is kept rid=%s",
+			c->version, c->table_uuid, c->xid[0] != '\0' ? c->xid : "(unknown)",
+			c->location, c->request_id);
 	}
 	return true;
 }

@@ -14,6 +14,7 @@
 #include "gzip.h"
 #include "access.h"
 #include "auditlog.h"
+#include "clock.h"
 #include "effective.h"
 #include "idem.h"
 #include "location.h"
@@ -39,45 +40,61 @@ int64_t table_now_ms(void)
 #define SETTLE_SECONDS 10
 
 /*
- * Settles a commit whose connection broke while it was in flight: once
- * the database answers again, the commit_log says whether version
- * `version` of the table is the file this commit wrote. Returns true
- * when that is known, with *landed; false when the database stayed away
- * (the outcome is still unknown and the file must be kept).
+ * Settles a commit whose connection broke while it was in flight, by the
+ * xid its transaction had (learnt before the COMMIT went out): once the
+ * database answers again, PostgreSQL says whether that transaction
+ * committed or aborted. Returns true when that is known, with *landed;
+ * false when it is not (the database stayed away, or the transaction is
+ * still in progress: a COMMIT waiting on a synchronous standby is durable
+ * and becomes visible later). The file must then be kept, and the commit
+ * is handed to the janitor, which deletes the file only once the
+ * transaction is proved aborted.
  */
 bool table_settle_commit(struct store *s, const struct table_env *env, const char *uuid,
 			 long long version, const char *location, bool *landed)
 {
 	struct floe_error err;
-
-	struct timespec start, now;
+	char xid[24];
+	enum store_commit_fate fate = STORE_COMMIT_UNPROVED;
+	bool answered = false;
 
 	*landed = false;
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (int i = 0;; i++) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec >= SETTLE_SECONDS)
-			break;
-		if (i > 0) {
-			struct timespec half = { 0, 500000000L };
-			nanosleep(&half, NULL);
-		}
+	/* Before anything else runs on s. */
+	store_xact_id(s, xid, sizeof(xid));
+	int64_t start = clock_mono_ms();
+	for (int i = 0; clock_mono_ms() - start < SETTLE_SECONDS * 1000; i++) {
+		if (i > 0)
+			clock_sleep_ms(500);
 		if (!store_reconnect(s, &err))
 			continue;
-		if (store_commit_landed(s, uuid, version, location, landed, &err)) {
-			log_warn(
-				"table",
-				"settled a commit whose connection broke: version %lld of table %s %s rid=%s",
-				version, uuid, *landed ? "landed" : "did not land",
-				env->request_id);
-			return true;
+		if (store_commit_landed(s, xid, uuid, version, location, &fate, &err)) {
+			answered = true;
+			break;
 		}
 	}
-	log_error(
-		"table",
-		"the outcome of version %lld of table %s (%s) is unknown: the database did not answer within %d s; the janitor settles it later rid=%s",
-		version, uuid, location, SETTLE_SECONDS, env->request_id);
-	(void)unsettled_add(env->unsettled, uuid, version, location, env->request_id);
+	if (answered && (fate == STORE_COMMIT_LANDED || fate == STORE_COMMIT_ABORTED)) {
+		*landed = fate == STORE_COMMIT_LANDED;
+		log_warn(
+			"table",
+			"settled a commit whose connection broke: version %lld of table %s %s (xid %s) rid=%s",
+			version, uuid, *landed ? "landed" : "did not land", xid, env->request_id);
+		return true;
+	}
+	if (answered)
+		log_error(
+			"table",
+			"the outcome of version %lld of table %s (%s) is unknown: %s; the file is kept and the janitor settles it later rid=%s",
+			version, uuid, location,
+			fate == STORE_COMMIT_PENDING
+				? "its transaction is still in progress in the database (a COMMIT waiting on a synchronous standby?)"
+				: "the database cannot say whether its transaction committed",
+			env->request_id);
+	else
+		log_error(
+			"table",
+			"the outcome of version %lld of table %s (%s) is unknown: the database did not answer within %d s; the janitor settles it later rid=%s",
+			version, uuid, location, SETTLE_SECONDS, env->request_id);
+	(void)unsettled_add(env->unsettled, xid, uuid, version, location, env->request_id);
 	return false;
 }
 

@@ -22,11 +22,14 @@ int64_t table_now_ms(void);
 
 /*
  * Settles a commit whose connection broke while it was in flight: once
- * the database answers again (within a bounded wait), the commit log says
- * whether version `version` of table uuid is the file at location.
- * Returns true when that is known, with *landed; false when the database
- * stayed away: the outcome is still unknown, the file must be kept, and
- * the commit is handed to env->unsettled for the janitor.
+ * the database answers again (within a bounded wait), the status of the
+ * transaction whose COMMIT was lost (store_xact_id, asked before anything
+ * else runs on s) says whether version `version` of table uuid is the
+ * file at location. Returns true when that is proved, with *landed; false
+ * when the database stayed away or the transaction is still in progress
+ * (a COMMIT waiting on a synchronous standby): the outcome is unknown,
+ * the file must be kept, and the commit is handed to env->unsettled for
+ * the janitor.
  */
 bool table_settle_commit(struct store *s, const struct table_env *env, const char *uuid,
 			 long long version, const char *location, bool *landed);

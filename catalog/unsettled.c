@@ -54,7 +54,7 @@ void unsettled_free(struct unsettled **up)
 	*up = NULL;
 }
 
-bool unsettled_add(struct unsettled *u, const char *table_uuid, long long version,
+bool unsettled_add(struct unsettled *u, const char *xid, const char *table_uuid, long long version,
 		   const char *location, const char *request_id)
 {
 	if (u == NULL)
@@ -69,6 +69,7 @@ bool unsettled_add(struct unsettled *u, const char *table_uuid, long long versio
 		return false;
 	}
 	e->c.location = loc;
+	(void)snprintf(e->c.xid, sizeof(e->c.xid), "%s", xid != NULL ? xid : "");
 	(void)snprintf(e->c.table_uuid, sizeof(e->c.table_uuid), "%s", table_uuid);
 	(void)snprintf(e->c.request_id, sizeof(e->c.request_id), "%s", request_id);
 	e->c.version = version;

@@ -396,18 +396,17 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 	text = viewmeta_serialise(m, &len, err);
 	if (text == NULL || !write_metadata(s, env, m, row.version, text, len, &loc, err))
 		goto done;
-	if (moved || env->idem_key != NULL) {
-		/* The new location is decided with the swap, and the answer
-		 * to an Idempotency-Key recorded with it, in one transaction. */
-		if (!store_begin(s, err)) {
-			fileio_remove(loc);
-			goto done;
-		}
-		own_tx = true;
-		if (moved && !table_location_claim(s, ns, NULL, view_loc, key, row.uuid, err)) {
-			fileio_remove(loc);
-			goto done;
-		}
+	/* The swap runs in a transaction of its own, so that its xid is
+	 * learnt before the COMMIT goes out (table_settle_commit); a new
+	 * location is decided in it too. */
+	if (!store_begin(s, err)) {
+		fileio_remove(loc);
+		goto done;
+	}
+	own_tx = true;
+	if (moved && !table_location_claim(s, ns, NULL, view_loc, key, row.uuid, err)) {
+		fileio_remove(loc);
+		goto done;
 	}
 	if (!store_table_cas(s, row.id, row.version, loc, text, NULL, key, row.metadata_location,
 			     &who, NULL, &won, err)) {

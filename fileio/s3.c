@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "location.h"
 #include "log.h"
 #include "s3.h"
@@ -289,10 +290,7 @@ void s3_pause(int attempt, long base_ms, long max_ms)
 	state ^= state >> 17;
 	state ^= state << 5;
 	long ms = s3_backoff_ms(attempt, base_ms, max_ms, state);
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) != 0)
-		;
+	clock_sleep_ms(ms);
 }
 
 /* Whether an answer is a success. */

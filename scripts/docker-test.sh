@@ -7,11 +7,14 @@
 # auditor service, restarts, docker compose down -v; then
 # tests/docker/test_compose_s3.py: the deployment on an s3:// warehouse
 # (docker/docker-compose.s3.yml), PyIceberg holding no storage credentials
-# writing and reading with those floe vends. Always stops the engine
+# writing and reading with those floe vends; then tests/docker/test_compose_ha.py:
+# the "ha" profile, floe-ha on a Patroni cluster whose leader is killed
+# under commits. Always stops the engine
 # and cleans up. Run as root. The last line is "docker: N passed, N failed".
 #
-#   scripts/docker-test.sh              # both tests
-#   scripts/docker-test.sh s3           # only test_compose_s3.py (or: compose, only test_compose.py)
+#   scripts/docker-test.sh              # all three tests
+#   scripts/docker-test.sh s3           # only test_compose_s3.py (or: compose, only test_compose.py;
+#                                       # ha, only test_compose_ha.py)
 #
 # FLOE_DOCKER_CACHE (default .cache/docker) keeps the engine's images
 # between runs (the base image, the build layers): a second run skips
@@ -20,15 +23,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 started=$(date +%s)
-run_compose=1 run_s3=1
+run_compose=1 run_s3=1 run_ha=1
 if [ $# -gt 0 ]; then
-	run_compose=0 run_s3=0
+	run_compose=0 run_s3=0 run_ha=0
 	for t in "$@"; do
 		case $t in
 		compose) run_compose=1 ;;
 		s3) run_s3=1 ;;
+		ha) run_ha=1 ;;
 		*)
-			echo "docker-test: unknown test '$t' (compose, s3)" >&2
+			echo "docker-test: unknown test '$t' (compose, s3, ha)" >&2
 			echo "docker: 0 passed, 1 failed"
 			exit 2
 			;;
@@ -112,7 +116,7 @@ cleanup() {
 		wait "$test_pid" 2>/dev/null
 	fi
 	if alive "$dockerd_pid"; then
-		docker compose -f docker/docker-compose.yml --profile tools down -v --remove-orphans --timeout 10 \
+		docker compose -f docker/docker-compose.yml --profile tools --profile ha down -v --remove-orphans --timeout 10 \
 			>>"$log" 2>&1
 		# images replaced by builds a week ago or earlier (newer ones are the build cache)
 		docker image prune -f --filter until=168h >>"$log" 2>&1
@@ -200,5 +204,15 @@ if [ "$run_s3" = 1 ]; then
 	wait "$test_pid" || rc=1
 	read -r p2 f2 <"$run/result-s3" 2>/dev/null || { p2=0 f2=1; }
 fi
-echo "$((p1 + p2)) $((f1 + f2))" >"$result"
+p3=0 f3=0
+if [ "$run_ha" = 1 ]; then
+	# The "ha" profile: floe-ha on a Patroni cluster, its leader killed
+	# under commits (tests/docker/test_compose_ha.py).
+	echo "docker-test: running tests/docker/test_compose_ha.py"
+	python3 tests/docker/test_compose_ha.py --result "$run/result-ha" --log "$log" &
+	test_pid=$!
+	wait "$test_pid" || rc=1
+	read -r p3 f3 <"$run/result-ha" 2>/dev/null || { p3=0 f3=1; }
+fi
+echo "$((p1 + p2 + p3)) $((f1 + f2 + f3))" >"$result"
 exit "$rc"

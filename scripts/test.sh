@@ -2,8 +2,8 @@
 # Installs what is missing, builds floe, and runs every test:
 #  - static analysis (scripts/lint.sh: clang-tidy, cppcheck, scan-build);
 #  - on the normal build (warnings as errors): the unit tests, the soak
-#    (three replicas on one PostgreSQL under mixed load) and the libFuzzer
-#    targets;
+#    (three replicas on one PostgreSQL under mixed load), a Patroni
+#    failover under load and the libFuzzer targets;
 #  - the threaded suites under ThreadSanitizer;
 #  - on an AddressSanitizer + UBSan build that also counts coverage: the
 #    unit tests, the integration tests (real PostgreSQL, real floe,
@@ -78,22 +78,38 @@ meson test -C build --suite unit --print-errorlogs
 echo "== soak (build)"
 FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/soak -q -s -p no:cacheprovider
 
+# floe on a PostgreSQL cluster Patroni runs (etcd, a leader and a
+# synchronous standby): the leader's machine dies under steady commits
+# from two replicas; no acknowledged commit lost, floe commits again after
+# the promotion without a restart (tests/patroni, about a minute).
+echo "== Patroni failover (build)"
+scripts/ha-deps.sh
+FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/patroni -q -s -p no:cacheprovider
+
 # libFuzzer targets (tests/fuzz) built with clang, seeded from the
 # fixtures, 30 s each: a crash fails the run and its input joins
 # tests/fuzz/corpus/.
 echo "== fuzz targets"
 scripts/fuzz.sh 30
 
-# ThreadSanitizer: the suites where threads meet (concurrent commits,
-# idempotency claims, write-audit-publish) against a TSan build; any race
-# report fails the run.
+# ThreadSanitizer: the suites where threads meet against a TSan build:
+# concurrent commits, idempotency claims, write-audit-publish and releases
+# (their hook calls), the event dispatcher (subscriptions), the
+# authorization watcher (a revoke crossing replicas) and the janitor's
+# rounds. Any race report fails the run.
 echo "== ThreadSanitizer (build-tsan)"
 scripts/setup.sh build-tsan -Db_sanitize=thread -Dtests=false
 tsan_logs=$(mktemp -d)
 chmod 0777 "$tsan_logs"
 TSAN_OPTIONS="halt_on_error=0 log_path=$tsan_logs/tsan" FLOE_BIN="$PWD/build-tsan/server/floe" \
 	.venv/bin/python -m pytest tests/integration/test_concurrency.py \
-	tests/integration/test_idempotency.py tests/integration/test_wap.py -q -p no:cacheprovider
+	tests/integration/test_idempotency.py tests/integration/test_wap.py \
+	tests/integration/test_releases.py tests/integration/test_subscriptions.py \
+	tests/integration/test_decisions_kept.py \
+	tests/integration/test_change_feed.py::test_janitor_removes_events_past_the_retention \
+	tests/integration/test_history.py::test_janitor_forgets_drops_past_the_retention \
+	tests/integration/test_locations.py::test_janitors_of_two_replicas_share_the_purges \
+	-q -p no:cacheprovider
 if compgen -G "$tsan_logs/tsan*" >/dev/null; then
 	echo "ThreadSanitizer reported:"
 	cat "$tsan_logs"/tsan*

@@ -105,7 +105,7 @@ const struct option_def config_options[OPT_COUNT] = {
 	[OPT_COMMIT_THREADS] = { "commit-threads", "FLOE_COMMIT_THREADS", NULL,
 		"Threads that run commits, each with one PostgreSQL connection, 1-256 (default: 4 per core, at least 4)" },
 	[OPT_IDEM_LEASE] = { "idempotency-lease-seconds", "FLOE_IDEMPOTENCY_LEASE_SECONDS", "120",
-		"How long a request holding an Idempotency-Key is presumed running, 1-3600; a retry meanwhile gets 503, and after it a key left unanswered by a floe that stopped can be claimed again" },
+		"How long a request holding an Idempotency-Key is presumed running, 1-3600; a retry meanwhile gets 503, and after it a key left unanswered by a floe that stopped can be claimed again (at once when the database session that claimed it is gone)" },
 	[OPT_PG_USER] = { "pg-user", "FLOE_PG_USER", NULL,
 		"User the embedded PostgreSQL runs as when floe runs as root (default: postgres, else nobody)" },
 	[OPT_JANITOR_INTERVAL] = { "janitor-interval-seconds", "FLOE_JANITOR_INTERVAL_SECONDS", "30",

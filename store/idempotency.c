@@ -14,15 +14,25 @@ enum { ST_IDEM_CLAIM, ST_IDEM_GET, ST_IDEM_FINISH, ST_IDEM_RELEASE, ST_IDEM_EXPI
 /* One statement a row, its SQL laid out as SQL. */
 /* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
+	/* A key is taken over when it is past its lifetime, or unanswered
+	 * on this route and either past its lease or claimed by a session
+	 * that is gone from PostgreSQL (its floe died): the claiming
+	 * session's pid and backend_start are recorded with the claim. The
+	 * row lock of ON CONFLICT makes the takeover one retry's. */
 	[ST_IDEM_CLAIM] = { "idem_claim",
-		"INSERT INTO idempotency_keys AS k (key, route, owner, lease_until) "
-		"VALUES ($1, $2, $4, now() + make_interval(secs => $5::int)) "
+		"INSERT INTO idempotency_keys AS k (key, route, owner, lease_until, "
+		"  owner_pid, owner_started) "
+		"VALUES ($1, $2, $4, now() + make_interval(secs => $5::int), pg_backend_pid(), "
+		"  (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid())) "
 		"ON CONFLICT (key) DO UPDATE SET route = EXCLUDED.route, status = 0, "
 		"  response = NULL, created_at = now(), owner = EXCLUDED.owner, "
-		"  lease_until = EXCLUDED.lease_until "
+		"  lease_until = EXCLUDED.lease_until, owner_pid = EXCLUDED.owner_pid, "
+		"  owner_started = EXCLUDED.owner_started "
 		"  WHERE k.created_at < now() - make_interval(secs => $3::int) "
 		"  OR (k.status = 0 AND k.route = EXCLUDED.route "
-		"      AND coalesce(k.lease_until, k.created_at) < now()) "
+		"      AND (coalesce(k.lease_until, k.created_at) < now() "
+		"        OR (k.owner_started IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a "
+		"          WHERE a.pid = k.owner_pid AND a.backend_start = k.owner_started)))) "
 		"RETURNING key" },
 	[ST_IDEM_GET] = { "idem_get",
 		"SELECT status, response, route FROM idempotency_keys WHERE key = $1" },

@@ -22,7 +22,7 @@
 #include "log.h"
 #include "metric.h"
 
-enum { ST_PING, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_COUNT };
+enum { ST_PING, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_XACT_ID, ST_COUNT };
 
 /* One statement a row, its SQL laid out as SQL. */
 /* clang-format off */
@@ -31,6 +31,9 @@ static const struct store_statement statements[ST_COUNT] = {
 	[ST_BEGIN] = { "begin", "BEGIN" },
 	[ST_COMMIT] = { "commit", "COMMIT" },
 	[ST_ROLLBACK] = { "rollback", "ROLLBACK" },
+	/* NULL for a transaction that wrote nothing: there is no outcome
+	 * to settle, and asking must not assign an xid. */
+	[ST_XACT_ID] = { "xact_id", "SELECT pg_current_xact_id_if_assigned()::text" },
 };
 /* clang-format on */
 
@@ -533,11 +536,35 @@ bool store_exec_noparams(struct store *s, const struct store_statement *st, stru
 
 bool store_begin(struct store *s, struct floe_error *err)
 {
+	s->xid[0] = '\0';
 	return store_exec_noparams(s, &statements[ST_BEGIN], err);
+}
+
+void store_note_xid(struct store *s, const char *xid)
+{
+	if (xid != NULL && xid[0] != '\0')
+		(void)snprintf(s->xid, sizeof(s->xid), "%s", xid);
+}
+
+void store_xact_id(const struct store *s, char *xid, size_t len)
+{
+	(void)snprintf(xid, len, "%s", s->xid);
 }
 
 bool store_commit(struct store *s, struct floe_error *err)
 {
+	/* The xid first, unless a statement of the transaction returned it
+	 * already: once the COMMIT is sent, only the xid can tell a commit
+	 * still waiting (on a synchronous standby, say) from one that did
+	 * not happen. Failing here, nothing was committed. */
+	if (s->xid[0] == '\0' && s->conn != NULL &&
+	    PQtransactionStatus(s->conn) == PQTRANS_INTRANS) {
+		char *xid = NULL;
+		if (!store_exec_text(s, &statements[ST_XACT_ID], 0, NULL, &xid, err))
+			return false;
+		store_note_xid(s, xid);
+		free(xid);
+	}
 	if (store_exec_noparams(s, &statements[ST_COMMIT], err))
 		return true;
 	if (err != NULL && err->outcome == FO_UNKNOWN)

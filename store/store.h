@@ -221,11 +221,25 @@ bool store_table_commits(struct store *s, const struct ns_ident *ns, const char 
 			 struct commit_row **rows, size_t *count, bool *more,
 			 struct floe_error *err) FLOE_WUR;
 
-/* Sets *landed when the commit_log holds version `version` of table
- * table_uuid with metadata_location: that commit took effect. */
-bool store_commit_landed(struct store *s, const char *table_uuid, long long version,
-			 const char *metadata_location, bool *landed,
-			 struct floe_error *err) FLOE_WUR;
+/* What became of a commit whose answer was lost. */
+enum store_commit_fate {
+	STORE_COMMIT_LANDED,   /* it took effect */
+	STORE_COMMIT_ABORTED,  /* proved not to: its transaction rolled back */
+	STORE_COMMIT_PENDING,  /* its transaction is still in progress: a COMMIT
+				 waiting (on a synchronous standby, say) may
+				 yet take effect */
+	STORE_COMMIT_UNPROVED, /* the database cannot tell (no xid, or one so
+				  old its status is gone) and the commit_log
+				  does not hold it */
+};
+
+/* Asks, on s (a fresh session), what became of transaction xid (from
+ * store_xact_id; "" or NULL: unknown), which was to write version
+ * `version` of table table_uuid at metadata_location: pg_xact_status
+ * decides, and the commit_log when it cannot. Into *fate. */
+bool store_commit_landed(struct store *s, const char *xid, const char *table_uuid,
+			 long long version, const char *metadata_location,
+			 enum store_commit_fate *fate, struct floe_error *err) FLOE_WUR;
 
 /* Names another table (in *other, caller frees; NULL if none) whose
  * location equals, contains or lies inside location (canonical), counting
@@ -436,7 +450,16 @@ bool store_purge_list(struct store *s, int limit, struct purge_row **rows, size_
 /* --- transactions --- */
 
 bool store_begin(struct store *s, struct floe_error *err) FLOE_WUR;
+/* Commits the open transaction, having learnt its xid first (one more
+ * round trip unless a statement of the transaction returned it). A COMMIT
+ * whose answer is lost is FE_COMMIT_STATE_UNKNOWN with FO_UNKNOWN: settle
+ * it with store_xact_id and store_commit_landed. */
 bool store_commit(struct store *s, struct floe_error *err) FLOE_WUR;
+
+/* Writes into xid (len bytes; 24 suffice) the transaction id (xid8, full
+ * 64 bits, as text) of the transaction last committed or sent COMMIT on
+ * s; "" when it wrote nothing. Read it before anything else runs on s. */
+void store_xact_id(const struct store *s, char *xid, size_t len);
 /* Rolls back; never fails (a broken connection is reset later). */
 void store_rollback(struct store *s);
 
@@ -444,10 +467,11 @@ void store_rollback(struct store *s);
 
 /*
  * Claims key for a request (route says which) on behalf of owner (a token
- * unique to this request) for lease_s seconds. Returns true with *claimed
+ * unique to this request) for lease_s seconds, recording s's database
+ * session (pid, backend_start) as the claimant. Returns true with *claimed
  * when this request owns it: the key is new, older than lifetime_s, or
- * its claim ran out of lease without an answer (the request that held it
- * is gone). Otherwise *other_route is set when the key was used for
+ * its claim is unanswered and either ran out of lease or names a session
+ * PostgreSQL no longer has (the floe that held it died). Otherwise *other_route is set when the key was used for
  * another route or body, else *status and *response (caller frees) hold
  * the stored answer, or *status is 0 while the first request is still
  * running.

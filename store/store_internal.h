@@ -74,6 +74,12 @@ struct store {
 	/* Whose catalog the borrower reads and writes (store_use_warehouse):
 	 * "" the default warehouse's; never NULL; borrowed. */
 	const char *warehouse;
+	/* The transaction id (xid8, as text) of the transaction last sent
+	 * COMMIT on this handle, learnt before the COMMIT went out: a
+	 * commit whose answer is lost is settled by it (store_xact_id). ""
+	 * when the transaction wrote nothing or none was begun. Kept across
+	 * store_reconnect. */
+	char xid[24];
 };
 
 /* --- connections (pool.c) --- */
@@ -99,6 +105,11 @@ PGresult *store_exec(struct store *s, const struct store_statement *st, int npar
  * in the SQL. */
 PGresult *store_exec_binary(struct store *s, const struct store_statement *st, int nparams,
 			    const char *const *params, struct floe_error *err);
+
+/* Records xid (the text of a pg_current_xact_id() a statement of the
+ * open transaction returned) as s->xid, so that store_commit need not ask
+ * for it. NULL or "" is ignored. */
+void store_note_xid(struct store *s, const char *xid);
 
 /* --- SQLSTATE classification (sqlstate.c) --- */
 

@@ -141,7 +141,7 @@ enum {
 	"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, " \
 	"  previous_location, request_id, " BY_COLUMNS ") " \
 	"SELECT id, table_uuid, version, $4, NULL, $6, " BY_VALUES " FROM ins " \
-	"RETURNING version"
+	"RETURNING version, pg_current_xact_id()::text"
 /* clang-format on */
 
 /* One statement a row, its SQL laid out as SQL. */
@@ -191,10 +191,15 @@ static const struct store_statement statements[ST_COUNT] = {
 		"INSERT INTO commit_log (table_id, table_uuid, version, metadata_location, "
 		"  previous_location, request_id, " BY_COLUMNS ") "
 		"SELECT id, table_uuid, version, $3, $5, $6, " BY_VALUES " FROM upd "
-		"RETURNING version" },
+		"RETURNING version, pg_current_xact_id()::text" },
+	/* The transaction's status first: 'committed' is final, 'aborted'
+	 * too, 'in progress' may still become either (a COMMIT waiting on
+	 * a synchronous standby is durable here but not visible yet, so the
+	 * commit_log alone would call it missing). NULL (no xid, or one
+	 * older than the status PostgreSQL keeps): the commit_log row. */
 	[ST_COMMIT_LANDED] = { "commit_landed",
-		"SELECT metadata_location FROM commit_log "
-		"WHERE table_uuid = $1::uuid AND version = $2::bigint AND metadata_location = $3" },
+		"SELECT pg_xact_status($4::xid8), EXISTS (SELECT 1 FROM commit_log "
+		"WHERE table_uuid = $1::uuid AND version = $2::bigint AND metadata_location = $3)" },
 	/* $1 is canonical, so every overlap is a prefix at a '/'. A dropped
 	 * table whose files are not purged yet still owns its location
 	 * ($3: count those too). */
@@ -582,6 +587,8 @@ static bool table_insert(struct store *s, const struct store_statement *st,
 		return false;
 	}
 	*done = PQntuples(r) == 1;
+	if (*done && PQnfields(r) > 1)
+		store_note_xid(s, PQgetvalue(r, 0, 1));
 	PQclear(r);
 	return true;
 }
@@ -683,23 +690,37 @@ bool store_table_cas(struct store *s, long long id, long long expected_version,
 		return false;
 	}
 	*won = PQntuples(r) == 1;
+	if (*won)
+		store_note_xid(s, PQgetvalue(r, 0, 1));
 	PQclear(r);
 	return true;
 }
 
-bool store_commit_landed(struct store *s, const char *table_uuid, long long version,
-			 const char *metadata_location, bool *landed, struct floe_error *err)
+bool store_commit_landed(struct store *s, const char *xid, const char *table_uuid,
+			 long long version, const char *metadata_location,
+			 enum store_commit_fate *fate, struct floe_error *err)
 {
 	char verp[32];
 	PGresult *r;
 
-	*landed = false;
+	*fate = STORE_COMMIT_UNPROVED;
 	(void)snprintf(verp, sizeof(verp), "%lld", version);
-	const char *params[3] = { table_uuid, verp, metadata_location };
-	r = store_exec(s, &statements[ST_COMMIT_LANDED], 3, params, err);
+	const char *params[4] = { table_uuid, verp, metadata_location,
+				  xid != NULL && xid[0] != '\0' ? xid : NULL };
+	r = store_exec(s, &statements[ST_COMMIT_LANDED], 4, params, err);
 	if (r == NULL)
 		return false;
-	*landed = PQntuples(r) > 0;
+	const char *status = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) ? PQgetvalue(r, 0, 0)
+									: NULL;
+	bool logged = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+	if (status == NULL) /* the status is gone or was never known */
+		*fate = logged ? STORE_COMMIT_LANDED : STORE_COMMIT_UNPROVED;
+	else if (strcmp(status, "committed") == 0)
+		*fate = STORE_COMMIT_LANDED;
+	else if (strcmp(status, "aborted") == 0)
+		*fate = STORE_COMMIT_ABORTED;
+	else
+		*fate = STORE_COMMIT_PENDING;
 	PQclear(r);
 	return true;
 }

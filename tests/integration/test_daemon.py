@@ -435,7 +435,7 @@ def test_shutdown_under_load(postgres, floe_factory):
     threads = [threading.Thread(target=client) for _ in range(4)]
     for t in threads:
         t.start()
-    time.sleep(1.0)
+    assert wait_until(lambda: completed[0] >= 4, 20), "no answer before the stop"
     code = f.stop(signal.SIGTERM, timeout=20)
     stop.set()
     for t in threads:
@@ -503,6 +503,9 @@ def test_sigterm_under_keepalive_commit_load_exits_0_in_bounded_time(postgres, f
     for t in threads:
         t.start()
     try:
+        # Steady load first: every client connected and answered at least
+        # once (a connection still in the listen backlog when the socket
+        # closes is reset by the kernel).
         time.sleep(2.0)
         t0 = time.monotonic()
         code = f.stop(signal.SIGTERM, timeout=45)
@@ -545,9 +548,15 @@ def test_sigterm_with_commits_stuck_and_queued_answers_each_and_exits_0(postgres
         lock.execute("SELECT id FROM tables WHERE name = 't' FOR UPDATE")
         with concurrent.futures.ThreadPoolExecutor(3) as ex:
             running = ex.submit(commit, 0)
-            time.sleep(0.7)
+            # The first commit waits on the row lock; the next two wait in
+            # the commit queue behind it (one commit thread).
+            with psycopg.connect(url, autocommit=True) as watch:
+                assert wait_until(lambda: watch.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'floe' "
+                    "AND wait_event_type = 'Lock'").fetchone()[0] == 1, 20)
             queued = [ex.submit(commit, i) for i in (1, 2)]
-            time.sleep(0.7)
+            assert wait_until(lambda: 'floe_queue_depth{queue="commit"} 2' in requests.get(
+                f.url + "/metrics", timeout=10).text, 20)
             t0 = time.monotonic()
             code = f.stop(signal.SIGTERM, timeout=30)
             elapsed = time.monotonic() - t0

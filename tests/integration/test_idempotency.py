@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import uuid
 
-from conftest import TableHandle, assert_error, assert_ok_json, ns_path
+from conftest import TableHandle, assert_error, assert_ok_json, describe, ns_path
 
 
 def key() -> str:
@@ -158,6 +158,13 @@ def fast_commits(psql_bin, url):
     psql(psql_bin, url, "DROP TRIGGER IF EXISTS floe_test_slow ON commit_log")
 
 
+def expired_claims(psql_bin, url) -> int:
+    """Claims still running (status 0) whose lease has run out, by the
+    database's clock: the moment a retry may take the key over."""
+    return int(psql(psql_bin, url, "SELECT count(*) FROM idempotency_keys "
+                    "WHERE status = 0 AND lease_until < now()"))
+
+
 def sleeping_commits(psql_bin, url) -> int:
     return int(psql(psql_bin, url, "SELECT count(*) FROM pg_stat_activity "
                     "WHERE application_name = 'floe' AND wait_event = 'PgSleep'"))
@@ -248,7 +255,7 @@ def test_a_retry_that_outlives_the_lease_runs_instead_of_the_first(postgres, flo
     try:
         first.start()
         assert wait_until(lambda: sleeping_commits(psql_bin, url) > 0, 10)
-        time.sleep(1.5)
+        assert wait_until(lambda: expired_claims(psql_bin, url) == 1, 10, 0.02)
         retry = first.send()
         first.thread.join(30)
     finally:
@@ -263,11 +270,14 @@ def test_a_retry_that_outlives_the_lease_runs_instead_of_the_first(postgres, flo
 
 def test_keyed_commit_after_a_crash_is_settled_before_it_runs_again(postgres, floe_factory, uniq,
                                                                     psql_bin):
-    """floe dies (SIGKILL) in the middle of a keyed commit. Another floe on
-    the same database answers the retry 503 while the claim's lease lasts,
-    then runs the commit exactly once, and replays that answer."""
+    """floe dies (SIGKILL) in the middle of a keyed commit. The database
+    session that claimed the key ended with it, so another floe on the same
+    database runs the retry without waiting out the claim's lease: the
+    retry waits for the orphaned backend's row lock, whose transaction
+    never commits (its client is gone), commits exactly once, and that
+    answer is replayed."""
     url = postgres.new_database()
-    env = {"FLOE_DATABASE_URL": url, "FLOE_IDEMPOTENCY_LEASE_SECONDS": "3"}
+    env = {"FLOE_DATABASE_URL": url}
     f1 = floe_factory(env=env)
     t = new_table(f1, uniq)
     slow_commits(psql_bin, url, t, 2)
@@ -278,17 +288,57 @@ def test_keyed_commit_after_a_crash_is_settled_before_it_runs_again(postgres, fl
         f2 = floe_factory(env=env)
         retry = KeyedCommit(f2, TableHandle(f2, t.namespace, t.name))
         retry.key, retry.body = first.key, first.body
-        assert_error(retry.send(), 503, "ServiceUnavailableException")
-        # The orphaned backend finishes its statement and then finds its
-        # client gone: the transaction never commits.
-        wait_until(lambda: sleeping_commits(psql_bin, url) == 0, 10)
-        time.sleep(3.2)
-        fast_commits(psql_bin, url)
         r = retry.send()
-        assert r.status_code == 200, r.text
+        assert r.status_code == 200, describe(r)
+        assert r.headers.get("Idempotency-Replayed") is None
         assert retry.table.head() == first.snapshot_id
         assert len(retry.table.metadata()["snapshots"]) == 1
         again = retry.send()
         assert again.status_code == 200 and again.json() == r.json()
+        assert again.headers.get("Idempotency-Replayed") == "true"
     finally:
         fast_commits(psql_bin, url)
+
+def floe_sessions(psql_bin, url) -> set:
+    return set(psql(psql_bin, url, "SELECT pid FROM pg_stat_activity "
+                    "WHERE application_name = 'floe'").split())
+
+
+def test_a_retry_of_a_killed_replicas_commit_runs_at_once(postgres, floe_factory, uniq, psql_bin):
+    """A replica claims a key and is killed (SIGKILL) while its commit waits
+    on a row lock. Once PostgreSQL has ended that replica's sessions, the
+    claim's owner is known dead: a retry on the other replica runs the
+    commit at once instead of being told "still running" for the whole
+    lease (120 s by default), commits it once, and replays its answer."""
+    url = postgres.new_database()
+    fa = floe_factory(env={"FLOE_DATABASE_URL": url})
+    t = new_table(fa, uniq)
+    before_b = floe_sessions(psql_bin, url)
+    fb = floe_factory(env={"FLOE_DATABASE_URL": url})
+    tb = TableHandle(fb, t.namespace, t.name)
+    lock = postgres.connect(url.rsplit("/", 1)[1])
+    try:
+        lock.execute("BEGIN")
+        lock.execute("SELECT 1 FROM tables WHERE name = %s FOR UPDATE", (t.name,))
+        first = KeyedCommit(fb, tb).start()
+        assert wait_until(lambda: psql(psql_bin, url, (
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'floe' "
+            "AND wait_event_type = 'Lock'")) == "1", 10), "the commit never waited on the lock"
+        b_sessions = floe_sessions(psql_bin, url) - before_b
+        fb.kill()
+        # Its blocked session ends as soon as it finds its client gone.
+        lock.execute("ROLLBACK")
+        assert wait_until(lambda: not (floe_sessions(psql_bin, url) & b_sessions), 10), \
+            "the killed replica's sessions stayed"
+    finally:
+        lock.close()
+    retry = KeyedCommit(fa, t)
+    retry.key, retry.body = first.key, first.body
+    r = retry.send()
+    assert r.status_code == 200, describe(r)
+    assert r.headers.get("Idempotency-Replayed") is None
+    assert t.head() == first.snapshot_id
+    assert len(t.metadata()["snapshots"]) == 1
+    again = retry.send()
+    assert again.status_code == 200 and again.headers.get("Idempotency-Replayed") == "true"
+    assert again.json() == r.json()

@@ -328,7 +328,7 @@ def test_concurrent_nested_creates_one_wins(postgres, floe_factory):
             for r in results:
                 if r.status_code != 200:
                     if same_name:
-                        assert r.status_code in (400, 409), describe(r)
+                        assert r.status_code == 409, describe(r)
                         assert_error(r, r.status_code,
                                      "BadRequestException" if r.status_code == 400 else "AlreadyExistsException")
                     else:

@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from conftest import (TableHandle, assert_error, database_url, describe, ns_path,
+from conftest import (TableHandle, assert_error, assert_ok_json, database_url, describe, ns_path,
                       wait_until)
 
 
@@ -41,6 +41,19 @@ CREATE OR REPLACE FUNCTION floe_test_slow_commit() RETURNS trigger
 LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(30); RETURN NEW; END $$;
 DROP TRIGGER IF EXISTS floe_test_slow ON commit_log;
 CREATE TRIGGER floe_test_slow AFTER INSERT ON commit_log FOR EACH ROW
+  WHEN (NEW.table_uuid = '{uuid}' AND NEW.version > 1)
+  EXECUTE FUNCTION floe_test_slow_commit();
+"""
+
+# The same sleep at COMMIT: a deferred constraint trigger runs when the
+# transaction commits, so the backend is killed while the COMMIT is in
+# flight.
+SLOW_COMMIT_TRIGGER = """
+CREATE OR REPLACE FUNCTION floe_test_slow_commit() RETURNS trigger
+LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(30); RETURN NEW; END $$;
+DROP TRIGGER IF EXISTS floe_test_slow ON commit_log;
+CREATE CONSTRAINT TRIGGER floe_test_slow AFTER INSERT ON commit_log
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
   WHEN (NEW.table_uuid = '{uuid}' AND NEW.version > 1)
   EXECUTE FUNCTION floe_test_slow_commit();
 """
@@ -79,21 +92,22 @@ def table(fresh_floe, uniq):
 
 
 def test_connection_lost_during_single_commit_is_settled_not_unknown(fresh_floe, table, psql_bin):
-    """The CAS statement runs on its own: when its connection breaks, floe
-    asks the commit log once the database answers and tells the truth."""
+    """The connection breaks while the COMMIT of the swap's transaction is
+    in flight: floe asks PostgreSQL, once it answers, whether that
+    transaction (by its xid) committed, and tells the truth."""
     url = database_url(fresh_floe)
     meta = table.metadata()
     uuid = meta["table-uuid"]
     before_files = metadata_files(table)
     before_head = table.head()
-    psql(psql_bin, url, SLOW_TRIGGER.format(uuid=uuid))
+    psql(psql_bin, url, SLOW_COMMIT_TRIGGER.format(uuid=uuid))
     try:
         sid, updates = table.snapshot_updates()
         r = break_connection_during(psql_bin, url, lambda: table.commit(updates))
     finally:
         psql(psql_bin, url, "DROP TRIGGER IF EXISTS floe_test_slow ON commit_log")
-    # The statement was aborted with its backend: nothing landed, floe knows
-    # it, and says so with 503 (not 500 "unknown", not 409 "refused").
+    # The transaction was aborted with its backend: nothing landed, floe
+    # knows it, and says so with 503 (not 500 "unknown", not 409 "refused").
     assert_error(r, 503, "ServiceUnavailableException")
     assert r.headers.get("Retry-After"), describe(r)
     assert table.head() == before_head
@@ -297,7 +311,7 @@ def test_unknown_outcome_is_settled_later_once_the_database_is_back(
     t = TableHandle(f, [uniq], "t")
     t.create()
     head_files = metadata_files(t)
-    psql(psql_bin, url, SLOW_TRIGGER.format(uuid=t.metadata()["table-uuid"]).replace(
+    psql(psql_bin, url, SLOW_COMMIT_TRIGGER.format(uuid=t.metadata()["table-uuid"]).replace(
         "NEW.version > 1", "NEW.version > 0"))
     postmaster = int((dedicated_postgres.data_dir / "postmaster.pid").read_text().split()[0])
     _, updates = t.snapshot_updates()
@@ -338,7 +352,7 @@ def test_a_row_without_a_metadata_location_does_not_crash_floe(fresh_floe, table
     assert_error(fresh_floe.get(table.url), 500, "InternalServerError")
     assert fresh_floe.get("/health").status_code == 200
     r = table.commit([{"action": "set-properties", "updates": {"a": "b"}}])
-    assert r.status_code in (200, 503), describe(r)
+    assert r.status_code == 200, describe(r)
     assert fresh_floe.get("/health").status_code == 200
 
 
@@ -373,3 +387,93 @@ def test_connection_lost_during_a_view_commit_is_settled_not_unknown(fresh_floe,
     r = f.post(view_url, json=change)
     assert r.status_code == 200, r.text
     assert r.json()["metadata"]["properties"]["k"] == "v"
+
+
+def stall_commits(psql_bin, pg, on: bool):
+    """Makes every COMMIT of a synchronous_commit=on session wait for a
+    synchronous standby that never comes (on), or lets them through: the
+    waiting COMMITs are durable here, invisible to other sessions until
+    released."""
+    admin = pg.url("postgres")
+    if on:
+        psql(psql_bin, admin, "ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
+    else:
+        psql(psql_bin, admin, "ALTER SYSTEM RESET synchronous_standby_names")
+    psql(psql_bin, admin, "SELECT pg_reload_conf()")
+    want = "nobody" if on else ""
+    assert wait_until(lambda: psql(psql_bin, admin, "SHOW synchronous_standby_names") == want,
+                      10, 0.1)
+
+
+UNKNOWN_BODY_MESSAGE = ("The database connection broke during the commit; "
+                        "its outcome is unknown")
+
+
+def test_a_commit_waiting_on_a_synchronous_standby_is_unknown_and_keeps_its_file(
+        dedicated_postgres, floe_factory, uniq, psql_bin):
+    """With a synchronous standby that stalls, a COMMIT is durable on the
+    primary but invisible until the standby answers. floe's deadline
+    passes first: a fresh session finds no commit_log row, yet the commit
+    has not failed. A table commit, a createTable and a view commit are
+    each answered 500 CommitStateUnknownException and keep their metadata
+    file; the janitor leaves the files while the transactions are in
+    progress and, once the standby is given up, finds that they landed:
+    every change is there and every current metadata file exists."""
+    url = dedicated_postgres.new_database()
+    dbname = url.rsplit("/", 1)[1]
+    # The cluster runs with synchronous_commit=off; floe's database waits.
+    psql(psql_bin, dedicated_postgres.url("postgres"),
+         f'ALTER DATABASE "{dbname}" SET synchronous_commit = on')
+    f = floe_factory(env={"FLOE_DATABASE_URL": url, "FLOE_DB_STATEMENT_TIMEOUT_MS": "1000",
+                          "FLOE_JANITOR_INTERVAL_SECONDS": "1"})
+    f.create_namespace([uniq])
+    t = TableHandle(f, [uniq], "t")
+    t.create()
+    t.add_snapshot()
+    view = {"name": "v", "schema": {"type": "struct", "schema-id": 0, "fields": [
+        {"id": 1, "name": "id", "type": "long", "required": False}]},
+        "view-version": {"version-id": 1, "timestamp-ms": 0, "schema-id": 0, "summary": {},
+                         "default-namespace": [uniq],
+                         "representations": [{"type": "sql", "sql": "SELECT 1",
+                                              "dialect": "spark"}]}}
+    view_url = f"/v1/namespaces/{ns_path([uniq])}/views/v"
+    assert f.post(f"/v1/namespaces/{ns_path([uniq])}/views", json=view).status_code == 200
+    sid, updates = t.snapshot_updates()
+    created = TableHandle(f, [uniq], "c")
+
+    stall_commits(psql_bin, dedicated_postgres, True)
+    try:
+        answers = [
+            t.commit(updates),
+            f.post(f"{t.ns_url}/tables", json={"name": "c", "schema": TableHandle.SCHEMA},
+                   timeout=60),
+            f.post(view_url, json={"requirements": [], "updates": [
+                {"action": "set-properties", "updates": {"owner": "ana"}}]}, timeout=60),
+        ]
+        for r in answers:
+            err = assert_error(r, 500, "CommitStateUnknownException")
+            assert r.json() == {"error": {"message": UNKNOWN_BODY_MESSAGE,
+                                          "type": "CommitStateUnknownException", "code": 500}}
+            assert err["message"] == UNKNOWN_BODY_MESSAGE
+        # The janitor asks while the commits wait, and deletes nothing.
+        assert wait_until(lambda: f.log().count("is still in progress; asking again") >= 3,
+                          20, 0.2), f.log_tail()
+        assert "did not land" not in f.log()
+        assert psql(psql_bin, url, "SELECT count(*) FROM commit_log") == "3"
+    finally:
+        stall_commits(psql_bin, dedicated_postgres, False)
+
+    assert wait_until(lambda: f.log().count("landed (its client was told the outcome is unknown)")
+                      >= 3, 30, 0.2), f.log_tail()
+    assert "did not land" not in f.log()
+    loaded = t.load()
+    assert loaded["metadata"]["refs"]["main"]["snapshot-id"] == sid
+    assert local_path(loaded["metadata-location"]).is_file()
+    assert "/00002-" in loaded["metadata-location"]
+    c = created.load()
+    assert local_path(c["metadata-location"]).is_file()
+    v = assert_ok_json(f.get(view_url))
+    assert v["metadata"]["properties"]["owner"] == "ana"
+    assert local_path(v["metadata-location"]).is_file()
+    # Committing goes on from the file that landed.
+    t.add_snapshot()

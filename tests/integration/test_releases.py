@@ -24,6 +24,7 @@ from conftest import (
     describe,
     make_shared_tmpdir,
     register_hook,
+    wait_until,
 )
 from webhook import PASS, Reply
 
@@ -479,8 +480,8 @@ def test_a_crash_inside_the_publish_transaction_moves_every_member_or_none(postg
             th = _publish_in_background(f, rel["id"])
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
-                held = conn.execute("SELECT count(*) FROM pg_stat_activity "
-                                    "WHERE wait_event = 'PgSleep'").fetchone()[0]
+                held = [row[0] for row in conn.execute("SELECT pid FROM pg_stat_activity "
+                                                        "WHERE wait_event = 'PgSleep'")]
                 if held:
                     break
                 time.sleep(0.05)
@@ -488,7 +489,11 @@ def test_a_crash_inside_the_publish_transaction_moves_every_member_or_none(postg
             f.proc.kill()
             f.proc.wait(10)
             th.join(10)
-            time.sleep(6)  # the held backend finds its client gone
+            # The held backend wakes, finds its client gone and leaves
+            # without committing: wait for exactly that.
+            assert wait_until(lambda: conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)",
+                (held,)).fetchone()[0] == 0, 20), "the held backend never left"
             conn.execute("DROP TRIGGER test_hold ON releases")
         g = floe_factory(env={"FLOE_DATABASE_URL": db}, workdir=workdir)
         daemons.append(g)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "fakes.h"
 #include "table.h"
 #include "unsettled.h"
@@ -30,6 +31,8 @@ static json_t *body;
 
 static void setup(void)
 {
+	/* Settle waits and backoffs pass on a virtual clock, in no time. */
+	clock_use_virtual(0);
 	cr_assert(fake_start(&env, &ns));
 	floe_error_clear(&err);
 	json_decref(fake_new_table("db.t", LOC_T));
@@ -42,6 +45,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+	clock_use_real();
 	json_decref(body);
 	ident_ns_clear(&ns);
 }
@@ -210,9 +214,11 @@ Test(commit, connection_lost_before_the_swap_is_a_known_failure)
 	cr_assert_eq(fake_store_version("db.t"), 1);
 }
 
-Test(commit, swap_lost_in_flight_but_landed_answers_success)
+/* The swap runs in a transaction of its own; its COMMIT is what can be
+ * lost in flight. */
+Test(commit, commit_lost_in_flight_but_landed_answers_success)
 {
-	fake_fail("store_table_cas", 1, fake_commit_unknown(), true);
+	fake_fail("store_commit", 1, fake_commit_unknown(), true);
 	json_t *r = commit();
 	cr_assert_not_null(r, "%s", err.message);
 	cr_assert_eq(err.kind, FE_NONE);
@@ -225,9 +231,9 @@ Test(commit, swap_lost_in_flight_but_landed_answers_success)
 	json_decref(r);
 }
 
-Test(commit, swap_lost_in_flight_and_not_landed_answers_failed)
+Test(commit, commit_lost_in_flight_and_aborted_answers_failed)
 {
-	fake_fail("store_table_cas", 1, fake_commit_unknown(), false);
+	fake_fail("store_commit", 1, fake_commit_unknown(), false);
 	cr_assert_null(commit());
 	assert_unavailable(NOT_LANDED);
 	cr_assert_eq(fake_fileio_removed(), 1);
@@ -236,19 +242,41 @@ Test(commit, swap_lost_in_flight_and_not_landed_answers_failed)
 	cr_assert_eq(fake_calls("store_table_cas"), 1);
 }
 
-Test(commit, swap_lost_in_flight_and_database_gone_answers_unknown, .timeout = 40)
+/* A COMMIT waiting on a synchronous standby is durable but not visible:
+ * its transaction is in progress. Unknown, and the file stays. */
+Test(commit, commit_lost_in_flight_and_still_in_progress_answers_unknown)
+{
+	struct unsettled *u = unsettled_new();
+	int seen = 0;
+
+	env.unsettled = u;
+	fake_store_commit_pending(true);
+	fake_fail("store_commit", 1, fake_commit_unknown(), false);
+	cr_assert_null(commit());
+	assert_unknown(UNKNOWN);
+	cr_assert_eq(fake_fileio_removed(), 0);
+	cr_assert_eq(fake_calls("store_commit_landed"), 1);
+	cr_assert_eq(fake_calls("store_table_cas"), 1);
+	unsettled_drain(u, count_unsettled, &seen);
+	cr_assert_eq(seen, 1);
+	unsettled_free(&u);
+}
+
+Test(commit, commit_lost_in_flight_and_database_gone_answers_unknown)
 {
 	struct unsettled *u = unsettled_new();
 	int seen = 0;
 
 	env.unsettled = u;
 	fake_store_stay_away(true);
-	fake_fail("store_table_cas", 1, fake_commit_unknown(), false);
+	fake_fail("store_commit", 1, fake_commit_unknown(), false);
 	cr_assert_null(commit());
 	assert_unknown(UNKNOWN);
 	/* The client may find the commit landed later: its file stays. */
 	cr_assert_eq(fake_fileio_removed(), 0);
 	cr_assert(fake_calls("store_reconnect") > 1);
+	/* It waited the whole settle window (10 s) for the database. */
+	cr_assert_geq(clock_virtual_slept_ms(), 10000);
 	/* ... and the janitor is asked to settle it. */
 	unsettled_drain(u, count_unsettled, &seen);
 	cr_assert_eq(seen, 1);
@@ -321,7 +349,7 @@ Test(commit, keyed_commit_lost_after_commit_not_landed_answers_failed)
 	cr_assert_eq(fake_store_version("db.t"), 1);
 }
 
-Test(commit, keyed_commit_lost_and_database_gone_answers_unknown, .timeout = 40)
+Test(commit, keyed_commit_lost_and_database_gone_answers_unknown)
 {
 	keyed();
 	fake_store_stay_away(true);
@@ -329,6 +357,8 @@ Test(commit, keyed_commit_lost_and_database_gone_answers_unknown, .timeout = 40)
 	cr_assert_null(commit());
 	assert_unknown(UNKNOWN);
 	cr_assert_eq(fake_fileio_removed(), 0);
+	/* It waited the whole settle window (10 s) for the database. */
+	cr_assert_geq(clock_virtual_slept_ms(), 10000);
 }
 
 Test(commit, keyed_serialization_failure_at_commit_is_retried)
@@ -444,7 +474,17 @@ Test(transaction, commit_lost_after_commit_not_landed_answers_failed)
 	assert_untouched();
 }
 
-Test(transaction, commit_lost_and_database_gone_answers_unknown, .timeout = 40)
+Test(transaction, commit_lost_and_still_in_progress_answers_unknown)
+{
+	fake_store_commit_pending(true);
+	fake_fail("store_commit", 1, fake_commit_unknown(), false);
+	cr_assert_not(transaction());
+	assert_unknown(UNKNOWN);
+	cr_assert_eq(fake_fileio_removed(), 0);
+	cr_assert_eq(fake_calls("store_begin"), 1);
+}
+
+Test(transaction, commit_lost_and_database_gone_answers_unknown)
 {
 	fake_store_stay_away(true);
 	fake_fail("store_commit", 1, fake_commit_unknown(), false);
@@ -453,6 +493,8 @@ Test(transaction, commit_lost_and_database_gone_answers_unknown, .timeout = 40)
 	/* Unknown: every file is kept, and nothing is retried. */
 	cr_assert_eq(fake_fileio_removed(), 0);
 	cr_assert_eq(fake_calls("store_begin"), 1);
+	/* It waited the whole settle window (10 s) for the database. */
+	cr_assert_geq(clock_virtual_slept_ms(), 10000);
 }
 
 Test(transaction, serialization_failure_at_commit_is_retried)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "fakes.h"
 #include "hooksecrets.h"
 #include "tablemeta.h"
@@ -38,6 +39,8 @@ static void other_writer(json_t *updates /* stolen */)
 
 static void setup(void)
 {
+	/* Settle waits and backoffs pass on a virtual clock, in no time. */
+	clock_use_virtual(0);
 	cr_assert(fake_start(&env, &ns));
 	floe_error_clear(&err);
 	/* main at snapshot 1; the run's branch "audit" one snapshot ahead. */
@@ -51,6 +54,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+	clock_use_real();
 	ident_ns_clear(&ns);
 }
 
@@ -188,7 +192,7 @@ Test(publish, commit_lost_after_commit_not_landed_fails_the_audit)
 	cr_assert_eq(fake_store_events("wap.audit-failed"), 1);
 }
 
-Test(publish, commit_lost_and_database_gone_answers_unknown, .timeout = 40)
+Test(publish, commit_lost_and_database_gone_answers_unknown)
 {
 	fake_fail("store_commit", 3, fake_commit_unknown(), false);
 	fake_store_stay_away(true);
@@ -199,6 +203,8 @@ Test(publish, commit_lost_and_database_gone_answers_unknown, .timeout = 40)
 	/* Unknown: the file is kept and the run is left to its lease. */
 	cr_assert_eq(fake_fileio_removed(), 0);
 	assert_run_state("auditing");
+	/* It waited the whole settle window (10 s) for the database. */
+	cr_assert_geq(clock_virtual_slept_ms(), 10000);
 }
 
 Test(publish, landed_but_not_read_back_answers_published)

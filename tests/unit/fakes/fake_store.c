@@ -33,6 +33,7 @@ static json_t *hooks;
 static int cas_lose_from, cas_lose_to; /* call numbers [from, to) */
 static int idem_taken;
 static bool away;
+static bool pending;
 static long long next_id;
 static int other_files;
 
@@ -48,6 +49,7 @@ void fake_store_reset(void)
 	cas_lose_from = cas_lose_to = 0;
 	idem_taken = 0;
 	away = false;
+	pending = false;
 	next_id = 1;
 	other_files = 0;
 }
@@ -196,6 +198,17 @@ void fake_store_stay_away(bool stay)
 	away = stay;
 }
 
+void fake_store_commit_pending(bool p)
+{
+	pending = p;
+}
+
+void store_xact_id(const struct store *s, char *xid, size_t len)
+{
+	(void)s;
+	(void)snprintf(xid, len, "%s", "4242");
+}
+
 void fake_store_idem_taken(int n)
 {
 	idem_taken = n;
@@ -338,21 +351,23 @@ bool store_reconnect(struct store *s, struct floe_error *err)
 	return true;
 }
 
-bool store_commit_landed(struct store *s, const char *table_uuid, long long version,
-			 const char *metadata_location, bool *landed, struct floe_error *err)
+bool store_commit_landed(struct store *s, const char *xid, const char *table_uuid,
+			 long long version, const char *metadata_location,
+			 enum store_commit_fate *fate, struct floe_error *err)
 {
 	size_t i;
 	json_t *row;
 
 	(void)s;
-	*landed = false;
+	(void)xid;
+	*fate = pending ? STORE_COMMIT_PENDING : STORE_COMMIT_ABORTED;
 	if (fake_fault_due("store_commit_landed", err, NULL))
 		return false;
 	json_array_foreach(json_object_get(state, "log"), i, row) {
 		if (strcmp(json_string_value(json_array_get(row, 0)), table_uuid) == 0 &&
 		    json_integer_value(json_array_get(row, 1)) == version &&
 		    strcmp(json_string_value(json_array_get(row, 2)), metadata_location) == 0)
-			*landed = true;
+			*fate = STORE_COMMIT_LANDED;
 	}
 	return true;
 }

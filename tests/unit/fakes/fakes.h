@@ -84,6 +84,11 @@ void fake_store_other_commit(const char *key, const json_t *m);
 /* While true, store_reconnect fails: the database stays away. */
 void fake_store_stay_away(bool away);
 
+/* While true, store_commit_landed answers that a commit not in the log is
+ * still in progress (a COMMIT waiting on a synchronous standby) rather
+ * than aborted. */
+void fake_store_commit_pending(bool pending);
+
 /* The next n store_idem_finish calls find the key claimed by a retry. */
 void fake_store_idem_taken(int n);
 
