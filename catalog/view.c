@@ -398,7 +398,8 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 		goto done;
 	/* The swap runs in a transaction of its own, so that its xid is
 	 * learnt before the COMMIT goes out (table_settle_commit); a new
-	 * location is decided in it too. */
+	 * location is decided in it too, and the answer to an
+	 * Idempotency-Key recorded. */
 	if (!store_begin(s, err)) {
 		fileio_remove(loc);
 		goto done;
