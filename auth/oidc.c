@@ -6,6 +6,7 @@
 #include "oidc.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -45,12 +46,21 @@ struct oidc {
 	char *jwks_uri;
 	char *token_endpoint;
 
-	pthread_mutex_t lock;     /* guards the three below */
+	/* The refresher: a thread of its own fetches the key set when a
+	 * request asks (wanted), so no request thread waits on the issuer
+	 * longer than OIDC_WAIT_MS. */
+	pthread_t refresher;
+	bool started;             /* the refresher runs */
+	pthread_mutex_t lock;     /* guards what follows */
 	struct oidc_keyset *keys; /* never NULL after oidc_new */
-	long long last_refresh;   /* monotonic seconds of the last unknown-kid fetch */
-	bool refreshed_once;      /* whether last_refresh counts */
-	bool refreshing;          /* a fetch is under way */
-	pthread_cond_t fetched;   /* signalled when refreshing turns false */
+	unsigned long fetches;    /* fetches ended, the initial one not counted */
+	bool last_ok;             /* whether the last fetch (or the initial one) read a set */
+	long long last_fetch_ms;  /* monotonic ms at which the last fetch ended */
+	bool wanted;              /* a request asks for a fetch */
+	bool fetching;            /* the refresher is fetching */
+	bool stopping;
+	pthread_cond_t wake;    /* the refresher waits on it */
+	pthread_cond_t fetched; /* signalled when a fetch ends */
 };
 
 /* ---- addresses ---- */
@@ -432,18 +442,82 @@ static struct oidc_keyset *oidc_fetch_keys(const struct oidc *o, struct floe_err
 
 /* ---- the issuer ---- */
 
-static long long oidc_monotonic(void)
+static long long oidc_monotonic_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec;
+	return (long long)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000L;
+}
+
+static struct timespec oidc_deadline(long long at_ms)
+{
+	struct timespec ts = { .tv_sec = (time_t)(at_ms / 1000),
+			       .tv_nsec = (long)(at_ms % 1000) * 1000000L };
+	return ts;
+}
+
+/* The refresher: one fetch each time a request asks, no sooner than
+ * OIDC_REFRESH_SECONDS after a fetch that read a set (the requests check
+ * that themselves) or OIDC_RETRY_MS after one that failed. */
+static void *oidc_refresher_main(void *arg)
+{
+	struct oidc *o = arg;
+
+	pthread_mutex_lock(&o->lock);
+	while (!o->stopping) {
+		if (!o->wanted) {
+			pthread_cond_wait(&o->wake, &o->lock);
+			continue;
+		}
+		long long due = o->last_fetch_ms + (o->last_ok ? 0 : OIDC_RETRY_MS);
+		if (oidc_monotonic_ms() < due) {
+			struct timespec until = oidc_deadline(due);
+			(void)pthread_cond_timedwait(&o->wake, &o->lock, &until);
+			continue;
+		}
+		o->wanted = false;
+		o->fetching = true;
+		pthread_mutex_unlock(&o->lock);
+		log_info("oidc", "a token names a key the set lacks: fetching %s again",
+			 o->jwks_uri);
+		struct floe_error err;
+		floe_error_clear(&err);
+		struct oidc_keyset *fresh = oidc_fetch_keys(o, &err);
+		struct oidc_keyset *old = NULL;
+		if (fresh == NULL)
+			log_warn("oidc", "cannot fetch the key set of %s: %s", o->issuer,
+				 err.message);
+		pthread_mutex_lock(&o->lock);
+		if (fresh != NULL) {
+			old = o->keys;
+			o->keys = fresh;
+		}
+		o->fetching = false;
+		o->last_ok = fresh != NULL;
+		o->last_fetch_ms = oidc_monotonic_ms();
+		o->fetches++;
+		pthread_cond_broadcast(&o->fetched);
+		pthread_mutex_unlock(&o->lock);
+		oidc_keyset_free(old);
+		pthread_mutex_lock(&o->lock);
+	}
+	pthread_mutex_unlock(&o->lock);
+	return NULL;
 }
 
 void oidc_free(struct oidc *o)
 {
 	if (o == NULL)
 		return;
+	if (o->started) {
+		pthread_mutex_lock(&o->lock);
+		o->stopping = true;
+		pthread_cond_signal(&o->wake);
+		pthread_mutex_unlock(&o->lock);
+		pthread_join(o->refresher, NULL);
+	}
+	pthread_cond_destroy(&o->wake);
 	pthread_cond_destroy(&o->fetched);
 	pthread_mutex_destroy(&o->lock);
 	oidc_keyset_free(o->keys);
@@ -491,7 +565,17 @@ struct oidc *oidc_new(const struct oidc_config *cfg, struct floe_error *err)
 		floe_err(err, FE_UNAVAILABLE, "Out of memory");
 		return NULL;
 	}
-	if (pthread_cond_init(&o->fetched, NULL) != 0) {
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	bool fetched_ok = pthread_cond_init(&o->fetched, &ca) == 0;
+	bool wake_ok = pthread_cond_init(&o->wake, &ca) == 0;
+	pthread_condattr_destroy(&ca);
+	if (!fetched_ok || !wake_ok) {
+		if (fetched_ok)
+			pthread_cond_destroy(&o->fetched);
+		if (wake_ok)
+			pthread_cond_destroy(&o->wake);
 		pthread_mutex_destroy(&o->lock);
 		free(o);
 		floe_err(err, FE_UNAVAILABLE, "Out of memory");
@@ -523,6 +607,15 @@ struct oidc *oidc_new(const struct oidc_config *cfg, struct floe_error *err)
 	o->keys = oidc_fetch_keys(o, err);
 	if (o->keys == NULL)
 		goto fail;
+	/* The set just read does not count against OIDC_REFRESH_SECONDS: the
+	 * first unknown kid fetches at once. */
+	o->last_ok = true;
+	o->last_fetch_ms = oidc_monotonic_ms() - OIDC_REFRESH_SECONDS * 1000LL;
+	if (pthread_create(&o->refresher, NULL, oidc_refresher_main, o) != 0) {
+		floe_err(err, FE_UNAVAILABLE, "Cannot start the key set refresher");
+		goto fail;
+	}
+	o->started = true;
 	log_info("oidc", "issuer %s: %zu keys from %s", o->issuer, o->keys->n, o->jwks_uri);
 	free(url);
 	free(body);
@@ -566,57 +659,45 @@ static EVP_PKEY *oidc_keyset_find(const struct oidc_keyset *ks, const char *kid,
 	return found->key;
 }
 
-/* Looks kid up, fetching the key set again when it is unknown and the
- * last such fetch is OIDC_REFRESH_SECONDS old. NULL with *fetch_failed
- * when a fetch was made and failed (err filled). */
-static EVP_PKEY *oidc_key_for(struct oidc *o, const char *kid, enum jwt_alg alg, bool *fetch_failed,
+/*
+ * Looks kid up. When the set lacks it, asks the refresher for a fetch and
+ * waits for it at most OIDC_WAIT_MS, unless a fetch that read a set ended
+ * less than OIDC_REFRESH_SECONDS ago (the set is current: the kid is
+ * unknown). NULL with *undecided (err filled, FE_UNAVAILABLE) when the key
+ * set could not be fetched, or not in time: whether the key is the
+ * issuer's cannot be told, which is neither a yes nor a no.
+ */
+static EVP_PKEY *oidc_key_for(struct oidc *o, const char *kid, enum jwt_alg alg, bool *undecided,
 			      struct floe_error *err)
 {
 	EVP_PKEY *key = NULL;
-	struct oidc_keyset *fresh = NULL;
-	struct oidc_keyset *old = NULL;
-	long long mono = oidc_monotonic();
-	bool fetch = false;
 
-	*fetch_failed = false;
+	*undecided = false;
 	pthread_mutex_lock(&o->lock);
 	key = oidc_keyset_find(o->keys, kid, alg);
-	if (key == NULL && o->refreshing) {
-		/* Another token's unknown kid is being fetched (a rotation
-		 * seen by many requests at once): its answer is this one's. The
-		 * fetch is bounded by its timeout. */
-		while (o->refreshing)
-			pthread_cond_wait(&o->fetched, &o->lock);
-		key = oidc_keyset_find(o->keys, kid, alg);
+	long long now = oidc_monotonic_ms();
+	if (key != NULL || (o->last_ok && now - o->last_fetch_ms < OIDC_REFRESH_SECONDS * 1000LL)) {
 		pthread_mutex_unlock(&o->lock);
 		return key;
 	}
-	if (key == NULL && (!o->refreshed_once || mono - o->last_refresh >= OIDC_REFRESH_SECONDS)) {
-		o->refreshing = true;
-		o->refreshed_once = true;
-		o->last_refresh = mono;
-		fetch = true;
+	/* A fetch already under way counts: a rotation seen by many requests
+	 * at once costs one fetch. */
+	unsigned long seen = o->fetches;
+	if (!o->fetching) {
+		o->wanted = true;
+		pthread_cond_signal(&o->wake);
 	}
-	pthread_mutex_unlock(&o->lock);
-	if (!fetch)
-		return key;
-
-	log_info("oidc", "a token names the unknown key '%.100s': fetching %s again",
-		 kid != NULL ? kid : "(none)", o->jwks_uri);
-	fresh = oidc_fetch_keys(o, err);
-	pthread_mutex_lock(&o->lock);
-	o->refreshing = false;
-	pthread_cond_broadcast(&o->fetched);
-	if (fresh != NULL) {
-		old = o->keys;
-		o->keys = fresh;
-		key = oidc_keyset_find(o->keys, kid, alg);
+	struct timespec until = oidc_deadline(now + OIDC_WAIT_MS);
+	while (o->fetches == seen && !o->stopping) {
+		if (pthread_cond_timedwait(&o->fetched, &o->lock, &until) == ETIMEDOUT)
+			break;
 	}
+	key = oidc_keyset_find(o->keys, kid, alg);
+	bool decided = o->fetches != seen && o->last_ok;
 	pthread_mutex_unlock(&o->lock);
-	oidc_keyset_free(old);
-	if (fresh == NULL) {
-		*fetch_failed = true;
-		floe_err(err, FE_NOT_AUTHORIZED, "The token issuer's keys could not be fetched");
+	if (key == NULL && !decided) {
+		*undecided = true;
+		floe_err(err, FE_UNAVAILABLE, "The token issuer's keys could not be fetched");
 	}
 	return key;
 }
@@ -626,7 +707,7 @@ enum jwt_status oidc_verify(struct oidc *o, const char *token, size_t len, long 
 {
 	struct jwt *jwt = NULL;
 	EVP_PKEY *key = NULL;
-	bool fetch_failed = false;
+	bool undecided = false;
 	enum jwt_status st;
 	struct jwt_expect want = { .issuer = o->issuer,
 				   .audience = o->audience,
@@ -636,9 +717,9 @@ enum jwt_status oidc_verify(struct oidc *o, const char *token, size_t len, long 
 	st = jwt_parse(token, len, &jwt);
 	if (st != JWT_OK)
 		goto done;
-	key = oidc_key_for(o, jwt->kid, jwt->alg, &fetch_failed, err);
+	key = oidc_key_for(o, jwt->kid, jwt->alg, &undecided, err);
 	if (key == NULL) {
-		st = fetch_failed ? JWT_OK : JWT_UNKNOWN_KEY;
+		st = undecided ? JWT_OK : JWT_UNKNOWN_KEY;
 		goto done;
 	}
 	st = jwt_verify(jwt, key);

@@ -22,8 +22,13 @@
 #define OIDC_DOC_MAX 65536
 /* The most members a key set may have. */
 #define OIDC_KEYS_MAX 32
-/* A key set is fetched again for an unknown kid at most this often. */
+/* A key set is fetched again for an unknown kid at most this often... */
 #define OIDC_REFRESH_SECONDS 30
+/* ...or, after a fetch that failed, this often (ms). */
+#define OIDC_RETRY_MS 1000
+/* How long a token with a kid the set lacks waits for the refresher's
+ * fetch, in ms; then it is answered as undecided. */
+#define OIDC_WAIT_MS 2000
 /* The longest principal name and role name, in bytes, and the most roles. */
 #define OIDC_NAME_MAX 255
 #define OIDC_ROLES_MAX 32
@@ -56,17 +61,21 @@ struct oidc *oidc_new(const struct oidc_config *cfg, struct floe_error *err) FLO
  * Verifies an issuer token of len bytes at time now (seconds since the
  * epoch): jwt_parse, the key by its kid and algorithm (a token without
  * kid takes the set's only key of its algorithm), the signature, then
- * iss, aud, exp and nbf (jwt_check_claims). A kid the set lacks fetches
- * the key set again, at most once every OIDC_REFRESH_SECONDS for the
- * whole issuer; meanwhile such a token is JWT_UNKNOWN_KEY. Thread-safe:
- * a fetch holds no lock, so tokens with known keys verify meanwhile, and
- * a token whose kid is unknown while a fetch is under way waits for that
- * fetch (at most its timeout) and looks its key up in the new set.
+ * iss, aud, exp and nbf (jwt_check_claims). Thread-safe; never fetches on
+ * the calling thread: a thread of the issuer's own (started by oidc_new)
+ * fetches the key set when a token names a kid the set lacks, at most
+ * once every OIDC_REFRESH_SECONDS while its fetches succeed (meanwhile
+ * such a token is JWT_UNKNOWN_KEY), every OIDC_RETRY_MS after one failed;
+ * the token waits for that fetch at most OIDC_WAIT_MS, so a rotation seen
+ * by many requests at once costs one fetch, and tokens with known keys
+ * verify meanwhile.
  *
  * On JWT_OK with *claims set, *claims is the token's payload (new
- * reference). JWT_OK with *claims NULL and err filled (FE_NOT_AUTHORIZED)
- * means the key set could not be fetched: the token is refused. Any
- * other status says why the token is refused; *claims is NULL.
+ * reference). JWT_OK with *claims NULL and err filled (FE_UNAVAILABLE)
+ * means the key set could not be fetched, or not within OIDC_WAIT_MS:
+ * whether the token is good cannot be decided now (never accept it; a
+ * retry may). Any other status says why the token is refused; *claims is
+ * NULL.
  */
 enum jwt_status oidc_verify(struct oidc *o, const char *token, size_t len, long long now,
 			    json_t **claims, struct floe_error *err) FLOE_WUR;

@@ -258,6 +258,10 @@ json_t *subscription_create(struct store *s, const struct table_env *env, const 
 				       err, FE_BAD_REQUEST,
 				       "field 'start-after' is not a continuation token this server issued"),
 			       NULL;
+		/* Never a subscription that silently starts past lost events. */
+		struct feed_here here;
+		if (!feed_position_check(s, &start, "start-after", &here, err))
+			return NULL;
 		from_token = true;
 	}
 	if (!filter_read(body, &filter, err))

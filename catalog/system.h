@@ -31,8 +31,25 @@ void system_use(struct store *s, const char *warehouse);
 /* Gives back a connection system_acquire borrowed from pool. */
 void system_release(struct store_pool *pool, struct store *s);
 
-/* True when a connection of pool answers a round trip; otherwise
- * FE_UNAVAILABLE, whatever failed. */
-bool system_ready(struct store_pool *pool, struct floe_error *err) FLOE_WUR;
+struct system_watch;
+
+/*
+ * Starts the database watch: a thread that asks the database for a round
+ * trip every 250 ms on pool (store_watch_pool_new; borrowed until
+ * system_watch_stop), waiting at most timeout_ms. When the database does
+ * not answer in time it calls store_stall_begin, and store_stall_end when
+ * it answers again. The first check is made before this returns. NULL
+ * (logged) when out of memory or no thread can be started.
+ */
+struct system_watch *system_watch_start(struct store_pool *pool, int timeout_ms);
+
+/* Stops the watch and frees it; sets *w to NULL. NULL-safe. */
+void system_watch_stop(struct system_watch **w);
+
+/* The readiness question, from the watch's last check, at once: true when
+ * the database answered it and that was at most 250 ms plus the timeout
+ * ago; otherwise FE_UNAVAILABLE saying why (it did not answer within the
+ * timeout, or the connection's failure). Never touches the database. */
+bool system_ready(struct system_watch *w, struct floe_error *err) FLOE_WUR;
 
 #endif

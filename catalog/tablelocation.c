@@ -193,15 +193,18 @@ bool table_location_usable(struct store *s, const struct table_env *env, const s
 }
 
 /* The no-overlap rule, decided: inside the transaction that then inserts
- * or swaps the row, under a lock every replica takes for this, so two
- * nested locations cannot both pass. key: the canonical location. */
+ * or swaps the row, under locks every replica takes for this on the
+ * location and the locations holding it, so two nested locations cannot
+ * both pass while disjoint ones never wait on each other. key: the
+ * canonical location. */
 bool table_location_claim(struct store *s, const struct ns_ident *ns, const char *name,
 			  const char *location, const char *key, const char *uuid,
 			  struct floe_error *err)
 {
 	char *other = NULL;
 
-	if (!store_location_lock(s, err) || !store_table_location_clash(s, key, uuid, &other, err))
+	if (!store_location_lock(s, key, err) ||
+	    !store_table_location_clash(s, key, uuid, &other, err))
 		return false;
 	if (other != NULL)
 		return clash_error(s, ns, name, location, other, err);

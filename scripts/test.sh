@@ -2,8 +2,10 @@
 # Installs what is missing, builds floe, and runs every test:
 #  - static analysis (scripts/lint.sh: clang-tidy, cppcheck, scan-build);
 #  - on the normal build (warnings as errors): the unit tests, the soak
-#    (three replicas on one PostgreSQL under mixed load), a Patroni
-#    failover under load and the libFuzzer targets;
+#    (three replicas on one PostgreSQL under mixed load), the failover
+#    suite (a PostgreSQL primary killed under load and its standby
+#    promoted, synchronous and asynchronous), a Patroni failover under
+#    load and the libFuzzer targets;
 #  - the threaded suites under ThreadSanitizer;
 #  - on an AddressSanitizer + UBSan build that also counts coverage: the
 #    unit tests, the integration tests (real PostgreSQL, real floe,
@@ -77,6 +79,13 @@ meson test -C build --suite unit --print-errorlogs
 # (FLOE_SOAK_SECONDS, default 60): no lost acknowledged write, no 500.
 echo "== soak (build)"
 FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/soak -q -s -p no:cacheprovider
+
+# A PostgreSQL primary with a standby, two floe replicas on libpq's
+# multi-host URL, the primary killed under load and the standby promoted
+# (synchronous and asynchronous): nothing acknowledged lost that
+# PostgreSQL kept, answers a client can act on, the change feed exact.
+echo "== failover (build)"
+FLOE_BIN="$PWD/build/server/floe" .venv/bin/python -m pytest tests/failover -q -s -p no:cacheprovider
 
 # floe on a PostgreSQL cluster Patroni runs (etcd, a leader and a
 # synchronous standby): the leader's machine dies under steady commits

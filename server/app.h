@@ -16,6 +16,7 @@ struct auth;
 struct http_request;
 struct route;
 struct store_pool;
+struct system_watch;
 struct trail_key;
 struct vend;
 
@@ -51,6 +52,7 @@ struct app {
 	struct unsettled *unsettled; /* commits the janitor settles later */
 	struct workq *commits;       /* runs commits off the HTTP worker threads */
 	struct janitor *janitor;     /* purges and upkeep; may be NULL */
+	struct system_watch *watch;  /* the database watch; answers /ready */
 	struct workq *publishes;     /* runs publishes (audits) likewise */
 	struct vend *vend;           /* vended credentials (vend.h); NULL: vending is off */
 	struct trail_key *audit_key; /* signs audit checkpoints (trail.h); NULL: none */

@@ -25,6 +25,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "authwatch.h"
 #include "authzcache.h"
 #include "b64url.h"
 #include "handlers.h"
@@ -134,16 +135,32 @@ const struct secret_key *auth_secret_key(const struct auth *a)
 	return a != NULL && a->have_secret_key ? &a->secret_key : NULL;
 }
 
-void auth_forget_vended(struct auth *a, struct vend *v)
+static void forget_tokens(void *arg)
 {
-	a->vended = v;
+	tokencache_clear(arg);
+}
+
+bool auth_watch_start(struct auth *a, const char *conninfo, struct vend *vended,
+		      struct floe_error *err)
+{
+	if (a == NULL || a->decisions == NULL)
+		return true; /* authentication is off: nothing is kept */
+	struct authwatch_config wc = {
+		.conninfo = conninfo,
+		.decisions = a->decisions,
+		.vended = vended,
+		.forget_tokens = forget_tokens,
+		.arg = a->cache,
+	};
+	a->watch = authwatch_start(&wc, err);
+	return a->watch != NULL;
 }
 
 void auth_free(struct auth *a)
 {
 	if (a == NULL)
 		return;
-	auth_watch_stop(a);
+	authwatch_stop(&a->watch);
 	workq_stop(&a->hashes);
 	secret_key_clear(&a->secret_key);
 	authz_cache_free(a->decisions);
@@ -459,6 +476,15 @@ static enum verdict issuer_token(struct auth *a, struct http_request *req, const
 	floe_error_clear(&ierr);
 	memset(&row, 0, sizeof(row));
 	enum jwt_status st = oidc_verify(a->oidc, token, len, now, &claims, &ierr);
+	if (st == JWT_OK && claims == NULL && ierr.kind == FE_UNAVAILABLE) {
+		/* The issuer's keys could not be fetched: neither yes nor no,
+		 * so neither an answer as if refused nor a pass; 503. */
+		log_warn("auth", "cannot decide on an issuer token: %s rid=%s", ierr.message,
+			 req->request_id);
+		*err = ierr;
+		v = V_UNAVAILABLE;
+		goto done;
+	}
 	if (st != JWT_OK || claims == NULL) {
 		(void)snprintf(why, whylen, "%s",
 			       st != JWT_OK ? jwt_status_message(st) : ierr.message);

@@ -36,15 +36,15 @@ struct auth *auth_new(const struct floe_config *cfg, struct floe_error *err) FLO
 
 /*
  * Starts the thread that hears changes of authorization through a
- * session of its own to conninfo (authwatch.c). Until it hears, and
- * whenever it cannot, no decision is kept. Nothing with --auth=none.
- * False with err set when the thread cannot start.
+ * session of its own to conninfo (catalog/authwatch.h): each change
+ * forgets the decisions kept, the vended credentials of vended (vend.h;
+ * borrowed, outliving a; NULL: none) and, for principals, roles and
+ * memberships, the tokens verified. Until it hears, and whenever it
+ * cannot, no decision is kept. Nothing with --auth=none. False with err
+ * set when the thread cannot start.
  */
-bool auth_watch_start(struct auth *a, const char *conninfo, struct floe_error *err) FLOE_WUR;
-
-/* Makes every change of authorization the watch hears also forget the
- * vended credentials of v (vend.h; borrowed, outliving a). */
-void auth_forget_vended(struct auth *a, struct vend *v);
+bool auth_watch_start(struct auth *a, const char *conninfo, struct vend *vended,
+		      struct floe_error *err) FLOE_WUR;
 
 /* Makes k (copied) the key floe's own client secrets are hashed with and
  * checked against (auth/secret.h's keyed form), before auth_bootstrap.

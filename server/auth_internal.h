@@ -29,19 +29,14 @@ struct auth {
 	struct oidc *oidc;             /* the external issuer; NULL: none */
 	struct workq *hashes;          /* runs the scrypt checks of the token endpoint */
 	struct authz_cache *decisions; /* kept decisions of authorization */
-	struct authwatch *watch;       /* hears changes (authwatch.c); NULL: not started */
-	struct vend *vended; /* vended credentials, forgotten with the decisions; may be NULL */
-	struct secret_key secret_key; /* keys floe's client secrets' hashes */
-	bool have_secret_key;         /* set by auth_use_secret_key */
+	struct authwatch *watch;       /* hears changes (catalog/authwatch.c); NULL: not started */
+	struct secret_key secret_key;  /* keys floe's client secrets' hashes */
+	bool have_secret_key;          /* set by auth_use_secret_key */
 };
 
 /* The key of the client secrets' keyed hashes, or NULL when none was
  * given (every secret is then hashed and checked by scrypt). */
 const struct secret_key *auth_secret_key(const struct auth *a);
-
-/* Stops the thread of auth_watch_start and closes its session; nothing
- * when it was not started. */
-void auth_watch_stop(struct auth *a);
 
 /* The longest scope a token request may ask for. */
 #define AUTH_SCOPE_MAX 1024

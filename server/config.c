@@ -42,6 +42,7 @@ enum opt_id {
 	OPT_DB_STATEMENT_TIMEOUT,
 	OPT_DB_LOCK_TIMEOUT,
 	OPT_DB_ACQUIRE_TIMEOUT,
+	OPT_DB_PROBE_TIMEOUT,
 	OPT_QUEUE_MAX,
 	OPT_PUBLISH_THREADS,
 	OPT_IDLE_TIMEOUT,
@@ -128,6 +129,8 @@ const struct option_def config_options[OPT_COUNT] = {
 		"PostgreSQL lock_timeout of every session, 100-3600000 ms; a commit waiting longer for a lock gets 503" },
 	[OPT_DB_ACQUIRE_TIMEOUT] = { "db-acquire-timeout-ms", "FLOE_DB_ACQUIRE_TIMEOUT_MS", "5000",
 		"Longest wait for a free database connection, 1-600000 ms; then 503" },
+	[OPT_DB_PROBE_TIMEOUT] = { "db-probe-timeout-ms", "FLOE_DB_PROBE_TIMEOUT_MS", "1000",
+		"How long the database watch, which asks PostgreSQL for a round trip every 250 ms, waits for its answer, 100-60000 ms; past it the database is stalled until it answers again: /ready answers 503, a request that needs the database gets 503 with Retry-After at once, and statements waiting on it are abandoned (503)" },
 	[OPT_QUEUE_MAX] = { "queue-max", "FLOE_QUEUE_MAX", "1024",
 		"Commits (and, separately, publishes) that may wait for a thread, 1-1000000; more get 503" },
 	[OPT_PUBLISH_THREADS] = { "publish-threads", "FLOE_PUBLISH_THREADS", "4",
@@ -139,7 +142,7 @@ const struct option_def config_options[OPT_COUNT] = {
 	[OPT_CONNECTION_LIMIT] = { "connection-limit", "FLOE_CONNECTION_LIMIT", "4096",
 		"Open client connections in all, 1-1000000 (kept below the open-file limit)" },
 	[OPT_MAX_PENDING_BODY] = { "max-pending-body-bytes", "FLOE_MAX_PENDING_BODY_BYTES", "268435456",
-		"Request bodies held in memory at once, arriving or waiting for their answer, in bytes (1048576-68719476736); past it 503" },
+		"Request bodies held in memory at once, arriving or waiting for their answer, in bytes (1048576-68719476736): a body's text and, once parsed, what its parsed form holds (several times the text); past it 503" },
 	[OPT_SHUTDOWN_GRACE] = { "shutdown-grace-seconds", "FLOE_SHUTDOWN_GRACE_SECONDS", "30",
 		"Seconds in-flight requests get to finish on SIGTERM, 1-3600; commits and publishes still queued then get 503" },
 	[OPT_HOOK_ALLOW] = { "hook-allow", "FLOE_HOOK_ALLOW", "",
@@ -753,6 +756,7 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 		  "expected milliseconds from 100 to 3600000" },
 		{ OPT_DB_LOCK_TIMEOUT, 100, 3600000, "expected milliseconds from 100 to 3600000" },
 		{ OPT_DB_ACQUIRE_TIMEOUT, 1, 600000, "expected milliseconds from 1 to 600000" },
+		{ OPT_DB_PROBE_TIMEOUT, 100, 60000, "expected milliseconds from 100 to 60000" },
 		{ OPT_QUEUE_MAX, 1, 1000000, "expected an integer from 1 to 1000000" },
 		{ OPT_PUBLISH_THREADS, 1, 256, "expected an integer from 1 to 256" },
 		{ OPT_IDLE_TIMEOUT, 1, 3600, "expected seconds from 1 to 3600" },
@@ -771,6 +775,7 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 	cfg->db_statement_timeout_ms = (int)bounded[OPT_DB_STATEMENT_TIMEOUT];
 	cfg->db_lock_timeout_ms = (int)bounded[OPT_DB_LOCK_TIMEOUT];
 	cfg->db_acquire_timeout_ms = (int)bounded[OPT_DB_ACQUIRE_TIMEOUT];
+	cfg->db_probe_timeout_ms = (int)bounded[OPT_DB_PROBE_TIMEOUT];
 	cfg->queue_max = (int)bounded[OPT_QUEUE_MAX];
 	cfg->publish_threads = (int)bounded[OPT_PUBLISH_THREADS];
 	cfg->idle_timeout_seconds = (int)bounded[OPT_IDLE_TIMEOUT];

@@ -54,7 +54,8 @@ struct floe_config {
 	int db_statement_timeout_ms;
 	int db_lock_timeout_ms;
 	int db_acquire_timeout_ms;
-	int queue_max; /* jobs waiting per work queue */
+	int db_probe_timeout_ms; /* the database watch's deadline */
+	int queue_max;           /* jobs waiting per work queue */
 	int publish_threads;
 	int idle_timeout_seconds;
 	int per_ip_connection_limit;

@@ -137,8 +137,9 @@ void handle_ready(struct call *c)
 {
 	struct floe_error err;
 
-	/* Whatever failed, the answer to "ready?" is no. */
-	if (!system_ready(c->req->app->pool, &err)) {
+	/* From the watch's last check: never waits on the database, nor on a
+	 * connection a stalled database holds. */
+	if (!system_ready(c->req->app->watch, &err)) {
 		http_reply_error(c->req, &err);
 		return;
 	}

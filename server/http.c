@@ -20,6 +20,7 @@
 #include "cors.h"
 #include "framing.h"
 #include "gzip.h"
+#include "jsonmem.h"
 #include "log.h"
 #include "metric.h"
 #include "router.h"
@@ -128,12 +129,29 @@ static bool body_reserve(struct http_request *req, size_t total)
 	return true;
 }
 
+/* Counts bytes more, the parsed form of req's body, in the same budget.
+ * False (nothing counted) when that would exceed it. */
+static bool parsed_reserve(struct http_request *req, long long bytes)
+{
+	struct app *app = req->app;
+	long long after = atomic_fetch_add(&app->body_bytes, bytes) + bytes;
+
+	if (after > app->cfg->max_pending_body_bytes) {
+		atomic_fetch_sub(&app->body_bytes, bytes);
+		return false;
+	}
+	req->parsed_reserved += bytes;
+	return true;
+}
+
 static void request_free(struct http_request *req)
 {
 	if (req->app->middleware.release != NULL)
 		req->app->middleware.release(req);
 	if (req->body_reserved > 0)
 		atomic_fetch_sub(&req->app->body_bytes, (long long)req->body_reserved);
+	if (req->parsed_reserved > 0)
+		atomic_fetch_sub(&req->app->body_bytes, req->parsed_reserved);
 	if (req->response != NULL)
 		MHD_destroy_response(req->response);
 	free(req->captured);
@@ -370,11 +388,24 @@ bool http_body_json(struct http_request *req, json_t **out, struct floe_error *e
 	if (req->body_len == 0)
 		return floe_err(err, FE_BAD_REQUEST,
 				"request body is empty; a JSON object is required");
+	/* The parsed form costs several times the text (measured: a 960 KB
+	 * commit held 8.5 MB): it is counted in the budget too, as what the
+	 * parse kept, so --max-pending-body-bytes bounds what is held. */
+	long long before = jsonmem_thread_bytes();
 	*out = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
 	if (*out == NULL)
 		return floe_err(err, FE_BAD_REQUEST,
 				"malformed JSON in request body: %s (line %d, column %d)",
 				jerr.text, jerr.line, jerr.column);
+	long long held = jsonmem_thread_bytes() - before;
+	if (held > 0 && !parsed_reserve(req, held)) {
+		json_decref(*out);
+		*out = NULL;
+		return floe_err(err, FE_UNAVAILABLE,
+				"too many request bodies are held in memory (%lld bytes for this "
+				"one, parsed); retry",
+				(long long)req->body_len + held);
+	}
 	if (!json_is_object(*out)) {
 		json_decref(*out);
 		*out = NULL;

@@ -52,6 +52,9 @@ struct http_request {
 	size_t body_len;
 	size_t body_cap;
 	size_t body_reserved; /* counted in app->body_bytes */
+	/* What the parsed body holds (jansson's allocations of its parse),
+	 * counted in app->body_bytes beside the raw body. */
+	long long parsed_reserved;
 	bool body_too_large;
 	bool body_over_budget; /* every body held at once exceeds the budget */
 

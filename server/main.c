@@ -27,7 +27,9 @@
 #include "gate.h"
 #include "idempotency.h"
 #include "janitor.h"
+#include "jsonmem.h"
 #include "subscriptions.h"
+#include "system.h"
 #include "log.h"
 #include "router.h"
 #include "sealing.h"
@@ -124,7 +126,7 @@ static bool start_auth(struct app *app, const struct floe_config *cfg, const cha
 		log_error("main", "cannot make the first admin client: %s", err.message);
 		return false;
 	}
-	if (!auth_watch_start(app->auth, conninfo, &err)) {
+	if (!auth_watch_start(app->auth, conninfo, app->vend, &err)) {
 		log_error("main", "cannot set up authentication: %s", err.message);
 		return false;
 	}
@@ -261,6 +263,7 @@ int main(int argc, char **argv)
 	struct MHD_Daemon *d = NULL;
 	struct store_pool *janitor_pool = NULL; /* the janitor's own connection */
 	struct store_pool *events_pool = NULL;  /* the event dispatcher's */
+	struct store_pool *watch_pool = NULL;   /* the database watch's */
 	struct dispatcher *dispatcher = NULL;
 	const char *conninfo;
 	sigset_t waitset;
@@ -296,6 +299,9 @@ int main(int argc, char **argv)
 	case CONFIG_RUN:
 		break;
 	}
+	/* Before any thread: a request's parsed body is counted in
+	 * --max-pending-body-bytes by what jansson allocated for it. */
+	jsonmem_install();
 	log_set_level(cfg.log_level);
 	log_set_format(cfg.log_format);
 	if (!hooks_global_init()) {
@@ -398,6 +404,22 @@ int main(int argc, char **argv)
 		log_error("main", "out of memory");
 		goto done;
 	}
+	/* Before anything that serves: /ready answers from its verdict, and a
+	 * stall ends every wait on the database within its deadline. */
+	watch_pool = store_watch_pool_new(conninfo);
+	if (watch_pool == NULL)
+		goto done;
+	app.watch = system_watch_start(watch_pool, cfg.db_probe_timeout_ms);
+	if (app.watch == NULL)
+		goto done;
+	/* Before the watch that forgets them starts (start_auth). */
+	if (fileio_vend_mode() != FILEIO_VEND_OFF) {
+		app.vend = vend_new(VEND_CACHE_SLOTS);
+		if (app.vend == NULL) {
+			log_error("main", "out of memory");
+			goto done;
+		}
+	}
 	if (!start_auth(&app, &cfg, conninfo, sealing) || !seal_plain_secrets(&app))
 		goto done;
 	if (cfg.audit_signing_key != NULL) {
@@ -409,14 +431,6 @@ int main(int argc, char **argv)
 		}
 		log_info("main", "audit checkpoints are signed with key %s, every %d s",
 			 trail_key_id(app.audit_key), cfg.audit_checkpoint_interval_s);
-	}
-	if (fileio_vend_mode() != FILEIO_VEND_OFF) {
-		app.vend = vend_new(VEND_CACHE_SLOTS);
-		if (app.vend == NULL) {
-			log_error("main", "out of memory");
-			goto done;
-		}
-		auth_forget_vended(app.auth, app.vend);
 	}
 	/* Its own connection, outside the pool: upkeep never waits for a
 	 * request's connection, nor a request for upkeep's. */
@@ -517,6 +531,8 @@ done:
 	workq_stop(&app.publishes);
 	janitor_stop(&app.janitor);
 	dispatcher_stop(&dispatcher);
+	system_watch_stop(&app.watch);
+	store_pool_free(&watch_pool);
 	store_pool_free(&janitor_pool);
 	store_pool_free(&events_pool);
 	store_pool_free(&app.pool);

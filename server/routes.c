@@ -119,8 +119,16 @@ const struct route routes_table[] = {
 
 	/* tables */
 	NEEDS("GET", NS "/tables", handle_table_list, P(NAMESPACE_READ), ON_LIST, ADV, NULL),
-	NEEDS("POST", NS "/tables", handle_table_create, P(TABLE_CREATE), ON_NS,
-	      ADV | BODY | MUT | IDEM, NULL),
+	/* A create writes and fsyncs its first metadata file as a commit
+	 * does, so it waits on the commit queue's threads, not on the few
+	 * HTTP threads every other request needs. */
+	{ .method = "POST",
+	  .pattern = NS "/tables",
+	  .handler = handle_table_create,
+	  .need = P(TABLE_CREATE),
+	  .on = ON_NS,
+	  .queue = ROUTE_QUEUE_COMMIT,
+	  .flags = ADV | BODY | MUT | IDEM },
 	NEEDS_MORE("POST", NS "/register", handle_table_register, P(TABLE_CREATE), ON_NS,
 		   demand_register,
 		   "TABLE_WRITE_MAIN on the table it registers (its main becomes the registered "

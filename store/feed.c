@@ -1,7 +1,8 @@
 /*
  * feed.c - the change_events relation: the change feed's outbox, written
  * by triggers in the transaction of each change (migration 0020), read
- * here in (xid, id) order.
+ * here in (xid, id) order; and feed_timelines (migration 0032), the
+ * database timelines those positions were written on.
  */
 #include "store.h"
 #include "store_internal.h"
@@ -10,7 +11,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ST_FEED_LIST, ST_FEED_EXPIRE, ST_FEED_OPERATION, ST_COUNT };
+#include "log.h"
+
+enum {
+	ST_FEED_LIST,
+	ST_FEED_EXPIRE,
+	ST_FEED_OPERATION,
+	ST_FEED_TIMELINE_NOTE,
+	ST_FEED_POSITION,
+	ST_COUNT
+};
+
+/* This database's identity: its system identifier (kept by every standby
+ * made from it) and the timeline WAL is written on now (a promotion
+ * starts a new one; the control file's copy lags until a checkpoint).
+ * Only a primary answers: a standby has no insertion timeline. */
+#define FEED_HERE                                                                             \
+	"here AS (SELECT s.system_identifier::text AS sysid, "                                \
+	"  ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int AS tl " \
+	"  FROM pg_control_system() s)"
 
 /* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
@@ -42,6 +61,47 @@ static const struct store_statement statements[ST_COUNT] = {
 	/* Read by the triggers of migration 0020 until the transaction ends. */
 	[ST_FEED_OPERATION] = { "feed_operation",
 		"SELECT set_config('floe.feed_operation', $1, true)" },
+	/* Before a connection's first write: the timeline is recorded with
+	 * an xid below every later transaction on it (migration 0032). On a
+	 * timeline after one already recorded (a failover), event ids move
+	 * to timeline << 40, so an id the lost history handed out is never
+	 * handed out again. Answers the system identifier, the timeline and
+	 * whether it was new. */
+	[ST_FEED_TIMELINE_NOTE] = { "feed_timeline_note",
+		"WITH " FEED_HERE ", "
+		"added AS (INSERT INTO feed_timelines (system_identifier, timeline, first_xid) "
+		"  SELECT h.sysid, h.tl, pg_current_xact_id() FROM here h "
+		"  WHERE NOT EXISTS (SELECT 1 FROM feed_timelines f "
+		"    WHERE f.system_identifier = h.sysid AND f.timeline = h.tl) "
+		"  ON CONFLICT DO NOTHING RETURNING timeline) "
+		"SELECT h.sysid, h.tl, EXISTS (SELECT 1 FROM added), "
+		"  CASE WHEN EXISTS (SELECT 1 FROM added) AND EXISTS (SELECT 1 FROM feed_timelines f "
+		"    WHERE f.system_identifier = h.sysid AND f.timeline < h.tl) "
+		"  THEN setval('change_events_id_seq', greatest((SELECT last_value FROM change_events_id_seq), "
+		"    h.tl::bigint << 40)) END "
+		"FROM here h" },
+	/* $1/$2: a token's (xid, id); $3/$4: the system identifier and
+	 * timeline it was issued on (NULL: a token from before they were
+	 * part of it, taken as of this timeline). Answers this database's
+	 * identity and the verdict: ok; beyond (a position this database
+	 * has not reached: a lost future); other (another database); lost
+	 * (an earlier timeline's position past the switch, or an event no
+	 * longer here). */
+	[ST_FEED_POSITION] = { "feed_position",
+		"WITH " FEED_HERE " "
+		"SELECT h.sysid, h.tl, CASE "
+		"  WHEN $1::xid8 >= pg_snapshot_xmax(pg_current_snapshot()) THEN 'beyond' "
+		"  WHEN $3::text IS NULL THEN 'ok' "
+		"  WHEN $3::text <> h.sysid THEN 'other' "
+		"  WHEN $4::int > h.tl THEN 'beyond' "
+		"  WHEN $4::int = h.tl THEN 'ok' "
+		"  WHEN $1::xid8 = '0'::xid8 AND $2::bigint = 0 THEN 'ok' "
+		"  WHEN $1::xid8 >= (SELECT min(f.first_xid) FROM feed_timelines f "
+		"    WHERE f.system_identifier = h.sysid AND f.timeline > $4::int) THEN 'lost' "
+		"  WHEN NOT EXISTS (SELECT 1 FROM change_events e "
+		"    WHERE e.xid = $1::xid8 AND e.id = $2::bigint) THEN 'lost' "
+		"  ELSE 'ok' END "
+		"FROM here h" },
 	[ST_FEED_EXPIRE] = { "feed_expire",
 		/* The oldest ids, of those the ones past the retention: a
 		 * bounded walk of the primary key, since ids rise with time. */
@@ -136,4 +196,51 @@ bool store_feed_operation(struct store *s, const char *operation, struct floe_er
 	PGresult *r = store_exec(s, &statements[ST_FEED_OPERATION], 1, params, err);
 	PQclear(r);
 	return r != NULL;
+}
+
+bool store_feed_timeline_note(struct store *s, struct floe_error *err)
+{
+	PGresult *r = store_exec(s, &statements[ST_FEED_TIMELINE_NOTE], 0, NULL, err);
+
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 2), "t") == 0)
+		log_info("store",
+			 "change feed: first connection on database %s timeline %s; "
+			 "feed positions of earlier timelines are checked against it",
+			 PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+	PQclear(r);
+	return true;
+}
+
+bool store_feed_position(struct store *s, const struct feed_query *q, struct feed_here *here,
+			 enum feed_verdict *verdict, struct floe_error *err)
+{
+	char after[32], tl[16];
+
+	memset(here, 0, sizeof(*here));
+	*verdict = FEED_POSITION_OK;
+	(void)snprintf(after, sizeof(after), "%lld", q->after_id);
+	(void)snprintf(tl, sizeof(tl), "%ld", q->token_timeline);
+	const char *params[4] = { q->after_xid[0] != '\0' ? q->after_xid : "0", after,
+				  q->token_system[0] != '\0' ? q->token_system : NULL,
+				  q->token_system[0] != '\0' ? tl : NULL };
+	PGresult *r = store_exec(s, &statements[ST_FEED_POSITION], 4, params, err);
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		return floe_err(err, FE_INTERNAL, "the change feed's position cannot be read");
+	}
+	store_col_text(r, 0, 0, here->system, sizeof(here->system));
+	here->timeline = (long)store_col_ll(r, 0, 1);
+	const char *v = PQgetvalue(r, 0, 2);
+	if (strcmp(v, "beyond") == 0)
+		*verdict = FEED_POSITION_BEYOND;
+	else if (strcmp(v, "other") == 0)
+		*verdict = FEED_POSITION_OTHER_DATABASE;
+	else if (strcmp(v, "lost") == 0)
+		*verdict = FEED_POSITION_LOST;
+	PQclear(r);
+	return true;
 }

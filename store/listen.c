@@ -3,7 +3,7 @@
  * channel (LISTEN), for the caches that must forget what another session
  * changed.
  */
-#include "store_admin.h"
+#include "store.h"
 #include "store_internal.h"
 
 #include <errno.h>

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,19 @@ struct store_pool {
 	struct store *slots;
 	const char *name;
 	size_t metric; /* its cell in the pool metrics */
+	/* The database watch's own (store_watch_pool_new): it asks whether
+	 * the database answers, so a stall neither refuses nor interrupts it. */
+	bool watch;
+	struct store_pool *next; /* in the list of every pool */
 };
+
+/* Every pool, so that a stall can reach the statements waiting in them. */
+static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct store_pool *pools;
+
+/* While the database is stalled (store_stall_begin), how long the watch
+ * waited for it in ms; 0 when it answers. */
+static atomic_int stalled_ms;
 
 /* Server notices (NOTICE, WARNING) go to the log, not to stderr raw. */
 static void store_notice(void *arg, const char *message)
@@ -109,7 +122,8 @@ static int store_response_wait_ms(void)
  * sessions (bounded false) get no statement or lock timeout: a migration may
  * rewrite a large table or wait for another replica's migration.
  */
-PGconn *store_connect_as(const char *conninfo, bool bounded, struct floe_error *err)
+static PGconn *connect_within(const char *conninfo, bool bounded, const char *connect_timeout,
+			      struct floe_error *err)
 {
 	char options[1024];
 	const char *given = NULL;
@@ -136,9 +150,8 @@ PGconn *store_connect_as(const char *conninfo, bool bounded, struct floe_error *
 			       "dbname",
 			       "options",
 			       NULL };
-	const char *values[] = {
-		"5", "floe", "1", "15", "5", "3", "30000", conninfo, options, NULL
-	};
+	const char *values[] = { connect_timeout, "floe",   "1",     "15", "5", "3",
+				 "30000",         conninfo, options, NULL };
 	PGconn *conn = PQconnectdbParams(keys, values, 1);
 
 	if (conn == NULL) {
@@ -163,12 +176,17 @@ PGconn *store_connect_as(const char *conninfo, bool bounded, struct floe_error *
 	return conn;
 }
 
+PGconn *store_connect_as(const char *conninfo, bool bounded, struct floe_error *err)
+{
+	return connect_within(conninfo, bounded, "5", err);
+}
+
 PGconn *store_connect(const char *conninfo, struct floe_error *err)
 {
 	return store_connect_as(conninfo, true, err);
 }
 
-static PGresult *store_collect(PGconn *conn, bool *timed_out);
+static PGresult *store_collect(PGconn *conn, int wait, bool *timed_out);
 
 static bool store_prepare(PGconn *conn, const struct store_statement *st, struct floe_error *err)
 {
@@ -176,7 +194,7 @@ static bool store_prepare(PGconn *conn, const struct store_statement *st, struct
 	PGresult *r = NULL;
 
 	if (PQsendPrepare(conn, st->name, st->sql, 0, NULL))
-		r = store_collect(conn, &timed_out);
+		r = store_collect(conn, store_response_wait_ms(), &timed_out);
 	bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 	if (!ok)
 		log_error("store", "cannot prepare statement %s: %s", st->name,
@@ -220,7 +238,7 @@ static bool store_conn_dead(PGconn *conn)
 	return PQstatus(conn) != CONNECTION_OK;
 }
 
-struct store_pool *store_pool_new(const char *conninfo, int size, const char *name)
+static struct store_pool *pool_new(const char *conninfo, int size, const char *name, bool watch)
 {
 	struct store_pool *pool = calloc(1, sizeof(*pool));
 
@@ -236,12 +254,16 @@ struct store_pool *store_pool_new(const char *conninfo, int size, const char *na
 	}
 	pool->size = size;
 	pool->name = name;
+	pool->watch = watch;
 	pool->metric = metric_label_find(METRIC_POOL_SIZE, 0, name);
 	metric_add(METRIC_POOL_SIZE, pool->metric, size);
 	for (int i = 0; i < size; i++) {
 		pool->slots[i].index = i;
 		pool->slots[i].warehouse = "";
 		pool->slots[i].conninfo = pool->conninfo;
+		pool->slots[i].pool = pool;
+		pool->slots[i].waiting_fd = -1;
+		pthread_mutex_init(&pool->slots[i].wait_mu, NULL);
 	}
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -249,7 +271,21 @@ struct store_pool *store_pool_new(const char *conninfo, int size, const char *na
 	pthread_mutex_init(&pool->mu, NULL);
 	pthread_cond_init(&pool->cv, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_mutex_lock(&pools_mu);
+	pool->next = pools;
+	pools = pool;
+	pthread_mutex_unlock(&pools_mu);
 	return pool;
+}
+
+struct store_pool *store_pool_new(const char *conninfo, int size, const char *name)
+{
+	return pool_new(conninfo, size, name, false);
+}
+
+struct store_pool *store_watch_pool_new(const char *conninfo)
+{
+	return pool_new(conninfo, 1, "watch", true);
 }
 
 void store_pool_free(struct store_pool **poolp)
@@ -258,10 +294,19 @@ void store_pool_free(struct store_pool **poolp)
 
 	if (pool == NULL)
 		return;
+	pthread_mutex_lock(&pools_mu);
+	for (struct store_pool **p = &pools; *p != NULL; p = &(*p)->next) {
+		if (*p == pool) {
+			*p = pool->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&pools_mu);
 	metric_add(METRIC_POOL_SIZE, pool->metric, -pool->size);
 	for (int i = 0; i < pool->size; i++) {
 		if (pool->slots[i].conn != NULL)
 			PQfinish(pool->slots[i].conn);
+		pthread_mutex_destroy(&pool->slots[i].wait_mu);
 	}
 	pthread_mutex_destroy(&pool->mu);
 	pthread_cond_destroy(&pool->cv);
@@ -271,11 +316,47 @@ void store_pool_free(struct store_pool **poolp)
 	*poolp = NULL;
 }
 
+/* Registers the socket s waits on, so a stall can end the wait
+ * (store_stall_begin); wait_end takes it back and tells whether it did. */
+static void wait_begin(struct store *s)
+{
+	pthread_mutex_lock(&s->wait_mu);
+	s->waiting_fd = PQsocket(s->conn);
+	s->interrupted = false;
+	pthread_mutex_unlock(&s->wait_mu);
+}
+
+static bool wait_end(struct store *s)
+{
+	pthread_mutex_lock(&s->wait_mu);
+	bool interrupted = s->interrupted;
+	s->waiting_fd = -1;
+	pthread_mutex_unlock(&s->wait_mu);
+	return interrupted;
+}
+
+/* True (err set) when the database is stalled and pool is not the
+ * watch's: a request gets its 503 at once instead of waiting on it. */
+static bool stall_refuses(const struct store_pool *pool, struct floe_error *err)
+{
+	int stalled = atomic_load(&stalled_ms);
+
+	if (stalled == 0 || pool->watch)
+		return false;
+	metric_add(METRIC_POOL_TIMEOUTS, pool->metric, 1);
+	floe_err(err, FE_UNAVAILABLE, "the catalog database did not answer within %d ms; retry",
+		 stalled);
+	store_error_detail(err, FO_FAILED, "57014");
+	return true;
+}
+
 struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err)
 {
 	struct store *s = NULL;
 	struct timespec deadline, asked, got;
 
+	if (stall_refuses(pool, err))
+		return NULL;
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	asked = deadline;
 	deadline.tv_sec += limits.acquire_timeout_ms / 1000;
@@ -315,18 +396,36 @@ struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err
 	metric_add(METRIC_POOL_IN_USE, pool->metric, 1);
 
 	s->sqlstate[0] = '\0';
+	/* The stall may have begun while this waited for the slot. */
+	if (stall_refuses(pool, err)) {
+		store_pool_release(pool, s);
+		return NULL;
+	}
 	if (s->conn != NULL && store_conn_dead(s->conn)) {
 		log_info("store", "connection %d to PostgreSQL was lost; reconnecting", s->index);
 		PQfinish(s->conn);
 		s->conn = NULL;
 	}
 	if (s->conn == NULL) {
-		s->conn = store_connect(pool->conninfo, err);
-		if (s->conn != NULL && !store_prepare_all(s->conn, err)) {
+		/* The watch notices a stall within its own deadline: a
+		 * connect that waits longer than that tells it nothing. */
+		s->conn = pool->watch ? connect_within(pool->conninfo, true, "2", err)
+				      : store_connect(pool->conninfo, err);
+		bool prepared = false;
+		if (s->conn != NULL) {
+			wait_begin(s);
+			prepared = store_prepare_all(s->conn, err);
+			(void)wait_end(s);
+		}
+		/* The feed's timeline next: a new connection may be the first
+		 * to a newly promoted primary (migration 0032). */
+		if (s->conn != NULL && (!prepared || !store_feed_timeline_note(s, err))) {
 			PQfinish(s->conn);
 			s->conn = NULL;
 		}
 		if (s->conn == NULL) {
+			/* Nothing the request asked for was attempted. */
+			floe_error_set_outcome(err, FO_NOT_ATTEMPTED);
 			store_pool_release(pool, s);
 			return NULL;
 		}
@@ -396,16 +495,15 @@ static bool store_await(PGconn *conn, const struct timespec *deadline, bool *tim
 }
 
 /*
- * Waits for the answer to what was just sent on conn, at most the
- * statement timeout plus a grace. On timeout the socket is shut down, so
+ * Waits for the answer to what was just sent on conn, at most wait ms (-1:
+ * forever; else the statement timeout plus a grace, or a probe's deadline). On timeout the socket is shut down, so
  * the connection reads as broken from then on (and is replaced on the
  * next acquire); *timed_out is set and NULL returned. Else the last
  * result (caller PQclear()s it).
  */
-static PGresult *store_collect(PGconn *conn, bool *timed_out)
+static PGresult *store_collect(PGconn *conn, int wait, bool *timed_out)
 {
 	struct timespec deadline;
-	int wait = store_response_wait_ms();
 	PGresult *last = NULL;
 
 	*timed_out = false;
@@ -441,18 +539,24 @@ static PGresult *store_collect(PGconn *conn, bool *timed_out)
 
 /* Sends one prepared statement and waits for its answer (store_collect);
  * NULL when it could not be sent. */
-static PGresult *store_run(PGconn *conn, const char *name, int nparams, const char *const *params,
-			   int result_format, bool *timed_out)
+static PGresult *store_run(struct store *s, const char *name, int nparams,
+			   const char *const *params, int result_format, int wait, bool *timed_out)
 {
 	*timed_out = false;
-	if (!PQsendQueryPrepared(conn, name, nparams, params, NULL, NULL, result_format))
+	if (!PQsendQueryPrepared(s->conn, name, nparams, params, NULL, NULL, result_format))
 		return NULL;
-	return store_collect(conn, timed_out);
+	wait_begin(s);
+	PGresult *r = store_collect(s->conn, wait, timed_out);
+	if (wait_end(s))
+		*timed_out = true;
+	return r;
 }
 
-/* store_exec with the results in result_format (0 text, 1 binary). */
+/* store_exec with the results in result_format (0 text, 1 binary), waiting
+ * at most wait_ms for the answer (0: the statement timeout plus a grace). */
 static PGresult *exec_as(struct store *s, const struct store_statement *stmt, int nparams,
-			 const char *const *params, int result_format, struct floe_error *err)
+			 const char *const *params, int result_format, int wait_ms,
+			 struct floe_error *err)
 {
 	if (s->conn == NULL) {
 		floe_err(err, FE_UNAVAILABLE, "the catalog database is unavailable");
@@ -465,14 +569,22 @@ static PGresult *exec_as(struct store *s, const struct store_statement *stmt, in
 	bool inside = before == PQTRANS_INTRANS || before == PQTRANS_INERROR;
 	bool unknown = stmt == &statements[ST_COMMIT] || (!inside && statement_writes(stmt->sql));
 	bool timed_out = false;
-	PGresult *r = store_run(s->conn, stmt->name, nparams, params, result_format, &timed_out);
+	int wait = wait_ms != 0 ? wait_ms : store_response_wait_ms();
+	PGresult *r = store_run(s, stmt->name, nparams, params, result_format, wait, &timed_out);
 	ExecStatusType st = PQresultStatus(r);
 
 	if (timed_out) {
-		log_warn(
-			"store",
-			"statement %s: no answer from PostgreSQL within %d ms; closing the connection",
-			stmt->name, store_response_wait_ms());
+		int stalled = atomic_load(&stalled_ms);
+		if (stalled > 0 && wait_ms == 0)
+			log_warn("store",
+				 "statement %s: abandoned, PostgreSQL did not answer the watch "
+				 "within %d ms; closing the connection",
+				 stmt->name, stalled);
+		else
+			log_warn("store",
+				 "statement %s: no answer from PostgreSQL within %d ms; closing "
+				 "the connection",
+				 stmt->name, wait);
 		PQclear(r);
 		floe_err(err, FE_UNAVAILABLE, "the catalog database did not answer in time; retry");
 		store_error_detail(err, unknown ? FO_UNKNOWN : FO_FAILED, "57014");
@@ -492,13 +604,13 @@ static PGresult *exec_as(struct store *s, const struct store_statement *stmt, in
 PGresult *store_exec(struct store *s, const struct store_statement *stmt, int nparams,
 		     const char *const *params, struct floe_error *err)
 {
-	return exec_as(s, stmt, nparams, params, 0, err);
+	return exec_as(s, stmt, nparams, params, 0, 0, err);
 }
 
 PGresult *store_exec_binary(struct store *s, const struct store_statement *stmt, int nparams,
 			    const char *const *params, struct floe_error *err)
 {
-	return exec_as(s, stmt, nparams, params, 1, err);
+	return exec_as(s, stmt, nparams, params, 1, 0, err);
 }
 
 bool store_ping(struct store *s, struct floe_error *err)
@@ -511,12 +623,59 @@ bool store_ping(struct store *s, struct floe_error *err)
 	return true;
 }
 
+bool store_probe(struct store *s, int deadline_ms, bool *timed_out, struct floe_error *err)
+{
+	PGresult *r = exec_as(s, &statements[ST_PING], 0, NULL, 0, deadline_ms, err);
+
+	*timed_out = r == NULL && strcmp(err->sqlstate, "57014") == 0;
+	if (r == NULL)
+		return false;
+	PQclear(r);
+	return true;
+}
+
+void store_stall_begin(int waited_ms)
+{
+	int ended = 0;
+
+	if (waited_ms <= 0)
+		waited_ms = 1;
+	atomic_store(&stalled_ms, waited_ms);
+	/* Each statement waiting on the database reads its connection as
+	 * broken and answers 503 (or, for a COMMIT in flight, "unknown"),
+	 * as it would at its own deadline; its slot reconnects later. */
+	pthread_mutex_lock(&pools_mu);
+	for (struct store_pool *pool = pools; pool != NULL; pool = pool->next) {
+		if (pool->watch)
+			continue;
+		for (int i = 0; i < pool->size; i++) {
+			struct store *s = &pool->slots[i];
+			pthread_mutex_lock(&s->wait_mu);
+			if (s->waiting_fd >= 0 && !s->interrupted) {
+				(void)shutdown(s->waiting_fd, SHUT_RDWR);
+				s->interrupted = true;
+				ended++;
+			}
+			pthread_mutex_unlock(&s->wait_mu);
+		}
+	}
+	pthread_mutex_unlock(&pools_mu);
+	if (ended > 0)
+		log_warn("store", "abandoned %d statements waiting on the stalled database", ended);
+}
+
+void store_stall_end(void)
+{
+	atomic_store(&stalled_ms, 0);
+}
+
 bool store_reconnect(struct store *s, struct floe_error *err)
 {
 	if (s->conn != NULL)
 		PQfinish(s->conn);
 	s->conn = store_connect(s->conninfo, err);
-	if (s->conn != NULL && !store_prepare_all(s->conn, err)) {
+	if (s->conn != NULL &&
+	    (!store_prepare_all(s->conn, err) || !store_feed_timeline_note(s, err))) {
 		PQfinish(s->conn);
 		s->conn = NULL;
 	}

@@ -60,6 +60,26 @@ const char *store_warehouse(const struct store *s);
 /* Round trip to the database. */
 bool store_ping(struct store *s, struct floe_error *err) FLOE_WUR;
 
+/* Round trip to the database, waiting at most deadline_ms for the answer
+ * (a connection of store_watch_pool_new). False with err set when it
+ * fails; *timed_out then tells whether the database did not answer in
+ * time (its connection is then closed, and reopened by the next acquire). */
+bool store_probe(struct store *s, int deadline_ms, bool *timed_out,
+		 struct floe_error *err) FLOE_WUR;
+
+/*
+ * The database is stalled: it did not answer a probe within waited_ms.
+ * Until store_stall_end, every acquire but the watch pool's fails at once
+ * with FE_UNAVAILABLE ("did not answer within waited_ms"), and each
+ * statement now waiting on the database is abandoned: its connection is
+ * shut down, so it fails as at its own deadline (FE_UNAVAILABLE, or
+ * FE_COMMIT_STATE_UNKNOWN for a COMMIT in flight). Thread-safe.
+ */
+void store_stall_begin(int waited_ms);
+
+/* The database answers again: acquires go through. Thread-safe. */
+void store_stall_end(void);
+
 /* --- namespaces --- */
 
 /* Not-found and conflict errors of namespaces and tables are plain kinds
@@ -243,15 +263,15 @@ bool store_commit_landed(struct store *s, const char *xid, const char *table_uui
 
 /* Names another table (in *other, caller frees; NULL if none) whose
  * location equals, contains or lies inside location (canonical), counting
- * dropped tables whose files wait for their purge. uuid is the table's
- * own (excluded), or NULL. */
+ * dropped tables whose files wait for their purge; index lookups, not a
+ * scan. uuid is the table's own (excluded), or NULL. */
 bool store_table_location_clash(struct store *s, const char *location, const char *uuid,
 				char **other, struct floe_error *err) FLOE_WUR;
 
 /* The shortest of the n canonical locations at which a table, or a
  * dropped table whose files are not purged yet, has exactly its location
- * (*taken, caller frees; NULL if none). A location holding '\x1f' never
- * matches. */
+ * (*taken, caller frees; NULL if none); an index lookup. A location
+ * holding '\x1f' never matches. */
 bool store_location_taken(struct store *s, const char *const *locations, size_t n, char **taken,
 			  struct floe_error *err) FLOE_WUR;
 
@@ -260,10 +280,12 @@ bool store_location_taken(struct store *s, const char *const *locations, size_t 
 bool store_live_location_clash(struct store *s, const char *location, char **other,
 			       struct floe_error *err) FLOE_WUR;
 
-/* Takes the transaction-scoped lock that serialises, across replicas,
- * every location check with the insert or swap that follows it. Only
- * inside store_begin ... store_commit. */
-bool store_location_lock(struct store *s, struct floe_error *err) FLOE_WUR;
+/* Takes the transaction-scoped locks that serialise, across replicas,
+ * the check of canonical location with the insert or swap that follows
+ * it, against the checks of every location that holds it or lies inside
+ * it; checks of disjoint locations do not wait on each other. Only
+ * inside store_begin ... store_commit; held until its end. */
+bool store_location_lock(struct store *s, const char *location, struct floe_error *err) FLOE_WUR;
 
 /* Where one table keeps its files. */
 struct table_location {
@@ -831,5 +853,31 @@ bool store_checkpoint_list(struct store *s, long long after_id, long limit,
 
 /* Principals, roles and grants. */
 #include "store_identity.h"
+
+/* --- notifications (listen.c): for the caches that must forget what
+ * another session changed --- */
+
+struct store_listener;
+
+/*
+ * A session of its own to conninfo that listens on channel (a lower-case
+ * identifier): NULL with err set (FE_UNAVAILABLE) when it cannot connect
+ * or listen. Free with store_listener_free.
+ */
+struct store_listener *store_listen(const char *conninfo, const char *channel,
+				    struct floe_error *err) FLOE_WUR;
+
+/*
+ * Waits up to timeout_ms for notifications and calls on_notify with each
+ * one's payload (borrowed for the call). Returns how many came (0: none
+ * within the time), or -1 when the session is lost: then nothing said
+ * about the time since the last wait can be trusted, and the caller
+ * opens a new listener.
+ */
+int store_listener_wait(struct store_listener *l, int timeout_ms,
+			void (*on_notify)(void *arg, const char *payload), void *arg);
+
+/* Closes the session; NULL is fine. */
+void store_listener_free(struct store_listener *l);
 
 #endif

@@ -34,6 +34,11 @@ void store_set_limits(const struct store_limits *limits);
  * lines (static). Returns NULL when out of memory. */
 struct store_pool *store_pool_new(const char *conninfo, int size, const char *name);
 
+/* A pool of one connection for the database watch: a stall neither
+ * refuses nor interrupts it, and it gives up connecting after 2 s (not 5).
+ * Returns NULL when out of memory. */
+struct store_pool *store_watch_pool_new(const char *conninfo);
+
 /* Closes every connection and frees the pool; sets *pool to NULL. */
 void store_pool_free(struct store_pool **pool);
 
@@ -57,30 +62,5 @@ bool store_grant_runtime(const char *owner_conninfo, const char *runtime_conninf
  * migrations) and floe_runtime (floe's login) unless they exist, and
  * hands floe_owner every object of the database. */
 bool store_embedded_roles(const char *superuser_conninfo, struct floe_error *err) FLOE_WUR;
-
-/* --- notifications (listen.c) --- */
-
-struct store_listener;
-
-/*
- * A session of its own to conninfo that listens on channel (a lower-case
- * identifier): NULL with err set (FE_UNAVAILABLE) when it cannot connect
- * or listen. Free with store_listener_free.
- */
-struct store_listener *store_listen(const char *conninfo, const char *channel,
-				    struct floe_error *err) FLOE_WUR;
-
-/*
- * Waits up to timeout_ms for notifications and calls on_notify with each
- * one's payload (borrowed for the call). Returns how many came (0: none
- * within the time), or -1 when the session is lost: then nothing said
- * about the time since the last wait can be trusted, and the caller
- * opens a new listener.
- */
-int store_listener_wait(struct store_listener *l, int timeout_ms,
-			void (*on_notify)(void *arg, const char *payload), void *arg);
-
-/* Closes the session; NULL is fine. */
-void store_listener_free(struct store_listener *l);
 
 #endif

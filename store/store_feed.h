@@ -38,6 +38,8 @@ void store_feed_rows_free(struct feed_row *rows, size_t count);
 struct feed_query {
 	char after_xid[24]; /* "" with after_id 0: from the start */
 	long long after_id;
+	char token_system[24]; /* the token's database; "" for a token without one */
+	long token_timeline;
 	long long since_ms;
 	const char *operations;
 	const char *object_types;
@@ -50,6 +52,31 @@ struct feed_query {
 bool store_feed_list(struct store *s, const struct feed_query *q, long limit,
 		     struct feed_row **rows, size_t *count, bool *more,
 		     struct floe_error *err) FLOE_WUR;
+
+/* Where the feed is read: this database's system identifier and the
+ * timeline it writes on. */
+struct feed_here {
+	char system[24];
+	long timeline;
+};
+
+enum feed_verdict {
+	FEED_POSITION_OK,
+	FEED_POSITION_BEYOND,         /* past what this database has: a lost future */
+	FEED_POSITION_OTHER_DATABASE, /* issued by another database */
+	FEED_POSITION_LOST,           /* an earlier timeline's, not in this one's history */
+};
+
+/* Where a reader at q's position (after_xid, after_id, token_system,
+ * token_timeline) stands on this database: *here filled, *verdict
+ * whether reading on from the position misses nothing. */
+bool store_feed_position(struct store *s, const struct feed_query *q, struct feed_here *here,
+			 enum feed_verdict *verdict, struct floe_error *err) FLOE_WUR;
+
+/* Records the timeline of a new connection's primary before the
+ * connection writes anything (the pool calls it on every connect);
+ * fails on a standby, where nothing can be written. */
+bool store_feed_timeline_note(struct store *s, struct floe_error *err) FLOE_WUR;
 
 /* Names what the open transaction does for the change feed's events of
  * table creates and commits (register-table), until it ends. Only inside

@@ -10,6 +10,7 @@
 #define FLOE_STORE_INTERNAL_H
 
 #include <stdbool.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <libpq-fe.h>
 
@@ -64,12 +65,22 @@ extern const struct store_statements store_grant_statements;
 extern const struct store_statements store_feed_statements;
 extern const struct store_statements store_sub_statements;
 
+struct store_pool;
+
 /* One connection of a pool. */
 struct store {
 	PGconn *conn;
-	const char *conninfo; /* the pool's */
+	const char *conninfo;    /* the pool's */
+	struct store_pool *pool; /* the pool it belongs to */
 	bool busy;
 	int index;
+	/* The socket a statement of this connection is waiting on, -1 when
+	 * none, and whether a stall of the database (store_stall_begin) shut
+	 * it down; both under wait_mu, so the socket is never shut down after
+	 * its owner closed it. */
+	pthread_mutex_t wait_mu;
+	int waiting_fd;
+	bool interrupted;
 	char sqlstate[6]; /* of the last failed statement, "" if none */
 	/* Whose catalog the borrower reads and writes (store_use_warehouse):
 	 * "" the default warehouse's; never NULL; borrowed. */

@@ -16,8 +16,15 @@
 
 #include "gzip.h"
 
-/* The advisory lock key of the no-overlap rule for table locations. */
+/* The advisory lock key of the no-overlap rule for table locations
+ * before migration 0029, now taken shared (ST_LOCATION_LOCK). */
 #define LOCATION_LOCK "7310593858473447526"
+/* The first key of the two-key advisory locks on location keys (the
+ * second is the key's hashtext): a space of their own, apart from the
+ * one-key locks. */
+#define LOCATION_LOCK_CLASS "1718382437"
+/* The most prefixes of a location that a claim locks one by one. */
+#define LOCATION_LOCK_DEPTH 64
 
 enum {
 	ST_TABLE_LOAD,
@@ -31,6 +38,7 @@ enum {
 	ST_TABLE_LOCATION_CLASH,
 	ST_LOCATION_TAKEN,
 	ST_LOCATION_LOCK,
+	ST_LOCATION_LOCK_ALL,
 	ST_TABLE_LOCATIONS_AFTER,
 	ST_TABLE_LIST,
 	ST_TABLE_DROP,
@@ -110,6 +118,29 @@ enum {
 #define BY_COLUMNS "principal, client_id, refs"
 #define BY_VALUES "coalesce($15, 'anonymous'), $16, string_to_array($17::text, E'\\x1f')"
 #define BY_PARAMS 3
+
+/* clang-format off */
+/* The key of a location in relation R, as migration 0029 indexes it:
+ * canonical, one trailing '/', compared byte-wise. */
+#define LOCATION_KEY(R) "(rtrim(" R ".location, '/') || '/') COLLATE \"C\""
+/* Row R's location holds key $1 (its key is one of $1's prefixes $4). */
+#define KEY_HOLDS(R) LOCATION_KEY(R) " = ANY ($4::text[])"
+/* Row R's location is key $1's or lies inside it. */
+#define KEY_INSIDE(R) \
+	LOCATION_KEY(R) " >= $1::text AND " LOCATION_KEY(R) " < left($1::text, -1) || '0'"
+/* The name of one live object of relation REL whose location meets
+ * WHERE; its namespace looked up for that row alone, so no plan joins
+ * the namespaces first. */
+#define LOCATION_CLASH(REL, WHERE) \
+	"(SELECT (SELECT array_to_string(n.levels, '.') FROM namespaces n " \
+	"  WHERE n.id = t.namespace_id) || '.' || t.name FROM " REL " t " \
+	"WHERE " WHERE " LIMIT 1)"
+/* The name of one dropped table waiting for its purge whose location meets WHERE. */
+#define LOCATION_CLASH_PURGE(WHERE) \
+	"(SELECT array_to_string(p.namespace, '.') || '.' || p.table_name " \
+	"  || ' (dropped, its files not purged yet)' FROM purges p " \
+	"WHERE $3::boolean AND " WHERE " LIMIT 1)"
+/* clang-format on */
 
 /* A load of the deflated form: columns id, uuid, location, the text
  * when no deflated form of this version is kept (else NULL), version,
@@ -200,35 +231,49 @@ static const struct store_statement statements[ST_COUNT] = {
 	[ST_COMMIT_LANDED] = { "commit_landed",
 		"SELECT pg_xact_status($4::xid8), EXISTS (SELECT 1 FROM commit_log "
 		"WHERE table_uuid = $1::uuid AND version = $2::bigint AND metadata_location = $3)" },
-	/* $1 is canonical, so every overlap is a prefix at a '/'. A dropped
-	 * table whose files are not purged yet still owns its location
-	 * ($3: count those too). */
+	/* $1: the key of a canonical location (LOCATION_KEY), $4 its
+	 * proper prefixes at a '/': the locations holding it are those whose
+	 * key is one of $4, the ones inside it (or equal) those whose key lies
+	 * in [$1, $1 with its last '/' raised to '0'), each one index lookup.
+	 * A dropped table whose files are not purged yet still owns its
+	 * location ($3: count those too). */
 	[ST_TABLE_LOCATION_CLASH] = { "table_location_clash",
-		"(SELECT array_to_string(n.levels, '.') || '.' || t.name FROM tables t "
-		"JOIN namespaces n ON n.id = t.namespace_id "
-		"WHERE t.table_uuid IS DISTINCT FROM $2::uuid AND (t.location = $1 "
-		"  OR starts_with(t.location, rtrim($1, '/') || '/') "
-		"  OR starts_with($1, rtrim(t.location, '/') || '/')) "
-		"LIMIT 1) "
-		"UNION ALL "
-		"(SELECT array_to_string(p.namespace, '.') || '.' || p.table_name "
-		"  || ' (dropped, its files not purged yet)' FROM purges p "
-		"WHERE $3::boolean AND (p.location = $1 "
-		"  OR starts_with(p.location, rtrim($1, '/') || '/') "
-		"  OR starts_with($1, rtrim(p.location, '/') || '/')) "
-		"LIMIT 1) "
-		"LIMIT 1" },
-	/* $1: locations joined by \x1f; exact matches use the index. */
+		LOCATION_CLASH("tables", "t.table_uuid IS DISTINCT FROM $2::uuid AND " KEY_HOLDS("t"))
+		" UNION ALL "
+		LOCATION_CLASH("tables", "t.table_uuid IS DISTINCT FROM $2::uuid AND " KEY_INSIDE("t"))
+		" UNION ALL "
+		LOCATION_CLASH_PURGE(KEY_HOLDS("p"))
+		" UNION ALL "
+		LOCATION_CLASH_PURGE(KEY_INSIDE("p"))
+		" LIMIT 1" },
+	/* $1: locations joined by \x1f, matched by their keys. */
 	[ST_LOCATION_TAKEN] = { "location_taken",
+		"WITH k AS (SELECT ARRAY(SELECT rtrim(x, '/') || '/' "
+		"  FROM unnest(string_to_array($1::text, E'\\x1f')) x) AS keys) "
 		"SELECT l FROM ("
-		"  SELECT location AS l FROM tables "
-		"  WHERE location = ANY (string_to_array($1::text, E'\\x1f')) "
-		"  UNION ALL SELECT location FROM purges "
-		"  WHERE location = ANY (string_to_array($1::text, E'\\x1f'))) x "
+		"  SELECT location AS l FROM tables, k WHERE " LOCATION_KEY("tables") " = ANY (k.keys) "
+		"  UNION ALL SELECT location FROM purges, k "
+		"  WHERE " LOCATION_KEY("purges") " = ANY (k.keys)) x "
 		"ORDER BY length(l) LIMIT 1" },
-	/* Serialises every location check with the insert or swap that
-	 * follows it in the same transaction, across replicas. */
+	/* Serialises a location check with the insert or swap that follows
+	 * it, across replicas, against the checks of overlapping locations
+	 * only: location key $1 exclusively, each of its prefixes $2 shared.
+	 * Two nested locations conflict on the outer one's key, disjoint ones
+	 * on nothing. Taken in the order of their hashes, so two claims never
+	 * wait on each other in a cycle. LOCATION_LOCK, shared, keeps out the
+	 * replicas of before 0029, which take it exclusively, and the claims
+	 * of locations too deep to lock level by level (ST_LOCATION_LOCK_ALL). */
 	[ST_LOCATION_LOCK] = { "location_lock",
+		"SELECT pg_advisory_xact_lock_shared(" LOCATION_LOCK "), count(*) FROM ("
+		"  SELECT CASE WHEN x THEN pg_advisory_xact_lock(" LOCATION_LOCK_CLASS ", h) "
+		"    ELSE pg_advisory_xact_lock_shared(" LOCATION_LOCK_CLASS ", h) END "
+		"  FROM (SELECT h, bool_or(x) AS x FROM ("
+		"      SELECT hashtext(k) AS h, false AS x FROM unnest($2::text[]) k "
+		"      UNION ALL SELECT hashtext($1::text), true) a "
+		"    GROUP BY h ORDER BY h) l) locked" },
+	/* A location of more than LOCATION_LOCK_DEPTH levels locks every
+	 * claim out instead: a bounded number of locks for any location. */
+	[ST_LOCATION_LOCK_ALL] = { "location_lock_all",
 		"SELECT pg_advisory_xact_lock(" LOCATION_LOCK ")" },
 	[ST_TABLE_LOCATIONS_AFTER] = { "table_locations_after",
 		"SELECT id, location FROM tables WHERE id > $1::bigint ORDER BY id "
@@ -853,12 +898,83 @@ bool store_table_rename(struct store *s, const struct ns_ident *from_ns, const c
 			     to_ns, to, err);
 }
 
+/* The key of canonical location loc as LOCATION_KEY makes it: loc with
+ * one trailing '/' (new string, or NULL with err set). */
+static char *location_key(const char *loc, struct floe_error *err)
+{
+	size_t n = strlen(loc);
+	char *key;
+
+	while (n > 0 && loc[n - 1] == '/')
+		n--;
+	key = malloc(n + 2);
+	if (key == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		return NULL;
+	}
+	memcpy(key, loc, n);
+	key[n] = '/';
+	key[n + 1] = '\0';
+	return key;
+}
+
+/* The text[] literal of key's proper prefixes that end at a '/', the
+ * keys of every location that could hold key's (new string, or NULL with
+ * err set). Each element is quoted, '"' and '\' escaped. */
+static char *location_prefixes_param(const char *key, size_t *count, struct floe_error *err)
+{
+	size_t len = strlen(key);
+	size_t cap = 3;
+	size_t at = 0;
+	char *out;
+
+	for (size_t i = 0; i + 1 < len; i++) {
+		if (key[i] == '/')
+			cap += 2 * (i + 1) + 3;
+	}
+	out = malloc(cap);
+	if (out == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		return NULL;
+	}
+	*count = 0;
+	out[at++] = '{';
+	for (size_t i = 0; i + 1 < len; i++) {
+		if (key[i] != '/')
+			continue;
+		(*count)++;
+		if (at > 1)
+			out[at++] = ',';
+		out[at++] = '"';
+		for (size_t k = 0; k <= i; k++) {
+			if (key[k] == '"' || key[k] == '\\')
+				out[at++] = '\\';
+			out[at++] = key[k];
+		}
+		out[at++] = '"';
+	}
+	out[at++] = '}';
+	out[at] = '\0';
+	return out;
+}
+
 static bool location_clash(struct store *s, const char *location, const char *uuid,
 			   bool with_purges, char **other, struct floe_error *err)
 {
-	const char *params[3] = { location, uuid, with_purges ? "true" : "false" };
+	char *key = location_key(location, err);
+	size_t count = 0;
+	char *prefixes = key != NULL ? location_prefixes_param(key, &count, err) : NULL;
+	bool ok = false;
 
-	return store_exec_text(s, &statements[ST_TABLE_LOCATION_CLASH], 3, params, other, err);
+	*other = NULL;
+	if (prefixes != NULL) {
+		const char *params[4] = { key, uuid, with_purges ? "true" : "false", prefixes };
+		ok = store_exec_text(s, &statements[ST_TABLE_LOCATION_CLASH], 4, params, other,
+				     err);
+	}
+	free(key);
+	free(prefixes);
+	return ok;
 }
 
 bool store_table_location_clash(struct store *s, const char *location, const char *uuid,
@@ -900,10 +1016,21 @@ bool store_location_taken(struct store *s, const char *const *locations, size_t 
 	return ok;
 }
 
-bool store_location_lock(struct store *s, struct floe_error *err)
+bool store_location_lock(struct store *s, const char *location, struct floe_error *err)
 {
-	PGresult *r = store_exec(s, &statements[ST_LOCATION_LOCK], 0, NULL, err);
+	char *key = location_key(location, err);
+	size_t count = 0;
+	char *prefixes = key != NULL ? location_prefixes_param(key, &count, err) : NULL;
+	PGresult *r = NULL;
 
+	if (prefixes != NULL && count > LOCATION_LOCK_DEPTH) {
+		r = store_exec(s, &statements[ST_LOCATION_LOCK_ALL], 0, NULL, err);
+	} else if (prefixes != NULL) {
+		const char *params[2] = { key, prefixes };
+		r = store_exec(s, &statements[ST_LOCATION_LOCK], 2, params, err);
+	}
+	free(key);
+	free(prefixes);
 	if (r == NULL)
 		return false;
 	PQclear(r);

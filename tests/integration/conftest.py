@@ -81,6 +81,11 @@ FLOE_OPTIONS = {
 ERROR_KEYS = {"message", "type", "code", "stack"}
 
 
+def pytest_configure(config):
+    # -m scale picks the tests that compare a cost at two catalog sizes.
+    config.addinivalue_line("markers", "scale: compares a cost at two catalog sizes")
+
+
 # --------------------------------------------------------------------------
 # small helpers
 

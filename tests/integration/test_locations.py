@@ -340,6 +340,73 @@ def test_concurrent_nested_creates_one_wins(postgres, floe_factory):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def race_pair(replicas, ns, names, locs):
+    """Creates names[i] at locs[i] on replicas[i], both at once."""
+    barrier = threading.Barrier(2)
+    results = [None, None]
+
+    def go(i):
+        f = replicas[i]
+        barrier.wait()
+        results[i] = requests.post(f.url + tables_url(ns), timeout=30,
+                                   json={"name": names[i], "schema": SCHEMA, "location": locs[i]})
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return results
+
+
+def test_overlapping_pairs_race_across_two_replicas(postgres, floe_factory):
+    """Two replicas each create one of a pair of locations at once, round
+    after round: when one location holds the other (one level or many
+    apart, equal, spelled with the characters an array literal quotes,
+    deeper than the levels a create locks one by one) exactly one create
+    lands and the other is refused; neighbours whose paths only share a
+    string prefix both land."""
+    scratch = make_shared_tmpdir("floe-it-loc-pairs-")
+    wh = scratch / "wh"
+    try:
+        db = postgres.new_database()
+        replicas = [floe_factory(args=[f"--warehouse=file://{wh}", "--threads=8"],
+                                 env={"FLOE_DATABASE_URL": db}) for _ in range(2)]
+        replicas[0].create_namespace(["pairs"])
+        deep = "/".join(f"l{k}" for k in range(80))
+        shapes = [
+            ("b", "b/c", True),
+            ("b", "b/c/d/e/f", True),
+            ("b", "b", True),
+            ('q"u,o{t}e \\x', 'q"u,o{t}e \\x/in"ner', True),
+            ("b", f"b/{deep}", True),
+            (f"b/{deep}", f"b/{deep}/z", True),
+            ("b", "b-c", False),
+            ("b", "b.c/d", False),
+        ]
+        rnd = 0
+        for outer, inner, overlap in shapes:
+            for k in range(6):
+                rnd += 1
+                base = f"{wh}/pairs/r{rnd}"
+                locs = [f"file://{base}/{outer}", f"file://{base}/{inner}"]
+                if k % 2:
+                    locs.reverse()
+                results = race_pair(replicas, ["pairs"], [f"a{rnd}", f"b{rnd}"], locs)
+                statuses = [r.status_code for r in results]
+                what = f"{locs}: {statuses} {[r.text[:200] for r in results]}"
+                if not overlap:
+                    assert statuses == [200, 200], what
+                    continue
+                assert sorted(statuses) == [200, 400], what
+                loser = results[statuses.index(400)]
+                assert_error(loser, 400, "BadRequestException", message_has="overlaps")
+                metas = list(Path(base).rglob("*.metadata.json"))
+                assert len(metas) == 1, metas
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 # --------------------------------------------------------------------------
 # 3. drop with purge racing a re-create of the same name
 

@@ -521,6 +521,54 @@ def test_the_daemon_accepts_the_issuers_tokens(provider, other_provider, floe_fa
         assert why in r.json()["error"]["message"].lower(), r.text
 
 
+def test_a_rotated_key_while_the_issuer_is_down_is_503_not_401(own_provider, floe_factory, postgres):
+    """The issuer rotates its key and goes down before floe has read the new
+    set: a valid token of the new key cannot be decided, which is 503 with
+    Retry-After (neither a pass nor a 401 that tells the client its token is
+    bad), answered within the bounded wait; a token of a key floe holds still
+    passes; once the issuer is back the new token passes."""
+    f = issuer_floe(floe_factory, postgres, own_provider.issuer)
+
+    def namespaces(token, timeout=10):
+        return requests.get(f.url + "/v1/namespaces", timeout=timeout,
+                            headers={"Authorization": f"Bearer {token}"})
+
+    old = own_provider.token("floe-rs256")
+    assert namespaces(old).status_code == 200
+    own_provider.rotate()
+    new = own_provider.token("floe-rs256")
+    assert header_of(new)["kid"] != header_of(old)["kid"]
+    own_provider.stop()
+
+    t0 = time.monotonic()
+    r = namespaces(new)
+    elapsed = time.monotonic() - t0
+    assert r.status_code == 503, r.text
+    assert r.headers.get("Retry-After", "").isdigit(), dict(r.headers)
+    assert r.json()["error"] == {"message": "The token issuer's keys could not be fetched",
+                                 "type": "ServiceUnavailableException", "code": 503}
+    assert elapsed < 4, f"answered after {elapsed:.1f} s"
+    # Still undecided on a retry while the issuer is down, never a 401.
+    time.sleep(1.2)
+    assert namespaces(new).status_code == 503
+    # A key floe holds keeps verifying without the issuer.
+    assert namespaces(old).status_code == 200
+
+    own_provider.start()
+    def passes():
+        return namespaces(new).status_code == 200
+    assert wait_until_true(passes, 10), f.log_tail()
+
+
+def wait_until_true(predicate, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.3)
+    return False
+
+
 def test_a_disabled_issuer_principal_is_refused(provider, floe_factory, postgres):
     import psycopg
     f = issuer_floe(floe_factory, postgres, provider.issuer)

@@ -10,6 +10,7 @@ sockets, a client that sends half a body.
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import signal
 import socket
@@ -183,6 +184,72 @@ def test_stopped_database_gives_503_in_bounded_time_and_floe_recovers(dedicated_
     assert t.metadata()["properties"]["k"] == "after"
 
 
+def test_stalled_database_leaves_health_and_ready_answering(dedicated_postgres, floe_factory):
+    """Every process of the cluster stopped while loadTables hold every HTTP
+    worker: /health still answers at once, /ready says why it is not ready
+    within its deadline, a new loadTable gets 503 with Retry-After instead of
+    waiting out the 30 s statement timeout, and all recovers on SIGCONT."""
+    pg = dedicated_postgres
+    f = floe_factory(env={"FLOE_DATABASE_URL": pg.new_database()},
+                     args=["--threads=2", "--commit-threads=1", "--db-probe-timeout-ms=400"])
+    t = new_table(f, "stalled")
+    assert_ok_json(f.get(t.url))
+    headers = dict(f.session.headers)
+
+    def load(timeout=40):
+        return requests.get(f.url + t.url, headers=headers, timeout=timeout)
+
+    pids = postgres_pids(pg)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=6)
+    try:
+        # More requests than HTTP workers, each on a connection of its own.
+        held = [pool.submit(load) for _ in range(6)]
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        try:
+            r = requests.get(f.url + "/health", timeout=1)
+        except requests.Timeout:
+            pytest.fail("/health not answered within 1 s while the database is stopped")
+        assert r.status_code == 200 and r.json() == {"status": "ok"}, describe(r)
+        assert time.monotonic() - t0 < 1.0
+
+        t0 = time.monotonic()
+        r = requests.get(f.url + "/ready", timeout=2)
+        assert time.monotonic() - t0 < 1.0, "/ready took longer than its deadline"
+        assert_503(r, "did not answer within 400 ms")
+
+        t0 = time.monotonic()
+        r = load(timeout=5)
+        elapsed = time.monotonic() - t0
+        assert_503(r, "did not answer within 400 ms")
+        assert elapsed < 1.0, f"a new loadTable answered after {elapsed:.1f} s"
+
+        # The requests that were waiting on the database got their 503 too,
+        # within the watch's deadline, not the statement timeout.
+        for fut in held:
+            r = fut.result(timeout=5)
+            assert_503(r)
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        pool.shutdown(wait=True)
+
+    def recovered():
+        try:
+            return f.get(t.url, timeout=10).status_code == 200 and \
+                f.get("/ready", timeout=10).status_code == 200
+        except requests.RequestException:
+            return False
+    assert wait_until(recovered, 15, 0.2), f"not recovered 15 s after SIGCONT:\n{f.log_tail()}"
+    assert_ok_json(set_property(t, "k", "after"))
+    assert "statements waiting on the stalled database" in f.log(), f.log_tail()
+
+
 # ---------------------------------------------------------------- the commit queue and the pools
 
 
@@ -320,6 +387,30 @@ def test_slow_client_with_half_a_body_is_dropped(postgres, floe_factory):
     # nothing was created from half a body, and others are served
     assert ["slow"] not in f.list_namespaces()
     assert f.get("/health").status_code == 200
+
+
+def test_the_body_budget_counts_what_the_parsed_body_holds(postgres, floe_factory):
+    """A 300 KB commit of many short properties fits the 1 MiB budget as
+    text, but parsed it holds several times that: refused with 503 and
+    Retry-After, and nothing lands. The same 300 KB that is mostly
+    whitespace holds little parsed and goes through."""
+    f = floe_factory(env={"FLOE_DATABASE_URL": postgres.new_database()},
+                     args=["--max-pending-body-bytes=1048576"])
+    t = new_table(f, "parsed")
+    props = {f"p{i:06d}": "v" * 8 for i in range(300_000 // 24)}
+    dense = json.dumps({"requirements": [], "updates": [
+        {"action": "set-properties", "updates": props}]}).encode()
+    assert 280_000 < len(dense) < 320_000
+    r = f.post(t.url, data=dense, headers={"Content-Type": "application/json"}, timeout=30)
+    assert_503(r, "too many request bodies are held in memory")
+    assert "p000000" not in t.metadata()["properties"]
+
+    sparse = json.dumps({"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"k": "v"}}]}).encode()
+    sparse += b" " * (len(dense) - len(sparse))
+    r = f.post(t.url, data=sparse, headers={"Content-Type": "application/json"}, timeout=30)
+    assert_ok_json(r)
+    assert t.metadata()["properties"]["k"] == "v"
 
 
 def test_request_bodies_held_at_once_are_bounded(postgres, floe_factory):

@@ -213,7 +213,7 @@ static enum jwt_status check(struct oidc *o, const char *t, struct floe_error *e
 	if (st == JWT_OK && claims != NULL)
 		cr_assert_str_eq(json_string_value(json_object_get(claims, "sub")), "alice");
 	if (st == JWT_OK && claims == NULL)
-		cr_assert_eq(err->kind, FE_NOT_AUTHORIZED);
+		cr_assert_eq(err->kind, FE_UNAVAILABLE);
 	json_decref(claims);
 	return st;
 }
@@ -304,7 +304,7 @@ Test(auth_oidc_fetch, a_failed_fetch_refuses_and_keeps_the_keys)
 	serve_keys(set, 500);
 	json_decref(set);
 	cr_assert_eq(check(o, tb, &err), JWT_OK);
-	cr_assert_eq(err.kind, FE_NOT_AUTHORIZED, "fail closed: %s", err.message);
+	cr_assert_eq(err.kind, FE_UNAVAILABLE, "undecided, never passed: %s", err.message);
 	cr_assert_str_eq(err.message, "The token issuer's keys could not be fetched");
 	cr_assert_eq(check(o, ta, &err), JWT_OK, "%s", err.message);
 	cr_assert_eq(err.kind, FE_NONE, "key a still verifies");
@@ -351,6 +351,53 @@ Test(auth_oidc_fetch, a_token_arriving_during_a_fetch_waits_for_it)
 	pthread_join(th, NULL);
 	cr_assert_eq(v.failures, 0);
 	cr_assert_eq(jwks_fetches(), 2);
+	free(tb);
+	oidc_free(o);
+}
+
+Test(auth_oidc_fetch, a_slow_key_set_is_undecided_after_the_bounded_wait)
+{
+	struct oidc *o = issuer();
+	char *tb = token(key_b, "b");
+	struct floe_error err;
+	struct timespec t0, t1;
+
+	serve_both();
+	pthread_mutex_lock(&srv.lock);
+	srv.jwks_delay_ms = OIDC_WAIT_MS + 1500;
+	pthread_mutex_unlock(&srv.lock);
+	/* The fetch runs on the issuer's own thread: the caller is answered
+	 * when the wait ends, not when the fetch does. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(check(o, tb, &err), JWT_OK);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert_eq(err.kind, FE_UNAVAILABLE, "undecided: %s", err.message);
+	long long ms = (long long)(t1.tv_sec - t0.tv_sec) * 1000 +
+		       (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	cr_assert(ms >= OIDC_WAIT_MS - 50 && ms < OIDC_WAIT_MS + 1000, "answered after %lld ms",
+		  ms);
+	free(tb);
+	oidc_free(o);
+}
+
+Test(auth_oidc_fetch, a_failed_fetch_does_not_hold_the_next_one_back)
+{
+	struct oidc *o = issuer();
+	char *tb = token(key_b, "b");
+	struct floe_error err;
+
+	json_t *set = json_pack("{s:[o]}", "keys", jwk_from_key(key_b, "b"));
+	serve_keys(set, 500);
+	cr_assert_eq(check(o, tb, &err), JWT_OK);
+	cr_assert_eq(err.kind, FE_UNAVAILABLE);
+	/* The issuer is back: a second later the same token is decided, not
+	 * refused for the 30 s a fetch that read a set holds the next back. */
+	serve_keys(set, 200);
+	json_decref(set);
+	usleep((useconds_t)(OIDC_RETRY_MS + 100) * 1000);
+	cr_assert_eq(check(o, tb, &err), JWT_OK, "%s", err.message);
+	cr_assert_eq(err.kind, FE_NONE, "%s", err.message);
+	cr_assert_eq(jwks_fetches(), 3);
 	free(tb);
 	oidc_free(o);
 }

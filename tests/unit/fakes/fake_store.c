@@ -297,6 +297,46 @@ bool store_ping(struct store *s, struct floe_error *err)
 	return true;
 }
 
+bool store_probe(struct store *s, int deadline_ms, bool *timed_out, struct floe_error *err)
+{
+	(void)deadline_ms;
+	*timed_out = false;
+	return store_ping(s, err);
+}
+
+struct store_listener *store_listen(const char *conninfo, const char *channel,
+				    struct floe_error *err)
+{
+	(void)conninfo;
+	(void)channel;
+	floe_err(err, FE_UNAVAILABLE, "the fake store hears nothing");
+	return NULL;
+}
+
+int store_listener_wait(struct store_listener *l, int timeout_ms,
+			void (*on_notify)(void *arg, const char *payload), void *arg)
+{
+	(void)l;
+	(void)timeout_ms;
+	(void)on_notify;
+	(void)arg;
+	return -1;
+}
+
+void store_listener_free(struct store_listener *l)
+{
+	(void)l;
+}
+
+void store_stall_begin(int waited_ms)
+{
+	(void)waited_ms;
+}
+
+void store_stall_end(void)
+{
+}
+
 bool store_begin(struct store *s, struct floe_error *err)
 {
 	(void)s;
@@ -528,9 +568,10 @@ bool store_location_taken(struct store *s, const char *const *locations, size_t 
 	return !fake_fault_due("store_location_taken", err, NULL);
 }
 
-bool store_location_lock(struct store *s, struct floe_error *err)
+bool store_location_lock(struct store *s, const char *location, struct floe_error *err)
 {
 	(void)s;
+	(void)location;
 	return !fake_fault_due("store_location_lock", err, NULL);
 }
 

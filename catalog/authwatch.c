@@ -1,13 +1,9 @@
 /*
- * authwatch.c - the thread that hears changes of authorization: a
- * session of its own listens on the database's floe_authz channel
- * (migration 0011) and, on each notification, makes this floe forget the
- * decisions it keeps and, when a principal, a role or a membership
- * changed, the tokens it resolved. While the session is lost the kept
- * decisions are off (every request asks the store) and it reconnects
- * with a growing pause.
+ * authwatch.c - hearing changes of authorization (authwatch.h). While the
+ * session is lost the kept decisions are off (every request asks the
+ * store) and it reconnects with a growing pause.
  */
-#include "auth_internal.h"
+#include "authwatch.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,9 +12,9 @@
 #include <time.h>
 
 #include "authzcache.h"
-#include "vend.h"
 #include "log.h"
-#include "store_admin.h"
+#include "ports.h"
+#include "vend.h"
 
 #define WATCH_CHANNEL "floe_authz"
 /* How long one wait lasts: the longest a stop waits for the thread. */
@@ -27,24 +23,32 @@
 #define WATCH_RETRY_MAX_MS 5000
 
 struct authwatch {
-	struct auth *auth;
+	/* Set before the thread starts and never written after. */
+	struct authwatch_config cfg; /* cfg.conninfo is conninfo */
 	char *conninfo;
 	pthread_t thread;
 	atomic_bool stop;
 };
 
+static void forget_tokens(const struct authwatch *w)
+{
+	if (w->cfg.forget_tokens != NULL)
+		w->cfg.forget_tokens(w->cfg.arg);
+}
+
 static void on_change(void *arg, const char *payload)
 {
-	struct auth *a = arg;
+	const struct authwatch *w = arg;
 
-	authz_cache_forget(a->decisions);
+	authz_cache_forget(w->cfg.decisions);
 	/* A grant may have changed a principal's access to a table. */
-	vend_forget(a->vended);
+	if (w->cfg.vended != NULL)
+		vend_forget(w->cfg.vended);
 	/* A token's roles were resolved from principals, roles and
 	 * role_members; grants and objects do not enter it. */
 	if (payload == NULL || (strcmp(payload, "grants") != 0 && strcmp(payload, "tables") != 0 &&
 				strcmp(payload, "namespaces") != 0))
-		tokencache_clear(a->cache);
+		forget_tokens(w);
 }
 
 /* Sleeps ms in short steps; false when asked to stop meanwhile. */
@@ -62,7 +66,6 @@ static bool pause_ms(struct authwatch *w, int ms)
 static void *watch_main(void *arg)
 {
 	struct authwatch *w = arg;
-	struct auth *a = w->auth;
 	int retry_ms = WATCH_RETRY_MIN_MS;
 	bool warned = false;
 
@@ -72,7 +75,7 @@ static void *watch_main(void *arg)
 		struct store_listener *l = store_listen(w->conninfo, WATCH_CHANNEL, &err);
 		if (l == NULL) {
 			if (!warned)
-				log_warn("auth",
+				log_warn("authz",
 					 "cannot hear changes of authorization (%s): every request "
 					 "asks the database until it can",
 					 err.message);
@@ -84,20 +87,20 @@ static void *watch_main(void *arg)
 			continue;
 		}
 		/* What changed while nothing was heard is unknown. */
-		tokencache_clear(a->cache);
-		authz_cache_hear(a->decisions, true);
+		forget_tokens(w);
+		authz_cache_hear(w->cfg.decisions, true);
 		if (warned)
-			log_info("auth", "hearing changes of authorization again");
+			log_info("authz", "hearing changes of authorization again");
 		warned = false;
 		retry_ms = WATCH_RETRY_MIN_MS;
 		while (!atomic_load(&w->stop)) {
-			if (store_listener_wait(l, WATCH_WAIT_MS, on_change, a) < 0)
+			if (store_listener_wait(l, WATCH_WAIT_MS, on_change, w) < 0)
 				break;
 		}
-		authz_cache_hear(a->decisions, false);
+		authz_cache_hear(w->cfg.decisions, false);
 		store_listener_free(l);
 		if (!atomic_load(&w->stop)) {
-			log_warn("auth",
+			log_warn("authz",
 				 "lost the session that hears changes of authorization: every "
 				 "request asks the database until it is back");
 			warned = true;
@@ -106,38 +109,43 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-bool auth_watch_start(struct auth *a, const char *conninfo, struct floe_error *err)
+struct authwatch *authwatch_start(const struct authwatch_config *cfg, struct floe_error *err)
 {
-	struct authwatch *w = NULL;
+	struct authwatch *w = calloc(1, sizeof(*w));
 
-	if (a == NULL || a->decisions == NULL)
-		return true; /* authentication is off: nothing is kept */
-	w = calloc(1, sizeof(*w));
-	if (w == NULL)
-		return floe_err(err, FE_INTERNAL, "out of memory");
-	w->auth = a;
-	w->conninfo = strdup(conninfo);
+	if (w == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		return NULL;
+	}
+	w->cfg = *cfg;
+	w->conninfo = strdup(cfg->conninfo);
+	w->cfg.conninfo = w->conninfo;
 	atomic_init(&w->stop, false);
 	if (w->conninfo == NULL) {
 		free(w);
-		return floe_err(err, FE_INTERNAL, "out of memory");
+		floe_err(err, FE_INTERNAL, "out of memory");
+		return NULL;
 	}
+	/* Everything the thread reads is in w by now: pthread_create
+	 * publishes it to the thread, and nothing is written after. */
 	if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
 		free(w->conninfo);
 		free(w);
-		return floe_err(err, FE_INTERNAL, "cannot start the thread that hears changes");
+		floe_err(err, FE_INTERNAL, "cannot start the thread that hears changes");
+		return NULL;
 	}
-	a->watch = w;
-	return true;
+	return w;
 }
 
-void auth_watch_stop(struct auth *a)
+void authwatch_stop(struct authwatch **wp)
 {
-	if (a == NULL || a->watch == NULL)
+	struct authwatch *w = *wp;
+
+	if (w == NULL)
 		return;
-	atomic_store(&a->watch->stop, true);
-	(void)pthread_join(a->watch->thread, NULL);
-	free(a->watch->conninfo);
-	free(a->watch);
-	a->watch = NULL;
+	atomic_store(&w->stop, true);
+	(void)pthread_join(w->thread, NULL);
+	free(w->conninfo);
+	free(w);
+	*wp = NULL;
 }
