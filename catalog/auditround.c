@@ -179,12 +179,50 @@ static bool keep_verdicts(struct auditround *r)
 	return true;
 }
 
+/* One <kind>.hook-calling event per call about to be made, committed
+ * before any is made: a floe that dies while a hook holds its call (and
+ * so never writes <kind>.hook-called) leaves the attempt on record. */
+static bool record_calling(struct store *s, const struct auditround *r, struct floe_error *err)
+{
+	struct store_actor who = audit_actor(r->env);
+	char event[64];
+
+	event_name(r, "hook-calling", event, sizeof(event));
+	if (!store_begin(s, err))
+		return false;
+	for (size_t i = 0; i < r->n; i++) {
+		const struct hook_target *h = &r->hooks[i];
+		json_t *d = json_pack("{s:s, s:s, s:s, s:I}", "hook-id", h->id, "hook-name",
+				      h->name, "delivery-id", r->deliveries[i], "timeout-ms",
+				      (json_int_t)h->timeout_ms);
+		bool ok = d != NULL || floe_err(err, FE_INTERNAL, "out of memory");
+		if (ok && r->call_extra != NULL)
+			json_object_update(d, r->call_extra);
+		ok = ok && store_event_insert(s, event, &who, r->ns, r->table, r->id, d, err);
+		json_decref(d);
+		if (!ok) {
+			store_rollback(s);
+			return false;
+		}
+	}
+	return store_commit(s, err);
+}
+
 bool auditround_call(struct store_pool *pool, struct store **s, struct auditround *r,
 		     struct floe_error *err)
 {
 	if (!prepare_calls(r)) {
 		struct floe_error ferr;
 		floe_err(err, FE_INTERNAL, "out of memory");
+		(void)auditround_finish(*s, r, "audit-failed", NULL, NULL, &ferr);
+		return false;
+	}
+	/* No call is made whose attempt is not on record. */
+	if (!record_calling(*s, r, err)) {
+		struct floe_error ferr;
+		log_error(r->kind,
+			  "%s %s: the hook calls cannot be recorded; none is made: %s rid=%s",
+			  r->noun, r->id, err->message, r->env->request_id);
 		(void)auditround_finish(*s, r, "audit-failed", NULL, NULL, &ferr);
 		return false;
 	}

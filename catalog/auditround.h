@@ -86,12 +86,14 @@ bool auditround_claim(struct store *s, struct auditround *r, const char *from, j
 		      struct floe_error *err) FLOE_WUR;
 
 /*
- * Calls every hook: builds the payloads, gives *s back to pool, calls the
- * hooks in parallel with no connection held, takes a connection again
- * into *s, and keeps every verdict (r->audits, r->called). False when
- * memory ran out (the round then ended audit-failed; FE_INTERNAL) or no
- * connection came back (*s NULL: the subject stays auditing until its
- * lease runs out).
+ * Calls every hook: builds the payloads, commits one <kind>.hook-calling
+ * event per call before any is made (its hook, delivery id and timeout),
+ * gives *s back to pool, calls the hooks in parallel with no connection
+ * held, takes a connection again into *s, and keeps every verdict
+ * (r->audits, r->called). False when memory ran out (FE_INTERNAL) or the
+ * attempts cannot be recorded (the store's error; no hook is called): the
+ * round then ended audit-failed; or when no connection came back (*s
+ * NULL: the subject stays auditing until its lease runs out).
  */
 bool auditround_call(struct store_pool *pool, struct store **s, struct auditround *r,
 		     struct floe_error *err) FLOE_WUR;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "idem.h"
 #include "log.h"
 
 /* Links read from the database a page at a time. */
@@ -398,7 +399,8 @@ static void now_utc(char *buf, size_t len)
 	(void)snprintf(buf + n, len - n, ".%06ldZ", ts.tv_nsec / 1000);
 }
 
-json_t *audittrail_checkpoint(struct store *s, const struct trail_key *key, struct floe_error *err)
+json_t *audittrail_checkpoint(struct store *s, const struct table_env *env,
+			      const struct trail_key *key, struct floe_error *err)
 {
 	struct checkpoint_row cp = { 0 };
 	unsigned char hash[TRAIL_HASH_LEN];
@@ -419,15 +421,31 @@ json_t *audittrail_checkpoint(struct store *s, const struct trail_key *key, stru
 	    !trail_checkpoint_sign(key, cp.position, hash, cp.signed_at, sig, &siglen))
 		return floe_err(err, FE_INTERNAL, "the checkpoint cannot be signed"), NULL;
 	trail_hex_bytes(sig, siglen, cp.signature);
-	if (!store_checkpoint_insert(s, &cp, &inserted, &cp.id, err))
-		return floe_err(err, FE_UNAVAILABLE,
-				"the checkpoint cannot be recorded; retry later"),
-		       NULL;
-	json_t *out = audittrail_checkpoint_json(&cp);
-	if (out == NULL)
-		return floe_err(err, FE_INTERNAL, "out of memory"), NULL;
+	if (!store_begin(s, err))
+		return NULL;
+	json_t *out = NULL;
+	if (!store_checkpoint_insert(s, &cp, &inserted, &cp.id, err)) {
+		floe_err(err, FE_UNAVAILABLE, "the checkpoint cannot be recorded; retry later");
+		goto fail;
+	}
+	out = audittrail_checkpoint_json(&cp);
+	if (out == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto fail;
+	}
 	(void)json_object_set_new(out, "created", json_boolean(inserted));
-	return out;
+	if (env != NULL && !idem_record(s, env, inserted ? 201 : 200, out, err))
+		goto fail;
+	if (store_commit(s, err))
+		return out;
+	if (err->kind == FE_COMMIT_STATE_UNKNOWN) {
+		json_decref(out);
+		return NULL;
+	}
+fail:
+	store_rollback(s);
+	json_decref(out);
+	return NULL;
 }
 
 json_t *audittrail_checkpoints(struct store *s, const struct trail_key *key, const char *token,

@@ -15,6 +15,8 @@
 #include "ports.h"
 #include "trail.h"
 
+struct table_env;
+
 /* The most problems a report lists (it says when there were more). */
 #define TRAIL_PROBLEMS_MAX 100
 
@@ -51,9 +53,11 @@ json_t *audittrail_verify(struct store *s, const struct trail_key *key,
 
 /* Signs the chain's head with key and records the checkpoint: the
  * checkpoint's JSON (new reference), with "created" false when that key
- * had signed that position already. */
-json_t *audittrail_checkpoint(struct store *s, const struct trail_key *key,
-			      struct floe_error *err) FLOE_WUR;
+ * had signed that position already; with env (may be NULL), the answer
+ * under its Idempotency-Key (201, or 200 when not created) in the same
+ * transaction. */
+json_t *audittrail_checkpoint(struct store *s, const struct table_env *env,
+			      const struct trail_key *key, struct floe_error *err) FLOE_WUR;
 
 /* GET .../audit-log/checkpoints: {"checkpoints", "next-page-token",
  * "key-id", "public-key"} oldest first; key may be NULL (no key

@@ -19,6 +19,7 @@
 #include "access.h"
 #include "auditlog.h"
 #include "clock.h"
+#include "idem.h"
 #include "location.h"
 #include "log.h"
 #include "metric.h"
@@ -437,7 +438,7 @@ static bool commit_extras_also(struct store *s, void *ctx, const json_t *result,
 		if (!ok)
 			return false;
 	}
-	return x->env->idem_key == NULL || table_idem_record(s, x->env, 200, result, err);
+	return idem_record(s, x->env, 200, result, err);
 }
 
 json_t *table_commit(struct store *s, const struct table_env *env, const struct ns_ident *ns,
@@ -674,11 +675,6 @@ static bool transaction_round(struct store *s, const struct table_env *env, cons
 		(void)commit_failed(s, env, marks, n, err);
 		return false;
 	}
-	if (i == n && env->idem_key != NULL && !table_idem_record(s, env, 204, NULL, err)) {
-		store_rollback(s);
-		(void)commit_failed(s, env, marks, n, err);
-		return false;
-	}
 	if (i == n) {
 		if (store_commit(s, err))
 			return true;
@@ -793,13 +789,22 @@ done:
 	return ok;
 }
 
+/* In commitTransaction's database transaction: its answer (204) under
+ * the request's Idempotency-Key. */
+static bool transaction_answer(struct store *s, void *ctx, const json_t *result,
+			       struct floe_error *err)
+{
+	(void)result;
+	return idem_record(s, ctx, 204, NULL, err);
+}
+
 bool table_commit_transaction(struct store *s, const struct table_env *env, const json_t *body,
 			      struct floe_error *err)
 {
 	size_t failed;
 
-	return commit_many(s, env, json_object_get(body, "table-changes"), 0, NULL, NULL, &failed,
-			   err);
+	return commit_many(s, env, json_object_get(body, "table-changes"), 0, transaction_answer,
+			   (void *)env, &failed, err);
 }
 
 bool table_commit_many(struct store *s, const struct table_env *env, const json_t *changes,

@@ -17,6 +17,7 @@
 #include "auditlog.h"
 #include "history.h"
 #include "hooksecrets.h"
+#include "idem.h"
 #include "log.h"
 #include "namespace.h"
 #include "ports.h"
@@ -124,15 +125,45 @@ bool control_hook_register(struct store *s, const struct table_env *env, const c
 	if (ok) {
 		json_t *details = hook_details(*hook, NULL);
 		struct store_actor who = audit_actor(env);
-		ok = store_event_insert(s, "hook.registered", &who, NULL, NULL, NULL, details, err);
+		ok = store_event_insert(s, "hook.registered", &who, &spec->scope_ns,
+					spec->scope_table, NULL, details, err);
 		json_decref(details);
 	}
+	ok = ok && idem_record(s, env, 201, *hook, err);
 	if (!control_finish_tx(s, ok, err)) {
 		json_decref(*hook);
 		*hook = NULL;
 		return false;
 	}
 	return true;
+}
+
+/* The hook.deleted event of hook (as hook_json shows it), under its
+ * scope's namespace and table so a filter of the audit log finds it. */
+static bool hook_deleted_event(struct store *s, const struct table_env *env, const json_t *hook,
+			       const char *reason, struct floe_error *err)
+{
+	const json_t *scope = json_object_get(hook, "scope");
+	const json_t *levels = json_object_get(scope, "namespace");
+	struct ns_ident ns = { 0 };
+	struct store_actor who = audit_actor(env);
+	json_t *details = NULL;
+	bool ok = false;
+
+	if (levels != NULL && !ident_ns_from_json(levels, "namespace", &ns, err))
+		return false;
+	details = hook_details(hook, reason);
+	if (details == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto done;
+	}
+	ok = store_event_insert(s, "hook.deleted", &who, &ns,
+				json_string_value(json_object_get(scope, "table")), NULL, details,
+				err);
+done:
+	json_decref(details);
+	ident_ns_clear(&ns);
+	return ok;
 }
 
 bool control_hook_delete(struct store *s, const struct table_env *env, const char *id,
@@ -165,12 +196,9 @@ bool control_hook_delete(struct store *s, const struct table_env *env, const cha
 		ok = store_hook_delete(s, id, &deleted, err);
 	if (ok && !deleted)
 		ok = wording_no_such_hook(id, err);
-	if (ok) {
-		json_t *details = hook_details(hook, reason);
-		struct store_actor who = audit_actor(env);
-		ok = store_event_insert(s, "hook.deleted", &who, NULL, NULL, NULL, details, err);
-		json_decref(details);
-	}
+	if (ok)
+		ok = hook_deleted_event(s, env, hook, reason, err);
+	ok = ok && idem_record(s, env, 204, NULL, err);
 	free(guarded);
 	free(property);
 	json_decref(hook);
@@ -200,7 +228,7 @@ static bool table_control_also(struct store *s, void *ctx, const json_t *result,
 	bool ok = store_event_insert(s, c->control->event, &who, c->ns, c->table, NULL, details,
 				     err);
 	json_decref(details);
-	return ok;
+	return ok && idem_record(s, c->env, 200, result, err);
 }
 
 /* Sets or (weakening it) removes control's property on a table or a
@@ -368,6 +396,25 @@ static const struct {
 	{ "undrop", apply_undrop },
 };
 
+/* An action's result when the body alone tells it (as the action
+ * answers it): new reference, or NULL when the change's own answer is
+ * the result (register, undrop) or the body is not the action's. */
+static json_t *known_result(const char *action, const json_t *body)
+{
+	const json_t *table = json_object_get(body, "table");
+
+	if (strcmp(action, "delete-hook") == 0)
+		return json_pack("{s:O?}", "hook-id", json_object_get(body, "hook-id"));
+	if (strcmp(action, "rename") == 0)
+		return json_pack("{s:O?, s:O?}", "source", json_object_get(body, "source"),
+				 "destination", json_object_get(body, "destination"));
+	if (strcmp(action, "register") == 0 || strcmp(action, "undrop") == 0)
+		return NULL;
+	return json_pack("{s:O?, s:s*, s:b}", "namespace", json_object_get(body, "namespace"),
+			 "table", json_string_value(table), "required",
+			 json_is_true(json_object_get(body, "required")));
+}
+
 json_t *control_apply(struct store *s, const struct table_env *env, const char *action,
 		      const json_t *body, struct floe_error *err)
 {
@@ -393,7 +440,15 @@ json_t *control_apply(struct store *s, const struct table_env *env, const char *
 			       "field 'reason' is required: a non-empty string of at most %d bytes that goes into the audit log",
 			       CONTROL_REASON_MAX),
 		       NULL;
-	json_t *result = apply(s, env, body, json_string_value(reason), err);
+	/* The action's change records this route's answer under the
+	 * Idempotency-Key: the result known before the change, else the
+	 * change's own answer. */
+	json_t *known = known_result(action, body);
+	struct idem_as as = { .action = action, .reason = reason, .result = known };
+	struct table_env e = *env;
+	e.idem_as = &as;
+	json_t *result = apply(s, &e, body, json_string_value(reason), err);
+	json_decref(known);
 	if (result == NULL)
 		return NULL;
 	log_info("control",

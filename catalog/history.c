@@ -19,6 +19,7 @@
 #include "auditlog.h"
 #include "effective.h"
 #include "timefmt.h"
+#include "idem.h"
 #include "log.h"
 #include "ports.h"
 #include "rowjson.h"
@@ -348,18 +349,25 @@ json_t *table_undrop_with(struct store *s, const struct table_env *env, const st
 		floe_err(err, FE_INTERNAL, "out of memory");
 	if (!logged)
 		goto fail;
+	json_t *out = json_pack("{s:s, s:O, s:{}}", "metadata-location", kept.metadata_location,
+				"metadata", m, "config");
+	if (out == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto fail;
+	}
+	if (!idem_record(s, env, 200, out, err)) {
+		json_decref(out);
+		goto fail;
+	}
 	if (!store_commit(s, err)) {
 		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
 			store_rollback(s);
+		json_decref(out);
 		goto out;
 	}
 	log_info("table", "undropped %s (%s), dropped at %s%s rid=%s", name, kept.uuid,
 		 kept.dropped_at, reason != NULL ? " through the control route" : "",
 		 env->request_id);
-	json_t *out = json_pack("{s:s, s:O, s:{}}", "metadata-location", kept.metadata_location,
-				"metadata", m, "config");
-	if (out == NULL)
-		floe_err(err, FE_INTERNAL, "out of memory");
 	json_decref(m);
 	effective_clear(&after);
 	store_dropped_row_clear(&kept);

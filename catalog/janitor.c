@@ -270,7 +270,7 @@ static void run_checkpoint(struct janitor *j, struct store *s)
 	if (j->last_checkpoint.tv_sec != 0 &&
 	    now.tv_sec - j->last_checkpoint.tv_sec < j->cfg.checkpoint_interval_s)
 		return;
-	json_t *cp = audittrail_checkpoint(s, j->cfg.audit_key, &err);
+	json_t *cp = audittrail_checkpoint(s, NULL, j->cfg.audit_key, &err);
 	if (cp == NULL) {
 		log_warn("janitor", "no checkpoint of the audit chain this round: %s", err.message);
 		return;

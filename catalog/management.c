@@ -11,6 +11,7 @@
 
 #include "auditlog.h"
 #include "authz.h"
+#include "idem.h"
 #include "namespace.h"
 #include "ports.h"
 #include "rowjson.h"
@@ -25,6 +26,14 @@ static bool mgmt_finish(struct store *s, bool ok, struct floe_error *err)
 	if (err->kind != FE_COMMIT_STATE_UNKNOWN)
 		store_rollback(s);
 	return false;
+}
+
+/* mgmt_finish, with the route's answer (status, answer borrowed; NULL:
+ * no body) recorded under the request's Idempotency-Key before COMMIT. */
+static bool mgmt_finish_answer(struct store *s, const struct table_env *env, bool ok, int status,
+			       const json_t *answer, struct floe_error *err)
+{
+	return mgmt_finish(s, ok && idem_record(s, env, status, answer, err), err);
 }
 
 static bool no_such_principal(const char *name, struct floe_error *err)
@@ -210,7 +219,7 @@ json_t *mgmt_principal_create(struct store *s, const struct table_env *env, cons
 		out = principal_load(s, name, NULL, err);
 		ok = out != NULL;
 	}
-	if (!mgmt_finish(s, ok, err)) {
+	if (!mgmt_finish_answer(s, env, ok, 201, out, err)) {
 		json_decref(out);
 		return NULL;
 	}
@@ -269,7 +278,7 @@ json_t *mgmt_principal_set_disabled(struct store *s, const struct table_env *env
 		out = principal_load(s, name, id, err);
 		ok = out != NULL;
 	}
-	if (!mgmt_finish(s, ok, err)) {
+	if (!mgmt_finish_answer(s, env, ok, 200, out, err)) {
 		json_decref(out);
 		return NULL;
 	}
@@ -315,7 +324,9 @@ json_t *mgmt_principal_rotate(struct store *s, const struct table_env *env, cons
 		out = principal_load(s, name, NULL, err);
 		ok = out != NULL;
 	}
-	if (!mgmt_finish(s, ok, err)) {
+	/* The route takes no Idempotency-Key (its answer holds the new
+	 * secret), so nothing is recorded. */
+	if (!mgmt_finish_answer(s, env, ok, 200, out, err)) {
 		json_decref(out);
 		return NULL;
 	}
@@ -397,11 +408,16 @@ json_t *mgmt_role_create(struct store *s, const struct table_env *env, const jso
 	ok = ok &&
 	     mgmt_event(s, env, "role.created", NULL, NULL,
 			json_pack("{s:s, s:b}", "role", name, "issuer-grantable", grantable), err);
-	if (!mgmt_finish(s, ok, err))
+	json_t *out = NULL;
+	if (ok) {
+		out = json_pack("{s:s, s:b}", "name", name, "issuer-grantable", grantable);
+		ok = out != NULL ? idem_record(s, env, 201, out, err)
+				 : floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	if (!mgmt_finish(s, ok, err)) {
+		json_decref(out);
 		return NULL;
-	json_t *out = json_pack("{s:s, s:b}", "name", name, "issuer-grantable", grantable);
-	if (out == NULL)
-		floe_err(err, FE_INTERNAL, "out of memory");
+	}
 	return out;
 }
 
@@ -441,7 +457,7 @@ bool mgmt_role_delete(struct store *s, const struct table_env *env, const char *
 	ok = ok && keeps_an_admin(s, err);
 	ok = ok &&
 	     mgmt_event(s, env, "role.deleted", NULL, NULL, json_pack("{s:s}", "role", role), err);
-	return mgmt_finish(s, ok, err);
+	return mgmt_finish_answer(s, env, ok, 204, NULL, err);
 }
 
 json_t *mgmt_role_update(struct store *s, const struct table_env *env, const char *role,
@@ -499,7 +515,7 @@ json_t *mgmt_role_update(struct store *s, const struct table_env *env, const cha
 		ok = out != NULL || floe_err(err, FE_INTERNAL, "out of memory");
 	}
 	store_role_row_clear(&row);
-	if (!mgmt_finish(s, ok, err)) {
+	if (!mgmt_finish_answer(s, env, ok, 200, out, err)) {
 		*changed = false;
 		json_decref(out);
 		return NULL;
@@ -558,7 +574,7 @@ bool mgmt_member_set(struct store *s, const struct table_env *env, const char *r
 		*changed = ok;
 	}
 	store_principal_row_clear(&row);
-	if (!mgmt_finish(s, ok, err)) {
+	if (!mgmt_finish_answer(s, env, ok, 204, NULL, err)) {
 		*changed = false;
 		return false;
 	}
@@ -733,7 +749,7 @@ json_t *mgmt_grant_set(struct store *s, const struct table_env *env, const char 
 		ok = mgmt_event(s, env, add ? "grant.added" : "grant.revoked", ns, obj.table,
 				json_deep_copy(out), err);
 	ident_ns_clear(&obj.ns);
-	if (!mgmt_finish(s, ok, err)) {
+	if (!mgmt_finish_answer(s, env, ok, add && done ? 201 : 200, out, err)) {
 		json_decref(out);
 		return NULL;
 	}

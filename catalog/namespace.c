@@ -10,6 +10,7 @@
 
 #include "access.h"
 #include "auditlog.h"
+#include "idem.h"
 #include "policy.h"
 #include "ports.h"
 #include "rowjson.h"
@@ -202,13 +203,18 @@ json_t *ns_create(struct store *s, const struct table_env *env, const json_t *bo
 		store_rollback(s);
 		goto done;
 	}
-	if (!ns_event(s, env, "namespace.created", &ns, stored, err) || !store_commit(s, err)) {
-		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
-			store_rollback(s);
+	if (!ns_event(s, env, "namespace.created", &ns, stored, err)) {
+		store_rollback(s);
 		goto done;
 	}
-	answer = ns_answer(s, env->warehouse, &ns, stored, err);
-	stored = NULL; /* ns_answer took it */
+	/* The answer is made, and recorded under the key, before the COMMIT. */
+	answer = ns_answer(s, env->warehouse, &ns, json_incref(stored), err);
+	if (answer == NULL || !idem_record(s, env, 200, answer, err) || !store_commit(s, err)) {
+		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+			store_rollback(s);
+		json_decref(answer);
+		answer = NULL;
+	}
 done:
 	json_decref(stored);
 	ident_ns_clear(&ns);
@@ -248,7 +254,8 @@ bool ns_drop(struct store *s, const struct table_env *env, const struct ns_ident
 		store_rollback(s);
 		return false;
 	}
-	bool ok = ns_event(s, env, "namespace.dropped", ns, props, err) && store_commit(s, err);
+	bool ok = ns_event(s, env, "namespace.dropped", ns, props, err) &&
+		  idem_record(s, env, 204, NULL, err) && store_commit(s, err);
 	if (!ok && err->kind != FE_COMMIT_STATE_UNKNOWN)
 		store_rollback(s);
 	json_decref(props);
@@ -318,6 +325,46 @@ static bool array_has_string(const json_t *arr, const char *key)
 	return false;
 }
 
+/* The answer of a properties update over the properties old it replaced:
+ * {"updated", "removed", "missing"} (new reference; NULL when out of
+ * memory). */
+static json_t *properties_answer(const json_t *old, json_t *updates, json_t *removals)
+{
+	json_t *updated = json_array();
+	json_t *removed = json_array();
+	json_t *missing = json_array();
+	json_t *answer = NULL;
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	if (updated == NULL || removed == NULL || missing == NULL)
+		goto done;
+	if (updates != NULL) {
+		json_object_foreach(updates, key, v) {
+			if (json_array_append_new(updated, json_string(key)) != 0)
+				goto done;
+		}
+	}
+	if (removals != NULL) {
+		json_array_foreach(removals, i, v) {
+			const char *k = json_string_value(v);
+			json_t *target = json_object_get(old, k) != NULL ? removed : missing;
+			if (array_has_string(target, k))
+				continue;
+			if (json_array_append_new(target, json_string(k)) != 0)
+				goto done;
+		}
+	}
+	answer = json_pack("{s:O, s:O, s:O}", "updated", updated, "removed", removed, "missing",
+			   missing);
+done:
+	json_decref(updated);
+	json_decref(removed);
+	json_decref(missing);
+	return answer;
+}
+
 json_t *ns_update_properties(struct store *s, const struct ns_ident *ns, const json_t *body,
 			     const struct table_env *env, const char *reason,
 			     struct floe_error *err)
@@ -325,11 +372,7 @@ json_t *ns_update_properties(struct store *s, const struct ns_ident *ns, const j
 	json_t *removals = json_object_get(body, "removals");
 	json_t *updates = json_object_get(body, "updates");
 	json_t *old = NULL;
-	json_t *updated = NULL;
-	json_t *removed = NULL;
-	json_t *missing = NULL;
 	json_t *answer = NULL;
-	const char *key;
 	json_t *v;
 	size_t i;
 
@@ -361,7 +404,8 @@ json_t *ns_update_properties(struct store *s, const struct ns_ident *ns, const j
 		}
 	}
 
-	/* The change, the control's check of it and its audit event are one
+	/* The change, the control's check of it, its audit event and (the
+	 * properties route's) answer under an Idempotency-Key are one
 	 * transaction: the check sees the properties the change replaced. */
 	json_t *empty_arr = json_array();
 	json_t *empty_obj = json_object();
@@ -390,47 +434,20 @@ json_t *ns_update_properties(struct store *s, const struct ns_ident *ns, const j
 	}
 	json_decref(empty_arr);
 	json_decref(empty_obj);
+	if (ok) {
+		answer = properties_answer(old, updates, removals);
+		ok = answer != NULL || floe_err(err, FE_INTERNAL, "out of memory");
+	}
+	if (ok)
+		ok = idem_record(s, env, 200, answer, err);
 	if (ok)
 		ok = store_commit(s, err);
 	else if (err->kind != FE_COMMIT_STATE_UNKNOWN)
 		store_rollback(s);
+	json_decref(old);
 	if (!ok) {
-		json_decref(old);
+		json_decref(answer);
 		return NULL;
 	}
-
-	updated = json_array();
-	removed = json_array();
-	missing = json_array();
-	if (updated == NULL || removed == NULL || missing == NULL)
-		goto oom;
-	if (updates != NULL) {
-		json_object_foreach(updates, key, v) {
-			if (json_array_append_new(updated, json_string(key)) != 0)
-				goto oom;
-		}
-	}
-	if (removals != NULL) {
-		json_array_foreach(removals, i, v) {
-			const char *k = json_string_value(v);
-			json_t *target = json_object_get(old, k) != NULL ? removed : missing;
-			if (array_has_string(target, k))
-				continue;
-			if (json_array_append_new(target, json_string(k)) != 0)
-				goto oom;
-		}
-	}
-	answer = json_pack("{s:O, s:O, s:O}", "updated", updated, "removed", removed, "missing",
-			   missing);
-	if (answer == NULL)
-		goto oom;
-	goto done;
-oom:
-	floe_err(err, FE_INTERNAL, "out of memory");
-done:
-	json_decref(old);
-	json_decref(updated);
-	json_decref(removed);
-	json_decref(missing);
 	return answer;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "idem.h"
 #include "idmap.h"
 #include "ports.h"
 #include "tablemeta.h"
@@ -128,25 +129,60 @@ json_t *refs_get(struct store *s, const struct ns_ident *ns, const char *table, 
 	return out;
 }
 
+/* The ref a commit's answer shows for name: a Ref, or null when it is
+ * gone (new reference; NULL when out of memory). */
+static json_t *ref_answer(const json_t *result, const char *name)
+{
+	json_t *r = json_object_get(json_object_get(json_object_get(result, "metadata"), "refs"),
+				    name);
+
+	return r != NULL ? refs_json(name, r) : json_null();
+}
+
+/* What a ref route answers, recorded under its Idempotency-Key with the
+ * swap. */
+struct ref_answer {
+	const struct table_env *env;
+	const char *name;
+	int status; /* 204: no body */
+};
+
+static bool ref_answer_also(struct store *s, void *ctx, const json_t *result,
+			    struct floe_error *err)
+{
+	const struct ref_answer *a = ctx;
+
+	if (a->status == 204)
+		return idem_record(s, a->env, 204, NULL, err);
+	json_t *answer = ref_answer(result, a->name);
+	if (answer == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	bool ok = idem_record(s, a->env, a->status, answer, err);
+	json_decref(answer);
+	return ok;
+}
+
 /* Commits one ref update guarded by the ref's current snapshot (or its
- * absence); returns the new metadata's ref entry as a Ref. */
+ * absence); returns the new metadata's ref entry as a Ref. The route's
+ * answer (status) is recorded with the swap. */
 static json_t *commit_ref(struct store *s, const struct table_env *env, const struct ns_ident *ns,
 			  const char *table, const char *name, const json_t *current,
-			  json_t *update, struct floe_error *err)
+			  json_t *update, int status, struct floe_error *err)
 {
 	json_t *req = json_pack("{s:s, s:s}", "type", "assert-ref-snapshot-id", "ref", name);
 	json_t *out = NULL;
+	struct ref_answer a = { .env = env, .name = name, .status = status };
 
 	if (current != NULL)
 		json_object_set(req, "snapshot-id", json_object_get(current, "snapshot-id"));
 	json_t *reqs = json_pack("[o]", req);
 	json_t *updates = json_pack("[o]", update);
-	json_t *result = table_commit_changes(s, env, ns, table, reqs, updates, 0, err);
+	json_t *result = table_commit_with(s, env, ns, table, reqs, updates, 0, ref_answer_also, &a,
+					   err);
 	if (result != NULL) {
-		json_t *r = json_object_get(json_object_get(json_object_get(result, "metadata"),
-							    "refs"),
-					    name);
-		out = r ? refs_json(name, r) : json_null();
+		out = ref_answer(result, name);
+		if (out == NULL)
+			floe_err(err, FE_INTERNAL, "out of memory");
 	}
 	json_decref(result);
 	json_decref(reqs);
@@ -215,7 +251,7 @@ json_t *refs_create(struct store *s, const struct table_env *env, const struct n
 		if (v != NULL && !json_is_null(v))
 			json_object_set(update, retention_keys[i], v);
 	}
-	out = commit_ref(s, env, ns, table, n, current, update, err);
+	out = commit_ref(s, env, ns, table, n, current, update, 201, err);
 done:
 	json_decref(m);
 	return out;
@@ -239,7 +275,7 @@ bool refs_drop(struct store *s, const struct table_env *env, const struct ns_ide
 	}
 	out = commit_ref(s, env, ns, table, ref, current,
 			 json_pack("{s:s, s:s}", "action", "remove-snapshot-ref", "ref-name", ref),
-			 err);
+			 204, err);
 	json_decref(m);
 	json_decref(out);
 	return out != NULL;
@@ -304,7 +340,7 @@ json_t *refs_fast_forward(struct store *s, const struct table_env *env, const st
 		if (v != NULL)
 			json_object_set(update, retention_keys[i], v);
 	}
-	out = commit_ref(s, env, ns, table, ref, current, update, err);
+	out = commit_ref(s, env, ns, table, ref, current, update, 200, err);
 done:
 	json_decref(m);
 	return out;

@@ -27,12 +27,14 @@
 #include "duties.h"
 #include "emptysnap.h"
 #include "hookspec.h"
+#include "idem.h"
 #include "log.h"
 #include "ports.h"
 #include "refs.h"
 #include "rowjson.h"
 #include "system.h"
 #include "tablemeta.h"
+#include "timefmt.h"
 #include "uuid.h"
 #include "wapint.h"
 #include "wording.h"
@@ -273,6 +275,46 @@ static json_t *load_release(struct store *s, const char *id, struct member **mem
 	return out;
 }
 
+/* rel (borrowed, as it was before its audit) and its n members as the
+ * publish of each member's audited snapshot with audits (borrowed) made
+ * them: the answer of a publish that landed when the release cannot be
+ * read back. New reference; NULL when out of memory. */
+static json_t *published_release(const json_t *rel, const struct member *ms, size_t n,
+				 const json_t *audits, const struct table_env *env)
+{
+	char now[40];
+	const char *by = env->principal != NULL ? env->principal : "anonymous";
+	json_t *out = json_deep_copy(rel);
+	json_t *tables = json_array();
+	bool ok = out != NULL && tables != NULL;
+
+	(void)timefmt_rfc3339_now(now, sizeof(now));
+	for (size_t i = 0; ok && i < n; i++) {
+		json_t *run = json_deep_copy(ms[i].run);
+		ok = run != NULL &&
+		     json_object_set_new(run, "state", json_string("published")) == 0 &&
+		     json_object_set_new(run, "audited-snapshot-id", json_integer(ms[i].audited)) ==
+			     0 &&
+		     json_object_set_new(run, "published-snapshot-id",
+					 json_integer(ms[i].audited)) == 0 &&
+		     json_object_set_new(run, "published-by", json_string(by)) == 0 &&
+		     json_object_set_new(run, "updated-at", json_string(now)) == 0 &&
+		     json_array_append_new(tables, run) == 0;
+	}
+	ok = ok && json_object_set_new(out, "state", json_string("published")) == 0 &&
+	     json_object_set_new(out, "published-by", json_string(by)) == 0 &&
+	     json_object_set_new(out, "updated-at", json_string(now)) == 0 &&
+	     json_object_set_new(out, "audits",
+				 audits != NULL ? json_deep_copy(audits) : json_array()) == 0 &&
+	     json_object_set(out, "tables", tables) == 0;
+	json_decref(tables);
+	if (!ok) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+}
+
 /* FE_FORBIDDEN unless env's principal holds what the route needs on
  * member m (env->member_need, from the route table). */
 static bool member_allowed(struct store *s, const struct table_env *env, const struct member *m,
@@ -354,6 +396,19 @@ struct stage_record {
 	bool creating;
 };
 
+/* In the change's transaction: release id as it now stands is the route's
+ * answer (status) under the request's Idempotency-Key. */
+static bool record_release(struct store *s, const struct table_env *env, int status, const char *id,
+			   struct floe_error *err)
+{
+	if (env->idem_key == NULL)
+		return true;
+	json_t *release = load_release(s, id, NULL, NULL, err);
+	bool ok = release != NULL && idem_record(s, env, status, release, err);
+	json_decref(release);
+	return ok;
+}
+
 /* In the transaction that makes every member's branch: the release (when
  * new), each member's run and their events. */
 static bool stage_also(struct store *s, void *ctx, const json_t *result, struct floe_error *err)
@@ -387,7 +442,7 @@ static bool stage_also(struct store *s, void *ctx, const json_t *result, struct 
 		json_decref(details);
 	}
 	json_decref(tables);
-	return ok;
+	return ok && record_release(s, r->env, r->creating ? 201 : 200, r->release_id, err);
 }
 
 /* The change that makes branch on member m at its main snapshot (an
@@ -621,7 +676,7 @@ static bool abandon_also(struct store *s, void *ctx, const json_t *result, struc
 	bool ok = store_event_insert(s, "release.abandoned", &who, NULL, NULL, a->release_id,
 				     details, err);
 	json_decref(details);
-	return ok;
+	return ok && record_release(s, a->env, 200, a->release_id, err);
 }
 
 json_t *release_abandon(struct store *s, const struct table_env *env, const char *id,
@@ -799,7 +854,7 @@ static bool publish_also(struct store *s, void *ctx, const json_t *result, struc
 	json_t *details = json_pack("{s:s, s:o}", "branch", w->branch, "tables", tables);
 	bool ok = store_event_insert(s, "release.published", &who, NULL, NULL, w->id, details, err);
 	json_decref(details);
-	return ok;
+	return ok && record_release(s, w->env, 200, w->id, err);
 }
 
 static bool publish_commit(struct store *s, struct publish_record *rec, size_t *failed,
@@ -1071,6 +1126,18 @@ json_t *release_publish(struct store_pool *pool, const struct table_env *env, co
 	}
 	log_info("release", "release %s published %zu tables rid=%s", id, n, env->request_id);
 	out = load_release(s, id, NULL, NULL, err);
+	if (out == NULL) {
+		/* The publish landed: the answer says so, from what is known. */
+		log_warn("release", "release %s: published, but reading it back failed (%s) rid=%s",
+			 id, err->message, env->request_id);
+		out = published_release(rel, ms, n, round.audits, env);
+		if (out == NULL) {
+			floe_err(err, FE_INTERNAL, "out of memory after the publish");
+			floe_error_set_outcome(err, FO_UNKNOWN);
+		} else {
+			floe_error_clear(err);
+		}
+	}
 done:
 	auditround_end(s, &round);
 	wap_count_publish(out, err);

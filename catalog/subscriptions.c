@@ -23,6 +23,7 @@
 
 #include "auditlog.h"
 #include "control.h"
+#include "idem.h"
 #include "feed.h"
 #include "hookspec.h"
 #include "log.h"
@@ -289,7 +290,8 @@ json_t *subscription_create(struct store *s, const struct table_env *env, const 
 		ok = audit(s, "subscription.created", &who,
 			   json_pack("{s:s, s:s, s:s, s:O}", "subscription-id", row.id, "name",
 				     name, "url", url, "filter", json_object_get(out, "filter")),
-			   err);
+			   err) &&
+		     idem_record(s, env, 201, out, err);
 	}
 	free(filter);
 	free(sealed);
@@ -346,7 +348,8 @@ bool subscription_delete(struct store *s, const struct table_env *env, const cha
 			   json_pack("{s:s, s:O, s:O}", "subscription-id", id, "name",
 				     json_object_get(sub, "name"), "position",
 				     json_object_get(sub, "position")),
-			   err);
+			   err) &&
+		     idem_record(s, env, 204, NULL, err);
 	}
 	json_decref(sub);
 	return control_finish_tx(s, ok, err);
@@ -382,7 +385,7 @@ json_t *subscription_resume(struct store *s, const struct table_env *env, const 
 			   json_pack("{s:s, s:O, s:b}", "subscription-id", id, "held-event-id",
 				     json_object_get(held, "event-id"), "skipped", skipping),
 			   err) &&
-		     load(s, id, &out, err);
+		     load(s, id, &out, err) && idem_record(s, env, 200, out, err);
 	}
 	json_decref(before);
 	if (!control_finish_tx(s, ok, err)) {

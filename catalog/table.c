@@ -16,6 +16,7 @@
 #include "auditlog.h"
 #include "clock.h"
 #include "effective.h"
+#include "idem.h"
 #include "location.h"
 #include "log.h"
 #include "policy.h"
@@ -177,37 +178,6 @@ char *table_refs_text(const json_t *m)
 	return text;
 }
 
-/*
- * Records answer (NULL: no body) as what this request's Idempotency-Key
- * replays, inside the commit's transaction: the key is answered exactly
- * when the commit lands. Fails (and so undoes the commit) when a retry has
- * claimed the key meanwhile: that retry runs the commit instead.
- */
-bool table_idem_record(struct store *s, const struct table_env *env, int status,
-		       const json_t *answer, struct floe_error *err)
-{
-	char *text = NULL;
-	bool recorded = false;
-
-	if (answer != NULL) {
-		text = json_dumps(answer, JSON_COMPACT);
-		if (text == NULL)
-			return floe_err(err, FE_INTERNAL, "out of memory");
-	}
-	bool ok = store_idem_finish(s, env->idem_key, env->idem_owner, status, text, &recorded,
-				    err);
-	free(text);
-	if (ok && !recorded) {
-		floe_err(
-			err, FE_UNAVAILABLE,
-			"Idempotency-Key %s was claimed again by a retry; this attempt committed nothing",
-			env->idem_key);
-		floe_error_set_outcome(err, FO_FAILED);
-		return false;
-	}
-	return ok;
-}
-
 /* The idempotent answer of a new table: a LoadTableResult for
  * createTable (with_config), the commit answer for a staged create. */
 static bool idem_record_created(struct store *s, const struct table_env *env, const char *loc,
@@ -219,7 +189,7 @@ static bool idem_record_created(struct store *s, const struct table_env *env, co
 				 : json_pack("{s:s, s:O}", "metadata-location", loc, "metadata", m);
 	if (answer == NULL)
 		return floe_err(err, FE_INTERNAL, "out of memory");
-	bool ok = table_idem_record(s, env, 200, answer, err);
+	bool ok = idem_record(s, env, 200, answer, err);
 	json_decref(answer);
 	return ok;
 }
@@ -837,7 +807,8 @@ bool table_drop(struct store *s, const struct table_env *env, const struct ns_id
 	if (controls != NULL && details == NULL)
 		floe_err(err, FE_INTERNAL, "out of memory");
 	bool logged = details != NULL &&
-		      store_event_insert(s, "table.dropped", &who, ns, name, NULL, details, err);
+		      store_event_insert(s, "table.dropped", &who, ns, name, NULL, details, err) &&
+		      idem_record(s, env, 204, NULL, err);
 	json_decref(details);
 	if (!logged || !store_commit(s, err)) {
 		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
@@ -911,7 +882,7 @@ bool table_rename(struct store *s, const struct table_env *env, const json_t *bo
 	if (details == NULL)
 		floe_err(err, FE_INTERNAL, "out of memory");
 	json_decref(details);
-	if (!logged)
+	if (!logged || !idem_record(s, env, 204, NULL, err))
 		goto fail;
 	ok = store_commit(s, err);
 	if (ok)

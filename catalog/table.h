@@ -43,6 +43,8 @@ struct commit_locks *commit_locks_new(void);
 /* Frees the locks; sets *locks to NULL. */
 void commit_locks_free(struct commit_locks **locks);
 
+struct idem_as;
+
 /* What the table operations need to know about the deployment. */
 struct table_env {
 	const char *warehouse;      /* the request's warehouse: its root URL */
@@ -67,6 +69,8 @@ struct table_env {
 	 * transaction, so a key is answered exactly when its commit landed. */
 	const char *idem_key;
 	const char *idem_owner;
+	/* NULL, or how the route answers another route's change (idem.h). */
+	const struct idem_as *idem_as;
 	const struct hook_policy *hook_policy; /* NULL: no hook allowlist */
 	/* Seals and opens hook secrets (hooksecrets.h); NULL: no key, so a
 	 * secret can be neither registered nor used. */

@@ -9,6 +9,7 @@
 
 #include "access.h"
 #include "buf.h"
+#include "idem.h"
 #include "json.h"
 #include "ports.h"
 #include "wording.h"
@@ -109,8 +110,8 @@ char *views_list_text(struct store *s, const struct principal *who, const struct
 	return list_text(s, true, who, ns, after, limit, len, err);
 }
 
-bool tables_report_metrics(struct store *s, const struct ns_ident *ns, const char *name,
-			   const char *report, struct floe_error *err)
+bool tables_report_metrics(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			   const char *name, const char *report, struct floe_error *err)
 {
 	bool exists = false;
 
@@ -118,5 +119,14 @@ bool tables_report_metrics(struct store *s, const struct ns_ident *ns, const cha
 		return false;
 	if (!exists)
 		return wording_no_such_table(ns, name, err);
-	return store_metrics_insert(s, ns, name, report, err);
+	/* The report and its answer under an Idempotency-Key, or neither. */
+	if (!store_begin(s, err))
+		return false;
+	bool ok = store_metrics_insert(s, ns, name, report, err) &&
+		  idem_record(s, env, 204, NULL, err);
+	if (ok)
+		return store_commit(s, err);
+	if (err->kind != FE_COMMIT_STATE_UNKNOWN)
+		store_rollback(s);
+	return false;
 }

@@ -36,7 +36,7 @@ char *views_list_text(struct store *s, const struct principal *who, const struct
 
 /* POST .../tables/{table}/metrics: keeps report (a JSON text) for the
  * table. FE_NO_SUCH_TABLE. */
-bool tables_report_metrics(struct store *s, const struct ns_ident *ns, const char *name,
-			   const char *report, struct floe_error *err) FLOE_WUR;
+bool tables_report_metrics(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			   const char *name, const char *report, struct floe_error *err) FLOE_WUR;
 
 #endif

@@ -64,13 +64,6 @@ char *table_dump(const json_t *m, size_t *len, struct floe_error *err) FLOE_WUR;
  * would be the same as m. */
 char *table_refs_text(const json_t *m);
 
-/* Records answer (borrowed; NULL: no body) with status under the
- * request's Idempotency-Key, inside the commit's transaction. FE_UNAVAILABLE
- * with FO_FAILED when a retry claimed the key meanwhile (the commit must
- * be undone), or the store's error. */
-bool table_idem_record(struct store *s, const struct table_env *env, int status,
-		       const json_t *answer, struct floe_error *err) FLOE_WUR;
-
 /* Writes metadata m (borrowed) as the table's first metadata file and
  * creates its row (version 1), in one transaction with the location claim
  * and, under an Idempotency-Key, the answer (with_config: a

@@ -13,6 +13,7 @@
 #include "access.h"
 #include "auditlog.h"
 #include "buf.h"
+#include "idem.h"
 #include "json.h"
 #include "location.h"
 #include "log.h"
@@ -100,6 +101,21 @@ static bool name_free(struct store *s, const struct ns_ident *ns, const char *na
 	return true;
 }
 
+/* In the change's transaction: its answer (the view at loc with metadata
+ * m, borrowed) under the request's Idempotency-Key. */
+static bool record_answer(struct store *s, const struct table_env *env, const char *loc,
+			  const json_t *m, struct floe_error *err)
+{
+	if (env->idem_key == NULL)
+		return true;
+	json_t *answer = view_result(loc, json_deep_copy(m));
+	if (answer == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	bool ok = idem_record(s, env, 200, answer, err);
+	json_decref(answer);
+	return ok;
+}
+
 /* Writes m as the view's first metadata file (or, with registered, takes
  * that file of text as it is) and creates its row, in one transaction
  * with the location claim; a file written goes again when the row is not
@@ -147,6 +163,8 @@ static bool create_row(struct store *s, const struct table_env *env, const struc
 		views_word_error(s, ns, name, err);
 		goto done;
 	}
+	if (!record_answer(s, env, loc, m, err))
+		goto done;
 	in_tx = false;
 	if (!store_commit(s, err)) {
 		bool landed = false;
@@ -380,7 +398,8 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 		goto done;
 	/* The swap runs in a transaction of its own, so that its xid is
 	 * learnt before the COMMIT goes out (table_settle_commit); a new
-	 * location is decided in it too. */
+	 * location is decided in it too, and the answer to an
+	 * Idempotency-Key recorded. */
 	if (!store_begin(s, err)) {
 		fileio_remove(loc);
 		goto done;
@@ -402,6 +421,10 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 		goto done;
 	}
 	if (own_tx) {
+		if (!record_answer(s, env, loc, m, err)) {
+			fileio_remove(loc); /* the swap is rolled back */
+			goto done;
+		}
 		own_tx = false;
 		if (!store_commit(s, err) && !table_swap_failed(s, env, &row, loc, lost, err))
 			goto done;
@@ -480,7 +503,8 @@ bool view_drop(struct store *s, const struct table_env *env, const struct ns_ide
 	}
 	json_t *details = json_pack("{s:s, s:s?}", "view-uuid", row.uuid, "metadata-location",
 				    row.metadata_location);
-	bool logged = store_event_insert(s, "view.dropped", &who, ns, name, NULL, details, err);
+	bool logged = store_event_insert(s, "view.dropped", &who, ns, name, NULL, details, err) &&
+		      idem_record(s, env, 204, NULL, err);
 	json_decref(details);
 	if (!logged || !store_commit(s, err)) {
 		if (err->kind != FE_COMMIT_STATE_UNKNOWN)
@@ -531,7 +555,8 @@ bool view_rename(struct store *s, const struct table_env *env, const json_t *bod
 	json_t *details = json_pack("{s:s, s:{s:o, s:s}}", "view-uuid", row.uuid, "to", "namespace",
 				    ident_ns_to_json(&to.ns), "name", to.name);
 	bool logged = store_event_insert(s, "view.renamed", &who, &from.ns, from.name, NULL,
-					 details, err);
+					 details, err) &&
+		      idem_record(s, env, 204, NULL, err);
 	json_decref(details);
 	if (!logged)
 		goto fail;

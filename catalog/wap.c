@@ -19,6 +19,7 @@
 #include "duties.h"
 #include "emptysnap.h"
 #include "hookspec.h"
+#include "idem.h"
 #include "system.h"
 #include "log.h"
 #include "metric.h"
@@ -28,6 +29,7 @@
 #include "auditlog.h"
 #include "rowjson.h"
 #include "tablemeta.h"
+#include "timefmt.h"
 #include "uuid.h"
 #include "wording.h"
 
@@ -125,6 +127,48 @@ static json_t *reload_run(struct store *s, const char *run_id, struct floe_error
 	return run;
 }
 
+/* In the change's transaction: run_id as it now stands is the route's
+ * answer (status) under the request's Idempotency-Key. */
+static bool record_run(struct store *s, const struct table_env *env, int status, const char *run_id,
+		       struct floe_error *err)
+{
+	if (env->idem_key == NULL)
+		return true;
+	json_t *run = reload_run(s, run_id, err);
+	bool ok = run != NULL && idem_record(s, env, status, run, err);
+	json_decref(run);
+	return ok;
+}
+
+/* Run (borrowed, as it was before its audit) as its publish of audited
+ * with audits (borrowed) made it: the answer of a publish that landed
+ * when the run cannot be read back. New reference; NULL when out of
+ * memory. */
+static json_t *published_run(const json_t *run, long long audited, const json_t *audits,
+			     const struct table_env *env)
+{
+	char now[40];
+	json_t *out = json_deep_copy(run);
+
+	if (out == NULL)
+		return NULL;
+	(void)timefmt_rfc3339_now(now, sizeof(now));
+	bool ok = json_object_set_new(out, "state", json_string("published")) == 0 &&
+		  json_object_set_new(out, "audited-snapshot-id", json_integer(audited)) == 0 &&
+		  json_object_set_new(out, "published-snapshot-id", json_integer(audited)) == 0 &&
+		  json_object_set_new(out, "published-by",
+				      json_string(env->principal != NULL ? env->principal
+									 : "anonymous")) == 0 &&
+		  json_object_set_new(out, "updated-at", json_string(now)) == 0 &&
+		  json_object_set_new(out, "audits",
+				      audits != NULL ? json_deep_copy(audits) : json_array()) == 0;
+	if (!ok) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+}
+
 /* A release's member moves with its release only: FE_RUN_STATE. */
 static bool member_refused(const json_t *run, const char *what, struct floe_error *err)
 {
@@ -166,7 +210,7 @@ static bool stage_also(struct store *s, void *ctx, const json_t *result, struct 
 	bool ok = store_event_insert(s, "wap.staged", &who, r->ns, r->table, r->run_id, details,
 				     err);
 	json_decref(details);
-	return ok;
+	return ok && record_run(s, r->env, 201, r->run_id, err);
 }
 
 json_t *wap_stage(struct store *s, const struct table_env *env, const struct ns_ident *ns,
@@ -374,7 +418,7 @@ static bool abandon_also(struct store *s, void *ctx, const json_t *result, struc
 	bool ok = store_event_insert(s, "wap.abandoned", &who, a->ns, a->table, a->run_id, details,
 				     err);
 	json_decref(details);
-	return ok;
+	return ok && record_run(s, a->env, 200, a->run_id, err);
 }
 
 json_t *wap_abandon(struct store *s, const struct table_env *env, const struct ns_ident *ns,
@@ -535,7 +579,7 @@ static bool publish_also(struct store *s, void *ctx, const json_t *result, struc
 	bool ok = store_event_insert(s, "wap.published", &who, w->ns, w->table, w->run_id, details,
 				     err);
 	json_decref(details);
-	return ok;
+	return ok && record_run(s, w->env, 200, w->run_id, err);
 }
 
 static json_t *publish_commit(struct store *s, struct publish_record *rec, struct floe_error *err)
@@ -774,6 +818,18 @@ json_t *wap_publish(struct store_pool *pool, const struct table_env *env, const 
 	log_info("wap", "run %s published snapshot %lld to main of %s rid=%s", run_id, audited,
 		 table, env->request_id);
 	out = reload_run(s, run_id, err);
+	if (out == NULL) {
+		/* The publish landed: the answer says so, from what is known. */
+		log_warn("wap", "run %s: published, but reading it back failed (%s) rid=%s", run_id,
+			 err->message, env->request_id);
+		out = published_run(run, audited, round.audits, env);
+		if (out == NULL) {
+			floe_err(err, FE_INTERNAL, "out of memory after the publish");
+			floe_error_set_outcome(err, FO_UNKNOWN);
+		} else {
+			floe_error_clear(err);
+		}
+	}
 done:
 	auditround_end(s, &round);
 	wap_count_publish(out, err);

@@ -14,7 +14,9 @@ into:
     `<!-- route-table: begin -->` and `<!-- route-table: end -->`.
 
 With --check nothing is written: the exit status is 1, and the routes
-that differ are printed, when either document is out of date.
+that differ are printed, when either document is out of date or a route
+that changes the catalog does not record its Idempotency-Key answer in
+the change's own transaction (the flag idempotent-in-transaction).
 tests/integration/test_openapi.py runs the check.
 """
 
@@ -136,6 +138,12 @@ def main(argv):
     spec_new, unmatched = rewrite_spec(spec_old, table)
     doc_new = rewrite_auth_doc(doc_old, table)
     problems = [f"{m} {p}: documented, not in the route table" for m, p in sorted(unmatched)]
+    # The rule of every route that changes the catalog: its Idempotency-Key
+    # answer is recorded in the change's own transaction.
+    problems += [f"{m} {p}: mutating, but its Idempotency-Key answer is not recorded in "
+                 "its change's transaction (idempotent-in-transaction)"
+                 for (m, p), r in sorted(table.items())
+                 if "mutating" in r["flags"] and "idempotent-in-transaction" not in r["flags"]]
     if check:
         if spec_new != spec_old:
             problems.append("api-spec/openapi.yaml: x-floe-authorization differs from the route table")

@@ -423,7 +423,8 @@ void handle_table_metrics(struct call *c)
 	s = call_store(c);
 	if (s != NULL)
 		handler_answer_done(c->req,
-				    tables_report_metrics(s, &c->ns, c->name, c->req->body, &err),
+				    tables_report_metrics(s, &c->env, &c->ns, c->name, c->req->body,
+							  &err),
 				    &err);
 }
 

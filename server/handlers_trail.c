@@ -56,7 +56,7 @@ void handle_audit_checkpoint_create(struct call *c)
 	floe_error_clear(&err);
 	if (s == NULL)
 		return;
-	json_t *out = audittrail_checkpoint(s, c->req->app->audit_key, &err);
+	json_t *out = audittrail_checkpoint(s, &c->env, c->req->app->audit_key, &err);
 	int status = json_is_true(json_object_get(out, "created")) ? 201 : 200;
 	handler_answer(c->req, status, out, &err);
 }

@@ -104,6 +104,25 @@ static void replay(struct http_request *req, int status, char *response)
 		 http_header(req, "Idempotency-Key"), req->request_id);
 }
 
+bool idempotent_replayed(struct http_request *req)
+{
+	const char *key = http_header(req, "Idempotency-Key");
+	struct floe_error err;
+	char route[ROUTE_LEN];
+	int status = 0;
+	char *response = NULL;
+
+	floe_error_clear(&err);
+	if (key == NULL || !key_is_uuid(key) || !route_of(req, route))
+		return false;
+	if (!idem_answered(req->pool, key, route, &status, &response, &err) || status == 0) {
+		free(response);
+		return false;
+	}
+	replay(req, status, response);
+	return true;
+}
+
 bool idempotent_begin(struct http_request *req)
 {
 	const char *key = http_header(req, "Idempotency-Key");

@@ -20,9 +20,15 @@
  * key that is no UUID or was used for another request. */
 bool idempotent_begin(struct http_request *req);
 
+/* For a keyed request the gate refused because the object its path names
+ * is gone: true when req has been answered with the answer its key
+ * recorded for this very request (its first attempt removed the object,
+ * a deleted hook), false when there is none (the refusal stands). */
+bool idempotent_replayed(struct http_request *req);
+
 /* Records the answer of a request whose key idempotent_begin claimed
- * (2xx and 4xx; a 5xx gives the key back, so a retry runs again; table
- * commits record theirs in the commit's own transaction). Called when
+ * (2xx and 4xx; a 5xx gives the key back, so a retry runs again; every
+ * change records its answer in its own transaction, catalog/idem.h). Called when
  * the answer is made: by the gate, or on completion of a deferred one
  * (struct middleware's finish). */
 void idempotent_finish(struct http_request *req);

@@ -66,9 +66,12 @@ enum route_queue {
 #define ROUTE_BODY 0x02u      /* a JSON object body is required */
 #define ROUTE_BODY_OPT 0x04u  /* a JSON object body, or none (then {}) */
 #define ROUTE_MUTATES 0x08u   /* changes the catalog; takes an Idempotency-Key */
-#define ROUTE_IDEM_IN_TX \
-	0x10u              /* its Idempotency-Key answer is recorded in
-				* the change's own transaction */
+/* Its Idempotency-Key answer is recorded in the transaction of its
+ * decisive change (catalog/idem.h idem_record), so a change and its
+ * answer land together or not at all. The rule of every ROUTE_MUTATES
+ * route: tests/lint/gate.sh, scripts/route-table.py --check and
+ * tests/integration/test_route_table.py hold it. */
+#define ROUTE_IDEM_IN_TX 0x10u
 #define ROUTE_ANY_OF 0x20u /* need: any one of the privileges, else all */
 
 struct route {

@@ -30,8 +30,17 @@ static const struct store_statement statements[ST_COUNT] = {
 		"WHERE (xid, id) > ($7::xid8, $1::bigint) "
 		"AND xid < pg_snapshot_xmin(pg_current_snapshot()) "
 		"AND ($2::text IS NULL OR (cardinality(namespace) >= cardinality(" LEVELS("$2") ") "
-		"     AND namespace[1:cardinality(" LEVELS("$2") ")] = " LEVELS("$2") ")) "
-		"AND ($3::text IS NULL OR table_name = $3) "
+		"     AND namespace[1:cardinality(" LEVELS("$2") ")] = " LEVELS("$2") ") "
+		/* A hook event stored before its scope was its columns: the
+		 * scope in its details (the columns are in the hash chain, so
+		 * the row stays as it was written). */
+		"  OR (namespace IS NULL AND event IN ('hook.registered', 'hook.deleted') "
+		"     AND (CASE WHEN jsonb_typeof(details->'scope'->'namespace') = 'array' "
+		"          THEN ARRAY(SELECT jsonb_array_elements_text(details->'scope'->'namespace')) "
+		"          END)[1:cardinality(" LEVELS("$2") ")] = " LEVELS("$2") ")) "
+		"AND ($3::text IS NULL OR table_name = $3 "
+		"  OR (table_name IS NULL AND event IN ('hook.registered', 'hook.deleted') "
+		"      AND details->'scope'->>'table' = $3)) "
 		"AND ($4::text IS NULL OR run_id = $4::uuid) "
 		"AND ($5::text IS NULL OR at >= $5::timestamptz) "
 		"AND coalesce(details->>'warehouse', '') = $8::text "

@@ -93,6 +93,31 @@ bool store_idem_claim(struct store *s, const char *key, const char *route, const
 	return true;
 }
 
+bool store_idem_answer(struct store *s, const char *key, const char *route, int *status,
+		       char **response, struct floe_error *err)
+{
+	const char *params[1] = { key };
+	PGresult *r;
+
+	*status = 0;
+	*response = NULL;
+	r = store_exec(s, &statements[ST_IDEM_GET], 1, params, err);
+	if (r == NULL)
+		return false;
+	if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 2), route) == 0) {
+		*status = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+		if (*status != 0 && !PQgetisnull(r, 0, 1)) {
+			*response = strdup(PQgetvalue(r, 0, 1));
+			if (*response == NULL) {
+				PQclear(r);
+				return floe_err(err, FE_INTERNAL, "out of memory");
+			}
+		}
+	}
+	PQclear(r);
+	return true;
+}
+
 bool store_idem_finish(struct store *s, const char *key, const char *owner, int status,
 		       const char *response, bool *recorded, struct floe_error *err)
 {

@@ -502,6 +502,12 @@ bool store_idem_claim(struct store *s, const char *key, const char *route, const
 		      int lifetime_s, int lease_s, bool *claimed, bool *other_route, int *status,
 		      char **response, struct floe_error *err) FLOE_WUR;
 
+/* The answer stored under key for route: *status 0 when there is none
+ * (no such key, another route's, or still running); *response (caller
+ * frees) may be NULL. */
+bool store_idem_answer(struct store *s, const char *key, const char *route, int *status,
+		       char **response, struct floe_error *err) FLOE_WUR;
+
 /* Records the final answer of a key owner still holds; *recorded is false
  * when the key is no longer its (already answered, or claimed again after
  * the lease ran out). Run inside a commit's transaction, that makes the

@@ -457,8 +457,8 @@ def check_audit_log():
     for e in events:
         if e.get("run-id"):
             by_run.setdefault(e["run-id"], []).append(e["event"])
-    expect(by_run.get(state["published"]) == ["wap.staged", "wap.audit-started", "wap.hook-called", "wap.published"], by_run)
-    expect(by_run.get(state["rejected"]) == ["wap.staged", "wap.audit-started", "wap.hook-called", "wap.rejected"], by_run)
+    expect(by_run.get(state["published"]) == ["wap.staged", "wap.audit-started", "wap.hook-calling", "wap.hook-called", "wap.published"], by_run)
+    expect(by_run.get(state["rejected"]) == ["wap.staged", "wap.audit-started", "wap.hook-calling", "wap.hook-called", "wap.rejected"], by_run)
     state["events"] = events
 
 

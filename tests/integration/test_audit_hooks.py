@@ -203,3 +203,56 @@ def test_registration_and_deletion_are_in_the_audit_log_without_the_secret(fresh
     # A failed registration leaves no trace.
     assert_error(post_hook(f, {"name": "", "url": "http://127.0.0.1:9/"}), 400)
     assert len(audit_events(f)) == len(events)
+
+
+def test_a_namespace_filtered_audit_log_lists_that_namespace_hook_events(fresh_floe, uniq):
+    """hook.registered and hook.deleted carry their hook's scope: a filter
+    on the scope's namespace (or table) finds them, the override deletion of
+    a protected namespace's last hook included; another namespace's filter
+    does not. A hook event written before the scope was stored with it is
+    found by the scope in its details."""
+    import psycopg
+    from conftest import database_url
+    f = fresh_floe
+    a, b = uniq + "_a", uniq + "_b"
+    for ns in (a, b):
+        f.create_namespace([ns])
+    url = "http://127.0.0.1:9/audit"
+    ha = assert_ok_json(post_hook(f, {"name": "a", "url": url, "scope": {"namespace": [a]}}), 201)
+    ht = assert_ok_json(post_hook(f, {"name": "t", "url": url,
+                                      "scope": {"namespace": [a], "table": "t"}}), 201)
+    hb = assert_ok_json(post_hook(f, {"name": "b", "url": url, "scope": {"namespace": [b]}}), 201)
+    assert f.delete(f"/v1/audit-hooks/{hb['id']}").status_code == 204
+    assert f.delete(f"/v1/audit-hooks/{ht['id']}").status_code == 204
+    # a's last hook under a's protection goes by the control route alone
+    assert_ok_json(f.post(f"/v1/namespaces/{a}/properties",
+                          json={"updates": {"floe.wap.required": "true"}}))
+    assert_error(f.delete(f"/v1/audit-hooks/{ha['id']}"), 403, "ForbiddenException")
+    assert_ok_json(f.post("/v1/controls/delete-hook",
+                          json={"hook-id": ha["id"], "reason": "CHG-7"}))
+
+    def hook_events(**query):
+        return [(e["event"], e["details"]["hook-id"], e["namespace"], e["table"])
+                for e in audit_events(f, **query) if e["event"].startswith("hook.")]
+
+    assert hook_events(namespace=a) == [
+        ("hook.registered", ha["id"], [a], None),
+        ("hook.registered", ht["id"], [a], "t"),
+        ("hook.deleted", ht["id"], [a], "t"),
+        ("hook.deleted", ha["id"], [a], None)]
+    assert hook_events(namespace=a, table="t") == [
+        ("hook.registered", ht["id"], [a], "t"), ("hook.deleted", ht["id"], [a], "t")]
+    assert hook_events(namespace=b) == [
+        ("hook.registered", hb["id"], [b], None), ("hook.deleted", hb["id"], [b], None)]
+    override = [e for e in audit_events(f, namespace=a) if e["event"] == "hook.deleted"][-1]
+    assert override["details"]["reason"] == "CHG-7"
+
+    # An event as floe wrote it before: the scope only in its details.
+    old = str(uuid.uuid4())
+    with psycopg.connect(database_url(f), autocommit=True) as conn:
+        conn.execute("INSERT INTO audit_events (event, request_id, details, principal) "
+                     "VALUES ('hook.registered', 'old', %s::jsonb, 'anonymous')",
+                     (json.dumps({"hook-id": old, "scope": {"namespace": [b], "table": "x"}}),))
+    assert hook_events(namespace=b)[-1] == ("hook.registered", old, None, None)
+    assert hook_events(namespace=b, table="x") == [("hook.registered", old, None, None)]
+    assert old not in [e[1] for e in hook_events(namespace=a)]

@@ -429,6 +429,11 @@ def test_events_fail_their_change_runs(fresh_floe, refuse_event, webhooks):
     assert t.run(run["id"])["state"] == "staged"
     assert rcv.count() == 0, "a hook was called for an audit that never started"
 
+    refuse_event("wap.hook-calling")
+    _audit_unavailable(t.publish(run["id"]))
+    assert t.run(run["id"])["state"] == "audit-failed"
+    assert rcv.count() == 0, "a hook was called whose attempt is not on record"
+
     refuse_event("wap.hook-called")
     _audit_unavailable(t.publish(run["id"]))
     assert rcv.count() == 1

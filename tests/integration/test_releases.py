@@ -132,7 +132,7 @@ def test_a_release_publishes_every_member_in_one_audit(floe, three, hooks, webho
         assert m["parent-snapshot-id"] is not None
         assert m["schema"]["type"] == "struct" and m["metadata-location"]
     assert release_events(floe, rel["id"]) == [
-        "release.staged", "release.audit-started", "release.hook-called", "release.published"]
+        "release.staged", "release.audit-started", "release.hook-calling", "release.hook-called", "release.published"]
     for t in tables:
         runs = audit_events(floe, namespace=".".join(ns), table=t.name)
         assert [e["event"] for e in runs if e["run-id"] == members(done)[(tuple(ns), t.name)]["id"]] == [

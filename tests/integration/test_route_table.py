@@ -140,3 +140,15 @@ def test_every_change_writes_the_event_its_route_names(f, table):
     named = {k for k, r in table.items()
              if r["audit-event"] is not None and "mutating" in r["flags"]}
     assert named - skipped - go.checked == set(), sorted(named - skipped - go.checked)
+
+
+def test_every_change_records_its_answer_in_its_own_transaction(table):
+    """The rule of the table: a route that changes the catalog records its
+    Idempotency-Key answer in the transaction of its change, so a retry
+    never runs a change whose answer was lost."""
+    mutating = {k for k, r in table.items() if "mutating" in r["flags"]}
+    assert len(mutating) > 40
+    assert sorted(k for k in mutating
+                  if "idempotent-in-transaction" not in table[k]["flags"]) == []
+    assert sorted(k for k, r in table.items() if "idempotent-in-transaction" in r["flags"]
+                  and k not in mutating) == []

@@ -341,14 +341,18 @@ def test_publish_pass_moves_main_to_the_audited_snapshot(floe, table, hooks, pas
     assert assert_ok_json(floe.get(t.run_url(run["id"]))) == done
 
     events = run_events(floe, run["id"])
-    assert kinds(events) == ["wap.staged", "wap.audit-started", "wap.hook-called", "wap.published"], kinds(events)
+    assert kinds(events) == ["wap.staged", "wap.audit-started", "wap.hook-calling", "wap.hook-called", "wap.published"], kinds(events)
     assert events[0]["request-id"] == stage.headers["X-Request-Id"]
     assert events[1]["request-id"] == r.headers["X-Request-Id"]
     assert events[2]["request-id"] == r.headers["X-Request-Id"]
     assert events[3]["request-id"] == r.headers["X-Request-Id"]
+    assert events[4]["request-id"] == r.headers["X-Request-Id"]
+    calling = events[2]["details"]
+    assert calling["hook-id"] == hook["id"] and calling["hook-name"] == "quality", calling
+    assert calling["delivery-id"] == events[3]["details"]["delivery-id"], (calling, events[3])
     for e in events:
         assert e["namespace"] == t.namespace and e["table"] == t.name, e
-    d = events[2]["details"]
+    d = events[3]["details"]
     assert d["hook-id"] == hook["id"] and d["hook-name"] == "quality", d
     assert d["verdict"] == "pass" and d["http-status"] == 200 and d["attempts"] == 1, d
     assert isinstance(d["latency-ms"], int), d
@@ -449,8 +453,8 @@ def test_publish_rejected(floe, table, hooks, webhooks, reply, reason):
     assert reason in a["reason"], a
 
     events = run_events(floe, run["id"])
-    assert kinds(events) == ["wap.staged", "wap.audit-started", "wap.hook-called", "wap.rejected"], kinds(events)
-    d = events[2]["details"]
+    assert kinds(events) == ["wap.staged", "wap.audit-started", "wap.hook-calling", "wap.hook-called", "wap.rejected"], kinds(events)
+    d = events[3]["details"]
     assert d["verdict"] == "reject" and reason in d["reason"] and d["http-status"] == reply.status, d
     assert events[3]["request-id"] == r.headers["X-Request-Id"]
 
@@ -533,8 +537,8 @@ def test_publish_audit_unavailable_fails_closed(floe, table, hooks, webhooks, ca
     assert [a["verdict"] for a in got["audits"]] == ["error"], got
     assert got["audits"][0]["hook-id"] == hook["id"]
     events = run_events(floe, run["id"])
-    assert kinds(events) == ["wap.staged", "wap.audit-started", "wap.hook-called", "wap.audit-failed"], kinds(events)
-    d = events[2]["details"]
+    assert kinds(events) == ["wap.staged", "wap.audit-started", "wap.hook-calling", "wap.hook-called", "wap.audit-failed"], kinds(events)
+    d = events[3]["details"]
     assert d["verdict"] == "error" and d["hook-id"] == hook["id"], d
     if rcv is not None:
         assert d["attempts"] == calls or (case == "hang" and d["attempts"] >= 1), (d, calls)
@@ -1076,7 +1080,7 @@ def test_audit_log_filters_pagination_and_order(fresh_floe, uniq, hooks, webhook
 
     # run
     got = audit_events(floe, run=r_a1["id"])
-    assert kinds(got) == ["wap.staged", "wap.audit-started", "wap.hook-called", "wap.published"]
+    assert kinds(got) == ["wap.staged", "wap.audit-started", "wap.hook-calling", "wap.hook-called", "wap.published"]
     assert got == of_runs(everything, r_a1)
     assert got[0]["request-id"] == stage.headers["X-Request-Id"]
     assert got[2]["request-id"] == pub.headers["X-Request-Id"]
@@ -1329,3 +1333,40 @@ def test_two_replicas_racing_on_one_run_publish_once(postgres, floe_factory, hoo
         assert len(published) == 1, published
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_a_hook_call_cut_short_by_a_crash_is_on_record(postgres, floe_factory, webhooks):
+    """The attempt of every hook call is committed before the call: floe
+    killed while the hook holds its call leaves wap.hook-calling (and no
+    wap.hook-called), and a floe on the same database shows it."""
+    env = {"FLOE_DATABASE_URL": postgres.new_database()}
+    f = floe_factory(env=env)
+    f.create_namespace(["crash"])
+    t = new_table(f, ["crash"])
+    rcv = webhooks(Reply(200, {"passed": True}, delay=30.0))
+    hook = register_hook(f, "slow", rcv.url, scope=table_scope(t), timeout_ms=20000)
+    run = assert_ok_json(f.post(f"{t.url}/wap", json={}), 201)
+    audited = t.add_snapshot(run["branch"])
+    def publish():
+        try:
+            Client(f).post(f"{t.url}/wap/{run['id']}/publish", json={}, timeout=60)
+        except requests.ConnectionError:
+            pass  # floe was killed under it
+
+    publishing = threading.Thread(target=publish, daemon=True)
+    publishing.start()
+    sent = rcv.wait_for(1, 20)
+    f.kill()  # SIGKILL, while the hook holds the call
+    publishing.join(30)
+    rcv.stop()
+
+    g = floe_factory(env=env)
+    events = audit_events(g, run=run["id"])
+    kinds = [e["event"] for e in events]
+    assert kinds == ["wap.staged", "wap.audit-started", "wap.hook-calling"], kinds
+    calling = events[-1]
+    assert calling["details"] == {"hook-id": hook["id"], "hook-name": "slow",
+                                  "delivery-id": sent[0].header("X-Floe-Delivery"),
+                                  "timeout-ms": 20000, "snapshot-id": audited}
+    assert calling["namespace"] == ["crash"] and calling["table"] == t.name
+    assert assert_ok_json(g.get(f"{t.url}/wap/{run['id']}"))["state"] == "auditing"

@@ -207,8 +207,8 @@ def test_audited_publish_with_pyiceberg_and_the_reference_auditor(story, auditor
     for e in events:
         if e["run-id"]:
             runs.setdefault(e["run-id"], []).append(e["event"])
-    assert runs[run["id"]] == ["wap.staged", "wap.audit-started", "wap.hook-called", "wap.published"], runs
-    assert runs[run2["id"]] == ["wap.staged", "wap.audit-started", "wap.hook-called", "wap.rejected"], runs
+    assert runs[run["id"]] == ["wap.staged", "wap.audit-started", "wap.hook-calling", "wap.hook-called", "wap.published"], runs
+    assert runs[run2["id"]] == ["wap.staged", "wap.audit-started", "wap.hook-calling", "wap.hook-called", "wap.rejected"], runs
 
 
 def test_a_hook_with_the_wrong_secret_fails_closed(story, auditor):

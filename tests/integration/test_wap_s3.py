@@ -207,9 +207,9 @@ def run_story(f, s3, tmp_path, read_only: bool):
         for e in events:
             if e.get("run-id"):
                 steps.setdefault(e["run-id"], []).append(e["event"])
-        assert steps[run["id"]] == ["wap.staged", "wap.audit-started", "wap.hook-called",
+        assert steps[run["id"]] == ["wap.staged", "wap.audit-started", "wap.hook-calling", "wap.hook-called",
                                     "wap.published"], steps
-        assert steps[run2["id"]] == ["wap.staged", "wap.audit-started", "wap.hook-called",
+        assert steps[run2["id"]] == ["wap.staged", "wap.audit-started", "wap.hook-calling", "wap.hook-called",
                                      "wap.rejected"], steps
         by = {(e["run-id"], e["event"]): e for e in events if e.get("run-id")}
         assert by[(run["id"], "wap.audit-started")]["details"]["snapshot-id"] == branch_head

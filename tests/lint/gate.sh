@@ -13,3 +13,9 @@ if found=$(grep -nE "$pattern" server/*.c | grep -vE '^server/(gate|routes)\.c:'
 	exit 1
 fi
 echo "only the gate decides access in server/"
+if found=$(grep -nE '\bMUT\b' server/routes.c | grep -vE '#define|\bMUT \| IDEM\b'); then
+	echo "route table rows that change the catalog without IDEM (their answer in the change's transaction):"
+	echo "$found"
+	exit 1
+fi
+echo "every mutating route records its answer in its change's transaction"

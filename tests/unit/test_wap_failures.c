@@ -169,7 +169,7 @@ Test(publish, main_moved_during_the_audit_answers_not_fast_forward)
 
 Test(publish, commit_lost_after_commit_landed_answers_published)
 {
-	fake_fail("store_commit", 2, fake_commit_unknown(), true);
+	fake_fail("store_commit", 3, fake_commit_unknown(), true);
 	assert_published(publish());
 	cr_assert_eq(fake_calls("store_commit_landed"), 1);
 	cr_assert_eq(fake_fileio_removed(), 0);
@@ -177,8 +177,9 @@ Test(publish, commit_lost_after_commit_landed_answers_published)
 
 Test(publish, commit_lost_after_commit_not_landed_fails_the_audit)
 {
-	/* The first COMMIT is the lease's, the second the publish's. */
-	fake_fail("store_commit", 2, fake_commit_unknown(), false);
+	/* The first COMMIT is the lease's, the second the hook calls'
+	 * attempts', the third the publish's. */
+	fake_fail("store_commit", 3, fake_commit_unknown(), false);
 	cr_assert_null(publish());
 	assert_answer(
 		FE_UNAVAILABLE,
@@ -193,7 +194,7 @@ Test(publish, commit_lost_after_commit_not_landed_fails_the_audit)
 
 Test(publish, commit_lost_and_database_gone_answers_unknown)
 {
-	fake_fail("store_commit", 2, fake_commit_unknown(), false);
+	fake_fail("store_commit", 3, fake_commit_unknown(), false);
 	fake_store_stay_away(true);
 	cr_assert_null(publish());
 	assert_answer(FE_COMMIT_STATE_UNKNOWN,
@@ -204,6 +205,46 @@ Test(publish, commit_lost_and_database_gone_answers_unknown)
 	assert_run_state("auditing");
 	/* It waited the whole settle window (10 s) for the database. */
 	cr_assert_geq(clock_virtual_slept_ms(), 10000);
+}
+
+Test(publish, landed_but_not_read_back_answers_published)
+{
+	/* The first read finds the run, the second reads it back published. */
+	fake_fail("store_run_get", 2, fake_conn_lost(), false);
+	json_t *out = publish();
+	cr_assert_not_null(out, "%s: %s", floe_errkind_type(err.kind), err.message);
+	cr_assert_str_eq(json_string_value(json_object_get(out, "id")), RUN_ID);
+	cr_assert_eq(json_integer_value(json_object_get(out, "published-snapshot-id")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(out, "audited-snapshot-id")), 2);
+	cr_assert_str_eq(json_string_value(
+				 json_object_get(json_array_get(json_object_get(out, "audits"), 0),
+						 "verdict")),
+			 "pass");
+	assert_published(out);
+	assert_run_state("published");
+	cr_assert_eq(fake_calls("store_run_get"), 2);
+	cr_assert_eq(fake_fileio_removed(), 0);
+}
+
+Test(publish, every_call_is_on_record_before_it_is_made)
+{
+	assert_published(publish());
+	cr_assert_eq(fake_store_events("wap.hook-calling"), 1);
+	cr_assert_eq(fake_store_events("wap.hook-called"), 1);
+}
+
+Test(publish, call_attempt_not_recorded_calls_no_hook)
+{
+	/* The first event is wap.audit-started, the second the attempt. */
+	fake_fail("store_event_insert", 2, fake_conn_lost(), false);
+	cr_assert_null(publish());
+	assert_answer(FE_UNAVAILABLE, "The catalog database is unavailable", 503,
+		      "ServiceUnavailableException");
+	cr_assert_eq(err.outcome, FO_FAILED);
+	assert_run_state("audit-failed");
+	cr_assert_eq(fake_calls("hooks_call_all"), 0);
+	cr_assert_eq(fake_store_events("wap.hook-calling"), 0);
+	cr_assert_eq(main_snapshot(), 1);
 }
 
 Test(publish, audit_start_not_recorded_calls_no_hook)
