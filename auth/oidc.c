@@ -43,6 +43,8 @@ struct oidc {
 	char *roles_claim;
 	long long leeway;
 	long timeout_ms;
+	long wait_ms;  /* OIDC_WAIT_MS unless the config says otherwise */
+	long retry_ms; /* OIDC_RETRY_MS unless the config says otherwise */
 	char *jwks_uri;
 	char *token_endpoint;
 
@@ -470,7 +472,7 @@ static void *oidc_refresher_main(void *arg)
 			pthread_cond_wait(&o->wake, &o->lock);
 			continue;
 		}
-		long long due = o->last_fetch_ms + (o->last_ok ? 0 : OIDC_RETRY_MS);
+		long long due = o->last_fetch_ms + (o->last_ok ? 0 : o->retry_ms);
 		if (oidc_monotonic_ms() < due) {
 			struct timespec until = oidc_deadline(due);
 			(void)pthread_cond_timedwait(&o->wake, &o->lock, &until);
@@ -589,6 +591,8 @@ struct oidc *oidc_new(const struct oidc_config *cfg, struct floe_error *err)
 	o->roles_claim = oidc_strdup_or_null(cfg->roles_claim, &nomem);
 	o->leeway = cfg->leeway;
 	o->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : OIDC_TIMEOUT_MS_DEFAULT;
+	o->wait_ms = cfg->wait_ms > 0 ? cfg->wait_ms : OIDC_WAIT_MS;
+	o->retry_ms = cfg->retry_ms > 0 ? cfg->retry_ms : OIDC_RETRY_MS;
 	/* OpenID Connect Discovery 1.0, 4: a terminating "/" of the issuer
 	 * goes before the well-known path is appended. */
 	n = strlen(o->issuer != NULL ? o->issuer : "");
@@ -687,7 +691,7 @@ static EVP_PKEY *oidc_key_for(struct oidc *o, const char *kid, enum jwt_alg alg,
 		o->wanted = true;
 		pthread_cond_signal(&o->wake);
 	}
-	struct timespec until = oidc_deadline(now + OIDC_WAIT_MS);
+	struct timespec until = oidc_deadline(now + o->wait_ms);
 	while (o->fetches == seen && !o->stopping) {
 		if (pthread_cond_timedwait(&o->fetched, &o->lock, &until) == ETIMEDOUT)
 			break;

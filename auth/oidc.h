@@ -40,6 +40,8 @@ struct oidc_config {
 	const char *roles_claim;     /* NULL: the token names no roles */
 	long long leeway;            /* seconds of clock skew on exp and nbf */
 	long timeout_ms;             /* per fetch; 0: 5000 */
+	long wait_ms;                /* a token's wait for a fetch; 0: OIDC_WAIT_MS */
+	long retry_ms;               /* between fetches after one failed; 0: OIDC_RETRY_MS */
 };
 
 struct oidc;

@@ -35,7 +35,9 @@ static struct {
 	char *jwks;      /* the key set served; guarded by lock */
 	int jwks_status; /* 200, or the failure to answer with */
 	int jwks_fetches;
-	int jwks_delay_ms; /* before the key set is answered */
+	bool jwks_hold;        /* a key set request waits until the test lets it go */
+	int jwks_held;         /* requests waiting so */
+	pthread_cond_t let_go; /* signalled when jwks_hold is cleared */
 } srv;
 
 static void serve_one(int c)
@@ -45,7 +47,6 @@ static void serve_one(int c)
 	char head[256];
 	char *body = NULL;
 	int status = 200;
-	int delay_ms = 0;
 
 	while (got < sizeof(req) - 1) {
 		ssize_t n = read(c, req + got, sizeof(req) - 1 - got);
@@ -66,7 +67,10 @@ static void serve_one(int c)
 	} else if (strncmp(req, "GET /jwks ", 10) == 0) {
 		srv.jwks_fetches++;
 		status = srv.jwks_status;
-		delay_ms = srv.jwks_delay_ms;
+		srv.jwks_held++;
+		while (srv.jwks_hold)
+			pthread_cond_wait(&srv.let_go, &srv.lock);
+		srv.jwks_held--;
 		body = strdup(srv.jwks);
 	} else {
 		status = 404;
@@ -75,8 +79,6 @@ static void serve_one(int c)
 	pthread_mutex_unlock(&srv.lock);
 	if (body == NULL)
 		return;
-	if (delay_ms > 0)
-		usleep((useconds_t)delay_ms * 1000);
 	int hl = snprintf(head, sizeof(head),
 			  "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
 			  "Content-Length: %zu\r\nConnection: close\r\n\r\n",
@@ -139,6 +141,39 @@ static int jwks_fetches(void)
 	return n;
 }
 
+/* Key set requests wait (hold) or are answered, those waiting at once. */
+static void hold_keys(bool hold)
+{
+	pthread_mutex_lock(&srv.lock);
+	srv.jwks_hold = hold;
+	if (!hold)
+		pthread_cond_broadcast(&srv.let_go);
+	pthread_mutex_unlock(&srv.lock);
+}
+
+/* Waits (in steps of a millisecond, at most 10 s) until a key set request
+ * is held. */
+static void await_held(void)
+{
+	for (int i = 0; i < 10000; i++) {
+		pthread_mutex_lock(&srv.lock);
+		int held = srv.jwks_held;
+		pthread_mutex_unlock(&srv.lock);
+		if (held > 0)
+			return;
+		usleep(1000);
+	}
+	cr_assert_fail("no key set request arrived");
+}
+
+static void *let_keys_go_soon(void *arg)
+{
+	(void)arg;
+	usleep(20 * 1000);
+	hold_keys(false);
+	return NULL;
+}
+
 static void setup(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -155,7 +190,9 @@ static void setup(void)
 	pthread_mutex_init(&srv.lock, NULL);
 	srv.stop = false;
 	srv.jwks_fetches = 0;
-	srv.jwks_delay_ms = 0;
+	srv.jwks_hold = false;
+	srv.jwks_held = 0;
+	pthread_cond_init(&srv.let_go, NULL);
 	key_a = jwt_key_generate();
 	key_b = jwt_key_generate();
 	cr_assert(key_a != NULL && key_b != NULL);
@@ -193,15 +230,29 @@ static char *token(EVP_PKEY *key, const char *kid)
 	return t;
 }
 
-static struct oidc *issuer(void)
+#define WAIT_MS 80
+#define RETRY_MS 60
+
+/* An issuer whose tokens wait wait_ms for a fetch. */
+static struct oidc *issuer_waiting(long wait_ms)
 {
-	struct oidc_config cfg = { .issuer = srv.issuer, .audience = "floe", .leeway = 0 };
+	/* The retry in tenths of a second, so no test sleeps long. */
+	struct oidc_config cfg = { .issuer = srv.issuer,
+				   .audience = "floe",
+				   .leeway = 0,
+				   .wait_ms = wait_ms,
+				   .retry_ms = RETRY_MS };
 	struct floe_error err;
 
 	floe_error_clear(&err);
 	struct oidc *o = oidc_new(&cfg, &err);
 	cr_assert_not_null(o, "%s", err.message);
 	return o;
+}
+
+static struct oidc *issuer(void)
+{
+	return issuer_waiting(WAIT_MS);
 }
 
 static enum jwt_status check(struct oidc *o, const char *t, struct floe_error *err)
@@ -333,7 +384,7 @@ Test(auth_oidc_fetch, a_token_without_kid_takes_the_only_key_of_its_algorithm)
 
 Test(auth_oidc_fetch, a_token_arriving_during_a_fetch_waits_for_it)
 {
-	struct oidc *o = issuer();
+	struct oidc *o = issuer_waiting(OIDC_WAIT_MS);
 	char *tb = token(key_b, "b");
 	struct verifier v = { .o = o, .token = tb };
 	pthread_t th;
@@ -341,13 +392,16 @@ Test(auth_oidc_fetch, a_token_arriving_during_a_fetch_waits_for_it)
 
 	serve_both();
 	pthread_mutex_lock(&srv.lock);
-	srv.jwks_delay_ms = 400;
+	srv.jwks_hold = true;
 	pthread_mutex_unlock(&srv.lock);
-	/* The thread's first token fetches the set (slowly); this one,
-	 * arriving meanwhile, waits for that fetch instead of failing. */
+	/* The thread's first token fetches the set (held); this one, arriving
+	 * meanwhile, waits for that fetch instead of failing. */
 	cr_assert_eq(pthread_create(&th, NULL, verify_many, &v), 0);
-	usleep(100 * 1000);
+	await_held();
+	pthread_t releaser;
+	cr_assert_eq(pthread_create(&releaser, NULL, let_keys_go_soon, NULL), 0);
 	cr_assert_eq(check(o, tb, &err), JWT_OK, "%s", err.message);
+	pthread_join(releaser, NULL);
 	pthread_join(th, NULL);
 	cr_assert_eq(v.failures, 0);
 	cr_assert_eq(jwks_fetches(), 2);
@@ -364,7 +418,7 @@ Test(auth_oidc_fetch, a_slow_key_set_is_undecided_after_the_bounded_wait)
 
 	serve_both();
 	pthread_mutex_lock(&srv.lock);
-	srv.jwks_delay_ms = OIDC_WAIT_MS + 1500;
+	srv.jwks_hold = true;
 	pthread_mutex_unlock(&srv.lock);
 	/* The fetch runs on the issuer's own thread: the caller is answered
 	 * when the wait ends, not when the fetch does. */
@@ -374,8 +428,12 @@ Test(auth_oidc_fetch, a_slow_key_set_is_undecided_after_the_bounded_wait)
 	cr_assert_eq(err.kind, FE_UNAVAILABLE, "undecided: %s", err.message);
 	long long ms = (long long)(t1.tv_sec - t0.tv_sec) * 1000 +
 		       (t1.tv_nsec - t0.tv_nsec) / 1000000;
-	cr_assert(ms >= OIDC_WAIT_MS - 50 && ms < OIDC_WAIT_MS + 1000, "answered after %lld ms",
-		  ms);
+	cr_assert(ms >= WAIT_MS - 5, "answered after %lld ms", ms);
+	/* ... while the fetch is still held. */
+	pthread_mutex_lock(&srv.lock);
+	cr_assert_eq(srv.jwks_held, 1, "the fetch had ended");
+	pthread_mutex_unlock(&srv.lock);
+	hold_keys(false);
 	free(tb);
 	oidc_free(o);
 }
@@ -390,11 +448,12 @@ Test(auth_oidc_fetch, a_failed_fetch_does_not_hold_the_next_one_back)
 	serve_keys(set, 500);
 	cr_assert_eq(check(o, tb, &err), JWT_OK);
 	cr_assert_eq(err.kind, FE_UNAVAILABLE);
-	/* The issuer is back: a second later the same token is decided, not
-	 * refused for the 30 s a fetch that read a set holds the next back. */
+	/* The issuer is back: once the retry interval has passed the same
+	 * token is decided, not refused for the 30 s a fetch that read a set
+	 * holds the next back. */
 	serve_keys(set, 200);
 	json_decref(set);
-	usleep((useconds_t)(OIDC_RETRY_MS + 100) * 1000);
+	usleep((useconds_t)(RETRY_MS + 20) * 1000);
 	cr_assert_eq(check(o, tb, &err), JWT_OK, "%s", err.message);
 	cr_assert_eq(err.kind, FE_NONE, "%s", err.message);
 	cr_assert_eq(jwks_fetches(), 3);
