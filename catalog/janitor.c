@@ -18,6 +18,7 @@
 #include "log.h"
 #include "metric.h"
 #include "ports.h"
+#include "txguard.h"
 #include "unsettled.h"
 #include "uuid.h"
 
@@ -120,9 +121,10 @@ record:
 		if (!store_purge_done(s, row->id, j->owner, &kept, err))
 			return false;
 		if (!kept) {
-			log_warn("janitor",
-				 "purge of %s (table %s) outlasted its lease; another janitor took it over",
-				 row->location, row->uuid);
+			log_warn(
+				"janitor",
+				"purge of %s (table %s) outlasted its lease; another janitor took it over",
+				row->location, row->uuid);
 			return true;
 		}
 		metric_add(METRIC_JANITOR_ROWS, METRIC_ROWS_PURGES_DONE, 1);
@@ -138,9 +140,10 @@ record:
 				&attempts, &gave_up, &kept, err))
 		return false;
 	if (!kept) {
-		log_warn("janitor",
-			 "purge of %s (table %s) outlasted its lease; another janitor took it over: %s",
-			 row->location, row->uuid, reason);
+		log_warn(
+			"janitor",
+			"purge of %s (table %s) outlasted its lease; another janitor took it over: %s",
+			row->location, row->uuid, reason);
 		return true;
 	}
 	metric_add(METRIC_JANITOR_ROWS, METRIC_ROWS_PURGES_FAILED, gave_up);
@@ -167,6 +170,7 @@ static void run_purges(struct janitor *j, struct store *s)
 
 		floe_error_clear(&err);
 		/* Leased, not locked: no transaction is open while files go. */
+		TXGUARD_ASSERT_NONE();
 		if (!store_purge_claim(s, j->owner, JANITOR_PURGE_LEASE_S, &row, &found, &err))
 			goto fail;
 		if (!found)
