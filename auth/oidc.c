@@ -21,6 +21,7 @@
 #include "buf.h"
 #include "jwk.h"
 #include "log.h"
+#include "txguard.h"
 
 #define OIDC_TIMEOUT_MS_DEFAULT 5000L
 #define OIDC_DISCOVERY_PATH "/.well-known/openid-configuration"
@@ -228,6 +229,7 @@ static bool oidc_get(const char *url, long timeout_ms, char **body, size_t *len,
 	curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, &f);
 	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(easy, CURLOPT_USERAGENT, "floe-oidc/1");
+	TXGUARD_ASSERT_NONE();
 	rc = curl_easy_perform(easy);
 	if (f.too_large || rc == CURLE_FILESIZE_EXCEEDED) {
 		floe_err(err, FE_UNAVAILABLE, "%s is larger than %d bytes", url, OIDC_DOC_MAX);

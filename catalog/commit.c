@@ -240,6 +240,9 @@ bool table_swap_failed(struct store *s, const struct table_env *env, const struc
 
 	if (err->outcome != FO_UNKNOWN) {
 		*lost = floe_error_is_rollback(err);
+		/* A failed statement leaves its transaction good only for a
+		 * rollback, and no file is touched inside one. */
+		store_rollback(s);
 		fileio_remove(loc);
 		return false;
 	}
@@ -254,134 +257,128 @@ bool table_swap_failed(struct store *s, const struct table_env *env, const struc
 	return true;
 }
 
-static bool commit_round(struct store *s, const struct table_env *env, const struct ns_ident *ns,
-			 const char *name, const json_t *requirements, const json_t *updates,
-			 unsigned flags, bool in_tx, json_t **result, struct commit_mark *written,
-			 bool *lost, struct floe_error *err)
-{
-	char *key = NULL;
-	bool own_tx = false;
+/*
+ * What one table's round prepares before any transaction opens: the row
+ * as read, the new metadata and its file, already written. Only the
+ * compare-and-swap is left for the transaction, so no row stays locked
+ * while a disk syncs or a bucket answers.
+ */
+struct commit_prep {
 	struct table_row row;
-	json_t *base = NULL;
-	json_t *m = NULL;
-	char *text = NULL;
-	char *refs = NULL;
-	char *set = NULL;
-	char *loc = NULL;
-	json_t *dropped = NULL;
-	struct store_actor who = audit_actor(env);
+	bool loaded; /* row holds a row */
+	json_t *base;
+	json_t *m; /* NULL: the updates change nothing */
+	char *text;
+	size_t len;
+	char *refs;
+	char *set;
+	char *key; /* the canonical location of m */
+	bool moved;
+	char *loc; /* the file written, or NULL */
+};
+
+static void commit_prep_clear(struct commit_prep *p)
+{
+	if (p->loaded)
+		store_table_row_clear(&p->row);
+	json_decref(p->base);
+	json_decref(p->m);
+	free(p->text);
+	free(p->refs);
+	free(p->set);
+	free(p->key);
+	free(p->loc);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Reads the table, checks the requirements, applies the updates and
+ * writes the new metadata file; no transaction may be open. */
+static bool commit_prepare(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			   const char *name, const json_t *requirements, const json_t *updates,
+			   unsigned flags, struct commit_prep *p, struct floe_error *err)
+{
 	json_error_t jerr;
 	bool changed = false;
-	bool won = false;
-	bool ok = false;
-	size_t len;
 
-	*lost = false;
-	*result = NULL;
-	if (written != NULL)
-		memset(written, 0, sizeof(*written));
-	if (!store_table_load(s, ns, name, &row, err))
+	memset(p, 0, sizeof(*p));
+	if (!store_table_load(s, ns, name, &p->row, err))
 		return tables_word_error(s, ns, name, NULL, false, err);
-	base = json_loadb(row.metadata, row.metadata_len, 0, &jerr);
-	if (base == NULL) {
-		floe_err(err, FE_INTERNAL, "stored metadata is unreadable");
-		goto done;
-	}
-	if (!tablemeta_check_requirements(base, requirements, err))
-		goto done;
-	m = tablemeta_apply(base, row.metadata_location, updates, table_now_ms(), &changed, err);
+	p->loaded = true;
+	p->base = json_loadb(p->row.metadata, p->row.metadata_len, 0, &jerr);
+	if (p->base == NULL)
+		return floe_err(err, FE_INTERNAL, "stored metadata is unreadable");
+	if (!tablemeta_check_requirements(p->base, requirements, err))
+		return false;
+	json_t *m = tablemeta_apply(p->base, p->row.metadata_location, updates, table_now_ms(),
+				    &changed, err);
 	if (m == NULL)
-		goto done;
+		return false;
 	if (!changed) {
-		*result = json_pack("{s:s?, s:O}", "metadata-location", row.metadata_location,
-				    "metadata", base);
-		ok = *result != NULL;
-		goto done;
+		json_decref(m);
+		return true;
 	}
-	if (!(flags & TABLE_COMMIT_MAIN_MOVE) && !main_move_allowed(s, ns, name, base, m, err))
-		goto done;
-	if (!(flags & TABLE_COMMIT_CONTROL) && !policy_check_table_properties(name, base, m, err))
-		goto done;
+	p->m = m;
+	if (!(flags & TABLE_COMMIT_MAIN_MOVE) && !main_move_allowed(s, ns, name, p->base, m, err))
+		return false;
+	if (!(flags & TABLE_COMMIT_CONTROL) &&
+	    !policy_check_table_properties(name, p->base, m, err))
+		return false;
 	const char *table_loc = json_string_value(json_object_get(m, "location"));
-	const char *base_loc = json_string_value(json_object_get(base, "location"));
-	key = location_canonical(table_loc, err);
-	if (key == NULL)
-		goto done;
-	bool moved = base_loc == NULL || !location_same(base_loc, table_loc);
-	if (moved && !table_location_usable(s, env, ns, NULL, table_loc, row.uuid, err))
-		goto done;
-	text = table_dump(m, &len, err);
-	if (text == NULL)
-		goto done;
-	if (!fileio_write_metadata(table_loc, row.version, text, len, &loc, err))
-		goto done;
-	refs = table_refs_text(m);
-	set = tablemeta_refs_set(base, m);
-	/* The swap runs in a transaction (the caller's, or one of its own),
-	 * never on its own: the transaction's xid is learnt with the swap,
-	 * before the COMMIT goes out, so that a COMMIT whose answer is lost
-	 * can be settled by it (table_settle_commit). A new location is
-	 * decided in the same transaction. */
-	if (!in_tx) {
-		if (!store_begin(s, err)) {
-			fileio_remove(loc);
-			goto done;
-		}
-		own_tx = true;
-	}
-	if (moved && !table_location_claim(s, ns, NULL, table_loc, key, row.uuid, err)) {
-		fileio_remove(loc);
-		goto done;
-	}
-	if (!store_table_cas(s, row.id, row.version, loc, text, refs, key, row.metadata_location,
-			     &who, set, &won, err)) {
-		if (!table_swap_failed(s, env, &row, loc, lost, err))
-			goto done;
-		won = true;
-	}
-	if (!won) {
-		/* Never referenced: an orphan unless removed now. */
-		fileio_remove(loc);
-		*lost = true;
-		goto done;
-	}
-	if (own_tx) {
-		own_tx = false;
-		if (!store_commit(s, err) && !table_swap_failed(s, env, &row, loc, lost, err))
-			goto done;
-	}
+	const char *base_loc = json_string_value(json_object_get(p->base, "location"));
+	p->key = location_canonical(table_loc, err);
+	if (p->key == NULL)
+		return false;
+	p->moved = base_loc == NULL || !location_same(base_loc, table_loc);
+	if (p->moved && !table_location_usable(s, env, ns, NULL, table_loc, p->row.uuid, err))
+		return false;
+	p->text = table_dump(m, &p->len, err);
+	if (p->text == NULL)
+		return false;
+	if (!fileio_write_metadata(table_loc, p->row.version, p->text, p->len, &p->loc, err))
+		return false;
+	p->refs = table_refs_text(m);
+	p->set = tablemeta_refs_set(p->base, m);
+	return true;
+}
+
+/* The answer of a prepared round (new reference; NULL when out of
+ * memory). */
+static json_t *commit_prep_result(const struct commit_prep *p)
+{
+	if (p->m == NULL)
+		return json_pack("{s:s?, s:O}", "metadata-location", p->row.metadata_location,
+				 "metadata", p->base);
+	return json_pack("{s:s, s:O}", "metadata-location", p->loc, "metadata", p->m);
+}
+
+/* The swap of a prepared round: a moved location is claimed first, in
+ * the same transaction (the caller's: it must have one open then).
+ * *won false when another writer swapped first. */
+static bool commit_swap(struct store *s, const struct table_env *env, const struct ns_ident *ns,
+			const struct commit_prep *p, bool *won, struct floe_error *err)
+{
+	struct store_actor who = audit_actor(env);
+	const char *table_loc = json_string_value(json_object_get(p->m, "location"));
+
+	*won = false;
+	if (p->moved && !table_location_claim(s, ns, NULL, table_loc, p->key, p->row.uuid, err))
+		return false;
+	return store_table_cas(s, p->row.id, p->row.version, p->loc, p->text, p->refs, p->key,
+			       p->row.metadata_location, &who, p->set, won, err);
+}
+
+/* Hands what a landed round wrote to mark (the file moves there). */
+static void commit_prep_mark(struct commit_prep *p, struct commit_mark *mark)
+{
+	commit_mark_clear(mark);
+	if (p->m == NULL)
+		return;
+	mark->location = p->loc;
+	p->loc = NULL;
+	(void)snprintf(mark->uuid, sizeof(mark->uuid), "%s", p->row.uuid);
+	mark->version = p->row.version + 1;
 	/* Out of memory here only means no old file is deleted. */
-	if (written != NULL)
-		dropped = files_within(tablemeta_dropped_metadata_files(base, m), key);
-	*result = json_pack("{s:s, s:o}", "metadata-location", loc, "metadata", m);
-	m = NULL;
-	if (written != NULL) {
-		written->location = loc;
-		(void)snprintf(written->uuid, sizeof(written->uuid), "%s", row.uuid);
-		written->version = row.version + 1;
-		written->dropped = dropped;
-		dropped = NULL;
-		loc = NULL;
-	}
-	ok = *result != NULL;
-	if (!ok) {
-		/* The swap is in; only the answer could not be built. */
-		floe_err(err, FE_INTERNAL, "out of memory after the commit");
-		floe_error_set_outcome(err, FO_UNKNOWN);
-	}
-done:
-	if (own_tx)
-		store_rollback(s);
-	free(key);
-	store_table_row_clear(&row);
-	json_decref(base);
-	json_decref(m);
-	json_decref(dropped);
-	free(text);
-	free(refs);
-	free(set);
-	free(loc);
-	return ok;
+	mark->dropped = files_within(tablemeta_dropped_metadata_files(p->base, p->m), p->key);
 }
 
 /* True when updates set or remove property. */
@@ -518,49 +515,76 @@ static bool commit_failed(struct store *s, const struct table_env *env, struct c
 	return false;
 }
 
-/* One attempt with `also` in the same database transaction as the swap. */
+/*
+ * One attempt: the file is written with no transaction open, then the
+ * swap, with `also` and a moved location's claim, in one short
+ * transaction.
+ */
 static bool commit_round_with(struct store *s, const struct table_env *env,
 			      const struct ns_ident *ns, const char *name,
 			      const json_t *requirements, const json_t *updates, unsigned flags,
 			      table_commit_also also, void *ctx, json_t **result, bool *lost,
 			      struct floe_error *err)
 {
+	struct commit_prep p;
 	struct commit_mark written = { 0 };
+	bool in_tx = false;
+	bool won = false;
+	bool ok = false;
 
 	*result = NULL;
-	if (also == NULL) {
-		bool done = commit_round(s, env, ns, name, requirements, updates, flags, false,
-					 result, &written, lost, err);
-		if (done)
-			commit_drop_old_files(env, &written);
-		commit_mark_clear(&written);
-		return done;
+	*lost = false;
+	if (!commit_prepare(s, env, ns, name, requirements, updates, flags, &p, err))
+		goto done;
+	/* Built before the swap: after it, a failure could only be
+	 * "unknown". */
+	*result = commit_prep_result(&p);
+	if (*result == NULL) {
+		floe_err(err, FE_INTERNAL, "out of memory");
+		goto done;
 	}
-	if (!store_begin(s, err))
-		return false;
-	bool ok = commit_round(s, env, ns, name, requirements, updates, flags, true, result,
-			       &written, lost, err) &&
-		  also(s, ctx, *result, err);
-	if (ok && store_commit(s, err)) {
-		commit_drop_old_files(env, &written);
-		commit_mark_clear(&written);
-		return true;
+	/* The swap runs in a transaction, never on its own: its xid is
+	 * learnt before the COMMIT goes out, so that a COMMIT whose answer is
+	 * lost can be settled by it (table_settle_commit). A new location is
+	 * decided in the same transaction. */
+	if (also != NULL || p.m != NULL) {
+		if (!store_begin(s, err))
+			goto done;
+		in_tx = true;
 	}
-	if (!ok)
+	if (p.m != NULL && !commit_swap(s, env, ns, &p, &won, err)) {
+		*lost = floe_error_is_rollback(err);
+		goto done;
+	}
+	if (p.m != NULL && !won) {
+		*lost = true; /* the file is never referenced: removed below */
+		goto done;
+	}
+	if (also != NULL && !also(s, ctx, *result, err))
+		goto done;
+	commit_prep_mark(&p, &written);
+	if (in_tx) {
+		in_tx = false;
+		if (!store_commit(s, err) && !commit_failed(s, env, &written, 1, err)) {
+			if (floe_error_is_rollback(err))
+				*lost = true;
+			goto done;
+		}
+	}
+	ok = true;
+	commit_drop_old_files(env, &written);
+done:
+	if (in_tx)
 		store_rollback(s);
-	if (ok && commit_failed(s, env, &written, 1, err)) {
-		commit_drop_old_files(env, &written);
-		commit_mark_clear(&written);
-		return true;
-	}
-	if (floe_error_is_rollback(err))
-		*lost = true;
-	if (err->outcome != FO_UNKNOWN && written.location != NULL)
-		fileio_remove(written.location);
+	if (!ok && p.loc != NULL)
+		fileio_remove(p.loc);
 	commit_mark_clear(&written);
-	json_decref(*result);
-	*result = NULL;
-	return false;
+	commit_prep_clear(&p);
+	if (!ok) {
+		json_decref(*result);
+		*result = NULL;
+	}
+	return ok;
 }
 
 /* Counts how a commit or transaction ended (lib/metric.h); passes ok on. */
@@ -637,11 +661,13 @@ static int order_cmp(const void *a, const void *b)
 }
 
 /*
- * One attempt at a transaction: all rounds inside BEGIN ... COMMIT, the
- * tables taken in `order` (sorted by name) so that transactions over the
- * same tables lock their rows in the same order on every replica and
- * cannot deadlock. On a known failure the files written are removed;
- * *lost tells whether another attempt may succeed.
+ * One attempt at a transaction. Every table's file is written first, in
+ * `order` (sorted by name), with no transaction open; then one short
+ * transaction swaps every row in that order, so transactions over the same
+ * tables lock their rows in the same order on every replica and cannot
+ * deadlock, and no row stays locked while a file is written. On a known
+ * failure the files written are removed; *lost tells whether another
+ * attempt may succeed.
  */
 static bool transaction_round(struct store *s, const struct table_env *env, const json_t *changes,
 			      struct table_ident *ids, const size_t *order,
@@ -649,44 +675,71 @@ static bool transaction_round(struct store *s, const struct table_env *env, cons
 			      table_commit_also also, void *ctx, size_t *failed, bool *lost,
 			      struct floe_error *err)
 {
+	struct commit_prep *preps = calloc(n, sizeof(*preps));
+	bool in_tx = false;
+	bool ok = false;
 	size_t i;
 
 	*lost = false;
 	*failed = SIZE_MAX;
-	if (!store_begin(s, err))
-		return false;
+	for (i = 0; i < n; i++)
+		commit_mark_clear(&marks[i]);
+	if (preps == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
 	for (i = 0; i < n; i++) {
 		size_t k = order[i];
-		json_t *result = NULL;
 		const json_t *c = json_array_get(changes, k);
 		const json_t *r = json_object_get(c, "requirements");
-		bool round_ok = commit_round(s, env, &ids[k].ns, ids[k].name,
-					     json_is_array(r) ? r : NULL,
-					     json_object_get(c, "updates"), flags, true, &result,
-					     &marks[k], lost, err);
-		json_decref(result);
-		if (!round_ok) {
+		if (!commit_prepare(s, env, &ids[k].ns, ids[k].name, json_is_array(r) ? r : NULL,
+				    json_object_get(c, "updates"), flags, &preps[k], err)) {
 			*failed = k;
-			break;
+			goto done;
 		}
 	}
-	if (i == n && also != NULL && !also(s, ctx, NULL, err)) {
-		store_rollback(s);
-		(void)commit_failed(s, env, marks, n, err);
-		return false;
+	if (!store_begin(s, err))
+		goto done;
+	in_tx = true;
+	for (i = 0; i < n; i++) {
+		size_t k = order[i];
+		bool won = false;
+		if (preps[k].m == NULL)
+			continue;
+		if (!commit_swap(s, env, &ids[k].ns, &preps[k], &won, err)) {
+			*failed = k;
+			*lost = floe_error_is_rollback(err);
+			goto done;
+		}
+		if (!won) {
+			*failed = k;
+			*lost = true;
+			goto done;
+		}
 	}
-	if (i == n) {
-		if (store_commit(s, err))
-			return true;
-		if (commit_failed(s, env, marks, n, err))
-			return true;
-	} else {
-		store_rollback(s);
-		(void)commit_failed(s, env, marks, n, err);
+	if (also != NULL && !also(s, ctx, NULL, err))
+		goto done;
+	for (i = 0; i < n; i++)
+		commit_prep_mark(&preps[i], &marks[i]);
+	in_tx = false;
+	if (!store_commit(s, err) && !commit_failed(s, env, marks, n, err)) {
+		if (floe_error_is_rollback(err))
+			*lost = true;
+		goto done;
 	}
-	if (floe_error_is_rollback(err))
+	ok = true;
+done:
+	if (in_tx)
+		store_rollback(s);
+	for (i = 0; i < n; i++) {
+		/* Written for a round that did not land (files handed to the
+		 * marks are commit_failed's to remove or keep). */
+		if (!ok && preps[i].loc != NULL)
+			fileio_remove(preps[i].loc);
+		commit_prep_clear(&preps[i]);
+	}
+	free(preps);
+	if (!ok && floe_error_is_rollback(err))
 		*lost = true;
-	return false;
+	return ok;
 }
 
 /* The engine of table_commit_transaction and table_commit_many. Each

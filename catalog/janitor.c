@@ -18,7 +18,9 @@
 #include "log.h"
 #include "metric.h"
 #include "ports.h"
+#include "txguard.h"
 #include "unsettled.h"
+#include "uuid.h"
 
 /* Purges per round, rows per bounded DELETE, tables visited for orphan
  * temporary files per round. */
@@ -31,6 +33,10 @@
 #define JANITOR_TMP_MIN_AGE_S (10 * 60)
 /* The longest wait between two attempts at a failing purge. */
 #define JANITOR_RETRY_MAX_S 3600
+/* How long a purge is this janitor's: past it (the janitor stopped, or a
+ * purge ran this long) another janitor takes the purge over. Removing a
+ * file twice does no harm, so an overlap costs only time. */
+#define JANITOR_PURGE_LEASE_S (15 * 60)
 
 struct janitor {
 	struct janitor_config cfg;
@@ -43,6 +49,7 @@ struct janitor {
 	pthread_cond_t cv;
 	bool stopping;
 	bool woken;
+	char owner[UUID_STR_LEN];        /* this janitor's purge leases */
 	long long visit_after;           /* the tables id the orphan visit resumes at */
 	struct timespec last_checkpoint; /* CLOCK_MONOTONIC; zero: none yet */
 };
@@ -69,10 +76,13 @@ static int retry_delay(const struct janitor *j, int attempts)
 	return d > JANITOR_RETRY_MAX_S ? JANITOR_RETRY_MAX_S : (int)d;
 }
 
-/* One purge row, claimed inside the open transaction. */
+/* One purge row, leased to this janitor: the files go with no
+ * transaction open, and the outcome is recorded under the lease. */
 static bool purge_one(struct janitor *j, struct store *s, const struct purge_row *row,
 		      struct floe_error *err)
 {
+	bool kept = false;
+
 	struct floe_error perr;
 	char *other = NULL;
 	long removed = 0;
@@ -108,8 +118,15 @@ static bool purge_one(struct janitor *j, struct store *s, const struct purge_row
 	free(canon);
 record:
 	if (res == FILEIO_PURGE_DONE) {
-		if (!store_purge_done(s, row->id, err))
+		if (!store_purge_done(s, row->id, j->owner, &kept, err))
 			return false;
+		if (!kept) {
+			log_warn(
+				"janitor",
+				"purge of %s (table %s) outlasted its lease; another janitor took it over",
+				row->location, row->uuid);
+			return true;
+		}
 		metric_add(METRIC_JANITOR_ROWS, METRIC_ROWS_PURGES_DONE, 1);
 		metric_add(METRIC_JANITOR_FILES, METRIC_FILES_PURGED, removed);
 		log_info("janitor", "purged %s (table %s): %ld entries removed", row->location,
@@ -118,10 +135,17 @@ record:
 	}
 	int attempts = 0;
 	bool gave_up = false;
-	if (!store_purge_failed(s, row->id, reason, j->cfg.purge_max_attempts,
+	if (!store_purge_failed(s, row->id, j->owner, reason, j->cfg.purge_max_attempts,
 				retry_delay(j, row->attempts), res == FILEIO_PURGE_REFUSED,
-				&attempts, &gave_up, err))
+				&attempts, &gave_up, &kept, err))
 		return false;
+	if (!kept) {
+		log_warn(
+			"janitor",
+			"purge of %s (table %s) outlasted its lease; another janitor took it over: %s",
+			row->location, row->uuid, reason);
+		return true;
+	}
 	metric_add(METRIC_JANITOR_ROWS, METRIC_ROWS_PURGES_FAILED, gave_up);
 	if (gave_up)
 		log_warn(
@@ -145,24 +169,16 @@ static void run_purges(struct janitor *j, struct store *s)
 		bool found = false;
 
 		floe_error_clear(&err);
-		if (!store_begin(s, &err))
+		/* Leased, not locked: no transaction is open while files go. */
+		TXGUARD_ASSERT_NONE();
+		if (!store_purge_claim(s, j->owner, JANITOR_PURGE_LEASE_S, &row, &found, &err))
 			goto fail;
-		if (!store_purge_claim(s, &row, &found, &err)) {
-			store_rollback(s);
-			goto fail;
-		}
-		if (!found) {
-			store_rollback(s);
+		if (!found)
 			return;
-		}
 		bool ok = purge_one(j, s, &row, &err);
 		store_purge_row_clear(&row);
-		if (!ok) {
-			store_rollback(s);
-			goto fail;
-		}
-		if (!store_commit(s, &err))
-			goto fail;
+		if (!ok)
+			goto fail; /* the lease runs out; a later round retries */
 	}
 	return;
 fail:
@@ -354,7 +370,8 @@ struct janitor *janitor_start(const struct janitor_config *cfg)
 	}
 	j->cfg = *cfg;
 	j->warehouse_path = strdup(cfg->warehouse_path);
-	bool copied = j->warehouse_path != NULL && cfg->nfurther <= JANITOR_WAREHOUSES_MAX;
+	bool copied = j->warehouse_path != NULL && cfg->nfurther <= JANITOR_WAREHOUSES_MAX &&
+		      uuid_v4(j->owner);
 	for (size_t i = 0; copied && i < cfg->nfurther; i++) {
 		j->further[i] = strdup(cfg->further_paths[i]);
 		copied = j->further[i] != NULL;

@@ -32,6 +32,7 @@
 #include "timefmt.h"
 #include "uuid.h"
 #include "wording.h"
+#include "txguard.h"
 
 /* Subscriptions leased per round, and the lease's margin beyond the
  * call's own timeout. */
@@ -643,6 +644,7 @@ static bool dispatch_round(struct dispatcher *d, bool *failed)
 	store_use_warehouse(s, "");
 	/* No transaction is open and no row is locked while receivers are
 	 * called; the leases keep other floes away. */
+	TXGUARD_ASSERT_NONE();
 	hooks_call_all(calls, ncalls);
 	for (size_t i = 0; i < ncalls; i++) {
 		store_use_warehouse(s,

@@ -86,7 +86,8 @@ struct table_row;
 
 /*
  * After the swap of a commit to row (or the COMMIT of its transaction)
- * failed (commit.c): a known failure removes loc, the file written for it
+ * failed (commit.c): a known failure rolls back the transaction the swap
+ * was in, if any, and then removes loc, the file written for it
  * (and sets *lost when PostgreSQL rolled back a deadlock or serialization
  * failure, which another round may get past); an unknown outcome is
  * settled from the commit log. Returns true when the swap landed after all

@@ -406,6 +406,8 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 	}
 	own_tx = true;
 	if (moved && !table_location_claim(s, ns, NULL, view_loc, key, row.uuid, err)) {
+		store_rollback(s); /* before the file goes: none inside a transaction */
+		own_tx = false;
 		fileio_remove(loc);
 		goto done;
 	}
@@ -416,6 +418,10 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 		won = true;
 	}
 	if (!won) {
+		if (own_tx) {
+			store_rollback(s);
+			own_tx = false;
+		}
 		fileio_remove(loc); /* never referenced */
 		*lost = true;
 		goto done;

@@ -37,6 +37,7 @@
 #include "s3.h"
 #include "sigv4.h"
 #include "uuid.h"
+#include "txguard.h"
 
 #define S3_CONNECT_TIMEOUT_MS 5000L
 #define S3_TIMEOUT_MS 30000L
@@ -265,6 +266,7 @@ static bool s3_once(const struct s3_call *c, struct s3_answer *a, struct floe_er
 	} else if (strcmp(c->method, "GET") != 0) {
 		(void)curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, c->method);
 	}
+	TXGUARD_ASSERT_NONE();
 	CURLcode rc = curl_easy_perform(curl);
 	(void)curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &a->status);
 	if (rc != CURLE_OK && !(a->too_large && a->status >= 200 && a->status < 300)) {

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "s3.h"
 #include "sts.h"
+#include "txguard.h"
 
 #define STS_CONNECT_TIMEOUT_MS 5000L
 #define STS_TIMEOUT_MS 10000L
@@ -188,6 +189,7 @@ static bool sts_post(const struct s3_setup *up, const char *form, struct buf *an
 	(void)curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(form));
 	(void)curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_answer);
 	(void)curl_easy_setopt(curl, CURLOPT_WRITEDATA, answer);
+	TXGUARD_ASSERT_NONE();
 	*curl_code = curl_easy_perform(curl);
 	if (*curl_code == CURLE_OK)
 		(void)curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);

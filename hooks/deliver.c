@@ -22,6 +22,7 @@
 #include "buf.h"
 #include "log.h"
 #include "metric.h"
+#include "txguard.h"
 
 #define HOOK_BODY_MAX ((size_t)64 * 1024) /* the largest answer read from a hook */
 #define HOOK_CONNECT_TIMEOUT_MS 3000
@@ -440,10 +441,12 @@ done:
 
 void hooks_call_all(struct hook_call *calls, size_t n)
 {
-	CURLM *multi = curl_multi_init();
+	CURLM *multi = NULL;
 	struct delivery *ds = NULL;
 	size_t running = 0;
 
+	TXGUARD_ASSERT_NONE();
+	multi = curl_multi_init();
 	if (calls == NULL)
 		n = 0;
 	if (n > 0)

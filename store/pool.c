@@ -22,6 +22,7 @@
 
 #include "log.h"
 #include "metric.h"
+#include "txguard.h"
 
 enum { ST_PING, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_XACT_ID, ST_COUNT };
 
@@ -91,6 +92,16 @@ static void store_notice(void *arg, const char *message)
 	while (len > 0 && message[len - 1] == '\n')
 		len--;
 	log_debug("store", "%.*s", (int)len, message);
+}
+
+/* The transaction of s ended (or never began): the thread's txguard
+ * stops counting it. */
+static void store_tx_ended(struct store *s)
+{
+	if (s->in_tx) {
+		s->in_tx = false;
+		txguard_leave();
+	}
 }
 
 /* Set once at start-up by store_set_limits, read-only afterwards. */
@@ -435,6 +446,9 @@ struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err
 
 void store_pool_release(struct store_pool *pool, struct store *s)
 {
+	/* A connection given back inside BEGIN is replaced on its next
+	 * acquire (store_conn_dead); its transaction is no longer ours. */
+	store_tx_ended(s);
 	metric_add(METRIC_POOL_IN_USE, pool->metric, -1);
 	pthread_mutex_lock(&pool->mu);
 	s->busy = false;
@@ -588,9 +602,13 @@ static PGresult *exec_as(struct store *s, const struct store_statement *stmt, in
 		PQclear(r);
 		floe_err(err, FE_UNAVAILABLE, "the catalog database did not answer in time; retry");
 		store_error_detail(err, unknown ? FO_UNKNOWN : FO_FAILED, "57014");
+		store_tx_ended(s); /* its socket is shut: the transaction is gone */
 		return NULL;
 	}
 	s->sqlstate[0] = '\0';
+	/* A broken connection takes its transaction with it. */
+	if (PQstatus(s->conn) != CONNECTION_OK || PQtransactionStatus(s->conn) == PQTRANS_IDLE)
+		store_tx_ended(s);
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
 		return r;
 	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
@@ -671,6 +689,7 @@ void store_stall_end(void)
 
 bool store_reconnect(struct store *s, struct floe_error *err)
 {
+	store_tx_ended(s);
 	if (s->conn != NULL)
 		PQfinish(s->conn);
 	s->conn = store_connect(s->conninfo, err);
@@ -696,7 +715,13 @@ bool store_exec_noparams(struct store *s, const struct store_statement *st, stru
 bool store_begin(struct store *s, struct floe_error *err)
 {
 	s->xid[0] = '\0';
-	return store_exec_noparams(s, &statements[ST_BEGIN], err);
+	if (!store_exec_noparams(s, &statements[ST_BEGIN], err))
+		return false;
+	if (!s->in_tx) {
+		s->in_tx = true;
+		txguard_enter();
+	}
+	return true;
 }
 
 void store_note_xid(struct store *s, const char *xid)
@@ -715,16 +740,22 @@ bool store_commit(struct store *s, struct floe_error *err)
 	/* The xid first, unless a statement of the transaction returned it
 	 * already: once the COMMIT is sent, only the xid can tell a commit
 	 * still waiting (on a synchronous standby, say) from one that did
-	 * not happen. Failing here, nothing was committed. */
+	 * not happen. Failing here, nothing was committed: the transaction
+	 * is rolled back (and no longer counted). */
 	if (s->xid[0] == '\0' && s->conn != NULL &&
 	    PQtransactionStatus(s->conn) == PQTRANS_INTRANS) {
 		char *xid = NULL;
-		if (!store_exec_text(s, &statements[ST_XACT_ID], 0, NULL, &xid, err))
+		if (!store_exec_text(s, &statements[ST_XACT_ID], 0, NULL, &xid, err)) {
+			store_rollback(s);
 			return false;
+		}
 		store_note_xid(s, xid);
 		free(xid);
 	}
-	if (store_exec_noparams(s, &statements[ST_COMMIT], err))
+	bool ok = store_exec_noparams(s, &statements[ST_COMMIT], err);
+
+	store_tx_ended(s); /* committed, rolled back, or gone with the connection */
+	if (ok)
 		return true;
 	if (err != NULL && err->outcome == FO_UNKNOWN)
 		floe_err(err, FE_COMMIT_STATE_UNKNOWN,
@@ -737,6 +768,7 @@ void store_rollback(struct store *s)
 	struct floe_error ignored;
 	if (PQtransactionStatus(s->conn) != PQTRANS_IDLE)
 		(void)store_exec_noparams(s, &statements[ST_ROLLBACK], &ignored);
+	store_tx_ended(s);
 }
 
 void store_use_warehouse(struct store *s, const char *warehouse)

@@ -1,6 +1,7 @@
 /*
  * purges.c - the purges relation: dropped tables whose files wait for
- * the janitor, claimed one at a time so replicas never purge the same row.
+ * the janitor, leased one at a time so replicas never purge the same row
+ * and no transaction stays open while the files go.
  */
 #include "store.h"
 #include "store_internal.h"
@@ -14,19 +15,30 @@ enum { ST_PURGE_CLAIM, ST_PURGE_DONE, ST_PURGE_FAILED, ST_PURGE_LIST, ST_COUNT }
 /* One statement a row, its SQL laid out as SQL. */
 /* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
-	/* purges: claimed one at a time inside the janitor's transaction, so
-	 * janitors of several replicas never purge the same row. */
+	/* purges: leased one at a time to $1 for $2 seconds, in a statement
+	 * of its own, so the files go with no transaction open and janitors
+	 * of several replicas never purge the same row. A lease is over when
+	 * it expires, or when its janitor's session is gone (the floe
+	 * stopped): then it is taken over. */
 	[ST_PURGE_CLAIM] = { "purge_claim",
-		"SELECT id, location, table_uuid, attempts FROM purges "
-		"WHERE state = 'pending' AND next_attempt_at <= now() "
-		"ORDER BY next_attempt_at, id LIMIT 1 FOR UPDATE SKIP LOCKED" },
-	[ST_PURGE_DONE] = { "purge_done", "DELETE FROM purges WHERE id = $1::bigint" },
+		"UPDATE purges p SET lease_owner = $1, lease_pid = pg_backend_pid(), "
+		"  lease_until = clock_timestamp() + make_interval(secs => $2::int) "
+		"WHERE p.id = (SELECT id FROM purges "
+		"  WHERE state = 'pending' AND next_attempt_at <= now() "
+		"  AND (lease_until IS NULL OR lease_until < clock_timestamp() "
+		"    OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = lease_pid)) "
+		"  ORDER BY next_attempt_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) "
+		"RETURNING p.id, p.location, p.table_uuid, p.attempts" },
+	/* Only under the lease: one taken over is the new owner's to record. */
+	[ST_PURGE_DONE] = { "purge_done",
+		"DELETE FROM purges WHERE id = $1::bigint AND lease_owner = $2 RETURNING id" },
 	[ST_PURGE_FAILED] = { "purge_failed",
 		"UPDATE purges SET attempts = attempts + 1, last_error = $2, "
 		"  state = CASE WHEN $5::boolean OR attempts + 1 >= $3::int "
 		"    THEN 'failed' ELSE 'pending' END, "
-		"  next_attempt_at = now() + make_interval(secs => $4::int) "
-		"WHERE id = $1::bigint RETURNING attempts, state" },
+		"  next_attempt_at = now() + make_interval(secs => $4::int), "
+		"  lease_owner = NULL, lease_until = NULL, lease_pid = NULL "
+		"WHERE id = $1::bigint AND lease_owner = $6 RETURNING attempts, state" },
 	[ST_PURGE_LIST] = { "purge_list",
 		"SELECT location, table_uuid, " TS("dropped_at") ", attempts, last_error, state "
 		"FROM purges WHERE warehouse = $2::text ORDER BY dropped_at, id LIMIT $1::int" },
@@ -52,9 +64,14 @@ void store_purge_rows_free(struct purge_row *rows, size_t count)
 	store_rows_free(rows, count, sizeof(*rows), purge_clear);
 }
 
-bool store_purge_claim(struct store *s, struct purge_row *row, bool *found, struct floe_error *err)
+bool store_purge_claim(struct store *s, const char *owner, int lease_s, struct purge_row *row,
+		       bool *found, struct floe_error *err)
 {
-	PGresult *r = store_exec(s, &statements[ST_PURGE_CLAIM], 0, NULL, err);
+	char leasep[16];
+	const char *params[2] = { owner, leasep };
+
+	(void)snprintf(leasep, sizeof(leasep), "%d", lease_s);
+	PGresult *r = store_exec(s, &statements[ST_PURGE_CLAIM], 2, params, err);
 
 	memset(row, 0, sizeof(*row));
 	*found = false;
@@ -75,34 +92,39 @@ bool store_purge_claim(struct store *s, struct purge_row *row, bool *found, stru
 	return true;
 }
 
-bool store_purge_done(struct store *s, long long id, struct floe_error *err)
+bool store_purge_done(struct store *s, long long id, const char *owner, bool *kept,
+		      struct floe_error *err)
 {
 	char idp[32];
-	const char *params[1] = { idp };
+	const char *params[2] = { idp, owner };
 
+	*kept = false;
 	(void)snprintf(idp, sizeof(idp), "%lld", id);
-	PGresult *r = store_exec(s, &statements[ST_PURGE_DONE], 1, params, err);
+	PGresult *r = store_exec(s, &statements[ST_PURGE_DONE], 2, params, err);
 	if (r == NULL)
 		return false;
+	*kept = PQntuples(r) == 1;
 	PQclear(r);
 	return true;
 }
 
-bool store_purge_failed(struct store *s, long long id, const char *error, int max_attempts,
-			int retry_in_s, bool permanent, int *attempts, bool *gave_up,
-			struct floe_error *err)
+bool store_purge_failed(struct store *s, long long id, const char *owner, const char *error,
+			int max_attempts, int retry_in_s, bool permanent, int *attempts,
+			bool *gave_up, bool *kept, struct floe_error *err)
 {
 	char idp[32], maxp[16], retp[16];
-	const char *params[5] = { idp, error, maxp, retp, permanent ? "true" : "false" };
+	const char *params[6] = { idp, error, maxp, retp, permanent ? "true" : "false", owner };
 
 	(void)snprintf(idp, sizeof(idp), "%lld", id);
 	(void)snprintf(maxp, sizeof(maxp), "%d", max_attempts);
 	(void)snprintf(retp, sizeof(retp), "%d", retry_in_s);
-	PGresult *r = store_exec(s, &statements[ST_PURGE_FAILED], 5, params, err);
+	PGresult *r = store_exec(s, &statements[ST_PURGE_FAILED], 6, params, err);
 	*attempts = 0;
 	*gave_up = false;
+	*kept = false;
 	if (r == NULL)
 		return false;
+	*kept = PQntuples(r) == 1;
 	if (PQntuples(r) == 1) {
 		*attempts = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
 		*gave_up = strcmp(PQgetvalue(r, 0, 1), "failed") == 0;

@@ -449,20 +449,26 @@ void store_purge_row_clear(struct purge_row *row);
 /* Clears each of count rows and frees the array (NULL is fine). */
 void store_purge_rows_free(struct purge_row *rows, size_t count);
 
-/* Inside a transaction: locks the next due pending purge no other
- * session holds (FOR UPDATE SKIP LOCKED); *found false when none. */
-bool store_purge_claim(struct store *s, struct purge_row *row, bool *found,
-		       struct floe_error *err) FLOE_WUR;
+/* Leases the next due pending purge to owner for lease_s seconds, in a
+ * statement of its own (no transaction may be open: the files are
+ * removed after it, outside any). A row whose lease ran out, or whose
+ * janitor's database session is gone (its floe stopped), is taken over.
+ * *found false when none is due. */
+bool store_purge_claim(struct store *s, const char *owner, int lease_s, struct purge_row *row,
+		       bool *found, struct floe_error *err) FLOE_WUR;
 
-/* The purge is done: its row goes (and the location is free again). */
-bool store_purge_done(struct store *s, long long id, struct floe_error *err) FLOE_WUR;
+/* The purge is done: its row goes (and the location is free again), if
+ * owner still holds its lease; *kept false when it did not any more. */
+bool store_purge_done(struct store *s, long long id, const char *owner, bool *kept,
+		      struct floe_error *err) FLOE_WUR;
 
-/* Records a failed attempt: retried in retry_in_s, or state "failed" once
- * max_attempts are spent or when permanent. *attempts and *gave_up tell
- * the result. */
-bool store_purge_failed(struct store *s, long long id, const char *error, int max_attempts,
-			int retry_in_s, bool permanent, int *attempts, bool *gave_up,
-			struct floe_error *err) FLOE_WUR;
+/* Records a failed attempt under owner's lease and ends it: retried in
+ * retry_in_s, or state "failed" once max_attempts are spent or when
+ * permanent. *attempts and *gave_up tell the result; *kept false when
+ * the lease was lost (nothing recorded). */
+bool store_purge_failed(struct store *s, long long id, const char *owner, const char *error,
+			int max_attempts, int retry_in_s, bool permanent, int *attempts,
+			bool *gave_up, bool *kept, struct floe_error *err) FLOE_WUR;
 
 /* The oldest limit purges, oldest first: *rows is a new array of *count
  * (store_purge_rows_free). */

@@ -91,6 +91,9 @@ struct store {
 	 * when the transaction wrote nothing or none was begun. Kept across
 	 * store_reconnect. */
 	char xid[24];
+	/* BEGIN ran and no COMMIT, ROLLBACK or lost connection ended it yet:
+	 * the thread's txguard counts it. */
+	bool in_tx;
 };
 
 /* --- connections (pool.c) --- */

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "txguard.h"
+
 static json_t *files;
 static int removed;
 static int written;
@@ -56,6 +58,7 @@ char *fileio_local_path(const char *url, struct floe_error *err)
 
 bool fileio_check_beneath(const char *url, const char *warehouse_path, struct floe_error *err)
 {
+	TXGUARD_ASSERT_NONE(); /* as the real one asserts */
 	(void)url;
 	(void)warehouse_path;
 	return !fake_fault_due("fileio_check_beneath", err, NULL);
@@ -70,6 +73,7 @@ bool fileio_location_fits(const char *path, struct floe_error *err)
 bool fileio_write_metadata(const char *table_location, long long version, const char *text,
 			   size_t len, char **location, struct floe_error *err)
 {
+	TXGUARD_ASSERT_NONE(); /* as the real one asserts */
 	char url[1024];
 
 	*location = NULL;
@@ -85,6 +89,7 @@ bool fileio_write_metadata(const char *table_location, long long version, const 
 bool fileio_write_metadata_in(const char *dir, long long version, const char *text, size_t len,
 			      char **location, struct floe_error *err)
 {
+	TXGUARD_ASSERT_NONE(); /* as the real one asserts */
 	char url[1024];
 
 	*location = NULL;
@@ -98,6 +103,7 @@ bool fileio_write_metadata_in(const char *dir, long long version, const char *te
 
 bool fileio_read(const char *url, size_t max, char **text, size_t *len, struct floe_error *err)
 {
+	TXGUARD_ASSERT_NONE(); /* as the real one asserts */
 	json_t *f = json_object_get(files, url);
 
 	*text = NULL;
@@ -115,6 +121,7 @@ bool fileio_read(const char *url, size_t max, char **text, size_t *len, struct f
 
 void fileio_remove(const char *url)
 {
+	TXGUARD_ASSERT_NONE(); /* as the real one asserts */
 	(void)fake_fault_due("fileio_remove", NULL, NULL);
 	if (json_object_get(files, url) != NULL) {
 		json_object_del(files, url);
@@ -124,6 +131,7 @@ void fileio_remove(const char *url)
 
 bool fileio_make_metadata_dir(const char *table_location, struct floe_error *err)
 {
+	TXGUARD_ASSERT_NONE(); /* as the real one asserts */
 	(void)table_location;
 	return !fake_fault_due("fileio_make_metadata_dir", err, NULL);
 }
@@ -131,6 +139,7 @@ bool fileio_make_metadata_dir(const char *table_location, struct floe_error *err
 bool fileio_write_new(const char *table_location, const char *name, const void *data, size_t len,
 		      char **location, struct floe_error *err)
 {
+	TXGUARD_ASSERT_NONE(); /* as the real one asserts */
 	char url[1024];
 
 	*location = NULL;
@@ -161,6 +170,7 @@ bool fileio_vend_client(const char *table_location, struct fileio_vend_client *o
 bool fileio_vend(const char *table_location, bool write, const char *session_name,
 		 struct fileio_vended *out, struct floe_error *err)
 {
+	TXGUARD_ASSERT_NONE(); /* as the real one asserts */
 	(void)table_location;
 	(void)write;
 	(void)session_name;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gzip.h"
+#include "txguard.h"
 
 struct store {
 	int unused;
@@ -40,6 +41,8 @@ static int other_files;
 void fake_store_reset(void)
 {
 	json_decref(state);
+	if (tx != NULL)
+		txguard_leave();
 	json_decref(tx);
 	json_decref(hooks);
 	state = json_pack("{s:{}, s:[], s:{}, s:[], s:[]}", "tables", "log", "runs", "events",
@@ -342,6 +345,8 @@ bool store_begin(struct store *s, struct floe_error *err)
 	(void)s;
 	if (fake_fault_due("store_begin", err, NULL))
 		return false;
+	if (tx == NULL)
+		txguard_enter();
 	json_decref(tx);
 	tx = json_deep_copy(state);
 	return true;
@@ -350,6 +355,7 @@ bool store_begin(struct store *s, struct floe_error *err)
 static void tx_undo(void)
 {
 	if (tx != NULL) {
+		txguard_leave();
 		json_decref(state);
 		state = tx;
 		tx = NULL;
@@ -364,10 +370,14 @@ bool store_commit(struct store *s, struct floe_error *err)
 	if (fake_fault_due("store_commit", err, &landed)) {
 		if (!landed)
 			tx_undo();
+		if (tx != NULL)
+			txguard_leave();
 		json_decref(tx);
 		tx = NULL;
 		return false;
 	}
+	if (tx != NULL)
+		txguard_leave();
 	json_decref(tx);
 	tx = NULL;
 	return true;
