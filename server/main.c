@@ -51,8 +51,6 @@
 /* Vended credentials kept at once (per table, principal and access). */
 #define VEND_CACHE_SLOTS 4096
 
-/* Waits up to one second for SIGTERM or SIGINT (blocked, so pending
- * until taken here). Returns true when one arrived. */
 /* mkdir -p of the data directory: each missing directory on the way is
  * made with mode, as the data directory itself, so that a --data-dir
  * whose parent does not exist yet is not a failed start. */
@@ -83,6 +81,8 @@ static bool make_data_dir(const char *path, mode_t mode)
 	return true;
 }
 
+/* Waits up to one second for SIGTERM or SIGINT (blocked, so pending
+ * until taken here). Returns true when one arrived. */
 static bool stop_requested(void)
 {
 	struct timespec one = { 1, 0 };
