@@ -56,7 +56,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_event_statements = { statements, ST_COUNT };
+const struct store_statements store_event_statements = { statements, ST_COUNT, NULL };
 
 bool store_event_insert(struct store *s, const char *event, const struct store_actor *who,
 			const struct ns_ident *ns, const char *table, const char *run_id,

@@ -111,7 +111,14 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_feed_statements = { statements, ST_COUNT };
+/* On every new connection, before its first request: notes the
+ * database's system identifier and timeline in feed_timelines when this
+ * is the first connection on them (a newly promoted primary), so feed
+ * positions of earlier timelines are checked against where it began. */
+static bool store_feed_timeline_note(struct store *s, struct floe_error *err);
+
+const struct store_statements store_feed_statements = { statements, ST_COUNT,
+							store_feed_timeline_note };
 
 void store_feed_row_clear(struct feed_row *row)
 {
@@ -198,7 +205,7 @@ bool store_feed_operation(struct store *s, const char *operation, struct floe_er
 	return r != NULL;
 }
 
-bool store_feed_timeline_note(struct store *s, struct floe_error *err)
+static bool store_feed_timeline_note(struct store *s, struct floe_error *err)
 {
 	PGresult *r = store_exec(s, &statements[ST_FEED_TIMELINE_NOTE], 0, NULL, err);
 

@@ -93,7 +93,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_grant_statements = { statements, ST_COUNT };
+const struct store_statements store_grant_statements = { statements, ST_COUNT, NULL };
 
 static const char *const on_names[] = {
 	[GRANT_ON_CATALOG] = "catalog",

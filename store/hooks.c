@@ -103,7 +103,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_hook_statements = { statements, ST_COUNT };
+const struct store_statements store_hook_statements = { statements, ST_COUNT, NULL };
 
 /* Fills a struct hook_row from the columns of HOOK_COLUMNS. */
 static bool hook_fill(PGresult *r, int i, void *dst)

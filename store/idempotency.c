@@ -47,7 +47,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_idem_statements = { statements, ST_COUNT };
+const struct store_statements store_idem_statements = { statements, ST_COUNT, NULL };
 
 bool store_idem_claim(struct store *s, const char *key, const char *route, const char *owner,
 		      int lifetime_s, int lease_s, bool *claimed, bool *other_route, int *status,

@@ -21,7 +21,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_metrics_statements = { statements, ST_COUNT };
+const struct store_statements store_metrics_statements = { statements, ST_COUNT, NULL };
 
 bool store_metrics_insert(struct store *s, const struct ns_ident *ns, const char *name,
 			  const char *report, struct floe_error *err)

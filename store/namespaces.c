@@ -94,7 +94,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_ns_statements = { statements, ST_COUNT };
+const struct store_statements store_ns_statements = { statements, ST_COUNT, NULL };
 
 bool store_ns_lookup_id(struct store *s, const char *levels, char *id, size_t idlen, bool *found,
 			struct floe_error *err)

@@ -39,7 +39,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_pool_statements = { statements, ST_COUNT };
+const struct store_statements store_pool_statements = { statements, ST_COUNT, NULL };
 
 /* Every registry, prepared on every connection; NULL ends the list. */
 static const struct store_statements *const registries[] = {
@@ -224,6 +224,15 @@ static bool store_prepare_all(PGconn *conn, struct floe_error *err)
 			if (!store_prepare(conn, &registries[k]->list[i], err))
 				return false;
 		}
+	}
+	return true;
+}
+
+bool store_on_connect(struct store *s, struct floe_error *err)
+{
+	for (size_t k = 0; registries[k] != NULL; k++) {
+		if (registries[k]->on_connect != NULL && !registries[k]->on_connect(s, err))
+			return false;
 	}
 	return true;
 }
@@ -428,9 +437,10 @@ struct store *store_pool_acquire(struct store_pool *pool, struct floe_error *err
 			prepared = store_prepare_all(s->conn, err);
 			(void)wait_end(s);
 		}
-		/* The feed's timeline next: a new connection may be the first
-		 * to a newly promoted primary (migration 0032). */
-		if (s->conn != NULL && (!prepared || !store_feed_timeline_note(s, err))) {
+		/* What the relations run on a new connection next: the feed
+		 * notes its timeline, as this may be the first connection to a
+		 * newly promoted primary (migration 0032). */
+		if (s->conn != NULL && (!prepared || !store_on_connect(s, err))) {
 			PQfinish(s->conn);
 			s->conn = NULL;
 		}
@@ -693,8 +703,7 @@ bool store_reconnect(struct store *s, struct floe_error *err)
 	if (s->conn != NULL)
 		PQfinish(s->conn);
 	s->conn = store_connect(s->conninfo, err);
-	if (s->conn != NULL &&
-	    (!store_prepare_all(s->conn, err) || !store_feed_timeline_note(s, err))) {
+	if (s->conn != NULL && (!store_prepare_all(s->conn, err) || !store_on_connect(s, err))) {
 		PQfinish(s->conn);
 		s->conn = NULL;
 	}
@@ -744,13 +753,13 @@ bool store_commit(struct store *s, struct floe_error *err)
 	 * is rolled back (and no longer counted). */
 	if (s->xid[0] == '\0' && s->conn != NULL &&
 	    PQtransactionStatus(s->conn) == PQTRANS_INTRANS) {
-		char *xid = NULL;
-		if (!store_exec_text(s, &statements[ST_XACT_ID], 0, NULL, &xid, err)) {
+		PGresult *r = store_exec(s, &statements[ST_XACT_ID], 0, NULL, err);
+		if (r == NULL) {
 			store_rollback(s);
 			return false;
 		}
-		store_note_xid(s, xid);
-		free(xid);
+		store_note_xid(s, PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : NULL);
+		PQclear(r);
 	}
 	bool ok = store_exec_noparams(s, &statements[ST_COMMIT], err);
 

@@ -74,7 +74,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_principal_statements = { statements, ST_COUNT };
+const struct store_statements store_principal_statements = { statements, ST_COUNT, NULL };
 
 /* Fills a struct principal_row from the columns of PRINCIPAL_COLUMNS. */
 static bool principal_fill(PGresult *r, int i, void *dst)

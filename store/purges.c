@@ -45,7 +45,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_purge_statements = { statements, ST_COUNT };
+const struct store_statements store_purge_statements = { statements, ST_COUNT, NULL };
 
 void store_purge_row_clear(struct purge_row *row)
 {

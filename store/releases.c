@@ -75,7 +75,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_release_statements = { statements, ST_COUNT };
+const struct store_statements store_release_statements = { statements, ST_COUNT, NULL };
 
 static bool release_fill(PGresult *r, int i, void *dst)
 {

@@ -64,7 +64,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_role_statements = { statements, ST_COUNT };
+const struct store_statements store_role_statements = { statements, ST_COUNT, NULL };
 
 bool store_role_insert(struct store *s, const char *name, long long *id, struct floe_error *err)
 {

@@ -112,7 +112,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_run_statements = { statements, ST_COUNT };
+const struct store_statements store_run_statements = { statements, ST_COUNT, NULL };
 
 /* Fills a struct run_row from the columns of RUN_COLUMNS. */
 static bool run_fill(PGresult *r, int i, void *dst)

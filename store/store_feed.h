@@ -73,11 +73,6 @@ enum feed_verdict {
 bool store_feed_position(struct store *s, const struct feed_query *q, struct feed_here *here,
 			 enum feed_verdict *verdict, struct floe_error *err) FLOE_WUR;
 
-/* Records the timeline of a new connection's primary before the
- * connection writes anything (the pool calls it on every connect);
- * fails on a standby, where nothing can be written. */
-bool store_feed_timeline_note(struct store *s, struct floe_error *err) FLOE_WUR;
-
 /* Names what the open transaction does for the change feed's events of
  * table creates and commits (register-table), until it ends. Only inside
  * store_begin ... store_commit. */

@@ -42,11 +42,20 @@ struct store_statement {
 	const char *sql;
 };
 
+struct store;
+
 /* The statements of one file of store/. */
 struct store_statements {
 	const struct store_statement *list;
 	size_t count;
+	/* NULL, or what a relation's file runs on every new connection once
+	 * the statements are prepared, before its first request (false, err
+	 * set: the connection is not used). */
+	bool (*on_connect)(struct store *s, struct floe_error *err);
 };
+
+/* Runs every registry's on_connect on s, in the registries' order. */
+bool store_on_connect(struct store *s, struct floe_error *err) FLOE_WUR;
 
 extern const struct store_statements store_pool_statements;
 extern const struct store_statements store_ns_statements;

@@ -110,7 +110,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_sub_statements = { statements, ST_COUNT };
+const struct store_statements store_sub_statements = { statements, ST_COUNT, NULL };
 
 void store_sub_row_clear(struct sub_row *row)
 {

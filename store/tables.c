@@ -374,7 +374,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_table_statements = { statements, ST_COUNT };
+const struct store_statements store_table_statements = { statements, ST_COUNT, NULL };
 
 void store_table_row_clear(struct table_row *row)
 {

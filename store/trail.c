@@ -47,7 +47,7 @@ static const struct store_statement statements[ST_COUNT] = {
 };
 /* clang-format on */
 
-const struct store_statements store_trail_statements = { statements, ST_COUNT };
+const struct store_statements store_trail_statements = { statements, ST_COUNT, NULL };
 
 void store_chain_row_clear(void *row)
 {
