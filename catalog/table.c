@@ -62,7 +62,7 @@ bool table_settle_commit(struct store *s, const struct table_env *env, const cha
 	/* Before anything else runs on s. */
 	store_xact_id(s, xid, sizeof(xid));
 	int64_t start = clock_mono_ms();
-	for (int i = 0; clock_mono_ms() - start < SETTLE_SECONDS * 1000; i++) {
+	for (int i = 0; clock_mono_ms() - start < SETTLE_SECONDS * 1000LL; i++) {
 		if (i > 0)
 			clock_sleep_ms(500);
 		if (!store_reconnect(s, &err))

@@ -923,14 +923,13 @@ static char *location_key(const char *loc, struct floe_error *err)
  * err set). Each element is quoted, '"' and '\' escaped. */
 static char *location_prefixes_param(const char *key, size_t *count, struct floe_error *err)
 {
-	size_t len = strlen(key);
 	size_t cap = 3;
 	size_t at = 0;
 	char *out;
 
-	for (size_t i = 0; i + 1 < len; i++) {
-		if (key[i] == '/')
-			cap += 2 * (i + 1) + 3;
+	for (const char *p = key; p[0] != '\0' && p[1] != '\0'; p++) {
+		if (*p == '/')
+			cap += 2 * (size_t)(p - key + 1) + 3;
 	}
 	out = malloc(cap);
 	if (out == NULL) {
@@ -939,17 +938,17 @@ static char *location_prefixes_param(const char *key, size_t *count, struct floe
 	}
 	*count = 0;
 	out[at++] = '{';
-	for (size_t i = 0; i + 1 < len; i++) {
-		if (key[i] != '/')
+	for (const char *p = key; p[0] != '\0' && p[1] != '\0'; p++) {
+		if (*p != '/')
 			continue;
 		(*count)++;
 		if (at > 1)
 			out[at++] = ',';
 		out[at++] = '"';
-		for (size_t k = 0; k <= i; k++) {
-			if (key[k] == '"' || key[k] == '\\')
+		for (const char *q = key; q <= p; q++) {
+			if (*q == '"' || *q == '\\')
 				out[at++] = '\\';
-			out[at++] = key[k];
+			out[at++] = *q;
 		}
 		out[at++] = '"';
 	}

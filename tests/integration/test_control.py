@@ -679,14 +679,17 @@ def test_first_load_of_an_empty_table_through_wap_pyiceberg(fresh_floe, webhooks
     assert cat.load_table(("sales", "customers")).metadata.current_snapshot_id == head
 
 
-def test_a_migration_numbered_below_one_applied_is_still_applied(postgres, floe_factory, psql_bin):
-    # Migration numbers are handed out to parallel work: a database that
-    # already has a higher one recorded must still get the lower ones.
+def test_a_migration_this_floe_lacks_is_refused_wherever_its_number_falls(postgres, floe_factory,
+                                                                           psql_bin):
+    # Migration numbers are handed out to parallel work, so they have gaps:
+    # a database with a migration recorded in one of them was migrated by
+    # a floe with work this one lacks, and is refused as a newer schema is
+    # (nothing applied), however low the number.
     url = postgres.new_database()
     psql_ok(psql_bin, url, "CREATE TABLE floe_schema_version (version integer PRIMARY KEY, name text NOT NULL, "
                            "applied_at timestamptz NOT NULL DEFAULT now()); "
-                           "INSERT INTO floe_schema_version VALUES (99, '0099_from_elsewhere')")
-    f = floe_factory(env={"FLOE_DATABASE_URL": url})
-    f.create_namespace(["a"])
+                           "INSERT INTO floe_schema_version VALUES (28, '0028_from_elsewhere')")
+    with pytest.raises(AssertionError, match="it has migration 0028_from_elsewhere applied"):
+        floe_factory(env={"FLOE_DATABASE_URL": url})
     versions = psql_ok(psql_bin, url, "SELECT string_agg(version::text, ',' ORDER BY version) FROM floe_schema_version")
-    assert versions.startswith("1,2,3,") and versions.endswith(",99") and ",5," in versions, versions
+    assert versions == "28", versions

@@ -639,6 +639,9 @@ def test_database_restart(dedicated_postgres, floe_factory):
 
     pg.stop("fast")
     try:
+        # /ready answers from the database watch, which checks every 250 ms:
+        # it says so within a second.
+        assert wait_until(lambda: f.get("/ready").status_code == 503, 2), "/ready still 200"
         calls = [
             ("GET", "/ready", None),
             ("GET", "/v1/namespaces", None),
