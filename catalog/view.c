@@ -428,7 +428,9 @@ static bool commit_round(struct store *s, const struct table_env *env, const str
 	}
 	if (own_tx) {
 		if (!record_answer(s, env, loc, m, err)) {
-			fileio_remove(loc); /* the swap is rolled back */
+			store_rollback(s); /* the swap with it, before the file goes */
+			own_tx = false;
+			fileio_remove(loc);
 			goto done;
 		}
 		own_tx = false;
