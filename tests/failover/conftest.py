@@ -6,7 +6,6 @@ libpq's multi-host URL with target_session_attrs=read-write.
 The integration suite's fixtures (PostgreSQL binaries, the floe daemon,
 webhook receivers) are loaded from tests/integration/conftest.py under a
 name of their own, as the soak does."""
-import importlib.util
 import os
 import signal
 import socket
@@ -19,14 +18,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-_INTEGRATION = Path(__file__).resolve().parent.parent / "integration"
-sys.path.insert(0, str(_INTEGRATION))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import integration_fixtures  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("floe_integration_fixtures",
-                                               _INTEGRATION / "conftest.py")
-fixtures = importlib.util.module_from_spec(_spec)
-sys.modules["floe_integration_fixtures"] = fixtures
-_spec.loader.exec_module(fixtures)
+fixtures = integration_fixtures.load()
 
 pg_bin_dir = fixtures.pg_bin_dir
 webhooks = fixtures.webhooks

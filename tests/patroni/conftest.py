@@ -5,7 +5,6 @@ integration suite's fixtures (real floe daemons) are loaded from
 tests/integration/conftest.py under a name of their own."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -19,14 +18,10 @@ from pathlib import Path
 
 import pytest
 
-_INTEGRATION = Path(__file__).resolve().parent.parent / "integration"
-sys.path.insert(0, str(_INTEGRATION))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import integration_fixtures  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("floe_integration_fixtures",
-                                               _INTEGRATION / "conftest.py")
-fixtures = importlib.util.module_from_spec(_spec)
-sys.modules["floe_integration_fixtures"] = fixtures
-_spec.loader.exec_module(fixtures)
+fixtures = integration_fixtures.load()
 
 pg_bin_dir = fixtures.pg_bin_dir
 floe_factory = fixtures.floe_factory
