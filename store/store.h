@@ -244,7 +244,10 @@ bool store_table_commits(struct store *s, const struct ns_ident *ns, const char 
 /* What became of a commit whose answer was lost. */
 enum store_commit_fate {
 	STORE_COMMIT_LANDED,   /* it took effect */
-	STORE_COMMIT_ABORTED,  /* proved not to: its transaction rolled back */
+	STORE_COMMIT_ABORTED,  /* proved not to: its transaction rolled back,
+				  or is not in this database's history (a
+				  failover lost it, and its id is unknown here
+				  or was handed out again) */
 	STORE_COMMIT_PENDING,  /* its transaction is still in progress: a COMMIT
 				 waiting (on a synchronous standby, say) may
 				 yet take effect */
@@ -256,7 +259,9 @@ enum store_commit_fate {
 /* Asks, on s (a fresh session), what became of transaction xid (from
  * store_xact_id; "" or NULL: unknown), which was to write version
  * `version` of table table_uuid at metadata_location: pg_xact_status
- * decides, and the commit_log when it cannot. Into *fate. */
+ * decides, with the commit_log row that transaction writes (a committed
+ * id without it was handed out again after a failover), and the
+ * commit_log alone when the status is gone. Into *fate. */
 bool store_commit_landed(struct store *s, const char *xid, const char *table_uuid,
 			 long long version, const char *metadata_location,
 			 enum store_commit_fate *fate, struct floe_error *err) FLOE_WUR;

@@ -227,9 +227,14 @@ static const struct store_statement statements[ST_COUNT] = {
 	 * too, 'in progress' may still become either (a COMMIT waiting on
 	 * a synchronous standby is durable here but not visible yet, so the
 	 * commit_log alone would call it missing). NULL (no xid, or one
-	 * older than the status PostgreSQL keeps): the commit_log row. */
+	 * older than the status PostgreSQL keeps): the commit_log row.
+	 * 'future': the id was never handed out in this database's history
+	 * (the transaction ran on a primary that failed over before its
+	 * standby received any of it); asked before pg_xact_status, which
+	 * refuses an id in the future. */
 	[ST_COMMIT_LANDED] = { "commit_landed",
-		"SELECT pg_xact_status($4::xid8), EXISTS (SELECT 1 FROM commit_log "
+		"SELECT CASE WHEN $4::xid8 >= pg_current_xact_id() THEN 'future' "
+		"ELSE pg_xact_status($4::xid8) END, EXISTS (SELECT 1 FROM commit_log "
 		"WHERE table_uuid = $1::uuid AND version = $2::bigint AND metadata_location = $3)" },
 	/* $1: the key of a canonical location (LOCATION_KEY), $4 its
 	 * proper prefixes at a '/': the locations holding it are those whose
@@ -761,8 +766,13 @@ bool store_commit_landed(struct store *s, const char *xid, const char *table_uui
 	if (status == NULL) /* the status is gone or was never known */
 		*fate = logged ? STORE_COMMIT_LANDED : STORE_COMMIT_UNPROVED;
 	else if (strcmp(status, "committed") == 0)
-		*fate = STORE_COMMIT_LANDED;
-	else if (strcmp(status, "aborted") == 0)
+		/* A commit's transaction writes its commit_log row, which is
+		 * never deleted: a committed id without it is another
+		 * transaction's. After a failover the new primary hands out
+		 * again the ids its standby never received, so this one's
+		 * transaction is on the lost history: it did not land here. */
+		*fate = logged ? STORE_COMMIT_LANDED : STORE_COMMIT_ABORTED;
+	else if (strcmp(status, "aborted") == 0 || strcmp(status, "future") == 0)
 		*fate = STORE_COMMIT_ABORTED;
 	else
 		*fate = STORE_COMMIT_PENDING;

@@ -36,7 +36,9 @@ import os
 import subprocess
 import threading
 import time
+from pathlib import Path
 
+import psycopg
 import pytest
 import requests
 
@@ -720,3 +722,64 @@ def test_a_commit_waiting_for_an_absent_synchronous_standby_is_never_acknowledge
               f"not in the history, the commit before it is")
     finally:
         f.cleanup()
+
+
+def test_a_commit_the_standby_never_received_is_settled_as_lost_after_the_promotion(pair_factory):
+    """A commit in flight when the primary dies, none of whose WAL reached
+    the standby: the promoted standby hands its transaction id out again,
+    and that id soon belongs to another transaction that committed. floe
+    settles the broken commit on the new primary and must not take that
+    for its own: the answer is 503 "nothing was committed" with
+    Retry-After, the file it wrote is removed, and the table's history is
+    the new primary's. (Taking the status of the id alone answered 200 for
+    a commit that is in no history.)"""
+    pair = pair_factory(synchronous=True)
+    f = Floe(env={"FLOE_DATABASE_URL": pair.url, "FLOE_DB_STATEMENT_TIMEOUT_MS": "60000"})
+    try:
+        f.wait_ready(60)
+        f.create_namespace(NS)
+        t = TableHandle(f, NS, "reused")
+        t.create()
+        kept = t.add_snapshot()
+        pair.relay.cut()
+        sid, req, upd = snapshot_change(t.metadata())
+        answer = []
+        poster = threading.Thread(target=lambda: answer.append(f.post(
+            t.url, json={"requirements": req, "updates": upd}, timeout=120)), daemon=True)
+        poster.start()
+        # The COMMIT waits for the standby that receives nothing: its id.
+        deadline = time.monotonic() + 30
+        rows = []
+        while not rows:
+            assert time.monotonic() < deadline, f.log_tail(3000)
+            rows = pair.primary.sql("SELECT backend_xid::text FROM pg_stat_activity "
+                                    "WHERE wait_event = 'SyncRep'")
+            time.sleep(0.05)
+        xid = int(rows[0][0])
+        pair.primary.kill9()
+        pair.standby.promote()
+        # The new primary hands the id out again, to transactions that
+        # commit (each statement of an autocommit session is one).
+        burnt = 0
+        with psycopg.connect(pair.standby.url("postgres"), autocommit=True) as conn:
+            while int(conn.execute("SELECT pg_current_xact_id()::text").fetchone()[0]) <= xid:
+                burnt += 1
+        poster.join(120)
+        assert answer, "the commit was not answered"
+        r = answer[0]
+        assert_error(r, 503, "ServiceUnavailableException")
+        assert r.json()["error"]["message"] == (
+            "The database connection broke before the commit completed; nothing was "
+            "committed, retry"), r.text
+        assert r.headers.get("Retry-After"), r.headers
+        chain, files = main_history(f, "reused")
+        assert kept in chain and sid not in chain
+        # Only the files of the table's history are left.
+        meta_dir = Path(t.metadata()["location"].removeprefix("file://")) / "metadata"
+        on_disk = {f"file://{p}" for p in meta_dir.glob("*.metadata.json")}
+        assert on_disk == files, (on_disk - files, f.log_tail(3000))
+        assert "did not land" in f.log(), f.log_tail(3000)
+        print(f"\n=== a commit in no history ===\n  its id {xid} handed out again after "
+              f"{burnt} transactions on the new primary; answered {r.status_code}")
+    finally:
+        f.stop()
