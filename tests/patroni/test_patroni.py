@@ -106,11 +106,27 @@ class Load:
             return sum(len(v) for v in self.acked.values())
 
 
+def as_a_client(f, method, path, **kw):
+    """A request after the switch, as a client makes it: a 503 with
+    Retry-After (nothing was done) is sent again after the time it names,
+    for at most 30 s; any other answer is returned. A 503 left then fails
+    with floe's log."""
+    deadline = time.monotonic() + 30
+    while True:
+        r = f.session.request(method, f.url + path, timeout=30, **kw)
+        wait = r.headers.get("Retry-After")
+        if r.status_code != 503 or not wait:
+            return r
+        assert time.monotonic() < deadline, f"{method} {path}: {r.status_code} {r.text}\n" \
+            f"{f.log_tail(4000)}"
+        time.sleep(min(float(wait), 1.0))
+
+
 def read_feed(f):
     events, token = [], None
     while True:
         body = {"continuation-token": token} if token else {}
-        page = assert_ok_json(f.post("/v1/events", json=body))
+        page = assert_ok_json(as_a_client(f, "POST", "/v1/events", json=body))
         events += page["events"]
         if not page["events"]:
             return events
@@ -149,20 +165,22 @@ def test_a_patroni_failover_loses_no_acknowledged_commit(patroni, floe_factory):
     after_promotion = [e - promoted for b, e in load.ok_times if b > promoted]
     per_replica = {}
     for i, fl in enumerate(floes):
-        r = fl.post("/v1/namespaces/ha/tables/t0", json={"requirements": [], "updates": [
-            {"action": "set-properties", "updates": {f"check{i}": "1"}}]})
+        r = as_a_client(fl, "POST", "/v1/namespaces/ha/tables/t0", json={
+            "requirements": [], "updates": [
+                {"action": "set-properties", "updates": {f"check{i}": "1"}}]})
         per_replica[i] = r.status_code
 
     lost, unknown_landed = 0, 0
     for t in TABLES:
-        props = assert_ok_json(f.get(f"/v1/namespaces/ha/tables/{t}"))["metadata"]["properties"]
+        props = assert_ok_json(as_a_client(f, "GET", f"/v1/namespaces/ha/tables/{t}"))[
+            "metadata"]["properties"]
         lost += len(load.acked[t] - set(props))
         unknown_landed += len(load.unknown[t] & set(props))
 
     feed_after = read_feed(f)
     commits = [e for e in feed_after[len(feed_before):]
                if e["operation"]["operation-type"] == "update-table"]
-    verify = assert_ok_json(f.get("/v1/audit-log/verify"))
+    verify = assert_ok_json(as_a_client(f, "GET", "/v1/audit-log/verify"))
 
     print(f"\nPatroni failover (synchronous standby, ttl 10 s): "
           f"{load.acked_count()} commits acknowledged ({acked_before} before the crash), "
