@@ -247,15 +247,22 @@ static bool store_conn_dead(PGconn *conn)
 	if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE)
 		return true;
 	p.fd = PQsocket(conn);
-	p.events = POLLIN;
-	p.revents = 0;
 	if (p.fd < 0)
 		return true;
-	if (poll(&p, 1, 0) <= 0)
-		return false;
-	if (!PQconsumeInput(conn))
-		return true;
-	return PQstatus(conn) != CONNECTION_OK;
+	/* An idle connection has nothing to read unless the server is
+	 * going away: a backend that outlived its postmaster sends a FATAL
+	 * (which libpq takes for a notice on an idle connection) and then
+	 * closes. Read on until the end shows; a connection that keeps
+	 * sending while idle is not one to hand out either. */
+	for (int reads = 0; reads < 4; reads++) {
+		p.events = POLLIN;
+		p.revents = 0;
+		if (poll(&p, 1, 0) <= 0)
+			return false;
+		if (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK)
+			return true;
+	}
+	return true;
 }
 
 static struct store_pool *pool_new(const char *conninfo, int size, const char *name, bool watch)

@@ -60,6 +60,18 @@ class Node(fixtures.PostgresServer):
         while fixtures.pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.02)
 
+    def kill_postmaster(self):
+        """kill -9 the postmaster alone: its backends notice, and each
+        tells its client FATAL "terminating connection due to unexpected
+        postmaster exit" and exits. Returns once they are gone."""
+        pid = int((self.data_dir / "postmaster.pid").read_text().split()[0])
+        kids = [int(k) for k in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
+                                               text=True).stdout.split()]
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while any(fixtures.pid_alive(p) for p in [pid] + kids) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
     def promote(self):
         self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-w", "-t", "60",
                    "promote"])
