@@ -28,6 +28,7 @@
 #include "hookspec.h"
 #include "log.h"
 #include "metric.h"
+#include "position.h"
 #include "rowjson.h"
 #include "timefmt.h"
 #include "uuid.h"
@@ -210,7 +211,7 @@ json_t *subscription_create(struct store *s, const struct table_env *env, const 
 {
 	struct sub_row row = { .timeout_ms = SUB_TIMEOUT_DEFAULT_MS,
 			       .max_attempts = SUB_ATTEMPTS_DEFAULT };
-	struct feed_query start = { .since_ms = -1 };
+	struct feed_position start = { .id = 0 };
 	const char *name = NULL, *url = NULL, *secret = NULL;
 	const char *key;
 	json_t *v;
@@ -254,14 +255,14 @@ json_t *subscription_create(struct store *s, const struct table_env *env, const 
 				       err, FE_BAD_REQUEST,
 				       "field 'start-after' must be a continuation token of the events endpoint"),
 			       NULL;
-		if (!feed_token_parse(json_string_value(after), &start, err))
+		if (!position_parse(json_string_value(after), &start))
 			return floe_err(
 				       err, FE_BAD_REQUEST,
 				       "field 'start-after' is not a continuation token this server issued"),
 			       NULL;
 		/* Never a subscription that silently starts past lost events. */
 		struct feed_here here;
-		if (!feed_position_check(s, &start, "start-after", &here, err))
+		if (!position_check(s, POSITION_CHANGE_FEED, &start, "start-after", &here, err))
 			return NULL;
 		from_token = true;
 	}
@@ -283,8 +284,7 @@ json_t *subscription_create(struct store *s, const struct table_env *env, const 
 	row.filter = filter;
 	row.created_by = (char *)env->principal;
 	bool ok = store_begin(s, err) &&
-		  store_sub_insert(s, &row, from_token ? start.after_xid : NULL, start.after_id,
-				   err) &&
+		  store_sub_insert(s, &row, from_token ? start.xid : NULL, start.id, err) &&
 		  load(s, row.id, &out, err);
 	if (ok) {
 		struct store_actor who = audit_actor(env);
@@ -481,8 +481,8 @@ static bool next_event(struct store *s, struct delivery_job *job, struct floe_er
 	json_decref(f);
 	if (!ok)
 		return err->kind != FE_NONE || floe_err(err, FE_INTERNAL, "unreadable filter");
-	(void)snprintf(q.after_xid, sizeof(q.after_xid), "%s", job->sub->position_xid);
-	q.after_id = job->sub->position_id;
+	(void)snprintf(q.after.xid, sizeof(q.after.xid), "%s", job->sub->position_xid);
+	q.after.id = job->sub->position_id;
 	feed_filter_apply(&filter, &q);
 	ok = store_feed_list(s, &q, 1, &rows, &count, &more, err);
 	feed_filter_clear(&filter);
