@@ -55,7 +55,10 @@
  * database's identity and the verdict: ok; beyond (a position this
  * database has not reached: a lost future); other (another database);
  * lost (an earlier timeline's position past the switch, or an event no
- * longer here). The timelines are feed_timelines' (migration 0032). */
+ * longer here). A position before every event of a transaction (id 0:
+ * where a subscription starts, or the start) names no event; its
+ * transaction id alone places it. The timelines are feed_timelines'
+ * (migration 0032). */
 #define POSITION_VERDICT(rel)                                                            \
 	"WITH " FEED_HERE " "                                                            \
 	"SELECT h.sysid, h.tl, CASE "                                                    \
@@ -67,7 +70,7 @@
 	"  WHEN $1::xid8 = '0'::xid8 AND $2::bigint = 0 THEN 'ok' "                      \
 	"  WHEN $1::xid8 >= (SELECT min(f.first_xid) FROM feed_timelines f "             \
 	"    WHERE f.system_identifier = h.sysid AND f.timeline > $4::int) THEN 'lost' " \
-	"  WHEN NOT EXISTS (SELECT 1 FROM " rel " e "                                    \
+	"  WHEN $2::bigint > 0 AND NOT EXISTS (SELECT 1 FROM " rel " e "                 \
 	"    WHERE e.xid = $1::xid8 AND e.id = $2::bigint) THEN 'lost' "                 \
 	"  ELSE 'ok' END "                                                               \
 	"FROM here h"

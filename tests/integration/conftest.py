@@ -825,6 +825,16 @@ def database_identity(f: Floe) -> tuple[str, int]:
     return sysid, timeline
 
 
+def timeline_first_xid(f: Floe) -> int:
+    """The transaction id below every one floe ran on the current timeline
+    of f's PostgreSQL (feed_timelines, migration 0032): a position of an
+    earlier timeline below it is in the history this timeline shares."""
+    with psycopg.connect(database_url(f), autocommit=True) as conn:
+        (first,) = conn.execute(
+            "SELECT first_xid::text FROM feed_timelines ORDER BY timeline DESC LIMIT 1").fetchone()
+    return int(first)
+
+
 def far_xid(f: Floe) -> int:
     """A transaction id f's PostgreSQL has not reached: a position of a
     history it never had."""

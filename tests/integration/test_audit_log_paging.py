@@ -11,7 +11,8 @@ import re
 import threading
 import time
 
-from conftest import TableHandle, assert_ok_json, database_identity, far_xid
+from conftest import (TableHandle, assert_ok_json, database_identity, far_xid,
+                      timeline_first_xid)
 
 # "<xid>.<id>.<timeline>.<system identifier>"
 TOKEN = re.compile(r"^([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9]+)$")
@@ -171,3 +172,23 @@ def test_a_page_token_from_a_lost_history_is_refused(fresh_floe):
         assert (r.status_code, r.json()) == (400, {"error": {
             "message": "pageToken is not a token this server issued",
             "type": "BadRequestException", "code": 400}}), token
+
+
+def test_a_page_token_from_before_the_switch_to_this_timeline_pages_on(fresh_floe):
+    """A token of an earlier timeline is good when its position is in the
+    history this timeline shares: below the first transaction floe ran on
+    this one. A position before every event of a transaction (id 0) names
+    no event, so its transaction alone places it; one at an event this
+    database does not have, or at or past the switch, is refused."""
+    f = fresh_floe
+    everything = logged(f, 2)
+    sysid, timeline = database_identity(f)
+    first = timeline_first_xid(f)
+    before = page(f, f"{first - 1}.0.{timeline - 1}.{sysid}", 1000)
+    assert [e["id"] for e in before["events"]] == everything
+    lost = ("pageToken points into a history this database no longer has (it failed over "
+            f"to timeline {timeline} and the events after the switch were lost); " + AGAIN)
+    for token in (f"{first}.0.{timeline - 1}.{sysid}", f"{first - 1}.1.{timeline - 1}.{sysid}"):
+        r = f.get("/v1/audit-log", params={"pageToken": token})
+        assert (r.status_code, r.json()) == (400, {"error": {
+            "message": lost, "type": "BadRequestException", "code": 400}}), token

@@ -54,6 +54,7 @@ from conftest import (
     database_identity,
     describe,
     far_xid,
+    timeline_first_xid,
     wait_until,
 )
 from webhook import Reply
@@ -936,6 +937,29 @@ def test_start_after_a_position_from_a_lost_history_is_refused(f, receiver):
             "message": message, "type": "BadRequestException", "code": 400}}), token
     listed = assert_ok_json(f.get(SUBS))["subscriptions"]
     assert [s["id"] for s in listed] == [sub["id"]]
+
+
+def test_a_start_from_before_the_switch_to_this_timeline_is_good(f, receiver):
+    """A subscription's start names no event (its id is 0): taken from an
+    earlier timeline, its transaction alone places it in the history this
+    timeline shares (below the first transaction floe ran on this one), or
+    past the switch; never refused for want of an event."""
+    sysid, timeline = database_identity(f)
+    first = timeline_first_xid(f)
+    f.create_namespace(["after"])
+    rcv = receiver()
+    sub = create(f, rcv.url, start_after=f"{first - 1}.0.{timeline - 1}.{sysid}")
+    assert sub["position"] == f"{first - 1}.0.{timeline}.{sysid}"
+    got = expect_deliveries(rcv, 1)
+    quiet(rcv, 1, 0.5)
+    assert cloudevent(got[0])["data"]["operation"]["namespace"] == ["after"]
+    lost = ("start-after points into a history this database no longer has (it failed over "
+            f"to timeline {timeline} and the events after the switch were lost); "
+            "read the feed again from a timestamp or the start")
+    for token in (f"{first}.0.{timeline - 1}.{sysid}", f"{first - 1}.1.{timeline - 1}.{sysid}"):
+        r = f.post(SUBS, json=sub_body(rcv.url, name="forged", start_after=token))
+        assert (r.status_code, r.json()) == (400, {"error": {
+            "message": lost, "type": "BadRequestException", "code": 400}}), token
 
 
 def test_a_restart_loses_nothing(start, receiver, tmp_path, postgres):
