@@ -6,8 +6,6 @@
  */
 #include "auditlog.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "hookspec.h"
@@ -54,23 +52,20 @@ bool audit_record(struct store *s, const struct table_env *env, const char *even
  * as of the current timeline). */
 static bool parse_log_token(const char *token, struct feed_position *pos)
 {
+	char dotted[POSITION_TOKEN_MAX];
 	const char *dash = strchr(token, '-');
-	char *end = NULL;
+	size_t n = strlen(token);
 
 	if (dash == NULL)
 		return position_parse(token, pos);
-	memset(pos, 0, sizeof(*pos));
-	if (dash == token || (size_t)(dash - token) >= sizeof(pos->xid))
+	/* The older form is the two-part token with a dash for the dot. */
+	if (n >= sizeof(dotted) || strchr(token, '.') != NULL || strchr(dash + 1, '-') != NULL) {
+		memset(pos, 0, sizeof(*pos));
 		return false;
-	for (const char *p = token; p < dash; p++) {
-		if (*p < '0' || *p > '9')
-			return false;
 	}
-	pos->id = strtoll(dash + 1, &end, 10);
-	if (end == dash + 1 || *end != '\0' || pos->id < 0 || dash[1] < '0' || dash[1] > '9')
-		return false;
-	(void)snprintf(pos->xid, sizeof(pos->xid), "%.*s", (int)(dash - token), token);
-	return true;
+	memcpy(dotted, token, n + 1);
+	dotted[dash - token] = '.';
+	return position_parse(dotted, pos);
 }
 
 /* An audit event as the API shows it (new reference). */

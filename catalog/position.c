@@ -6,6 +6,8 @@
  */
 #include "position.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,9 +41,14 @@ bool position_parse(const char *t, struct feed_position *pos)
 		ok = p[-1] == '.' && token_part(&p, tl, sizeof(tl)) && p[-1] == '.' &&
 		     token_part(&p, pos->system, sizeof(pos->system)) && *p == '\0';
 	if (ok) {
+		/* Each within its column's range (xid8, bigint, int), so that
+		 * no token reaches PostgreSQL as a value it cannot hold. */
+		errno = 0;
+		(void)strtoull(pos->xid, NULL, 10);
 		pos->id = strtoll(id, NULL, 10);
-		pos->timeline = pos->system[0] != '\0' ? strtol(tl, NULL, 10) : 0;
-		ok = pos->id >= 0 && pos->timeline >= 0;
+		long long timeline = pos->system[0] != '\0' ? strtoll(tl, NULL, 10) : 0;
+		ok = errno == 0 && timeline <= INT_MAX;
+		pos->timeline = ok ? (long)timeline : 0;
 	}
 	if (!ok)
 		memset(pos, 0, sizeof(*pos));

@@ -340,6 +340,10 @@ def test_unknown_ids_are_404_naming_the_id(f):
     pytest.param({"timeout-ms": -5}, "timeout-ms", id="timeout-negative"),
     pytest.param({"start-after": "nope"}, "start-after", id="bad-token"),
     pytest.param({"start-after": 17}, "start-after", id="token-not-a-string"),
+    # past what PostgreSQL's columns hold (xid8, bigint, int)
+    pytest.param({"start-after": "18446744073709551616.1"}, "start-after", id="xid-too-big"),
+    pytest.param({"start-after": "1.9223372036854775808"}, "start-after", id="id-too-big"),
+    pytest.param({"start-after": "1.1.2147483648.1"}, "start-after", id="timeline-too-big"),
     pytest.param({"secrets": SECRET}, "secrets", id="unknown-field"),
 ])
 def test_a_bad_body_is_400_and_creates_nothing(refusing, change, needle):
