@@ -1,17 +1,17 @@
 /*
  * auditlog.c - the audit log: appending an event in the caller's
  * transaction, and reading the log page by page with a cursor that never
- * skips an event of a transaction still running (auditlog.h).
+ * skips an event of a transaction still running, nor one written after a
+ * failover (auditlog.h).
  */
 #include "auditlog.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "hookspec.h"
 #include "log.h"
 #include "ports.h"
+#include "position.h"
 #include "rowjson.h"
 #include "timefmt.h"
 
@@ -47,23 +47,25 @@ bool audit_record(struct store *s, const struct table_env *env, const char *even
 	return ok;
 }
 
-/* A page token: "<xid>-<id>" of the last event served. */
-static bool parse_log_token(const char *token, char *xid, size_t xidlen, long long *id)
+/* A page token: the position of the last event served, as the change
+ * feed's (position.h), or "<xid>-<id>" as floe issued it before (taken
+ * as of the current timeline). */
+static bool parse_log_token(const char *token, struct feed_position *pos)
 {
+	char dotted[POSITION_TOKEN_MAX];
 	const char *dash = strchr(token, '-');
-	char *end = NULL;
+	size_t n = strlen(token);
 
-	if (dash == NULL || dash == token || (size_t)(dash - token) >= xidlen)
+	if (dash == NULL)
+		return position_parse(token, pos);
+	/* The older form is the two-part token with a dash for the dot. */
+	if (n >= sizeof(dotted) || strchr(token, '.') != NULL || strchr(dash + 1, '-') != NULL) {
+		memset(pos, 0, sizeof(*pos));
 		return false;
-	for (const char *p = token; p < dash; p++) {
-		if (*p < '0' || *p > '9')
-			return false;
 	}
-	*id = strtoll(dash + 1, &end, 10);
-	if (end == dash + 1 || *end != '\0' || *id < 0)
-		return false;
-	(void)snprintf(xid, xidlen, "%.*s", (int)(dash - token), token);
-	return true;
+	memcpy(dotted, token, n + 1);
+	dotted[dash - token] = '.';
+	return position_parse(dotted, pos);
 }
 
 /* An audit event as the API shows it (new reference). */
@@ -88,8 +90,8 @@ json_t *audit_log_list(struct store *s, const struct ns_ident *ns, const char *t
 		       const char *run_id, const char *since, const char *token, long page_size,
 		       struct floe_error *err)
 {
-	long long after = 0;
-	char after_xid[24] = "0";
+	struct feed_position after = { .id = 0 };
+	struct feed_here here;
 	struct event_row *rows = NULL;
 	size_t count = 0;
 	json_t *events = NULL;
@@ -97,8 +99,7 @@ json_t *audit_log_list(struct store *s, const struct ns_ident *ns, const char *t
 
 	if (run_id != NULL && !hook_id_valid(run_id))
 		return floe_err(err, FE_BAD_REQUEST, "run must be a run id (a UUID)"), NULL;
-	if (token != NULL && *token != '\0' &&
-	    !parse_log_token(token, after_xid, sizeof(after_xid), &after))
+	if (token != NULL && *token != '\0' && !parse_log_token(token, &after))
 		return floe_err(err, FE_BAD_REQUEST, "pageToken is not a token this server issued"),
 		       NULL;
 	/* Checked here: PostgreSQL's timestamptz input would also take
@@ -110,8 +111,12 @@ json_t *audit_log_list(struct store *s, const struct ns_ident *ns, const char *t
 			       since),
 		       NULL;
 	long limit = page_size > EVENTS_PAGE_MAX ? EVENTS_PAGE_MAX : page_size;
-	if (!store_event_list(s, after_xid, after, ns, table, run_id, since, limit, &rows, &count,
-			      &more, err)) {
+	/* A token of another timeline is paged on from only when nothing
+	 * after it was lost in the switch: never a silent skip. */
+	if (!position_check(s, POSITION_AUDIT_LOG, &after, "pageToken", &here, err))
+		return NULL;
+	if (!store_event_list(s, after.xid[0] != '\0' ? after.xid : "0", after.id, ns, table,
+			      run_id, since, limit, &rows, &count, &more, err)) {
 		if (err->kind == FE_BAD_REQUEST)
 			floe_err(err, FE_BAD_REQUEST,
 				 "query parameter 'since' must be an RFC 3339 timestamp");
@@ -120,8 +125,8 @@ json_t *audit_log_list(struct store *s, const struct ns_ident *ns, const char *t
 	events = rowjson_array(rows, count, sizeof(*rows), event_json);
 	json_t *next = json_null();
 	if (events != NULL && more && count > 0) {
-		char t[64];
-		(void)snprintf(t, sizeof(t), "%s-%lld", rows[count - 1].xid, rows[count - 1].id);
+		char t[POSITION_TOKEN_MAX];
+		position_format(t, sizeof(t), rows[count - 1].xid, rows[count - 1].id, &here);
 		next = json_string(t);
 	}
 	store_event_rows_free(rows, count);

@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "ident.h"
 #include "ports.h"
+#include "position.h"
 #include "rowjson.h"
 
 /* The longest list of one filter, joined. */
@@ -177,87 +178,6 @@ static bool objects_by_id(const json_t *body, char **out, struct floe_error *err
 	return joined(&b, json_array_size(v), "catalog-objects-by-id", out, err);
 }
 
-/* Reads the digits at *p up to stop (a '.' or the end) into out (cap
- * bytes with the NUL); *p moves past them and the dot. */
-static bool token_part(const char **p, char *out, size_t cap)
-{
-	size_t n = 0;
-
-	while ((*p)[n] >= '0' && (*p)[n] <= '9')
-		n++;
-	if (n == 0 || n >= cap || ((*p)[n] != '.' && (*p)[n] != '\0'))
-		return false;
-	memcpy(out, *p, n);
-	out[n] = '\0';
-	*p += n + ((*p)[n] == '.' ? 1 : 0);
-	return true;
-}
-
-bool feed_token_parse(const char *t, struct feed_query *q, struct floe_error *err)
-{
-	char id[24], tl[12];
-	const char *p = t;
-
-	q->token_system[0] = '\0';
-	q->token_timeline = 0;
-	/* "<xid>.<id>", and since migration 0032 ".<timeline>.<system>". */
-	bool ok = token_part(&p, q->after_xid, sizeof(q->after_xid)) && p[-1] == '.' &&
-		  token_part(&p, id, sizeof(id));
-	if (ok && *p != '\0')
-		ok = p[-1] == '.' && token_part(&p, tl, sizeof(tl)) && p[-1] == '.' &&
-		     token_part(&p, q->token_system, sizeof(q->token_system)) && *p == '\0';
-	if (ok) {
-		q->after_id = strtoll(id, NULL, 10);
-		q->token_timeline = q->token_system[0] != '\0' ? strtol(tl, NULL, 10) : 0;
-		ok = q->after_id >= 0 && q->token_timeline >= 0;
-	}
-	if (!ok) {
-		q->after_xid[0] = '\0';
-		q->token_system[0] = '\0';
-		return floe_err(err, FE_BAD_REQUEST,
-				"continuation-token is not a token this server issued");
-	}
-	return true;
-}
-
-bool feed_position_check(struct store *s, const struct feed_query *q, const char *field,
-			 struct feed_here *here, struct floe_error *err)
-{
-	enum feed_verdict verdict;
-
-	if (!store_feed_position(s, q, here, &verdict, err))
-		return false;
-	switch (verdict) {
-	case FEED_POSITION_OK:
-		return true;
-	case FEED_POSITION_BEYOND:
-		return floe_err(err, FE_BAD_REQUEST,
-				"%s is past the last event this database has (a history lost "
-				"in a failover or a restore); read the feed again from a "
-				"timestamp or the start",
-				field);
-	case FEED_POSITION_OTHER_DATABASE:
-		return floe_err(err, FE_BAD_REQUEST,
-				"%s was issued by another catalog database; read the feed "
-				"again from a timestamp or the start",
-				field);
-	case FEED_POSITION_LOST:
-		break;
-	}
-	return floe_err(err, FE_BAD_REQUEST,
-			"%s points into a history this database no longer has (it failed "
-			"over to timeline %ld and the events after the switch were lost); "
-			"read the feed again from a timestamp or the start",
-			field, here->timeline);
-}
-
-void feed_token_format(char *out, size_t cap, const char *xid, long long id,
-		       const struct feed_here *here)
-{
-	(void)snprintf(out, cap, "%s.%lld.%ld.%s", xid[0] != '\0' ? xid : "0", id, here->timeline,
-		       here->system);
-}
-
 static json_t *identifier(const struct feed_row *e)
 {
 	return json_pack("{s:o, s:s}", "namespace", ident_ns_to_json(&e->ns), "name",
@@ -362,13 +282,13 @@ json_t *feed_query(struct store *s, const json_t *body, struct floe_error *err)
 	const json_t *size = json_object_get(body, "page-size");
 	const json_t *after = json_object_get(body, "after-timestamp-ms");
 	const json_t *custom = json_object_get(body, "custom-filters");
-	if (token != NULL && !json_is_null(token) &&
-	    (!json_is_string(token) || !feed_token_parse(json_string_value(token), &q, err))) {
-		if (!json_is_string(token))
-			floe_err(err, FE_BAD_REQUEST,
-				 "field 'continuation-token' must be a string");
-		return NULL;
-	}
+	if (token != NULL && !json_is_null(token) && !json_is_string(token))
+		return floe_err(err, FE_BAD_REQUEST, "field 'continuation-token' must be a string"),
+		       NULL;
+	if (json_is_string(token) && !position_parse(json_string_value(token), &q.after))
+		return floe_err(err, FE_BAD_REQUEST,
+				"continuation-token is not a token this server issued"),
+		       NULL;
 	if (size != NULL && !json_is_null(size)) {
 		if (!json_is_integer(size) || json_integer_value(size) < 1)
 			return floe_err(err, FE_BAD_REQUEST,
@@ -396,18 +316,17 @@ json_t *feed_query(struct store *s, const json_t *body, struct floe_error *err)
 	feed_filter_apply(&filter, &q);
 	/* A position of another timeline is read on only when nothing after
 	 * it was lost in the switch: never a silent skip (migration 0032). */
-	if (!feed_position_check(s, &q, "continuation-token", &here, err) ||
+	if (!position_check(s, POSITION_CHANGE_FEED, &q.after, "continuation-token", &here, err) ||
 	    !store_feed_list(s, &q, limit, &rows, &count, &more, err))
 		goto done;
 	json_t *events = rowjson_array(rows, count, sizeof(*rows), event_json);
-	char next[FEED_TOKEN_MAX];
+	char next[POSITION_TOKEN_MAX];
 	long long highest = asked_ms > 0 ? asked_ms : 0;
 	if (count > 0) {
-		feed_token_format(next, sizeof(next), rows[count - 1].xid, rows[count - 1].id,
-				  &here);
+		position_format(next, sizeof(next), rows[count - 1].xid, rows[count - 1].id, &here);
 		highest = rows[count - 1].at_ms;
 	} else {
-		feed_token_format(next, sizeof(next), q.after_xid, q.after_id, &here);
+		position_format(next, sizeof(next), q.after.xid, q.after.id, &here);
 	}
 	(void)more; /* the reader asks again with the token in every case */
 	out = events != NULL ? json_pack("{s:s, s:I, s:o}", "next-page-token", next,

@@ -45,28 +45,6 @@ void feed_filter_clear(struct feed_filter *f);
 /* Points q's filters at f's (borrowed for as long as q is used). */
 void feed_filter_apply(const struct feed_filter *f, struct feed_query *q);
 
-/* The longest continuation token floe issues, with its NUL. */
-#define FEED_TOKEN_MAX 96
-
-/* Reads a continuation token into q's position: "<xid>.<id>.<timeline>.
- * <system identifier>" as floe issues it, or "<xid>.<id>" as floe issued
- * it before the database's identity was part of it (taken as of the
- * current timeline). FE_BAD_REQUEST when it is neither. */
-bool feed_token_parse(const char *token, struct feed_query *q, struct floe_error *err) FLOE_WUR;
-
-/* Whether reading on from q's position misses no event on this database
- * (a failover may have lost the history it points into); *here filled
- * with where the feed is read. FE_BAD_REQUEST names field and says why
- * not: a position past this database's last event, one of another
- * database, one of an earlier timeline after the switch. */
-bool feed_position_check(struct store *s, const struct feed_query *q, const char *field,
-			 struct feed_here *here, struct floe_error *err) FLOE_WUR;
-
-/* Writes the token of position (xid, id) on here's timeline into out
- * (cap bytes, FEED_TOKEN_MAX is enough). */
-void feed_token_format(char *out, size_t cap, const char *xid, long long id,
-		       const struct feed_here *here);
-
 /* One event as the events endpoint answers it (new reference, NULL when
  * out of memory). */
 json_t *feed_event_json(const struct feed_row *e);

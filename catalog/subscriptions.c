@@ -28,6 +28,7 @@
 #include "hookspec.h"
 #include "log.h"
 #include "metric.h"
+#include "position.h"
 #include "rowjson.h"
 #include "timefmt.h"
 #include "uuid.h"
@@ -66,12 +67,15 @@ static json_t *ms_or_null(long long ms)
 	return ms >= 0 ? json_integer(ms) : json_null();
 }
 
-static json_t *sub_json(const struct sub_row *r)
+/* A subscription as the API shows it; its position is a token of the
+ * events endpoint on here's timeline: the stored position is in this
+ * database's history, having survived whatever failover the events did. */
+static json_t *sub_json(const struct sub_row *r, const struct feed_here *here)
 {
-	char position[64];
+	char position[POSITION_TOKEN_MAX];
 	json_t *filter = rowjson_text(r->filter);
 
-	(void)snprintf(position, sizeof(position), "%s.%lld", r->position_xid, r->position_id);
+	position_format(position, sizeof(position), r->position_xid, r->position_id, here);
 	json_t *o = json_pack(
 		"{s:s, s:s, s:s, s:b, s:o, s:I, s:i, s:s, s:I, s:o, s:s, s:I, s:o, s:i, s:I}", "id",
 		r->id, "name", r->name, "url", r->url, "signed", 1, "filter",
@@ -116,6 +120,7 @@ static json_t *sub_json(const struct sub_row *r)
 static bool load(struct store *s, const char *id, json_t **out, struct floe_error *err)
 {
 	struct sub_row row;
+	struct feed_here here;
 	bool found = false;
 
 	*out = NULL;
@@ -123,7 +128,11 @@ static bool load(struct store *s, const char *id, json_t **out, struct floe_erro
 		return false;
 	if (!found)
 		return wording_no_such_subscription(id, err);
-	*out = sub_json(&row);
+	if (!position_here(s, &here, err)) {
+		store_sub_row_clear(&row);
+		return false;
+	}
+	*out = sub_json(&row, &here);
 	store_sub_row_clear(&row);
 	return *out != NULL || floe_err(err, FE_INTERNAL, "out of memory");
 }
@@ -210,7 +219,7 @@ json_t *subscription_create(struct store *s, const struct table_env *env, const 
 {
 	struct sub_row row = { .timeout_ms = SUB_TIMEOUT_DEFAULT_MS,
 			       .max_attempts = SUB_ATTEMPTS_DEFAULT };
-	struct feed_query start = { .since_ms = -1 };
+	struct feed_position start = { .id = 0 };
 	const char *name = NULL, *url = NULL, *secret = NULL;
 	const char *key;
 	json_t *v;
@@ -254,14 +263,14 @@ json_t *subscription_create(struct store *s, const struct table_env *env, const 
 				       err, FE_BAD_REQUEST,
 				       "field 'start-after' must be a continuation token of the events endpoint"),
 			       NULL;
-		if (!feed_token_parse(json_string_value(after), &start, err))
+		if (!position_parse(json_string_value(after), &start))
 			return floe_err(
 				       err, FE_BAD_REQUEST,
 				       "field 'start-after' is not a continuation token this server issued"),
 			       NULL;
 		/* Never a subscription that silently starts past lost events. */
 		struct feed_here here;
-		if (!feed_position_check(s, &start, "start-after", &here, err))
+		if (!position_check(s, POSITION_CHANGE_FEED, &start, "start-after", &here, err))
 			return NULL;
 		from_token = true;
 	}
@@ -283,8 +292,7 @@ json_t *subscription_create(struct store *s, const struct table_env *env, const 
 	row.filter = filter;
 	row.created_by = (char *)env->principal;
 	bool ok = store_begin(s, err) &&
-		  store_sub_insert(s, &row, from_token ? start.after_xid : NULL, start.after_id,
-				   err) &&
+		  store_sub_insert(s, &row, from_token ? start.xid : NULL, start.id, err) &&
 		  load(s, row.id, &out, err);
 	if (ok) {
 		struct store_actor who = audit_actor(env);
@@ -306,13 +314,14 @@ json_t *subscription_create(struct store *s, const struct table_env *env, const 
 json_t *subscription_list(struct store *s, struct floe_error *err)
 {
 	struct sub_row *rows = NULL;
+	struct feed_here here;
 	size_t count = 0;
 
-	if (!store_sub_list(s, &rows, &count, err))
+	if (!position_here(s, &here, err) || !store_sub_list(s, &rows, &count, err))
 		return NULL;
 	json_t *list = json_array();
 	for (size_t i = 0; list != NULL && i < count; i++) {
-		json_t *one = sub_json(&rows[i]);
+		json_t *one = sub_json(&rows[i], &here);
 		if (one == NULL || json_array_append_new(list, one) != 0) {
 			json_decref(list);
 			list = NULL;
@@ -436,11 +445,14 @@ static char *subject_of(const struct feed_row *e)
 	return out;
 }
 
-/* The CloudEvent of job's event, as sent and signed (caller frees). */
-static char *cloudevent(const struct dispatcher *d, struct delivery_job *job)
+/* The CloudEvent of job's event, as sent and signed (caller frees); its
+ * sequence is the event's position, a token of the events endpoint on
+ * here's timeline. */
+static char *cloudevent(const struct dispatcher *d, struct delivery_job *job,
+			const struct feed_here *here)
 {
 	const struct feed_row *e = &job->event;
-	char time[TIMEFMT_RFC3339_LEN], source[300], sequence[64];
+	char time[TIMEFMT_RFC3339_LEN], source[300], sequence[POSITION_TOKEN_MAX];
 	char *subject = subject_of(e);
 	json_t *data = feed_event_json(e);
 	char *text = NULL;
@@ -450,7 +462,7 @@ static char *cloudevent(const struct dispatcher *d, struct delivery_job *job)
 		       job->sub->warehouse != NULL && job->sub->warehouse[0] != '\0'
 			       ? job->sub->warehouse
 			       : d->default_name);
-	(void)snprintf(sequence, sizeof(sequence), "%s.%lld", e->xid, e->id);
+	position_format(sequence, sizeof(sequence), e->xid, e->id, here);
 	if (subject != NULL && data != NULL) {
 		json_t *ce = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:O}",
 				       "specversion", "1.0", "id", job->event_id, "source", source,
@@ -481,8 +493,8 @@ static bool next_event(struct store *s, struct delivery_job *job, struct floe_er
 	json_decref(f);
 	if (!ok)
 		return err->kind != FE_NONE || floe_err(err, FE_INTERNAL, "unreadable filter");
-	(void)snprintf(q.after_xid, sizeof(q.after_xid), "%s", job->sub->position_xid);
-	q.after_id = job->sub->position_id;
+	(void)snprintf(q.after.xid, sizeof(q.after.xid), "%s", job->sub->position_xid);
+	q.after.id = job->sub->position_id;
 	feed_filter_apply(&filter, &q);
 	ok = store_feed_list(s, &q, 1, &rows, &count, &more, err);
 	feed_filter_clear(&filter);
@@ -575,6 +587,7 @@ static bool dispatch_round(struct dispatcher *d, bool *failed)
 	size_t nsubs = 0;
 	struct delivery_job jobs[DISPATCH_BATCH];
 	struct hook_call calls[DISPATCH_BATCH];
+	struct feed_here here;
 	size_t ncalls = 0;
 	long long active = 0, dead = 0;
 	bool delivered = false;
@@ -591,8 +604,10 @@ static bool dispatch_round(struct dispatcher *d, bool *failed)
 		metric_set(METRIC_SUBSCRIPTIONS, METRIC_SUB_ACTIVE, active);
 		metric_set(METRIC_SUBSCRIPTIONS, METRIC_SUB_DEAD, dead);
 	}
-	if (active == 0 || !store_sub_claim(s, d->owner, DISPATCH_LEASE_MARGIN_S, DISPATCH_BATCH,
-					    &subs, &nsubs, &err)) {
+	/* Where this round reads the feed: the timeline its sequences name. */
+	if (active == 0 || !position_here(s, &here, &err) ||
+	    !store_sub_claim(s, d->owner, DISPATCH_LEASE_MARGIN_S, DISPATCH_BATCH, &subs, &nsubs,
+			     &err)) {
 		*failed = err.kind != FE_NONE;
 		store_pool_release(d->cfg.pool, s);
 		return false;
@@ -615,7 +630,7 @@ static bool dispatch_round(struct dispatcher *d, bool *failed)
 			continue;
 		}
 		struct hook_call *c = &calls[ncalls];
-		job->body = cloudevent(d, job);
+		job->body = cloudevent(d, job, &here);
 		job->secret = d->cfg.sealer != NULL
 				      ? d->cfg.sealer->open(d->cfg.sealer->ctx, subs[i].id,
 							    subs[i].secret, job->why,

@@ -1,6 +1,6 @@
 /*
  * events.c - the audit_events relation: the append-only audit log and
- * its paging.
+ * its paging, whose positions are judged as the change feed's are.
  */
 #include "store.h"
 #include "store_internal.h"
@@ -11,7 +11,7 @@
 
 #include "log.h"
 
-enum { ST_EVENT_INSERT, ST_EVENT_LIST, ST_EVENT_DROPPED_CONTROLS, ST_COUNT };
+enum { ST_EVENT_INSERT, ST_EVENT_LIST, ST_EVENT_DROPPED_CONTROLS, ST_EVENT_POSITION, ST_COUNT };
 
 /* One statement a row, its SQL laid out as SQL. */
 /* clang-format off */
@@ -53,6 +53,9 @@ static const struct store_statement statements[ST_COUNT] = {
 		"SELECT (details->'controls')::text FROM audit_events "
 		"WHERE event = 'table.dropped' AND details->>'table-uuid' = $1::text "
 		"ORDER BY id DESC LIMIT 1" },
+	/* A reader's page token (store_internal.h): the audit log is paged
+	 * in (xid, id) order as the change feed is read. */
+	[ST_EVENT_POSITION] = { "event_position", POSITION_VERDICT("audit_events") },
 };
 /* clang-format on */
 
@@ -179,4 +182,10 @@ bool store_event_dropped_controls(struct store *s, const char *uuid, bool *found
 	}
 	PQclear(r);
 	return ok;
+}
+
+bool store_event_position(struct store *s, const struct feed_position *pos, struct feed_here *here,
+			  enum feed_verdict *verdict, struct floe_error *err)
+{
+	return store_position_verdict(s, &statements[ST_EVENT_POSITION], pos, here, verdict, err);
 }

@@ -2,7 +2,9 @@
  * feed.c - the change_events relation: the change feed's outbox, written
  * by triggers in the transaction of each change (migration 0020), read
  * here in (xid, id) order; and feed_timelines (migration 0032), the
- * database timelines those positions were written on.
+ * database timelines those positions were written on, against which a
+ * reader's position in any log kept in (xid, id) order is judged
+ * (store_position_verdict: the feed's, the audit log's).
  */
 #include "store.h"
 #include "store_internal.h"
@@ -21,15 +23,6 @@ enum {
 	ST_FEED_POSITION,
 	ST_COUNT
 };
-
-/* This database's identity: its system identifier (kept by every standby
- * made from it) and the timeline WAL is written on now (a promotion
- * starts a new one; the control file's copy lags until a checkpoint).
- * Only a primary answers: a standby has no insertion timeline. */
-#define FEED_HERE                                                                             \
-	"here AS (SELECT s.system_identifier::text AS sysid, "                                \
-	"  ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int AS tl " \
-	"  FROM pg_control_system() s)"
 
 /* clang-format off */
 static const struct store_statement statements[ST_COUNT] = {
@@ -80,28 +73,8 @@ static const struct store_statement statements[ST_COUNT] = {
 		"  THEN setval('change_events_id_seq', greatest((SELECT last_value FROM change_events_id_seq), "
 		"    h.tl::bigint << 40)) END "
 		"FROM here h" },
-	/* $1/$2: a token's (xid, id); $3/$4: the system identifier and
-	 * timeline it was issued on (NULL: a token from before they were
-	 * part of it, taken as of this timeline). Answers this database's
-	 * identity and the verdict: ok; beyond (a position this database
-	 * has not reached: a lost future); other (another database); lost
-	 * (an earlier timeline's position past the switch, or an event no
-	 * longer here). */
-	[ST_FEED_POSITION] = { "feed_position",
-		"WITH " FEED_HERE " "
-		"SELECT h.sysid, h.tl, CASE "
-		"  WHEN $1::xid8 >= pg_snapshot_xmax(pg_current_snapshot()) THEN 'beyond' "
-		"  WHEN $3::text IS NULL THEN 'ok' "
-		"  WHEN $3::text <> h.sysid THEN 'other' "
-		"  WHEN $4::int > h.tl THEN 'beyond' "
-		"  WHEN $4::int = h.tl THEN 'ok' "
-		"  WHEN $1::xid8 = '0'::xid8 AND $2::bigint = 0 THEN 'ok' "
-		"  WHEN $1::xid8 >= (SELECT min(f.first_xid) FROM feed_timelines f "
-		"    WHERE f.system_identifier = h.sysid AND f.timeline > $4::int) THEN 'lost' "
-		"  WHEN NOT EXISTS (SELECT 1 FROM change_events e "
-		"    WHERE e.xid = $1::xid8 AND e.id = $2::bigint) THEN 'lost' "
-		"  ELSE 'ok' END "
-		"FROM here h" },
+	/* A reader's position in the change feed (store_internal.h). */
+	[ST_FEED_POSITION] = { "feed_position", POSITION_VERDICT("change_events") },
 	[ST_FEED_EXPIRE] = { "feed_expire",
 		/* The oldest ids, of those the ones past the retention: a
 		 * bounded walk of the primary key, since ids rise with time. */
@@ -169,10 +142,10 @@ bool store_feed_list(struct store *s, const struct feed_query *q, long limit,
 	*rows = NULL;
 	*count = 0;
 	*more = false;
-	(void)snprintf(after, sizeof(after), "%lld", q->after_id);
+	(void)snprintf(after, sizeof(after), "%lld", q->after.id);
 	(void)snprintf(since, sizeof(since), "%lld", q->since_ms);
 	(void)snprintf(lim, sizeof(lim), "%ld", limit + 1);
-	const char *params[9] = { q->after_xid[0] != '\0' ? q->after_xid : "0",
+	const char *params[9] = { q->after.xid[0] != '\0' ? q->after.xid : "0",
 				  after,
 				  q->since_ms >= 0 ? since : NULL,
 				  q->operations,
@@ -220,24 +193,25 @@ static bool store_feed_timeline_note(struct store *s, struct floe_error *err)
 	return true;
 }
 
-bool store_feed_position(struct store *s, const struct feed_query *q, struct feed_here *here,
-			 enum feed_verdict *verdict, struct floe_error *err)
+bool store_position_verdict(struct store *s, const struct store_statement *st,
+			    const struct feed_position *pos, struct feed_here *here,
+			    enum feed_verdict *verdict, struct floe_error *err)
 {
 	char after[32], tl[16];
+	bool named = pos->system[0] != '\0';
 
 	memset(here, 0, sizeof(*here));
 	*verdict = FEED_POSITION_OK;
-	(void)snprintf(after, sizeof(after), "%lld", q->after_id);
-	(void)snprintf(tl, sizeof(tl), "%ld", q->token_timeline);
-	const char *params[4] = { q->after_xid[0] != '\0' ? q->after_xid : "0", after,
-				  q->token_system[0] != '\0' ? q->token_system : NULL,
-				  q->token_system[0] != '\0' ? tl : NULL };
-	PGresult *r = store_exec(s, &statements[ST_FEED_POSITION], 4, params, err);
+	(void)snprintf(after, sizeof(after), "%lld", pos->id);
+	(void)snprintf(tl, sizeof(tl), "%ld", pos->timeline);
+	const char *params[4] = { pos->xid[0] != '\0' ? pos->xid : "0", after,
+				  named ? pos->system : NULL, named ? tl : NULL };
+	PGresult *r = store_exec(s, st, 4, params, err);
 	if (r == NULL)
 		return false;
 	if (PQntuples(r) != 1) {
 		PQclear(r);
-		return floe_err(err, FE_INTERNAL, "the change feed's position cannot be read");
+		return floe_err(err, FE_INTERNAL, "a reader's position cannot be read");
 	}
 	store_col_text(r, 0, 0, here->system, sizeof(here->system));
 	here->timeline = (long)store_col_ll(r, 0, 1);
@@ -250,4 +224,10 @@ bool store_feed_position(struct store *s, const struct feed_query *q, struct fee
 		*verdict = FEED_POSITION_LOST;
 	PQclear(r);
 	return true;
+}
+
+bool store_feed_position(struct store *s, const struct feed_position *pos, struct feed_here *here,
+			 enum feed_verdict *verdict, struct floe_error *err)
+{
+	return store_position_verdict(s, &statements[ST_FEED_POSITION], pos, here, verdict, err);
 }

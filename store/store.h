@@ -796,6 +796,12 @@ bool store_event_list(struct store *s, const char *after_xid, long long after_id
 		      const char *since, long limit, struct event_row **rows, size_t *count,
 		      bool *more, struct floe_error *err) FLOE_WUR;
 
+/* Where a reader of the audit log at pos (a page token's) stands on this
+ * database, as store_feed_position is for the change feed: *here filled,
+ * *verdict whether paging on from pos misses nothing after a failover. */
+bool store_event_position(struct store *s, const struct feed_position *pos, struct feed_here *here,
+			  enum feed_verdict *verdict, struct floe_error *err) FLOE_WUR;
+
 /* --- the audit trail: the hash chain and its checkpoints (trail.c) --- */
 
 /* The fields of an audit event the chain covers, in canonical order. */

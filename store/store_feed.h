@@ -32,14 +32,21 @@ struct feed_row {
 void store_feed_row_clear(struct feed_row *row);
 void store_feed_rows_free(struct feed_row *rows, size_t count);
 
+/* A reader's place in a log kept in (xid, id) order (the change feed,
+ * the audit log): after event (xid, id), as issued on a database's
+ * timeline. */
+struct feed_position {
+	char xid[24]; /* "" with id 0: from the start */
+	long long id;
+	char system[24]; /* the issuing database; "" for a token without one */
+	long timeline;
+};
+
 /* What a read of the feed asks for; each NULL (since_ms < 0) filter is
  * off. Lists are joined by \x1f; objects_by_name is a JSON array of
  * arrays of names. */
 struct feed_query {
-	char after_xid[24]; /* "" with after_id 0: from the start */
-	long long after_id;
-	char token_system[24]; /* the token's database; "" for a token without one */
-	long token_timeline;
+	struct feed_position after;
 	long long since_ms;
 	const char *operations;
 	const char *object_types;
@@ -67,10 +74,11 @@ enum feed_verdict {
 	FEED_POSITION_LOST,           /* an earlier timeline's, not in this one's history */
 };
 
-/* Where a reader at q's position (after_xid, after_id, token_system,
- * token_timeline) stands on this database: *here filled, *verdict
- * whether reading on from the position misses nothing. */
-bool store_feed_position(struct store *s, const struct feed_query *q, struct feed_here *here,
+/* Where a reader of the change feed at pos stands on this database:
+ * *here filled, *verdict whether reading on from pos misses nothing. A
+ * position without a system identifier is taken as of this timeline.
+ * store_event_position (store.h) is the same for the audit log. */
+bool store_feed_position(struct store *s, const struct feed_position *pos, struct feed_here *here,
 			 enum feed_verdict *verdict, struct floe_error *err) FLOE_WUR;
 
 /* Names what the open transaction does for the change feed's events of

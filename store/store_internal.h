@@ -16,6 +16,7 @@
 
 #include "error.h"
 #include "ident.h"
+#include "store_feed.h"
 
 /* The namespace levels parameter, as an expression: identifiers cross
  * into SQL as one text parameter with the levels joined by 0x1F (which no
@@ -35,6 +36,44 @@
 	"ELSE jsonb_build_object('warehouse', " wh "::text) END)"
 
 #define TS(c) "to_char(" c " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+
+/* --- positions in a log kept in (xid, id) order (feed.c) --- */
+
+/* This database's identity: its system identifier (kept by every standby
+ * made from it) and the timeline WAL is written on now (a promotion
+ * starts a new one; the control file's copy lags until a checkpoint).
+ * Only a primary answers: a standby has no insertion timeline. */
+#define FEED_HERE                                                                             \
+	"here AS (SELECT s.system_identifier::text AS sysid, "                                \
+	"  ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int AS tl " \
+	"  FROM pg_control_system() s)"
+
+/* Where a reader of the log kept in relation rel (its columns xid and id)
+ * stands on this database. $1/$2: its position (xid, id); $3/$4: the
+ * system identifier and timeline it was issued on (NULL: a token from
+ * before they were part of it, taken as of this timeline). Answers this
+ * database's identity and the verdict: ok; beyond (a position this
+ * database has not reached: a lost future); other (another database);
+ * lost (an earlier timeline's position past the switch, or an event no
+ * longer here). A position before every event of a transaction (id 0:
+ * where a subscription starts, or the start) names no event; its
+ * transaction id alone places it. The timelines are feed_timelines'
+ * (migration 0032). */
+#define POSITION_VERDICT(rel)                                                            \
+	"WITH " FEED_HERE " "                                                            \
+	"SELECT h.sysid, h.tl, CASE "                                                    \
+	"  WHEN $1::xid8 >= pg_snapshot_xmax(pg_current_snapshot()) THEN 'beyond' "      \
+	"  WHEN $3::text IS NULL THEN 'ok' "                                             \
+	"  WHEN $3::text <> h.sysid THEN 'other' "                                       \
+	"  WHEN $4::int > h.tl THEN 'beyond' "                                           \
+	"  WHEN $4::int = h.tl THEN 'ok' "                                               \
+	"  WHEN $1::xid8 = '0'::xid8 AND $2::bigint = 0 THEN 'ok' "                      \
+	"  WHEN $1::xid8 >= (SELECT min(f.first_xid) FROM feed_timelines f "             \
+	"    WHERE f.system_identifier = h.sysid AND f.timeline > $4::int) THEN 'lost' " \
+	"  WHEN $2::bigint > 0 AND NOT EXISTS (SELECT 1 FROM " rel " e "                 \
+	"    WHERE e.xid = $1::xid8 AND e.id = $2::bigint) THEN 'lost' "                 \
+	"  ELSE 'ok' END "                                                               \
+	"FROM here h"
 
 /* One prepared statement: its name on the connection and its SQL. */
 struct store_statement {
@@ -133,6 +172,14 @@ PGresult *store_exec_binary(struct store *s, const struct store_statement *st, i
  * open transaction returned) as s->xid, so that store_commit need not ask
  * for it. NULL or "" is ignored. */
 void store_note_xid(struct store *s, const char *xid);
+
+/* --- positions (feed.c) --- */
+
+/* Runs st, a POSITION_VERDICT statement of a relation's file, for pos:
+ * *here and *verdict filled. FE_INTERNAL when it answers no row. */
+bool store_position_verdict(struct store *s, const struct store_statement *st,
+			    const struct feed_position *pos, struct feed_here *here,
+			    enum feed_verdict *verdict, struct floe_error *err) FLOE_WUR;
 
 /* --- SQLSTATE classification (sqlstate.c) --- */
 

@@ -19,7 +19,8 @@ What a user relies on, checked after the switch:
 - a grant revoked after the switch is refused on every replica;
 - the change feed read across the switch has no gap and no duplicate, and
   a token from a history the new primary does not have is refused with a
-  clear error, never read on from with a silent skip;
+  clear error, never read on from with a silent skip; the audit log paged
+  across the switch likewise;
 - the audit trail verifies (floe audit verify) and the signed checkpoints
   still match it, but for those of a lost history, which floe audit
   verify reports from the user's copy;
@@ -52,6 +53,8 @@ TABLES = ["t0", "t1", "t2"]
 WAP_TABLE = "w"
 M = "/management/v1"
 SUBS = "/v1/event-subscriptions"
+# Audit events a page of the audit log reader.
+AUDIT_PAGE = 5
 # Seconds of load before the failover, and after floe commits again.
 BEFORE_S = 3.0
 AFTER_S = 3.0
@@ -167,6 +170,9 @@ class Load:
         self.killed_at = [0.0]     # set when the primary is killed
         self.feed_events = []      # (event-id, event) in the order read
         self.tokens = []           # (monotonic time, token) after each page
+        self.audit_read = []       # audit events paged past, in the order read
+        self.audit_tail = []       # the last page's, read again until it fills
+        self.audit_tokens = []     # (monotonic time, token, the event it follows)
         self.checkpoints = []      # (monotonic time, acknowledged checkpoint)
         self.published = []        # (sid, answered, began) of runs published
         self.threads = []
@@ -174,7 +180,8 @@ class Load:
     def start(self):
         plan = [(self.writer, ("t0", self.reps.a)), (self.writer, ("t0", self.reps.b)),
                 (self.writer, ("t1", self.reps.b)), (self.writer, ("t2", self.reps.a)),
-                (self.publisher, ()), (self.feed_reader, ()), (self.checkpointer, ())]
+                (self.publisher, ()), (self.feed_reader, ()), (self.audit_reader, ()),
+                (self.checkpointer, ())]
         for fn, args in plan:
             t = threading.Thread(target=self._guard, args=(fn, args), daemon=True)
             t.start()
@@ -287,6 +294,40 @@ class Load:
             if not page["events"]:
                 time.sleep(0.1)
 
+    def audit_reader(self):
+        """Pages the audit log across the switch, a few events a page so
+        that it holds tokens of the last moments. The last page has no
+        token: it is read again from the same one until it fills."""
+        token = ""
+        flip = itertools.cycle([self.reps.b, self.reps.a])
+        while True:
+            last = self.stopping.is_set()
+            f = next(flip)
+            try:
+                r = f.get("/v1/audit-log", params={"pageSize": AUDIT_PAGE, "pageToken": token},
+                          timeout=30)
+            except requests.RequestException as e:
+                self.tally.failure("audit log", e)
+                continue
+            if r.status_code == 400:
+                # A token of a history lost with the old primary.
+                self.lost_audit_answer = r
+                return
+            if not self.tally.answer("audit log", r):
+                time.sleep(0.1)
+                continue
+            page = r.json()
+            if page["next-page-token"] is None:
+                self.audit_tail = page["events"]
+                if last:
+                    return
+                time.sleep(0.05)
+                continue
+            self.audit_read += page["events"]
+            self.audit_tail = []
+            token = page["next-page-token"]
+            self.audit_tokens.append((time.monotonic(), token, page["events"][-1]))
+
     def checkpointer(self):
         f = self.reps.b
         while not self.stopping.is_set():
@@ -327,6 +368,30 @@ def read_feed(f, token=None):
         token = page["next-page-token"]
         if not page["events"]:
             return events, token
+
+
+def read_audit_log(f, token=""):
+    """Every audit event after token (from the start with ""), by pages."""
+    events = []
+    while True:
+        page = assert_ok_json(f.get("/v1/audit-log", params={"pageSize": 500, "pageToken": token},
+                                    timeout=30))
+        events += page["events"]
+        token = page["next-page-token"]
+        if token is None:
+            return events
+
+
+def check_audit_read_across(reps, load):
+    """The audit log paged across the switch is the log as the new primary
+    has it: no gap, no duplicate."""
+    full = read_audit_log(reps.a)
+    rest = read_audit_log(reps.b, load.audit_tokens[-1][1]) if load.audit_tokens else \
+        read_audit_log(reps.b)
+    read = load.audit_read + rest
+    assert read[:len(full)] == full, \
+        "the audit log paged across the switch is not the log as it now stands"
+    return len(read)
 
 
 def revoke_reaches_every_replica(reps, token, grant, path):
@@ -601,6 +666,7 @@ def test_a_synchronous_standby_takes_over_with_nothing_acknowledged_lost(
         pushed, repeated = check_pushed(reps, tally)
         print(f"  subscription: events pushed / pushed again: {pushed} / {repeated}")
         check_answers(tally)
+        print(f"  audit events paged across the switch: {check_audit_read_across(reps, load)}")
         events = known_open("every acknowledged commit in the feed", check_feed_read_across,
                             reps, load, tally)
         print(f"  feed events read across the switch: {events}")
@@ -673,6 +739,34 @@ def test_an_asynchronous_standby_loses_only_what_it_never_received_and_the_feed_
         pushed, repeated = check_pushed(reps, tally)
         figures["subscription: events pushed / pushed again"] = f"{pushed} / {repeated}"
         figures["feed answer to the lost-history token"] = \
+            f"{answer.status_code} {answer.json()['error']['message']}"
+
+        # The audit log, paged the same way: a page token at an event the
+        # new primary has pages on with no gap and no repeat; one at an
+        # event it lost is refused. An audit event's id may be handed out
+        # again by the new primary, so an event is matched whole.
+        full = read_audit_log(reps.a)
+        whole = {json.dumps(e, sort_keys=True) for e in full}
+        shared = [(tok, e) for t, tok, e in load.audit_tokens
+                  if t < killed and json.dumps(e, sort_keys=True) in whole]
+        gone = [tok for _, tok, e in load.audit_tokens
+                if json.dumps(e, sort_keys=True) not in whole]
+        assert shared, "the audit reader paged past nothing that the new primary has"
+        safe, at = shared[-1]
+        later = read_audit_log(reps.b, safe)
+        assert later == full[full.index(at) + 1:], \
+            "a page token from before the partition skipped or repeated an audit event"
+        assert gone, "the audit reader paged past no event that the failover lost"
+        answer = reps.b.get("/v1/audit-log", params={"pageToken": gone[-1]}, timeout=30)
+        assert_error(answer, 400, "BadRequestException", ("no longer has", "past the last event"))
+        if load.audit_tokens[-1][1] in gone:
+            mine = getattr(load, "lost_audit_answer", None)
+            assert mine is not None, "the audit reader paged on from a lost position"
+            assert_error(mine, 400, "BadRequestException")
+        figures["audit events paged before the switch and lost with it"] = len(
+            [e for e in load.audit_read if json.dumps(e, sort_keys=True) not in whole])
+        figures["audit events after the safe page token, each once"] = len(later)
+        figures["audit log answer to the lost-history page token"] = \
             f"{answer.status_code} {answer.json()['error']['message']}"
 
         acked, present = check_checkpoints(pair, load, key, tmp_path)

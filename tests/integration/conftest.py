@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
+import psycopg
 import pytest
 import requests
 
@@ -811,6 +812,35 @@ def database_url(f: Floe) -> str:
     url = f.env.get("FLOE_DATABASE_URL")
     assert url, "this floe was not started with FLOE_DATABASE_URL"
     return url
+
+
+def database_identity(f: Floe) -> tuple[str, int]:
+    """The system identifier and the timeline of f's PostgreSQL, as floe
+    names them in its tokens of the change feed and the audit log."""
+    with psycopg.connect(database_url(f), autocommit=True) as conn:
+        sysid, timeline = conn.execute(
+            "SELECT system_identifier::text, "
+            "('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int "
+            "FROM pg_control_system()").fetchone()
+    return sysid, timeline
+
+
+def timeline_first_xid(f: Floe) -> int:
+    """The transaction id below every one floe ran on the current timeline
+    of f's PostgreSQL (feed_timelines, migration 0032): a position of an
+    earlier timeline below it is in the history this timeline shares."""
+    with psycopg.connect(database_url(f), autocommit=True) as conn:
+        (first,) = conn.execute(
+            "SELECT first_xid::text FROM feed_timelines ORDER BY timeline DESC LIMIT 1").fetchone()
+    return int(first)
+
+
+def far_xid(f: Floe) -> int:
+    """A transaction id f's PostgreSQL has not reached: a position of a
+    history it never had."""
+    with psycopg.connect(database_url(f), autocommit=True) as conn:
+        (xmax,) = conn.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text").fetchone()
+    return int(xmax) + 1_000_000
 
 
 def make_client(f: Floe, name: str, roles=("admin",), secret: str | None = None) -> str:

@@ -141,6 +141,10 @@ def test_filters(fresh):
     [],
     {"continuation-token": "nope"},
     {"continuation-token": 5},
+    # past what PostgreSQL's columns hold (xid8, bigint, int)
+    {"continuation-token": "18446744073709551616.1"},
+    {"continuation-token": "1.9223372036854775808"},
+    {"continuation-token": "1.1.2147483648.1"},
     {"page-size": 0},
     {"page-size": "10"},
     {"after-timestamp-ms": -1},

@@ -51,7 +51,10 @@ from conftest import (
     assert_error,
     assert_ok_json,
     audit_events,
+    database_identity,
     describe,
+    far_xid,
+    timeline_first_xid,
     wait_until,
 )
 from webhook import Reply
@@ -63,7 +66,8 @@ SECRET = "a shared secret, long enough"
 OK = Reply(200, "ok")
 FAIL = Reply(500, "receiver down")
 SUBS = "/v1/event-subscriptions"
-TOKEN = re.compile(r"^[0-9]+\.[0-9]+$")
+# A position: "<xid>.<id>.<timeline>.<system identifier>", as the feed's tokens.
+TOKEN = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$")
 # Every field a subscription shows.
 FIELDS = {"id", "name", "url", "signed", "filter", "timeout-ms", "max-attempts", "state",
           "created-at-ms", "created-by", "position", "delivered", "last-delivered-at-ms",
@@ -336,6 +340,10 @@ def test_unknown_ids_are_404_naming_the_id(f):
     pytest.param({"timeout-ms": -5}, "timeout-ms", id="timeout-negative"),
     pytest.param({"start-after": "nope"}, "start-after", id="bad-token"),
     pytest.param({"start-after": 17}, "start-after", id="token-not-a-string"),
+    # past what PostgreSQL's columns hold (xid8, bigint, int)
+    pytest.param({"start-after": "18446744073709551616.1"}, "start-after", id="xid-too-big"),
+    pytest.param({"start-after": "1.9223372036854775808"}, "start-after", id="id-too-big"),
+    pytest.param({"start-after": "1.1.2147483648.1"}, "start-after", id="timeline-too-big"),
     pytest.param({"secrets": SECRET}, "secrets", id="unknown-field"),
 ])
 def test_a_bad_body_is_400_and_creates_nothing(refusing, change, needle):
@@ -447,7 +455,7 @@ def test_each_event_is_a_signed_cloudevent_carrying_the_feed_event(f, receiver):
         assert ce["type"] == f"floe.catalog.{name}"
         assert ce["datacontenttype"] == "application/json"
         assert ce["floesubscription"] == sub["id"]
-        assert TOKEN.match(ce["sequence"]) and ce["sequence"].endswith("." + ce["id"]), ce["sequence"]
+        assert TOKEN.match(ce["sequence"]) and ce["sequence"].split(".")[1] == ce["id"], ce["sequence"]
         when = datetime.fromisoformat(ce["time"].replace("Z", "+00:00"))
         assert when.tzinfo is not None, ce["time"]
         assert abs(when.timestamp() * 1000 - fe["timestamp-ms"]) < 1000, (ce["time"], fe["timestamp-ms"])
@@ -850,15 +858,112 @@ def test_start_after_a_token_replays_from_there(f, receiver):
     token = first["next-page-token"]
     rcv = receiver()
     sub = create(f, rcv.url, start_after=token)
-    # The subscription's position is the token's (xid, id); the token also
-    # names the database and timeline it was issued on (docs/failover.md).
-    assert sub["position"] == ".".join(token.split(".")[:2])
+    # The subscription's position is the token: its (xid, id), the database
+    # and the timeline it was issued on (docs/failover.md).
+    assert sub["position"] == token
     got = expect_deliveries(rcv, 2)
     f.create_namespace(["d"])
     got = expect_deliveries(rcv, 3)
     quiet(rcv, 3, 0.5)
     assert [cloudevent(r)["data"]["operation"]["namespace"] for r in got] == [["b"], ["c"], ["d"]]
     assert cloudevent(got[0])["data"] == feed_after(f, token)[0]
+
+
+def test_positions_and_sequences_name_the_database_and_timeline(f, receiver):
+    """A subscription's position and a CloudEvent's sequence are tokens of
+    the events endpoint in full: a receiver that keeps the last sequence it
+    acknowledged can start a new subscription after it, and gets exactly
+    the events that follow, none skipped and none twice."""
+    sysid, timeline = database_identity(f)
+    flt = {"catalog-objects-by-name": [["pos"]]}
+    rcv = receiver()
+    sub = create(f, rcv.url, filter=flt)
+    assert sub["position"].split(".")[2:] == [str(timeline), sysid], sub["position"]
+    f.create_namespace(["pos"])
+    f.create_namespace(["pos", "a"])
+    f.create_namespace(["pos", "b"])
+    ces = [cloudevent(r) for r in expect_deliveries(rcv, 3)]
+    for ce in ces:
+        xid, eid, tl, system = ce["sequence"].split(".")
+        assert (eid, tl, system) == (ce["id"], str(timeline), sysid), ce["sequence"]
+        assert ce["data"]["request-id"] == f"xact-{xid}"
+    assert wait_sub(f, sub["id"], lambda s: s["delivered"] == 3, what="delivered 3")["position"] \
+        == ces[-1]["sequence"]
+    again = receiver()
+    resumed = create(f, again.url, name="resumed", filter=flt, start_after=ces[0]["sequence"])
+    assert resumed["position"] == ces[0]["sequence"]
+    got = expect_deliveries(again, 2)
+    quiet(again, 2, 0.5)
+    assert ids(got) == [ce["id"] for ce in ces[1:]]
+
+
+def test_start_after_a_position_of_the_older_form_is_read_as_of_this_timeline(f, receiver):
+    """"<xid>.<id>", as positions and sequences were before: taken as of
+    the current timeline, and shown in full from then on."""
+    for n in ("a", "b", "c"):
+        f.create_namespace([n])
+    token = assert_ok_json(f.post("/v1/events", json={"page-size": 1}))["next-page-token"]
+    rcv = receiver()
+    sub = create(f, rcv.url, start_after=".".join(token.split(".")[:2]))
+    assert sub["position"] == token
+    got = expect_deliveries(rcv, 2)
+    quiet(rcv, 2, 0.5)
+    assert [cloudevent(r)["data"]["operation"]["namespace"] for r in got] == [["b"], ["c"]]
+
+
+def test_start_after_a_position_from_a_lost_history_is_refused(f, receiver):
+    """A position or sequence from a history this database does not have
+    (kept by a receiver across a failover to an asynchronous standby that
+    never received it) is refused with the reason, and nothing is made:
+    never a subscription that starts past the new primary's events."""
+    rcv = receiver()
+    sub = create(f, rcv.url)
+    f.create_namespace(["lost"])
+    ce = cloudevent(expect_deliveries(rcv, 1)[0])
+    xid, eid, timeline, sysid = ce["sequence"].split(".")
+    far = far_xid(f)
+    again = "read the feed again from a timestamp or the start"
+    beyond = ("start-after is past the last event this database has (a history lost in a "
+              "failover or a restore); " + again)
+    cases = {
+        f"{xid}.{eid}.{int(timeline) + 1}.{sysid}": beyond,
+        f"{far}.{eid}.{timeline}.{sysid}": beyond,
+        f"{far}.{eid}": beyond,
+        f"{xid}.{eid}.{timeline}.{int(sysid) + 1}":
+            "start-after was issued by another catalog database; " + again,
+        f"{xid}.{eid}.{int(timeline) - 1}.{sysid}":
+            "start-after points into a history this database no longer has (it failed over "
+            f"to timeline {timeline} and the events after the switch were lost); " + again,
+    }
+    for token, message in cases.items():
+        r = f.post(SUBS, json=sub_body(rcv.url, name="forged", start_after=token))
+        assert (r.status_code, r.json()) == (400, {"error": {
+            "message": message, "type": "BadRequestException", "code": 400}}), token
+    listed = assert_ok_json(f.get(SUBS))["subscriptions"]
+    assert [s["id"] for s in listed] == [sub["id"]]
+
+
+def test_a_start_from_before_the_switch_to_this_timeline_is_good(f, receiver):
+    """A subscription's start names no event (its id is 0): taken from an
+    earlier timeline, its transaction alone places it in the history this
+    timeline shares (below the first transaction floe ran on this one), or
+    past the switch; never refused for want of an event."""
+    sysid, timeline = database_identity(f)
+    first = timeline_first_xid(f)
+    f.create_namespace(["after"])
+    rcv = receiver()
+    sub = create(f, rcv.url, start_after=f"{first - 1}.0.{timeline - 1}.{sysid}")
+    assert sub["position"] == f"{first - 1}.0.{timeline}.{sysid}"
+    got = expect_deliveries(rcv, 1)
+    quiet(rcv, 1, 0.5)
+    assert cloudevent(got[0])["data"]["operation"]["namespace"] == ["after"]
+    lost = ("start-after points into a history this database no longer has (it failed over "
+            f"to timeline {timeline} and the events after the switch were lost); "
+            "read the feed again from a timestamp or the start")
+    for token in (f"{first}.0.{timeline - 1}.{sysid}", f"{first - 1}.1.{timeline - 1}.{sysid}"):
+        r = f.post(SUBS, json=sub_body(rcv.url, name="forged", start_after=token))
+        assert (r.status_code, r.json()) == (400, {"error": {
+            "message": lost, "type": "BadRequestException", "code": 400}}), token
 
 
 def test_a_restart_loses_nothing(start, receiver, tmp_path, postgres):
@@ -976,7 +1081,7 @@ def test_each_warehouse_has_its_own_subscriptions_and_events(start, receiver, tm
     assert got_files[0]["source"] == "/v1/files"
     page = assert_ok_json(f.post("/v1/files/events", json={"continuation-token": files_sub["position"]}))
     assert got_files[0]["data"] == page["events"][0]
-    assert got_files[0]["sequence"] == ".".join(page["next-page-token"].split(".")[:2])
+    assert got_files[0]["sequence"] == page["next-page-token"]
 
 
 # --------------------------------------------------------------------------
