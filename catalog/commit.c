@@ -20,6 +20,7 @@
 #include "auditlog.h"
 #include "clock.h"
 #include "idem.h"
+#include "inject.h"
 #include "location.h"
 #include "log.h"
 #include "metric.h"
@@ -547,6 +548,7 @@ static bool commit_round_with(struct store *s, const struct table_env *env,
 	 * learnt before the COMMIT goes out, so that a COMMIT whose answer is
 	 * lost can be settled by it (table_settle_commit). A new location is
 	 * decided in the same transaction. */
+	INJECTION_POINT("commit-written"); /* the file is written, the swap not begun */
 	if (also != NULL || p.m != NULL) {
 		if (!store_begin(s, err))
 			goto done;
@@ -571,6 +573,7 @@ static bool commit_round_with(struct store *s, const struct table_env *env,
 			goto done;
 		}
 	}
+	INJECTION_POINT("commit-committed"); /* committed, not yet answered */
 	ok = true;
 	commit_drop_old_files(env, &written);
 done:

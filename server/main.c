@@ -28,6 +28,7 @@
 #include "gate.h"
 #include "idempotency.h"
 #include "janitor.h"
+#include "inject.h"
 #include "jsonmem.h"
 #include "subscriptions.h"
 #include "system.h"
@@ -336,6 +337,15 @@ int main(int argc, char **argv)
 	jsonmem_install();
 	log_set_level(cfg.log_level);
 	log_set_format(cfg.log_format);
+	/* A test build's injection points (lib/inject.h), armed by the
+	 * environment of a test, never by a flag. */
+	struct floe_error ierr;
+	floe_error_clear(&ierr);
+	if (!inject_init(getenv("FLOE_INJECTION_POINTS"), getenv("FLOE_INJECTION_DIR"), &ierr)) {
+		(void)fprintf(stderr, "floe: %s\n", ierr.message);
+		config_free(&cfg);
+		return 2;
+	}
 	if (!hooks_global_init()) {
 		(void)fprintf(stderr, "floe: cannot initialise libcurl\n");
 		config_free(&cfg);
