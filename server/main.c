@@ -372,8 +372,9 @@ int main(int argc, char **argv)
 
 	log_info(
 		"main",
-		"floe %s starting: %d HTTP threads, %d commit threads, %d publish threads, warehouse %s",
-		FLOE_VERSION, cfg.threads, cfg.commit_threads, cfg.publish_threads, cfg.warehouse);
+		"floe %s starting: %d request workers, %d HTTP threads, %d commit threads, %d publish threads, warehouse %s",
+		FLOE_VERSION, cfg.threads, cfg.http_threads, cfg.commit_threads,
+		cfg.publish_threads, cfg.warehouse);
 	for (size_t i = 0; i < cfg.warehouses.count; i++)
 		log_info("main", "warehouse \"%s\": %s", cfg.warehouses.items[i].name,
 			 cfg.warehouses.items[i].location);

@@ -126,7 +126,7 @@ const struct route routes_table[] = {
 	NEEDS("GET", NS "/tables", handle_table_list, P(NAMESPACE_READ), ON_LIST, ADV, NULL),
 	/* A create writes and fsyncs its first metadata file as a commit
 	 * does, so it waits on the commit queue's threads, not on the few
-	 * HTTP threads every other request needs. */
+	 * request workers every other request needs. */
 	{ .method = "POST",
 	  .pattern = NS "/tables",
 	  .handler = handle_table_create,
