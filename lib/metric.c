@@ -36,7 +36,7 @@ static const char *const wap_outcomes[] = { "staged",   "published", "rejected",
 /* In the order of enum hook_verdict (hooks.h). */
 static const char *const verdicts[] = { "pass", "reject", "error" };
 static const char *const pools[] = { "http", "commit", "publish", "janitor", "events" };
-static const char *const queues[] = { "commit", "publish" };
+static const char *const queues[] = { "commit", "publish", "request" };
 static const char *const janitor_rows[] = { "idempotency_keys", "metrics_reports",
 					    "expired_audits",   "purges_done",
 					    "purges_failed",    "unsettled_commits",

@@ -29,6 +29,10 @@ struct middleware {
 	/* Before run: false when it has answered the request itself (auth.c:
 	 * no valid token). NULL: every request goes on. */
 	bool (*admit)(struct http_request *req, const struct route *route);
+	/* Whether admit lets every request of route through without a look
+	 * (no token asked for): only then may an inline route run on
+	 * libmicrohttpd's thread. NULL: as true. */
+	bool (*admits_all)(const struct http_request *req, const struct route *route);
 	/* Runs the route for the request (gate.c: parse, authorize, queue,
 	 * handler). */
 	void (*run)(struct http_request *req, const struct route *route);
@@ -44,13 +48,16 @@ struct app {
 	struct auth *auth; /* authentication (auth.h); never NULL while serving */
 	const struct hook_sealer *hook_sealer; /* seals hook secrets (sealing.h) */
 	/* Each kind of thread has connections of its own, so commits and
-	 * publishes cannot starve loadTable or /ready. */
-	struct store_pool *pool;         /* the HTTP worker threads' */
+	 * publishes cannot starve loadTable. */
+	struct store_pool *pool;         /* the request workers' */
 	struct store_pool *commit_pool;  /* the commit threads' */
 	struct store_pool *publish_pool; /* the publish threads' */
 	struct commit_locks *locks;
 	struct unsettled *unsettled; /* commits the janitor settles later */
-	struct workq *commits;       /* runs commits off the HTTP worker threads */
+	/* Runs every route that may reach the database, off libmicrohttpd's
+	 * threads, which then never wait on it (/health answers at once). */
+	struct workq *requests;
+	struct workq *commits;       /* runs commits off the request workers */
 	struct janitor *janitor;     /* purges and upkeep; may be NULL */
 	struct system_watch *watch;  /* the database watch; answers /ready */
 	struct workq *publishes;     /* runs publishes (audits) likewise */

@@ -605,6 +605,13 @@ static void refuse(struct http_request *req, const char *why, bool token_sent)
 	http_add_header(req, "WWW-Authenticate", challenge);
 }
 
+bool auth_admits_all(const struct http_request *req, const struct route *route)
+{
+	const struct auth *a = req->app->auth;
+
+	return a == NULL || a->cfg->auth_none || route_is_public(a->cfg, route);
+}
+
 bool auth_admit(struct http_request *req, const struct route *route)
 {
 	struct auth *a = req->app->auth;
@@ -612,7 +619,7 @@ bool auth_admit(struct http_request *req, const struct route *route)
 	char why[FLOE_ERROR_MESSAGE_MAX] = "";
 	struct floe_error err;
 
-	if (a == NULL || a->cfg->auth_none || route_is_public(a->cfg, route))
+	if (auth_admits_all(req, route))
 		return true;
 	floe_error_clear(&err);
 	h = http_header(req, "Authorization");

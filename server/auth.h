@@ -72,6 +72,11 @@ bool auth_bootstrap(struct auth *a, struct store *s, struct floe_error *err) FLO
  */
 bool auth_admit(struct http_request *req, const struct route *route);
 
+/* Whether auth_admit lets a request of route through without looking at
+ * it (struct middleware's admits_all): the route is public, or
+ * authentication is off. Reads the configuration only. */
+bool auth_admits_all(const struct http_request *req, const struct route *route);
+
 /* The external issuer's token endpoint when req was authenticated by
  * that issuer's token (for /v1/config's oauth2-server-uri), else NULL. */
 const char *auth_external_token_endpoint(struct http_request *req);

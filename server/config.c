@@ -27,6 +27,7 @@ enum opt_id {
 	OPT_DATA_DIR,
 	OPT_WAREHOUSE,
 	OPT_THREADS,
+	OPT_HTTP_THREADS,
 	OPT_LOG_LEVEL,
 	OPT_LOG_FORMAT,
 	OPT_MAX_BODY,
@@ -96,7 +97,9 @@ const struct option_def config_options[OPT_COUNT] = {
 	[OPT_WAREHOUSE] = { "warehouse", "FLOE_WAREHOUSE", NULL,
 		"Warehouse root URL where table files are written: file:///path or file:/path, or s3://bucket/prefix for S3-compatible object storage (see the --s3-* options; the bucket must exist) (default: file://<data dir>/warehouse)" },
 	[OPT_THREADS] = { "threads", "FLOE_THREADS", NULL,
-		"Worker threads, each with one PostgreSQL connection, 1-256 (default: number of cores)" },
+		"Request workers, each with one PostgreSQL connection, that run every request that may need the database (authentication included), 1-256 (default: number of cores)" },
+	[OPT_HTTP_THREADS] = { "http-threads", "FLOE_HTTP_THREADS", "2",
+		"Threads that read requests and write answers, 1-64; they never wait on the database and answer /health, /ready and /metrics themselves while those are public" },
 	[OPT_LOG_LEVEL] = { "log-level", "FLOE_LOG_LEVEL", "info",
 		"Log level: error, warn, info or debug" },
 	[OPT_LOG_FORMAT] = { "log-format", "FLOE_LOG_FORMAT", "text",
@@ -134,7 +137,7 @@ const struct option_def config_options[OPT_COUNT] = {
 	[OPT_DB_PROBE_TIMEOUT] = { "db-probe-timeout-ms", "FLOE_DB_PROBE_TIMEOUT_MS", "1000",
 		"How long the database watch, which asks PostgreSQL for a round trip every 250 ms, waits for its answer, 100-60000 ms; past it the database is stalled until it answers again: /ready answers 503, a request that needs the database gets 503 with Retry-After at once, and statements waiting on it are abandoned (503)" },
 	[OPT_QUEUE_MAX] = { "queue-max", "FLOE_QUEUE_MAX", "1024",
-		"Commits (and, separately, publishes) that may wait for a thread, 1-1000000; more get 503" },
+		"Requests (and, separately, commits and publishes) that may wait for a thread, 1-1000000; more get 503" },
 	[OPT_PUBLISH_THREADS] = { "publish-threads", "FLOE_PUBLISH_THREADS", "4",
 		"Threads that run write-audit-publish publishes, each with one PostgreSQL connection, 1-256" },
 	[OPT_IDLE_TIMEOUT] = { "idle-timeout-seconds", "FLOE_IDLE_TIMEOUT_SECONDS", "60",
@@ -759,6 +762,7 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 		{ OPT_DB_LOCK_TIMEOUT, 100, 3600000, "expected milliseconds from 100 to 3600000" },
 		{ OPT_DB_ACQUIRE_TIMEOUT, 1, 600000, "expected milliseconds from 1 to 600000" },
 		{ OPT_DB_PROBE_TIMEOUT, 100, 60000, "expected milliseconds from 100 to 60000" },
+		{ OPT_HTTP_THREADS, 1, 64, "expected an integer from 1 to 64" },
 		{ OPT_QUEUE_MAX, 1, 1000000, "expected an integer from 1 to 1000000" },
 		{ OPT_PUBLISH_THREADS, 1, 256, "expected an integer from 1 to 256" },
 		{ OPT_IDLE_TIMEOUT, 1, 3600, "expected seconds from 1 to 3600" },
@@ -778,6 +782,7 @@ static bool config_finish(struct floe_config *cfg, config_getenv_fn env, char *e
 	cfg->db_lock_timeout_ms = (int)bounded[OPT_DB_LOCK_TIMEOUT];
 	cfg->db_acquire_timeout_ms = (int)bounded[OPT_DB_ACQUIRE_TIMEOUT];
 	cfg->db_probe_timeout_ms = (int)bounded[OPT_DB_PROBE_TIMEOUT];
+	cfg->http_threads = (int)bounded[OPT_HTTP_THREADS];
 	cfg->queue_max = (int)bounded[OPT_QUEUE_MAX];
 	cfg->publish_threads = (int)bounded[OPT_PUBLISH_THREADS];
 	cfg->idle_timeout_seconds = (int)bounded[OPT_IDLE_TIMEOUT];

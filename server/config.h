@@ -35,7 +35,8 @@ struct floe_config {
 	char *data_dir;           /* absolute */
 	char *warehouse;          /* file:///absolute/path or s3://bucket/prefix, canonical */
 	char *warehouse_path;     /* the warehouse's local directory (s3: the URL) */
-	int threads;
+	int threads;              /* request workers */
+	int http_threads;         /* libmicrohttpd's */
 	int commit_threads;
 	int idempotency_lease_seconds;
 	enum log_level log_level;

@@ -397,13 +397,14 @@ void gate_run(struct http_request *req, const struct route *route)
 		call_release(c);
 		handler_defer_to(req, req->app->publishes, req->app->publish_pool, gate_job, c);
 		return;
-	case ROUTE_QUEUE_HTTP:
+	case ROUTE_QUEUE_REQUEST:
+	case ROUTE_QUEUE_INLINE:
 		break;
 	}
 	route->handler(c);
 	/* A handler that deferred its work (call_defer) touches c from another
 	 * thread now; its job gives the connection back and finishes. */
-	if (req->suspended)
+	if (req->handed_on)
 		return;
 	call_release(c);
 	idempotent_finish(req);

@@ -77,8 +77,8 @@ struct store *call_store(struct call *c);
  * of its own from the same pool, or that takes long. */
 void call_release(struct call *c);
 
-/* Runs fn(c) on queue q with connections of pool, the request suspended
- * meanwhile (the gate answers 503 when the queue refuses it). The handler
+/* Runs fn(c) on queue q with connections of pool, the request handed on
+ * (http_hand_on) meanwhile (the gate answers 503 when the queue refuses it). The handler
  * that calls it returns at once and touches c no more. */
 void call_defer(struct call *c, struct workq *q, struct store_pool *pool, route_handler fn);
 

@@ -15,8 +15,8 @@
 
 struct store;
 
-/* Runs fn(arg, NULL) on queue q with req suspended, borrowing from pool;
- * fn answers and ends with http_async_complete(req). When the queue is
+/* Runs fn(arg, NULL) on queue q with req handed on (http_hand_on),
+ * borrowing from pool; fn answers and ends with http_async_complete(req). When the queue is
  * full or stopping, fn(arg, err) is called here and now and answers 503 at
  * once. (The gate's, for a route's queue, and call_defer's.) */
 void handler_defer_to(struct http_request *req, struct workq *q, struct store_pool *pool,

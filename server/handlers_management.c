@@ -3,7 +3,7 @@
  * holding ADMIN on the catalog (the route table asks it): each reads the
  * request and hands it to catalog/management.c. A new secret is made and
  * hashed (its keyed hash, auth/secret.h) on the authentication hashing
- * queue, never on an HTTP worker, and is answered once. After a change to a
+ * queue, never on a request worker, and is answered once. After a change to a
  * principal's standing, a role, a membership or a grant the token cache
  * forgets what it resolved, so this floe's next request sees the change.
  */
@@ -125,7 +125,7 @@ static void secret_rotate_job(struct call *c)
 	secret_make(c, c->arg, true);
 }
 
-/* Makes or replaces a secret off the HTTP worker: the hash takes about
+/* Makes or replaces a secret off the request worker: the hash takes about
  * 0.1 s and 32 MiB. */
 static void mgmt_defer_secret(struct call *c, route_handler job)
 {

@@ -7,7 +7,7 @@
  * 400 and 401 answers carry the OAuth2 error body of RFC 6749 section 5.2
  * (Java's and PyIceberg's clients read that one for those codes); 429 and
  * 503 the Iceberg error body. The check of a secret runs on the hashing
- * queue of its own, never on an HTTP worker (an operator's secret is still
+ * queue of its own, never on a request worker (an operator's secret is still
  * checked by scrypt: 32 MiB, about a tenth of a second); a full queue
  * answers 503 at once. Failures back off per client and address
  * (auth/guard.h).

@@ -82,7 +82,7 @@ void handler_defer_to(struct http_request *req, struct workq *q, struct store_po
 	struct floe_error err;
 
 	floe_error_clear(&err);
-	http_suspend(req);
+	http_hand_on(req);
 	req->pool = pool;
 	if (!workq_submit(q, fn, arg, &err))
 		fn(arg, &err);
@@ -90,7 +90,7 @@ void handler_defer_to(struct http_request *req, struct workq *q, struct store_po
 
 void handler_refuse(struct http_request *req, const struct floe_error *refused)
 {
-	/* Not on a thread of that pool: the HTTP workers' pool is free for
+	/* Not on a thread of that pool: the request workers' pool is free for
 	 * what is left to do (releasing an Idempotency-Key), while the queue's
 	 * own pool is likely all busy. */
 	req->pool = req->app->pool;

@@ -504,6 +504,79 @@ static bool prefix_admit(struct http_request *req)
 	return true;
 }
 
+/* Ends the hold of one job on a request handed on; the last one lets
+ * libmicrohttpd send its answer (and free it, so nothing may touch req
+ * after this). */
+static void async_let_go(struct http_request *req)
+{
+	struct app *app = req->app;
+
+	if (atomic_fetch_sub(&req->holders, 1) != 1)
+		return;
+	MHD_resume_connection(req->conn);
+	atomic_fetch_sub(&app->async, 1);
+}
+
+/* Suspends the connection on libmicrohttpd's thread (the only one allowed
+ * to, from within the access handler): one job holds the request now. */
+static void suspend(struct http_request *req)
+{
+	req->suspended = true;
+	atomic_store(&req->holders, 1);
+	atomic_fetch_add(&req->app->async, 1);
+	MHD_suspend_connection(req->conn);
+}
+
+/* Runs a routed request: authentication, the warehouse its prefix names,
+ * then the route (the gate). On a request worker, or on libmicrohttpd's
+ * thread for an inline route. */
+static void route_run(struct http_request *req, const struct route *route)
+{
+	struct floe_error err;
+
+	if (req->app->middleware.admit != NULL && !req->app->middleware.admit(req, route))
+		return;
+	if (!prefix_admit(req))
+		return;
+	if (req->app->middleware.run != NULL)
+		req->app->middleware.run(req, route);
+	/* Handed on: another job answers, and may have already. */
+	if (!req->handed_on && req->response == NULL) {
+		floe_err(&err, FE_INTERNAL, "no answer was produced");
+		floe_error_set_outcome(&err, FO_UNKNOWN);
+		http_reply_error(req, &err);
+	}
+}
+
+/* A routed request's job on a request worker (refused: the request queue
+ * is full or stopping). */
+static void request_job(void *arg, const struct floe_error *refused)
+{
+	struct http_request *req = arg;
+
+	if (refused != NULL)
+		http_reply_error(req, refused);
+	else
+		route_run(req, req->route);
+	/* This job's hold keeps req alive even when it was handed on. */
+	if (req->handed_on)
+		async_let_go(req);
+	else
+		http_async_complete(req);
+}
+
+/* Whether the route may run on libmicrohttpd's thread: marked inline, and
+ * no token to check (which may take the database). */
+static bool runs_inline(struct http_request *req, const struct route *route)
+{
+	const struct middleware *m = &req->app->middleware;
+
+	if (req->app->requests == NULL)
+		return true;
+	return route->queue == ROUTE_QUEUE_INLINE &&
+	       (m->admits_all == NULL || m->admits_all(req, route));
+}
+
 static void dispatch(struct http_request *req)
 {
 	struct floe_error err;
@@ -529,17 +602,16 @@ static void dispatch(struct http_request *req)
 	switch (router_match(req, &route, allow, sizeof(allow))) {
 	case ROUTE_FOUND:
 		req->route_slot = router_slot(route);
-		if (req->app->middleware.admit != NULL && !req->app->middleware.admit(req, route))
+		req->route = route;
+		if (runs_inline(req, route)) {
+			route_run(req, route);
 			return;
-		if (!prefix_admit(req))
-			return;
-		if (req->app->middleware.run != NULL)
-			req->app->middleware.run(req, route);
-		if (!req->suspended && req->response == NULL) {
-			floe_err(&err, FE_INTERNAL, "no answer was produced");
-			floe_error_set_outcome(&err, FO_UNKNOWN);
-			http_reply_error(req, &err);
 		}
+		/* Everything else may wait on the database: on a request
+		 * worker, this thread free meanwhile. */
+		suspend(req);
+		if (!workq_submit(req->app->requests, request_job, req, &err))
+			request_job(req, &err);
 		return;
 	case ROUTE_BAD_METHOD:
 		floe_err(&err, FE_METHOD_NOT_ALLOWED, "method %s is not allowed on %s; allowed: %s",
@@ -721,12 +793,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return queue(req);
 }
 
-bool http_suspend(struct http_request *req)
+void http_hand_on(struct http_request *req)
 {
-	req->suspended = true;
-	atomic_fetch_add(&req->app->async, 1);
-	MHD_suspend_connection(req->conn);
-	return true;
+	if (req->suspended)
+		atomic_fetch_add(&req->holders, 1);
+	else
+		suspend(req);
+	req->handed_on = true;
 }
 
 void http_async_complete(struct http_request *req)
@@ -741,8 +814,7 @@ void http_async_complete(struct http_request *req)
 	}
 	if (app->middleware.finish != NULL)
 		app->middleware.finish(req);
-	MHD_resume_connection(req->conn);
-	atomic_fetch_sub(&app->async, 1);
+	async_let_go(req);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
@@ -807,7 +879,8 @@ static unsigned int connection_limit(const struct floe_config *cfg)
 		(void)getrlimit(RLIMIT_NOFILE, &rl);
 	}
 	unsigned long long spare = 64ULL +
-				   2ULL * (unsigned long long)(cfg->threads + cfg->commit_threads +
+				   2ULL * (unsigned long long)(cfg->threads + cfg->http_threads +
+							       cfg->commit_threads +
 							       cfg->publish_threads);
 	if (rl.rlim_cur != RLIM_INFINITY && want + spare > rl.rlim_cur) {
 		unsigned long long cap = rl.rlim_cur > spare + 16 ? rl.rlim_cur - spare : 16;
@@ -849,9 +922,10 @@ struct MHD_Daemon *http_start(struct app *app)
 		flags |= MHD_USE_IPv6;
 	unsigned int limit = connection_limit(cfg);
 	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, app, MHD_OPTION_EXTERNAL_LOGGER,
-			     mhd_log, NULL, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
-			     MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED,
-			     on_completed, app, MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
+			     mhd_log, NULL, MHD_OPTION_THREAD_POOL_SIZE,
+			     (unsigned int)cfg->http_threads, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+			     MHD_OPTION_NOTIFY_COMPLETED, on_completed, app,
+			     MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
 			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->idle_timeout_seconds,
 			     MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 			     (unsigned int)cfg->per_ip_connection_limit,
@@ -895,6 +969,7 @@ bool http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds)
 			 left, grace_seconds);
 	/* Jobs not started by now are answered, not run, and not dropped:
 	 * each one resumes its connection. */
+	workq_cancel_pending(app->requests);
 	workq_cancel_pending(app->commits);
 	workq_cancel_pending(app->publishes);
 	/* A suspended connection must be resumed before the daemon stops

@@ -6,6 +6,7 @@
 #ifndef FLOE_HTTP_H
 #define FLOE_HTTP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
@@ -58,9 +59,10 @@ struct http_request {
 	bool body_too_large;
 	bool body_over_budget; /* every body held at once exceeds the budget */
 
-	/* The pool this request borrows from: the HTTP workers' until the
+	/* The pool this request borrows from: the request workers' until the
 	 * request is handed to a commit or publish thread. */
 	struct store_pool *pool;
+	const struct route *route; /* routed: the row it runs (router.h) */
 
 	/* Route parameters, raw, pointing into segbuf. */
 	const char *param_names[HTTP_MAX_PARAMS]; /* not NUL-terminated */
@@ -77,7 +79,13 @@ struct http_request {
 	bool idem_claimed;   /* an Idempotency-Key awaits the answer */
 	char idem_owner[40]; /* this request's claim on the key */
 	bool suspended;      /* answered later, from another thread */
-	struct call *call;   /* the gate's (gate.h), freed with the request */
+	/* Handed on by the thread running it to a queue's job, which answers
+	 * (http_hand_on); written and read by the thread that handed it. */
+	bool handed_on;
+	/* The jobs that must let the request go before its answer is sent:
+	 * while one holds it, the request is not freed. */
+	atomic_int holders;
+	struct call *call; /* the gate's (gate.h), freed with the request */
 	char *captured;
 	size_t captured_len;
 };
@@ -150,16 +158,26 @@ void http_reply_empty(struct http_request *req, int status);
 void http_reply_error(struct http_request *req, const struct floe_error *err);
 
 /*
- * Hands the request to another thread (long work such as calling audit
- * hooks must not hold a worker thread). Call from the handler, then start
- * the thread; it answers with the http_reply_* calls and ends with
- * http_async_complete. Returns false when the request cannot be
- * suspended; the handler then answers at once.
+ * Threads. libmicrohttpd's few threads (--http-threads) read requests and
+ * write answers and never wait on the database: a routed request is
+ * suspended there and run by a job of the request queue (app->requests,
+ * --threads workers) unless its route is inline (router.h). The route's
+ * handler may hand the request on once more, to the commit, publish or
+ * hashing queue; that job answers it.
  */
-bool http_suspend(struct http_request *req);
 
-/* Ends the work of a suspended request: its answer goes out. Call once,
- * from the thread that did the work, after replying. */
+/*
+ * Hands the request to another job, which answers with the http_reply_*
+ * calls and ends with http_async_complete (long work such as calling
+ * audit hooks must not hold a request worker). Call before submitting the
+ * job, from the thread running the request (libmicrohttpd's, for an
+ * inline route: the connection is suspended then), at most once; the
+ * caller then touches the request no more but to return.
+ */
+void http_hand_on(struct http_request *req);
+
+/* Ends the work of a request handed on: its answer goes out. Call once,
+ * from the job that did the work, after replying. */
 void http_async_complete(struct http_request *req);
 
 /* Adds a header to the answer already made. */

@@ -382,8 +382,9 @@ int main(int argc, char **argv)
 
 	log_info(
 		"main",
-		"floe %s starting: %d HTTP threads, %d commit threads, %d publish threads, warehouse %s",
-		FLOE_VERSION, cfg.threads, cfg.commit_threads, cfg.publish_threads, cfg.warehouse);
+		"floe %s starting: %d request workers, %d HTTP threads, %d commit threads, %d publish threads, warehouse %s",
+		FLOE_VERSION, cfg.threads, cfg.http_threads, cfg.commit_threads,
+		cfg.publish_threads, cfg.warehouse);
 	for (size_t i = 0; i < cfg.warehouses.count; i++)
 		log_info("main", "warehouse \"%s\": %s", cfg.warehouses.items[i].name,
 			 cfg.warehouses.items[i].location);
@@ -430,6 +431,7 @@ int main(int argc, char **argv)
 
 	app.cfg = &cfg;
 	app.middleware.admit = auth_admit;
+	app.middleware.admits_all = auth_admits_all;
 	app.middleware.run = gate_run;
 	app.middleware.finish = idempotent_finish;
 	app.middleware.release = gate_release;
@@ -437,19 +439,20 @@ int main(int argc, char **argv)
 	atomic_init(&app.async, 0);
 	atomic_init(&app.body_bytes, 0);
 	atomic_init(&app.stopping, false);
-	/* One connection per HTTP worker, per commit thread and per publish
-	 * thread, each kind in a pool of its own: no thread ever waits for
-	 * another kind's connection. */
+	/* One connection per request worker, per commit thread and per
+	 * publish thread, each kind in a pool of its own: no thread ever waits
+	 * for another kind's connection. libmicrohttpd's threads have none. */
 	app.pool = store_pool_new(conninfo, cfg.threads, "http");
 	app.commit_pool = store_pool_new(conninfo, cfg.commit_threads, "commit");
 	app.publish_pool = store_pool_new(conninfo, cfg.publish_threads, "publish");
 	app.locks = commit_locks_new();
 	app.unsettled = unsettled_new();
+	app.requests = workq_start("request", cfg.threads, cfg.queue_max);
 	app.commits = workq_start("commit", cfg.commit_threads, cfg.queue_max);
 	app.publishes = workq_start("publish", cfg.publish_threads, cfg.queue_max);
 	if (app.pool == NULL || app.commit_pool == NULL || app.publish_pool == NULL ||
-	    app.locks == NULL || app.unsettled == NULL || app.commits == NULL ||
-	    app.publishes == NULL) {
+	    app.locks == NULL || app.unsettled == NULL || app.requests == NULL ||
+	    app.commits == NULL || app.publishes == NULL) {
 		log_error("main", "out of memory");
 		goto done;
 	}
@@ -576,6 +579,7 @@ done:
 	}
 	/* http_stop answered or waited for every suspended request, so no
 	 * job is queued or running any more. */
+	workq_stop(&app.requests);
 	workq_stop(&app.commits);
 	workq_stop(&app.publishes);
 	janitor_stop(&app.janitor);

@@ -143,10 +143,12 @@ static const char *queue_name(enum route_queue q)
 		return "commit";
 	case ROUTE_QUEUE_PUBLISH:
 		return "publish";
-	case ROUTE_QUEUE_HTTP:
+	case ROUTE_QUEUE_INLINE:
+		return "inline";
+	case ROUTE_QUEUE_REQUEST:
 		break;
 	}
-	return "http";
+	return "request";
 }
 
 /* The route's privileges as names into a new JSON array. */

@@ -54,9 +54,17 @@ enum route_object {
 			     * catalog/release.c, which alone knows them */
 };
 
-/* Which threads run the handler. */
+/* Which threads run the route: authentication and the gate included. */
 enum route_queue {
-	ROUTE_QUEUE_HTTP,    /* the HTTP worker that read the request */
+	/* The request workers (--threads), each with its connection: any
+	 * route that may reach the database, so libmicrohttpd's threads never
+	 * wait on it. */
+	ROUTE_QUEUE_REQUEST,
+	/* libmicrohttpd's own thread, at once: only a route that never
+	 * touches the database, a file or the network (liveness, readiness
+	 * from the database watch, the metrics page), and only while it asks
+	 * for no token (middleware.admits_all). */
+	ROUTE_QUEUE_INLINE,
 	ROUTE_QUEUE_COMMIT,  /* the commit threads and their connections */
 	ROUTE_QUEUE_PUBLISH, /* the publish threads: an audit waits on hooks */
 };

@@ -55,10 +55,13 @@ static bool demand_control(struct call *c, struct floe_error *err);
 	{                                                                             \
 		.method = (m), .pattern = (p), .handler = (h), .access = ROUTE_PUBLIC \
 	}
-#define PUBLIC_IF(m, p, h, bit)                                                           \
+/* A route public when --auth-public names it, answered then on
+ * libmicrohttpd's thread: it never touches the database (router.h,
+ * ROUTE_QUEUE_INLINE). */
+#define INLINE_IF(m, p, h, bit)                                                           \
 	{                                                                                 \
 		.method = (m), .pattern = (p), .handler = (h), .access = ROUTE_PUBLIC_IF, \
-		.public_bit = (bit)                                                       \
+		.public_bit = (bit), .queue = ROUTE_QUEUE_INLINE                          \
 	}
 #define PRINCIPAL(m, p, h)                                                               \
 	{                                                                                \
@@ -93,10 +96,12 @@ static const char commit_doc[] =
 static const char ref_doc[] = "TABLE_WRITE_MAIN when the ref is main, else TABLE_WRITE";
 
 const struct route routes_table[] = {
-	/* liveness, readiness, metrics: public as --auth-public says */
-	PUBLIC_IF("GET", "/health", handle_health, CONFIG_PUBLIC_HEALTH),
-	PUBLIC_IF("GET", "/ready", handle_ready, CONFIG_PUBLIC_READY),
-	PUBLIC_IF("GET", "/metrics", handle_metrics, CONFIG_PUBLIC_METRICS),
+	/* liveness, readiness, metrics: public as --auth-public says, and
+	 * then answered at once whatever the request workers wait on
+	 * (/ready reads the database watch's verdict, /metrics counters) */
+	INLINE_IF("GET", "/health", handle_health, CONFIG_PUBLIC_HEALTH),
+	INLINE_IF("GET", "/ready", handle_ready, CONFIG_PUBLIC_READY),
+	INLINE_IF("GET", "/metrics", handle_metrics, CONFIG_PUBLIC_METRICS),
 	PRINCIPAL("GET", "/v1/config", handle_config),
 	PUBLIC("POST", "/v1/oauth/tokens", handle_oauth_tokens),
 	PUBLIC("GET", "/v1/oauth/jwks", handle_oauth_jwks),
@@ -121,7 +126,7 @@ const struct route routes_table[] = {
 	NEEDS("GET", NS "/tables", handle_table_list, P(NAMESPACE_READ), ON_LIST, ADV, NULL),
 	/* A create writes and fsyncs its first metadata file as a commit
 	 * does, so it waits on the commit queue's threads, not on the few
-	 * HTTP threads every other request needs. */
+	 * request workers every other request needs. */
 	{ .method = "POST",
 	  .pattern = NS "/tables",
 	  .handler = handle_table_create,

@@ -179,6 +179,11 @@ def test_print_routes_json(tmp_path):
     drop = next(r for r in table if r["method"] == "DELETE"
                 and r["path"] == "/v1/{prefix}/namespaces/{namespace}/tables/{table}")
     assert drop["audit-event"] == "table.dropped"
+    # Only what never touches the database runs on libmicrohttpd's threads.
+    assert {r["path"] for r in table if r["queue"] == "inline"} == {
+        "/health", "/ready", "/metrics"}
+    assert drop["queue"] == "request"
+    assert {r["queue"] for r in table} == {"inline", "request", "commit", "publish"}
     assert list(tmp_path.iterdir()) == []
 
 

@@ -308,14 +308,15 @@ def test_pools_and_queues_at_rest(floe_factory):
     # The scrape itself holds no connection; nothing else runs.
     for pool in ("http", "commit", "publish"):
         assert page.value("floe_db_pool_connections_in_use", pool=pool) == 0
-    for q in ("commit", "publish"):
+    for q in ("request", "commit", "publish"):
         assert page.value("floe_queue_depth", queue=q) == 0
         assert page.value("floe_queue_refused_total", queue=q) == 0
 
 
 def test_queue_refusals_are_counted(floe_factory, uniq):
-    """One commit thread and room for one waiting commit: a burst of
-    commits overflows the queue, and each 503 is counted."""
+    """One commit thread and room for one waiting commit (and one waiting
+    request): a burst of commits overflows the queues, and each 503 is
+    counted under the queue that refused it."""
     f = floe_factory(args=["--commit-threads=1", "--queue-max=1"])
     t = new_table(f, uniq)
     codes = []
@@ -331,8 +332,11 @@ def test_queue_refusals_are_counted(floe_factory, uniq):
         th.join(120)
     page = scrape(f)
     refused = codes.count(503)
-    assert page.value("floe_queue_refused_total", queue="commit") == refused
-    assert page.value("floe_queue_depth", queue="commit") == 0
+    assert refused > 0
+    assert page.value("floe_queue_refused_total", queue="commit") + \
+        page.value("floe_queue_refused_total", queue="request") == refused
+    for q in ("request", "commit"):
+        assert page.value("floe_queue_depth", queue=q) == 0
     assert page.value("floe_commits_total", outcome="committed") == codes.count(200)
 
 
