@@ -36,6 +36,7 @@ from conftest import (
     proc_status,
     read_raw_response,
     run_floe,
+    TableHandle,
     user_properties,
     wait_until,
 )
@@ -873,18 +874,90 @@ def cluster_pids(master: int) -> list[int]:
     return pids
 
 
+def process_start(pid: int) -> int:
+    """Field 22 of /proc/<pid>/stat: when the process started, in clock ticks."""
+    stat_line = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat_line[stat_line.rindex(")") + 2:].split()[19])
+
+
+def in_use_message(data: Path, pid: int, tail: str) -> str:
+    return (f"floe: the data directory {data} is in use by another floe (pid {pid}){tail}; "
+            "stop that floe first, or give this one its own --data-dir\n")
+
+
+def refused_start(floe_factory, data: Path, args=(), env=None) -> tuple[int, str]:
+    """A floe started on data that must exit at once: its status and stderr."""
+    g = floe_factory(args=args, env={"FLOE_DATA_DIR": str(data), **(env or {})}, ready=False)
+    try:
+        code = g.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a second floe on {data} did not exit; stderr:\n{g.log_tail()}")
+    assert not port_open(g.host, g.port), "the refused floe bound its port"
+    return code, g.log()
+
+
+def test_a_second_floe_on_an_embedded_data_dir_is_refused(embedded_workdir, floe_factory, postgres):
+    """The README's advice on a busy port, followed beside a running floe:
+    the second floe exits with status 2 naming the first, before it touches
+    PostgreSQL or its port; the first keeps its PostgreSQL and serves on."""
+    data = embedded_workdir / "data"
+    f = start_embedded(floe_factory, embedded_workdir)
+    pgpid = check_postgres_child(f, data)
+    assert (data / "floe.pid").read_text() == f"{f.pid}\n{process_start(f.pid)}\n"
+    taken = in_use_message(data, f.pid, ", which runs its embedded PostgreSQL there")
+    # The same command again, on another port; then as a replica on a database.
+    for args in ([], [f"--database={postgres.new_database()}"]):
+        code, err = refused_start(floe_factory, data, args=args, env={"FLOE_AUTH": "none"})
+        assert (code, err[-len(taken):]) == (2, taken), err
+        assert "started PostgreSQL" not in err and "left over" not in err, err
+    assert pid_alive(pgpid) and postmaster_pid(data) == pgpid, "the first floe's PostgreSQL was touched"
+    assert "left over" not in f.log(), f.log_tail()
+    assert f.get("/v1/config").status_code == 200
+    f.create_namespace(["still_serving"])
+    t = TableHandle(f, ["still_serving"], "t")
+    t.create()
+    sid = t.add_snapshot()
+    assert t.head() == sid
+    assert f.stop() == 0, f.log_tail()
+    assert (data / "floe.pid").read_text() == "", "a clean stop leaves the lock file naming no floe"
+
+
+def test_replicas_on_a_database_share_a_data_dir_an_embedded_floe_does_not(postgres, floe_factory,
+                                                                          tmp_path):
+    """Replicas with --database may share a data directory (its keys and
+    warehouse); a floe with an embedded PostgreSQL needs it alone."""
+    data = tmp_path / "shared"
+    db = postgres.new_database()
+    a = floe_factory(env={"FLOE_DATABASE_URL": db, "FLOE_DATA_DIR": str(data)})
+    b = floe_factory(env={"FLOE_DATABASE_URL": db, "FLOE_DATA_DIR": str(data)})
+    a.create_namespace(["from_a"])
+    assert b.list_namespaces() == [["from_a"]]
+    code, err = refused_start(floe_factory, data, env={"FLOE_AUTH": "none"})
+    m = re.search(r"floe: the data directory (.*) is in use by another floe \(pid (\d+)\)(.*); "
+                  r"stop that floe first, or give this one its own --data-dir\n$", err)
+    assert code == 2 and m, err
+    assert (m.group(1), int(m.group(2)) in (a.pid, b.pid), m.group(3)) == (
+        str(data), True, ", and an embedded PostgreSQL needs it alone")
+    assert not (data / "pg").exists(), "the refused floe made a cluster"
+    assert a.stop() == 0 and b.stop() == 0
+
+
 def test_kill_9_of_floe_takes_its_postgres_with_it(embedded_workdir, floe_factory):
     data = embedded_workdir / "data"
     f = start_embedded(floe_factory, embedded_workdir)
     f.create_namespace(["before_kill"])
     pids = cluster_pids(check_postgres_child(f, data))
     assert len(pids) > 1, "no backend processes under the postmaster"
+    owner = f"{f.pid}\n{process_start(f.pid)}\n"
+    assert (data / "floe.pid").read_text() == owner
     f.proc.send_signal(signal.SIGKILL)
     f.proc.wait(10)
     left = wait_until(lambda: not [p for p in pids if pid_alive(p)], 10)
     assert left, f"postgres processes outlived floe: {[p for p in pids if pid_alive(p)]}"
-    # and the next start serves the same data
+    # and the next start takes over the dead floe's lock and serves the same data
+    assert (data / "floe.pid").read_text() == owner, "the dead floe's lock file is not as it left it"
     g = start_embedded(floe_factory, embedded_workdir)
+    assert (data / "floe.pid").read_text() == f"{g.pid}\n{process_start(g.pid)}\n"
     assert_ok_json(g.get("/v1/namespaces/before_kill"))
     assert g.stop() == 0, g.log_tail()
 
