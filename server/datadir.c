@@ -18,7 +18,10 @@
 
 #define DATADIR_LOCK_FILE "floe.pid"
 
-unsigned long long datadir_process_start(long pid)
+/* The start time of process pid, in clock ticks after boot (field 22 of
+ * /proc/<pid>/stat), or 0 when it cannot be read: with the pid, it names
+ * one process even after the pid is reused. */
+static unsigned long long process_start(long pid)
 {
 	char path[64];
 	char buf[1024];
@@ -82,7 +85,7 @@ static bool write_owner(int fd)
 {
 	char buf[96];
 	long pid = (long)getpid();
-	int n = snprintf(buf, sizeof(buf), "%ld\n%llu\n", pid, datadir_process_start(pid));
+	int n = snprintf(buf, sizeof(buf), "%ld\n%llu\n", pid, process_start(pid));
 
 	if (ftruncate(fd, 0) != 0)
 		return false;

@@ -27,9 +27,4 @@ int datadir_lock(const char *dir, bool exclusive, char *msg, size_t msglen)
  * to -1. Safe when *fd is -1. */
 void datadir_unlock(int *fd, bool exclusive);
 
-/* The start time of process pid, in clock ticks after boot (field 22 of
- * /proc/<pid>/stat), or 0 when it cannot be read: with the pid, it names
- * one process even after the pid is reused. */
-unsigned long long datadir_process_start(long pid);
-
 #endif
