@@ -942,6 +942,45 @@ def test_replicas_on_a_database_share_a_data_dir_an_embedded_floe_does_not(postg
     assert a.stop() == 0 and b.stop() == 0
 
 
+def test_floe_audit_reads_a_running_floe_by_a_relative_data_dir(embedded_workdir, floe_factory):
+    """`floe audit verify --data-dir=floe-data` as the README runs it, from
+    the directory that holds it, beside the running floe; and with
+    FLOE_DATA_DIR=./floe-data for an export."""
+    f = start_embedded(floe_factory, embedded_workdir)
+    f.create_namespace(["audited"])
+    links = assert_ok_json(f.get("/v1/audit-log/verify"))["links"]
+    r = run_floe(["audit", "verify", "--data-dir=data"], cwd=embedded_workdir, timeout=60)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert (report["valid"], report["links"], r.stderr) == (True, links, "")
+    r = run_floe(["audit", "export"], env={"FLOE_DATA_DIR": "./data/"}, cwd=embedded_workdir,
+                 timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(lines) > links and r.stderr == ""
+    assert f.stop() == 0, f.log_tail()
+
+
+def test_floe_audit_says_why_the_database_cannot_be_reached(tmp_path):
+    """libpq's own reason, with the socket path it tried (made absolute)."""
+    (tmp_path / "stopped").mkdir()
+    r = run_floe(["audit", "verify", "--data-dir=stopped"], cwd=tmp_path)
+    sock = tmp_path / "stopped" / "run" / ".s.PGSQL.5432"
+    assert (r.returncode, r.stdout) == (1, ""), r.stderr
+    assert r.stderr.startswith(
+        "floe audit verify: cannot reach the database: connection to server on socket "
+        f'"{sock}" failed: No such file or directory\n'), r.stderr
+    r = run_floe(["audit", "export", "--data-dir=missing"], cwd=tmp_path)
+    assert (r.returncode, r.stdout, r.stderr) == (
+        1, "", "floe audit export: cannot use the data directory missing: No such file or directory\n")
+    port = free_port()
+    r = run_floe(["audit", "export", f"--database=postgresql://floe@127.0.0.1:{port}/floe"])
+    assert (r.returncode, r.stdout) == (1, ""), r.stderr
+    assert r.stderr.startswith(
+        "floe audit export: cannot reach the database: connection to server at \"127.0.0.1\", "
+        f"port {port} failed: Connection refused\n"), r.stderr
+
+
 def test_kill_9_of_floe_takes_its_postgres_with_it(embedded_workdir, floe_factory):
     data = embedded_workdir / "data"
     f = start_embedded(floe_factory, embedded_workdir)
