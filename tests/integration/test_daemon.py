@@ -13,6 +13,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -37,6 +38,7 @@ from conftest import (
     read_raw_response,
     run_floe,
     TableHandle,
+    clean_env,
     user_properties,
     wait_until,
 )
@@ -1027,6 +1029,52 @@ def test_leftover_embedded_postgres_is_stopped_on_the_next_start(embedded_workdi
     finally:
         if leftover and pid_alive(leftover):
             os.kill(leftover, signal.SIGKILL)
+
+
+# A process named floe that runs a PostgreSQL as its child and waits: a
+# floe from before the data directory's lock.
+FLOE_NAMED_PARENT = """
+import ctypes, os, subprocess, sys
+ctypes.CDLL(None).prctl(15, b"floe", 0, 0, 0)  # PR_SET_NAME
+user = os.environ.get("PG_RUN_AS") or None
+subprocess.Popen(sys.argv[1:], user=user, stdin=subprocess.DEVNULL).wait()
+"""
+
+
+def test_a_postgres_whose_floe_still_runs_is_not_stopped(embedded_workdir, floe_factory, pg_bin_dir):
+    """A cluster that is the child of a live floe is no leftover, even to a
+    floe that holds the data directory's lock: that start fails and the
+    cluster runs on."""
+    data = embedded_workdir / "data"
+    f = start_embedded(floe_factory, embedded_workdir)
+    assert f.stop() == 0, f.log_tail()
+    argv = [str(Path(pg_bin_dir) / "postgres"), "-D", str(data / "pg"), "-k", str(data / "run"),
+            "-p", "5432", "-c", "listen_addresses="]
+    env = clean_env(PG_RUN_AS="postgres" if IS_ROOT else "")
+    holder = subprocess.Popen([sys.executable, "-c", FLOE_NAMED_PARENT, *argv], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    master = None
+    try:
+        assert wait_until(lambda: (data / "run" / ".s.PGSQL.5432").exists(), 60), "no postgres"
+        master = postmaster_pid(data)
+        assert master and int(proc_status(master)["PPid"]) == holder.pid
+        assert Path(f"/proc/{holder.pid}/comm").read_text() == "floe\n"
+        g = floe_factory(env={"FLOE_DATA_DIR": str(data)}, workdir=embedded_workdir, ready=False)
+        try:
+            code = g.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"floe took over a live floe's PostgreSQL; stderr:\n{g.log_tail()}")
+        assert code == 1, g.log_tail()
+        assert (f"the PostgreSQL (pid {master}) on {data / 'pg'} is run by another floe "
+                f"(pid {holder.pid}), which still runs; stop that floe first, or give this one "
+                "its own --data-dir") in g.log(), g.log_tail()
+        assert pid_alive(master), "the live floe's PostgreSQL was stopped"
+    finally:
+        if master and pid_alive(master):
+            os.kill(master, signal.SIGQUIT)
+            wait_until(lambda: not pid_alive(master), 15)
+        holder.kill()
+        holder.wait(10)
 
 
 def test_embedded_with_explicit_pg_bin_dir(embedded_workdir, floe_factory, pg_bin_dir):
