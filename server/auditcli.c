@@ -44,8 +44,8 @@ static void auditcli_usage(FILE *out)
 		"\n"
 		"  --database=URL     the PostgreSQL floe uses (default: FLOE_DATABASE_URL)\n"
 		"  --data-dir=DIR     else the embedded PostgreSQL of the floe running with\n"
-		"                     this data directory (default: FLOE_DATA_DIR, else\n"
-		"                     ./floe-data)\n"
+		"                     this data directory, relative to the current one\n"
+		"                     (default: FLOE_DATA_DIR, else ./floe-data)\n"
 		"  --public-key=FILE  the checkpoint key, PEM (the public key, or the\n"
 		"                     signing key itself); without it, verify uses the\n"
 		"                     export's own and says that signatures were checked\n"
@@ -140,24 +140,50 @@ static struct trail_key *load_public(const char *cmd, const char *path)
 	return k;
 }
 
-/* The pool of one connection to the database the arguments name. */
-static struct store_pool *open_pool(const struct cli_args *a)
+/* The conninfo of the database the arguments name (new, caller frees),
+ * or NULL with the reason printed. A data directory is made absolute
+ * first: libpq takes a host that does not begin with '/' for a host
+ * name, not a socket directory. */
+static char *database_conninfo(const char *cmd, const struct cli_args *a)
 {
 	const char *url = a->database ? a->database : getenv("FLOE_DATABASE_URL");
-	char conninfo[4600];
+	char *abs = NULL;
+	char *conninfo = NULL;
 
-	if (url != NULL && url[0] != '\0')
-		return store_pool_new(url, 1, "cli");
+	if (url != NULL && url[0] != '\0') {
+		conninfo = strdup(url);
+		goto done;
+	}
 	const char *dir = a->data_dir ? a->data_dir : getenv("FLOE_DATA_DIR");
 	if (dir == NULL || dir[0] == '\0')
 		dir = "./floe-data";
-	if (strchr(dir, '\'') != NULL || strchr(dir, '\\') != NULL)
+	abs = realpath(dir, NULL);
+	if (abs == NULL) {
+		(void)fprintf(stderr, "floe audit %s: cannot use the data directory %s: %s\n", cmd,
+			      dir, log_strerror(errno));
 		return NULL;
-	(void)snprintf(conninfo, sizeof(conninfo),
-		       "host='%s/run' port=5432 user=floe_runtime dbname=floe", dir);
-	return store_pool_new(conninfo, 1, "cli");
+	}
+	/* host='<abs>/run', quoted as libpq reads a value. */
+	size_t len = strlen(abs) * 2 + 96;
+	conninfo = malloc(len);
+	if (conninfo == NULL)
+		goto done;
+	size_t n = 0;
+	const char *head = "host='";
+	memcpy(conninfo, head, strlen(head));
+	n += strlen(head);
+	for (const char *p = abs; *p != '\0'; p++) {
+		if (*p == '\'' || *p == '\\')
+			conninfo[n++] = '\\';
+		conninfo[n++] = *p;
+	}
+	(void)snprintf(conninfo + n, len - n, "/run' port=5432 user=floe_runtime dbname=floe");
+done:
+	if (conninfo == NULL)
+		(void)fprintf(stderr, "floe audit %s: out of memory\n", cmd);
+	free(abs);
+	return conninfo;
 }
-
 static int print_report(json_t *report)
 {
 	bool valid = json_is_true(json_object_get(report, "valid"));
@@ -229,13 +255,28 @@ static bool emit_line(void *ctx, const json_t *line)
 static int from_database(const char *cmd, const struct cli_args *a, struct trail_key *key)
 {
 	struct floe_error err;
-	struct store_pool *pool = open_pool(a);
-	struct store *s = pool ? system_acquire(pool, &err) : NULL;
+	char *conninfo = database_conninfo(cmd, a);
+	struct store_pool *pool = NULL;
+	struct store *s = NULL;
 	int rc = 1;
 
+	if (conninfo == NULL)
+		return 1;
+	floe_error_clear(&err);
+	/* First on its own, for libpq's reason: the pool words a failure for
+	 * a client of the daemon, who is told no more than "unavailable". */
+	if (!store_try_connect(conninfo, &err)) {
+		(void)fprintf(stderr, "floe audit %s: cannot reach the database: %s\n", cmd,
+			      err.message);
+		free(conninfo);
+		return 1;
+	}
+	pool = store_pool_new(conninfo, 1, "cli");
+	free(conninfo);
+	s = pool ? system_acquire(pool, &err) : NULL;
 	if (s == NULL) {
 		(void)fprintf(stderr, "floe audit %s: cannot reach the database: %s\n", cmd,
-			      pool ? err.message : "the data directory cannot be named in a URL");
+			      pool ? err.message : "out of memory");
 		store_pool_free(&pool);
 		return 1;
 	}

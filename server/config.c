@@ -93,7 +93,7 @@ const struct option_def config_options[OPT_COUNT] = {
 	[OPT_OWNER_DATABASE] = { "owner-database", "FLOE_OWNER_DATABASE_URL", "",
 		"With --database: connection string of the role that owns floe's tables, used for migrations only, so that floe's own role cannot change the audit log; empty: migrate with --database (the audit log is then not protected from floe's role)" },
 	[OPT_DATA_DIR] = { "data-dir", "FLOE_DATA_DIR", "./floe-data",
-		"Directory for the embedded PostgreSQL, floe's keys (auth/) and the default warehouse; made with its missing parents (0700, or 0755 for the embedded PostgreSQL)" },
+		"Directory for the embedded PostgreSQL, floe's keys (auth/) and the default warehouse; made with its missing parents (0700, or 0755 for the embedded PostgreSQL); locked by the running floe (floe.pid): a second floe on it exits with status 2, unless both run with --database" },
 	[OPT_WAREHOUSE] = { "warehouse", "FLOE_WAREHOUSE", NULL,
 		"Warehouse root URL where table files are written: file:///path or file:/path, or s3://bucket/prefix for S3-compatible object storage (see the --s3-* options; the bucket must exist) (default: file://<data dir>/warehouse)" },
 	[OPT_THREADS] = { "threads", "FLOE_THREADS", NULL,

@@ -275,13 +275,54 @@ static bool wait_gone(pid_t pid, int seconds)
 	return pid_gone(pid);
 }
 
+/* The parent of process pid, or 0 when it cannot be read. */
+static long parent_of(long pid)
+{
+	char path[64];
+	char line[256];
+	long parent = 0;
+	FILE *f;
+
+	(void)snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "PPid:", 5) == 0) {
+			parent = strtol(line + 5, NULL, 10);
+			break;
+		}
+	}
+	(void)fclose(f);
+	return parent;
+}
+
+/* True when process pid is a floe (its command name). */
+static bool is_floe(long pid)
+{
+	char path[64];
+	char comm[64] = "";
+	FILE *f;
+
+	(void)snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return false;
+	if (fgets(comm, sizeof(comm), f) == NULL)
+		comm[0] = '\0';
+	(void)fclose(f);
+	return strcmp(comm, "floe\n") == 0;
+}
+
 /*
  * A PostgreSQL left running on pgdata by an earlier floe (one that
  * crashed before it could stop it) keeps the next one from starting: when
  * postmaster.pid names a live process whose working directory is pgdata
  * (a postmaster runs in its data directory), stop it (immediate shutdown,
- * then SIGKILL) and wait until it is gone. False only when it would not
- * go.
+ * then SIGKILL) and wait until it is gone. The caller holds the data
+ * directory's lock (datadir.h), so no live floe serves it; one that is
+ * still the child of a live floe (a floe from before the lock) is left
+ * alone. False when it would not go or is not left over.
  */
 static bool stop_leftover(const char *pgdata)
 {
@@ -314,6 +355,15 @@ static bool stop_leftover(const char *pgdata)
 	cwd[n] = '\0';
 	if (strcmp(cwd, want) != 0)
 		goto done; /* another process reuses the pid: the file is stale */
+	long parent = parent_of(pid);
+	if (parent > 1 && parent != (long)getpid() && is_floe(parent)) {
+		log_error(
+			"pg",
+			"the PostgreSQL (pid %ld) on %s is run by another floe (pid %ld), which still runs; stop that floe first, or give this one its own --data-dir",
+			pid, pgdata, parent);
+		ok = false;
+		goto done;
+	}
 	log_warn(
 		"pg",
 		"a PostgreSQL (pid %ld) left over from an earlier run still serves %s; stopping it (immediate shutdown)",

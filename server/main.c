@@ -20,6 +20,7 @@
 #include "auditcli.h"
 #include "authcli.h"
 #include "config.h"
+#include "datadir.h"
 #include "embedpg.h"
 #include "fileio.h"
 #include "hooks.h"
@@ -301,6 +302,8 @@ int main(int argc, char **argv)
 	const char *conninfo;
 	sigset_t waitset;
 	int exit_code = 1;
+	int dir_lock = -1;
+	bool embedded = false;
 
 	if (argc > 1 && strcmp(argv[1], "auth") == 0)
 		return authcli_main(argc - 1, argv + 1);
@@ -358,6 +361,17 @@ int main(int argc, char **argv)
 		config_free(&cfg);
 		return 2;
 	}
+	/* Before PostgreSQL, the keys or the port: a second floe on a data
+	 * directory whose embedded PostgreSQL another floe runs would stop
+	 * that cluster as left over. The lock is held until the exit. */
+	embedded = cfg.database_url == NULL;
+	dir_lock = datadir_lock(cfg.data_dir, embedded, msg, sizeof(msg));
+	if (dir_lock < 0) {
+		log_error("main", "%s", msg);
+		(void)fprintf(stderr, "floe: %s\n", msg);
+		config_free(&cfg);
+		return 2;
+	}
 	/* Before anything starts: a key file that is refused is a setup
 	 * mistake (exit status 2), whatever --auth is. */
 	struct floe_error kerr;
@@ -365,6 +379,7 @@ int main(int argc, char **argv)
 	if (sealing == NULL) {
 		log_error("main", "%s", kerr.message);
 		(void)fprintf(stderr, "floe: %s\n", kerr.message);
+		datadir_unlock(&dir_lock, embedded);
 		config_free(&cfg);
 		return 2;
 	}
@@ -600,6 +615,8 @@ done:
 	panic_pg = NULL;
 	embedpg_stop(&pg);
 	fileio_s3_stop();
+	/* Only once the embedded PostgreSQL has stopped. */
+	datadir_unlock(&dir_lock, embedded);
 	log_info("main", "floe stopped");
 	config_free(&cfg);
 	return exit_code;

@@ -197,6 +197,27 @@ PGconn *store_connect(const char *conninfo, struct floe_error *err)
 	return store_connect_as(conninfo, true, err);
 }
 
+bool store_try_connect(const char *conninfo, struct floe_error *err)
+{
+	const char *keys[] = { "connect_timeout", "application_name", "dbname", NULL };
+	const char *values[] = { "5", "floe", conninfo, NULL };
+	PGconn *conn = PQconnectdbParams(keys, values, 1);
+
+	if (conn == NULL)
+		return floe_err(err, FE_INTERNAL, "out of memory");
+	if (PQstatus(conn) != CONNECTION_OK) {
+		char *msg = PQerrorMessage(conn);
+		size_t len = strlen(msg);
+		while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+			msg[--len] = '\0';
+		floe_err(err, FE_UNAVAILABLE, "%s", msg);
+		PQfinish(conn);
+		return false;
+	}
+	PQfinish(conn);
+	return true;
+}
+
 static PGresult *store_collect(PGconn *conn, int wait, bool *timed_out);
 
 static bool store_prepare(PGconn *conn, const struct store_statement *st, struct floe_error *err)

@@ -39,6 +39,12 @@ struct store_pool *store_pool_new(const char *conninfo, int size, const char *na
  * Returns NULL when out of memory. */
 struct store_pool *store_watch_pool_new(const char *conninfo);
 
+/* Connects to conninfo once (giving up after 5 s) and disconnects: for a
+ * command-line tool, which tells its user why a database cannot be
+ * reached. False with FE_UNAVAILABLE carrying libpq's own message (a
+ * host, a socket path, a role: not for an HTTP answer). */
+bool store_try_connect(const char *conninfo, struct floe_error *err) FLOE_WUR;
+
 /* Closes every connection and frees the pool; sets *pool to NULL. */
 void store_pool_free(struct store_pool **pool);
 

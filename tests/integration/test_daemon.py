@@ -13,6 +13,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -36,6 +37,8 @@ from conftest import (
     proc_status,
     read_raw_response,
     run_floe,
+    TableHandle,
+    clean_env,
     user_properties,
     wait_until,
 )
@@ -873,18 +876,129 @@ def cluster_pids(master: int) -> list[int]:
     return pids
 
 
+def process_start(pid: int) -> int:
+    """Field 22 of /proc/<pid>/stat: when the process started, in clock ticks."""
+    stat_line = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat_line[stat_line.rindex(")") + 2:].split()[19])
+
+
+def in_use_message(data: Path, pid: int, tail: str) -> str:
+    return (f"floe: the data directory {data} is in use by another floe (pid {pid}){tail}; "
+            "stop that floe first, or give this one its own --data-dir\n")
+
+
+def refused_start(floe_factory, data: Path, args=(), env=None) -> tuple[int, str]:
+    """A floe started on data that must exit at once: its status and stderr."""
+    g = floe_factory(args=args, env={"FLOE_DATA_DIR": str(data), **(env or {})}, ready=False)
+    try:
+        code = g.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a second floe on {data} did not exit; stderr:\n{g.log_tail()}")
+    assert not port_open(g.host, g.port), "the refused floe bound its port"
+    return code, g.log()
+
+
+def test_a_second_floe_on_an_embedded_data_dir_is_refused(embedded_workdir, floe_factory, postgres):
+    """The README's advice on a busy port, followed beside a running floe:
+    the second floe exits with status 2 naming the first, before it touches
+    PostgreSQL or its port; the first keeps its PostgreSQL and serves on."""
+    data = embedded_workdir / "data"
+    f = start_embedded(floe_factory, embedded_workdir)
+    pgpid = check_postgres_child(f, data)
+    assert (data / "floe.pid").read_text() == f"{f.pid}\n{process_start(f.pid)}\n"
+    taken = in_use_message(data, f.pid, ", which runs its embedded PostgreSQL there")
+    # The same command again, on another port; then as a replica on a database.
+    for args in ([], [f"--database={postgres.new_database()}"]):
+        code, err = refused_start(floe_factory, data, args=args, env={"FLOE_AUTH": "none"})
+        assert (code, err[-len(taken):]) == (2, taken), err
+        assert "started PostgreSQL" not in err and "left over" not in err, err
+    assert pid_alive(pgpid) and postmaster_pid(data) == pgpid, "the first floe's PostgreSQL was touched"
+    assert "left over" not in f.log(), f.log_tail()
+    assert f.get("/v1/config").status_code == 200
+    f.create_namespace(["still_serving"])
+    t = TableHandle(f, ["still_serving"], "t")
+    t.create()
+    sid = t.add_snapshot()
+    assert t.head() == sid
+    assert f.stop() == 0, f.log_tail()
+    assert (data / "floe.pid").read_text() == "", "a clean stop leaves the lock file naming no floe"
+
+
+def test_replicas_on_a_database_share_a_data_dir_an_embedded_floe_does_not(postgres, floe_factory,
+                                                                          tmp_path):
+    """Replicas with --database may share a data directory (its keys and
+    warehouse); a floe with an embedded PostgreSQL needs it alone."""
+    data = tmp_path / "shared"
+    db = postgres.new_database()
+    a = floe_factory(env={"FLOE_DATABASE_URL": db, "FLOE_DATA_DIR": str(data)})
+    b = floe_factory(env={"FLOE_DATABASE_URL": db, "FLOE_DATA_DIR": str(data)})
+    a.create_namespace(["from_a"])
+    assert b.list_namespaces() == [["from_a"]]
+    code, err = refused_start(floe_factory, data, env={"FLOE_AUTH": "none"})
+    m = re.search(r"floe: the data directory (.*) is in use by another floe \(pid (\d+)\)(.*); "
+                  r"stop that floe first, or give this one its own --data-dir\n$", err)
+    assert code == 2 and m, err
+    assert (m.group(1), int(m.group(2)) in (a.pid, b.pid), m.group(3)) == (
+        str(data), True, ", and an embedded PostgreSQL needs it alone")
+    assert not (data / "pg").exists(), "the refused floe made a cluster"
+    assert a.stop() == 0 and b.stop() == 0
+
+
+def test_floe_audit_reads_a_running_floe_by_a_relative_data_dir(embedded_workdir, floe_factory):
+    """`floe audit verify --data-dir=floe-data` as the README runs it, from
+    the directory that holds it, beside the running floe; and with
+    FLOE_DATA_DIR=./floe-data for an export."""
+    f = start_embedded(floe_factory, embedded_workdir)
+    f.create_namespace(["audited"])
+    links = assert_ok_json(f.get("/v1/audit-log/verify"))["links"]
+    r = run_floe(["audit", "verify", "--data-dir=data"], cwd=embedded_workdir, timeout=60)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert (report["valid"], report["links"], r.stderr) == (True, links, "")
+    r = run_floe(["audit", "export"], env={"FLOE_DATA_DIR": "./data/"}, cwd=embedded_workdir,
+                 timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(lines) > links and r.stderr == ""
+    assert f.stop() == 0, f.log_tail()
+
+
+def test_floe_audit_says_why_the_database_cannot_be_reached(tmp_path):
+    """libpq's own reason, with the socket path it tried (made absolute)."""
+    (tmp_path / "stopped").mkdir()
+    r = run_floe(["audit", "verify", "--data-dir=stopped"], cwd=tmp_path)
+    sock = tmp_path / "stopped" / "run" / ".s.PGSQL.5432"
+    assert (r.returncode, r.stdout) == (1, ""), r.stderr
+    assert r.stderr.startswith(
+        "floe audit verify: cannot reach the database: connection to server on socket "
+        f'"{sock}" failed: No such file or directory\n'), r.stderr
+    r = run_floe(["audit", "export", "--data-dir=missing"], cwd=tmp_path)
+    assert (r.returncode, r.stdout, r.stderr) == (
+        1, "", "floe audit export: cannot use the data directory missing: No such file or directory\n")
+    port = free_port()
+    r = run_floe(["audit", "export", f"--database=postgresql://floe@127.0.0.1:{port}/floe"])
+    assert (r.returncode, r.stdout) == (1, ""), r.stderr
+    assert r.stderr.startswith(
+        "floe audit export: cannot reach the database: connection to server at \"127.0.0.1\", "
+        f"port {port} failed: Connection refused\n"), r.stderr
+
+
 def test_kill_9_of_floe_takes_its_postgres_with_it(embedded_workdir, floe_factory):
     data = embedded_workdir / "data"
     f = start_embedded(floe_factory, embedded_workdir)
     f.create_namespace(["before_kill"])
     pids = cluster_pids(check_postgres_child(f, data))
     assert len(pids) > 1, "no backend processes under the postmaster"
+    owner = f"{f.pid}\n{process_start(f.pid)}\n"
+    assert (data / "floe.pid").read_text() == owner
     f.proc.send_signal(signal.SIGKILL)
     f.proc.wait(10)
     left = wait_until(lambda: not [p for p in pids if pid_alive(p)], 10)
     assert left, f"postgres processes outlived floe: {[p for p in pids if pid_alive(p)]}"
-    # and the next start serves the same data
+    # and the next start takes over the dead floe's lock and serves the same data
+    assert (data / "floe.pid").read_text() == owner, "the dead floe's lock file is not as it left it"
     g = start_embedded(floe_factory, embedded_workdir)
+    assert (data / "floe.pid").read_text() == f"{g.pid}\n{process_start(g.pid)}\n"
     assert_ok_json(g.get("/v1/namespaces/before_kill"))
     assert g.stop() == 0, g.log_tail()
 
@@ -915,6 +1029,52 @@ def test_leftover_embedded_postgres_is_stopped_on_the_next_start(embedded_workdi
     finally:
         if leftover and pid_alive(leftover):
             os.kill(leftover, signal.SIGKILL)
+
+
+# A process named floe that runs a PostgreSQL as its child and waits: a
+# floe from before the data directory's lock.
+FLOE_NAMED_PARENT = """
+import ctypes, os, subprocess, sys
+ctypes.CDLL(None).prctl(15, b"floe", 0, 0, 0)  # PR_SET_NAME
+user = os.environ.get("PG_RUN_AS") or None
+subprocess.Popen(sys.argv[1:], user=user, stdin=subprocess.DEVNULL).wait()
+"""
+
+
+def test_a_postgres_whose_floe_still_runs_is_not_stopped(embedded_workdir, floe_factory, pg_bin_dir):
+    """A cluster that is the child of a live floe is no leftover, even to a
+    floe that holds the data directory's lock: that start fails and the
+    cluster runs on."""
+    data = embedded_workdir / "data"
+    f = start_embedded(floe_factory, embedded_workdir)
+    assert f.stop() == 0, f.log_tail()
+    argv = [str(Path(pg_bin_dir) / "postgres"), "-D", str(data / "pg"), "-k", str(data / "run"),
+            "-p", "5432", "-c", "listen_addresses="]
+    env = clean_env(PG_RUN_AS="postgres" if IS_ROOT else "")
+    holder = subprocess.Popen([sys.executable, "-c", FLOE_NAMED_PARENT, *argv], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    master = None
+    try:
+        assert wait_until(lambda: (data / "run" / ".s.PGSQL.5432").exists(), 60), "no postgres"
+        master = postmaster_pid(data)
+        assert master and int(proc_status(master)["PPid"]) == holder.pid
+        assert Path(f"/proc/{holder.pid}/comm").read_text() == "floe\n"
+        g = floe_factory(env={"FLOE_DATA_DIR": str(data)}, workdir=embedded_workdir, ready=False)
+        try:
+            code = g.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"floe took over a live floe's PostgreSQL; stderr:\n{g.log_tail()}")
+        assert code == 1, g.log_tail()
+        assert (f"the PostgreSQL (pid {master}) on {data / 'pg'} is run by another floe "
+                f"(pid {holder.pid}), which still runs; stop that floe first, or give this one "
+                "its own --data-dir") in g.log(), g.log_tail()
+        assert pid_alive(master), "the live floe's PostgreSQL was stopped"
+    finally:
+        if master and pid_alive(master):
+            os.kill(master, signal.SIGQUIT)
+            wait_until(lambda: not pid_alive(master), 15)
+        holder.kill()
+        holder.wait(10)
 
 
 def test_embedded_with_explicit_pg_bin_dir(embedded_workdir, floe_factory, pg_bin_dir):
