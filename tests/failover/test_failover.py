@@ -637,20 +637,6 @@ def key(tmp_path):
     return make_key(tmp_path / "audit.key")
 
 
-def known_open(what, check, *args):
-    """A check whose failure is a defect still open at the database
-    boundary (CHANGELOG, "Known open"): seen in about one synchronous
-    failover in ten before a commit in no history stopped being settled as
-    landed, an acknowledged commit whose change event a reader did not
-    find. When it shows, the test is reported as an expected failure with
-    what it found, after every other promise was asserted; never passed
-    over silently."""
-    try:
-        return check(*args)
-    except AssertionError as e:
-        pytest.xfail(f"{what} (open): {e}")
-
-
 def test_a_synchronous_standby_takes_over_with_nothing_acknowledged_lost(
         pair_factory, webhooks, key, tmp_path):
     pair = pair_factory(synchronous=True)
@@ -673,8 +659,7 @@ def test_a_synchronous_standby_takes_over_with_nothing_acknowledged_lost(
         print(f"  audit events paged across the switch: {check_audit_read_across(reps, load)}")
         events = check_feed_read_across(reps, load)
         print(f"  feed events read across the switch: {events}")
-        known_open("every acknowledged commit in the feed", check_feed_has_every_acknowledged_commit,
-                   reps, tally)
+        check_feed_has_every_acknowledged_commit(reps, tally)
     finally:
         reps.cleanup()
 
