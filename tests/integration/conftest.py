@@ -1100,3 +1100,37 @@ def integration_module(name: str):
         else:
             sys.modules["conftest"] = ours
     return mod
+
+
+def postgres_pids(pg) -> list[int]:
+    """The postmaster of a test cluster and every process it started."""
+    master = int((pg.data_dir / "postmaster.pid").read_text().splitlines()[0])
+    pids = [master]
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/status") as fh:
+                for line in fh:
+                    if line.startswith("PPid:"):
+                        if int(line.split()[1]) == master:
+                            pids.append(int(d))
+                        break
+        except OSError:
+            pass
+    return pids
+
+
+def table_in_new_namespace(floe, ns: str) -> "TableHandle":
+    """Namespace ns, created, and its table t, created without a snapshot."""
+    assert_ok_json(floe.post("/v1/namespaces", json={"namespace": [ns]}))
+    t = TableHandle(floe, [ns], "t")
+    t.create()
+    return t
+
+
+def metadata_file_names(t: "TableHandle") -> set:
+    """The names of the metadata files in the table's metadata directory
+    (a file:// warehouse)."""
+    loc = t.metadata()["location"]
+    return {p.name for p in (Path(loc[len("file://"):]) / "metadata").glob("*.metadata.json")}

@@ -8,23 +8,12 @@ import threading
 import uuid
 
 from conftest import TableHandle, assert_error, assert_ok_json, describe, ns_path
+from conftest import metadata_file_names as metadata_files
+from conftest import table_in_new_namespace as new_table
 
 
 def key() -> str:
     return str(uuid.uuid4())
-
-
-def new_table(floe, ns: str) -> TableHandle:
-    assert_ok_json(floe.post("/v1/namespaces", json={"namespace": [ns]}))
-    t = TableHandle(floe, [ns], "t")
-    t.create()
-    return t
-
-
-def metadata_files(t: TableHandle) -> set:
-    from pathlib import Path
-    loc = t.metadata()["location"]
-    return {p.name for p in (Path(loc[len("file://"):]) / "metadata").glob("*.metadata.json")}
 
 
 def test_config_advertises_the_key_lifetime(floe):

@@ -5,26 +5,12 @@ of time. Armed by FLOE_INJECTION_POINTS (and FLOE_INJECTION_DIR for a
 wait); the container image is built without them."""
 import subprocess
 import threading
-import time
 import uuid
-from pathlib import Path
 
 import requests
 
 from conftest import (TableHandle, assert_error, assert_ok_json, clean_env, describe,
-                      floe_binary, wait_until)
-
-
-def table_on(floe, ns: str) -> TableHandle:
-    assert_ok_json(floe.post("/v1/namespaces", json={"namespace": [ns]}))
-    t = TableHandle(floe, [ns], "t")
-    t.create()
-    return t
-
-
-def metadata_files(t: TableHandle) -> set:
-    loc = t.metadata()["location"]
-    return {p.name for p in (Path(loc[len("file://"):]) / "metadata").glob("*.metadata.json")}
+                      floe_binary, metadata_file_names, table_in_new_namespace, wait_until)
 
 
 def history_files(t: TableHandle) -> set:
@@ -55,7 +41,7 @@ def test_a_commit_killed_after_its_commit_replays_its_answer_to_a_keyed_retry(
     replica gets it, replayed, and the snapshot is on main once."""
     url = postgres.new_database()
     plain = floe_factory(env={"FLOE_DATABASE_URL": url})
-    t = table_on(plain, uniq)
+    t = table_in_new_namespace(plain, uniq)
     doomed = floe_factory(env={"FLOE_DATABASE_URL": url,
                                "FLOE_INJECTION_POINTS": "commit-committed:crash"})
     assert "injection point commit-committed armed: crash" in doomed.log()
@@ -86,7 +72,7 @@ def test_a_commit_held_after_writing_its_file_loses_to_a_faster_one_and_leaves_n
     it wrote is removed."""
     url = postgres.new_database()
     fast = floe_factory(env={"FLOE_DATABASE_URL": url})
-    t = table_on(fast, uniq)
+    t = table_in_new_namespace(fast, uniq)
     held = floe_factory(env={"FLOE_DATABASE_URL": url, "FLOE_INJECTION_DIR": str(tmp_path),
                              "FLOE_INJECTION_POINTS": "commit-written:wait"})
     base = t.metadata()
@@ -100,7 +86,7 @@ def test_a_commit_held_after_writing_its_file_loses_to_a_faster_one_and_leaves_n
     assert wait_until(reached.exists, 30), held.log_tail()
     assert reached.read_text() == "1\n"
     # The held commit's file is there, and no history names it.
-    assert len(metadata_files(t) - history_files(t)) == 1
+    assert len(metadata_file_names(t) - history_files(t)) == 1
     sid, fast_updates = t.snapshot_updates(meta=base)
     assert_ok_json(fast.post(t.url, json={"requirements": requirement, "updates": fast_updates}))
     (tmp_path / "commit-written.wakeup").touch()
@@ -109,4 +95,4 @@ def test_a_commit_held_after_writing_its_file_loses_to_a_faster_one_and_leaves_n
     assert_error(answers[0], 409, "CommitFailedException")
     assert wait_until(lambda: not (tmp_path / "commit-written.wakeup").exists(), 5)
     assert t.head() == sid
-    assert metadata_files(t) == history_files(t)
+    assert metadata_file_names(t) == history_files(t)

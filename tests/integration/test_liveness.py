@@ -18,7 +18,8 @@ import psycopg
 import pytest
 import requests
 
-from conftest import TableHandle, assert_error, database_url, describe, wait_until
+from conftest import (TableHandle, assert_error, database_url, describe, postgres_pids,
+                      wait_until)
 
 # Well below a Kubernetes probe's default timeout of 1 s, and far below
 # what a request worker waits on the database in these tests.
@@ -51,23 +52,6 @@ def floe_sessions_waiting_on_locks(url: str) -> int:
             "AND wait_event_type = 'Lock'").fetchone()[0]
 
 
-def postgres_pids(pg) -> list[int]:
-    """The postmaster of a test cluster and every process it started."""
-    master = int((pg.data_dir / "postmaster.pid").read_text().splitlines()[0])
-    pids = [master]
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/status") as fh:
-                for line in fh:
-                    if line.startswith("PPid:"):
-                        if int(line.split()[1]) == master:
-                            pids.append(int(d))
-                        break
-        except OSError:
-            pass
-    return pids
 
 
 def signal_all(pids, sig):

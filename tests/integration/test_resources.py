@@ -28,6 +28,7 @@ from conftest import (
     assert_ok_json,
     database_url,
     describe,
+    postgres_pids,
     read_raw_response,
     wait_until,
 )
@@ -123,23 +124,6 @@ def test_commit_waiting_on_a_row_lock_answers_503_and_changes_nothing(postgres, 
     assert t.metadata()["properties"]["k"] == "after"
 
 
-def postgres_pids(pg) -> list[int]:
-    """The postmaster of a test cluster and every process it started."""
-    master = int((pg.data_dir / "postmaster.pid").read_text().splitlines()[0])
-    pids = [master]
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/status") as fh:
-                for line in fh:
-                    if line.startswith("PPid:"):
-                        if int(line.split()[1]) == master:
-                            pids.append(int(d))
-                        break
-        except OSError:
-            pass
-    return pids
 
 
 def test_stopped_database_gives_503_in_bounded_time_and_floe_recovers(dedicated_postgres, floe_factory):
