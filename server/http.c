@@ -32,6 +32,9 @@
  * may take a hook's whole timeout, at most a minute, plus the database
  * work); those still queued are answered at once. */
 #define HTTP_ASYNC_WAIT_SECONDS 90
+/* How long shutdown then waits for the answers of those requests to be
+ * written out. */
+#define HTTP_DRAIN_SECONDS 5
 /* Memory one connection may use for its headers and buffers. */
 #define HTTP_CONNECTION_MEMORY (64 * 1024)
 
@@ -985,6 +988,12 @@ bool http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds)
 			left, HTTP_ASYNC_WAIT_SECONDS);
 		return false;
 	}
+	/* A resumed connection's answer is written by libmicrohttpd's own
+	 * thread after its job let go: stopping the daemon before that
+	 * closes the connection without it. Wait (briefly) for each to go
+	 * out. */
+	for (int i = 0; atomic_load(&app->inflight) > 0 && i < HTTP_DRAIN_SECONDS * 20; i++)
+		usleep(50000);
 	MHD_stop_daemon(d);
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);
