@@ -32,8 +32,7 @@
  * may take a hook's whole timeout, at most a minute, plus the database
  * work); those still queued are answered at once. */
 #define HTTP_ASYNC_WAIT_SECONDS 90
-/* How long shutdown then waits for the answers of those requests to be
- * written out. */
+/* Then how long it waits for their answers to be written out. */
 #define HTTP_DRAIN_SECONDS 5
 /* Memory one connection may use for its headers and buffers. */
 #define HTTP_CONNECTION_MEMORY (64 * 1024)
@@ -988,10 +987,8 @@ bool http_stop(struct MHD_Daemon *d, struct app *app, int grace_seconds)
 			left, HTTP_ASYNC_WAIT_SECONDS);
 		return false;
 	}
-	/* A resumed connection's answer is written by libmicrohttpd's own
-	 * thread after its job let go: stopping the daemon before that
-	 * closes the connection without it. Wait (briefly) for each to go
-	 * out. */
+	/* A resumed connection's answer is written by libmicrohttpd's
+	 * thread: stopping first would close it without that answer. */
 	for (int i = 0; atomic_load(&app->inflight) > 0 && i < HTTP_DRAIN_SECONDS * 20; i++)
 		usleep(50000);
 	MHD_stop_daemon(d);
