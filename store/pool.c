@@ -133,6 +133,18 @@ static int store_response_wait_ms(void)
  * sessions (bounded false) get no statement or lock timeout: a migration may
  * rewrite a large table or wait for another replica's migration.
  */
+/* libpq's reason a connection failed, its trailing newlines cut (in
+ * conn's own buffer, valid until PQfinish). */
+static const char *connect_reason(PGconn *conn)
+{
+	char *msg = PQerrorMessage(conn);
+	size_t len = strlen(msg);
+
+	while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+		msg[--len] = '\0';
+	return msg;
+}
+
 static PGconn *connect_within(const char *conninfo, bool bounded, const char *connect_timeout,
 			      struct floe_error *err)
 {
@@ -170,11 +182,7 @@ static PGconn *connect_within(const char *conninfo, bool bounded, const char *co
 		return NULL;
 	}
 	if (PQstatus(conn) != CONNECTION_OK) {
-		char *msg = PQerrorMessage(conn);
-		size_t len = strlen(msg);
-		while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
-			msg[--len] = '\0';
-		log_warn("store", "cannot connect to PostgreSQL: %s", msg);
+		log_warn("store", "cannot connect to PostgreSQL: %s", connect_reason(conn));
 		PQfinish(conn);
 		floe_err(err, FE_UNAVAILABLE, "the catalog database is unavailable");
 		return NULL;
@@ -206,11 +214,7 @@ bool store_try_connect(const char *conninfo, struct floe_error *err)
 	if (conn == NULL)
 		return floe_err(err, FE_INTERNAL, "out of memory");
 	if (PQstatus(conn) != CONNECTION_OK) {
-		char *msg = PQerrorMessage(conn);
-		size_t len = strlen(msg);
-		while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
-			msg[--len] = '\0';
-		floe_err(err, FE_UNAVAILABLE, "%s", msg);
+		floe_err(err, FE_UNAVAILABLE, "%s", connect_reason(conn));
 		PQfinish(conn);
 		return false;
 	}
